@@ -1,0 +1,147 @@
+"""Judge configurations, judge runs and the verdicts they produce.
+
+Every verdict keeps its raw output, the judge config (and its content hash),
+the model id and the rubric version, so a moved pass rate can be traced to
+the agent or to the instrument.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.conf import settings
+from django.db import models
+
+from labeling.models import Criterion, EvalSet, Output, RubricVersion
+
+
+class VerdictOutcome(models.TextChoices):
+    """A judge's answer for one criterion. ERROR is not a FAIL: the judge could not answer."""
+
+    PASS = "PASS", "PASS"
+    FAIL = "FAIL", "FAIL"
+    NOT_APPLICABLE = "NOT_APPLICABLE", "N/A"
+    ABSTAIN = "ABSTAIN", "Can't tell"
+    ERROR = "ERROR", "ERROR"
+
+
+class JudgeConfig(models.Model):
+    class Backend(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible chat completions"
+        ANTHROPIC = "anthropic", "Anthropic messages"
+        INSTRUMENT = "instrument", "Deterministic instruments (no model)"
+        IMPORTED = "imported", "Verdicts produced elsewhere"
+
+    class Mode(models.TextChoices):
+        PER_OUTPUT = "per_output", "One call per output, grading every criterion"
+        PER_CRITERION = "per_criterion", "One call per criterion"
+
+    name = models.CharField(max_length=200, unique=True)
+    backend = models.CharField(max_length=16, choices=Backend.choices)
+    model_id = models.CharField(max_length=200, blank=True)
+    base_url = models.CharField(max_length=500, blank=True)
+    # The NAME of the environment variable that holds the key; the key itself is never stored.
+    api_key_env = models.CharField(max_length=100, blank=True)
+    temperature = models.FloatField(default=0.0)
+    max_output_tokens = models.PositiveIntegerField(default=1024)
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.PER_OUTPUT)
+    samples = models.PositiveSmallIntegerField(default=1)
+    max_concurrency = models.PositiveSmallIntegerField(default=4)
+    timeout_s = models.FloatField(default=60.0)
+    max_retries = models.PositiveSmallIntegerField(default=4)
+    prompt_template_version = models.CharField(max_length=50, default="v1")
+    # For the instrument backend: {criterion_key: {"kind": "...", ...}}.
+    instruments = models.JSONField(default=dict, blank=True)
+    content_hash = models.CharField(max_length=64, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    HASHED_FIELDS = (
+        "backend",
+        "model_id",
+        "base_url",
+        "api_key_env",
+        "temperature",
+        "max_output_tokens",
+        "mode",
+        "samples",
+        "prompt_template_version",
+        "instruments",
+    )
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def compute_hash(self) -> str:
+        payload = {f: getattr(self, f) for f in self.HASHED_FIELDS}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+    def save(self, *args, **kwargs):
+        self.content_hash = self.compute_hash()
+        super().save(*args, **kwargs)
+
+
+class JudgeRun(models.Model):
+    """Eval set (optionally one agent version) x rubric version x judge config."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        CANCELLED = "cancelled", "Cancelled"
+        FAILED = "failed", "Failed"
+
+    eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="judge_runs")
+    agent_version = models.CharField(max_length=200, blank=True)
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="judge_runs")
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="runs")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class Verdict(models.Model):
+    """One judge answer for one criterion of one output (one row per sample)."""
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="verdicts")
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="verdicts")
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="verdicts")
+    criterion = models.ForeignKey(Criterion, on_delete=models.PROTECT, related_name="verdicts")
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="verdicts")
+    judge_config_hash = models.CharField(max_length=64)
+    model_id = models.CharField(max_length=200, blank=True)
+    sample = models.PositiveSmallIntegerField(default=0)
+    outcome = models.CharField(max_length=16, choices=VerdictOutcome.choices)
+    evidence = models.TextField(blank=True)
+    # None when there was nothing to check (ERROR, or no quote asked for).
+    evidence_found = models.BooleanField(null=True)
+    error_reason = models.TextField(blank=True)
+    raw_output = models.TextField(blank=True)
+    request_hash = models.CharField(max_length=64, blank=True, db_index=True)
+    latency_ms = models.IntegerField(null=True, blank=True)
+    tokens_in = models.IntegerField(null=True, blank=True)
+    tokens_out = models.IntegerField(null=True, blank=True)
+    cache_hit = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "output", "criterion", "sample"], name="one_verdict_per_run_output_criterion_sample"
+            )
+        ]
+        indexes = [models.Index(fields=["judge_config", "rubric_version"])]

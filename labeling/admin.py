@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth.admin import UserAdmin
+
+from .models import Annotation, Case, Criterion, EvalSet, GoldLabel, Label, Output, Rubric, RubricVersion, User
+
+
+@admin.register(User)
+class IcewaterUserAdmin(UserAdmin):
+    list_display = ("username", "role", "is_active", "is_staff", "last_login")
+    list_filter = ("role", "is_active", "is_staff")
+    fieldsets = UserAdmin.fieldsets + (("Icewater", {"fields": ("role",)}),)  # type: ignore[operator]
+    add_fieldsets = UserAdmin.add_fieldsets + (("Icewater", {"fields": ("role",)}),)
+
+
+@admin.register(EvalSet)
+class EvalSetAdmin(admin.ModelAdmin):
+    list_display = ("name", "created_at")
+    search_fields = ("name",)
+
+
+@admin.register(Case)
+class CaseAdmin(admin.ModelAdmin):
+    list_display = ("case_id", "eval_set")
+    list_filter = ("eval_set",)
+    search_fields = ("case_id",)
+
+
+@admin.register(Output)
+class OutputAdmin(admin.ModelAdmin):
+    list_display = ("case", "agent_version", "latency_ms")
+    list_filter = ("agent_version", "case__eval_set")
+    list_select_related = ("case",)
+    raw_id_fields = ("case",)
+
+
+class CriterionInline(admin.TabularInline):
+    model = Criterion
+    extra = 0
+
+
+@admin.register(Rubric)
+class RubricAdmin(admin.ModelAdmin):
+    list_display = ("name", "created_at")
+
+
+@admin.register(RubricVersion)
+class RubricVersionAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "status", "approved_by", "approved_at", "content_hash")
+    list_filter = ("status",)
+    inlines = [CriterionInline]
+    readonly_fields = ("content_hash",)
+
+
+@admin.register(Annotation)
+class AnnotationAdmin(admin.ModelAdmin):
+    list_display = ("output", "rubric_version", "annotator", "slot", "status", "source")
+    list_filter = ("status", "source")
+    raw_id_fields = ("output",)
+
+
+@admin.register(Label)
+class LabelAdmin(admin.ModelAdmin):
+    list_display = ("annotation", "criterion", "outcome", "revision", "is_current")
+    raw_id_fields = ("annotation",)
+
+
+@admin.register(GoldLabel)
+class GoldLabelAdmin(admin.ModelAdmin):
+    list_display = ("output", "criterion", "outcome", "decided_by", "revision", "is_current", "decided_at")
+    raw_id_fields = ("output",)

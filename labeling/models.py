@@ -1,0 +1,314 @@
+"""What users manage: eval sets, cases, outputs, rubrics, and the human labels on them.
+
+Store the parts, aggregate when reading: every label row keeps who made it, under
+which rubric version, and its revision; gold and agreement are computed later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+from django.db.models import Q
+
+
+class Role(models.TextChoices):
+    ANNOTATOR = "annotator", "Annotator"
+    REVIEWER = "reviewer", "Reviewer"
+    LEAD = "lead", "Lead"
+
+
+class User(AbstractUser):
+    """An Icewater account. The role decides what the server lets it see and do."""
+
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
+
+    @property
+    def is_lead(self) -> bool:
+        return self.role == Role.LEAD
+
+    @property
+    def is_reviewer(self) -> bool:
+        return self.role == Role.REVIEWER
+
+
+class HumanOutcome(models.TextChoices):
+    """What a person may say about one criterion of one output."""
+
+    PASS = "PASS", "PASS"
+    FAIL = "FAIL", "FAIL"
+    NOT_APPLICABLE = "NOT_APPLICABLE", "N/A"
+    ABSTAIN = "ABSTAIN", "Can't tell"
+
+
+class EvalSet(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Case(models.Model):
+    """One task given to the agent: the input and what a good answer contains."""
+
+    eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="cases")
+    case_id = models.CharField(max_length=300)
+    input = models.TextField()
+    reference = models.TextField(blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["eval_set", "case_id"], name="case_id_unique_in_eval_set")]
+        ordering = ["eval_set", "case_id"]
+
+    def __str__(self) -> str:
+        return self.case_id
+
+
+class Output(models.Model):
+    """What one agent version answered for one case (one output per case and agent version)."""
+
+    case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="outputs")
+    agent_version = models.CharField(max_length=200, default="default")
+    response = models.TextField()
+    # [{"name": str, "args": any JSON, "response": any JSON}, ...] in call order.
+    tool_calls = models.JSONField(default=list, blank=True)
+    latency_ms = models.IntegerField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["case", "agent_version"], name="one_output_per_case_and_agent_version")
+        ]
+        ordering = ["case_id", "agent_version"]
+
+    def __str__(self) -> str:
+        return f"{self.case.case_id} @ {self.agent_version}"
+
+
+class Rubric(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RubricVersionLocked(Exception):
+    """Raised when something tries to change a rubric version that labels, verdicts or approvals use."""
+
+
+class RubricVersion(models.Model):
+    """An immutable instrument once used: a rubric edit is a new version, never an update."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        APPROVED = "approved", "Approved"
+        RETIRED = "retired", "Retired"
+
+    rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="versions")
+    version = models.CharField(max_length=100)
+    instruction = models.TextField(blank=True)
+    content_hash = models.CharField(max_length=64, editable=False)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approval_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rubric", "version"], name="rubric_version_unique")]
+        ordering = ["rubric__name", "created_at"]
+
+    def __str__(self) -> str:
+        return self.ref
+
+    @property
+    def ref(self) -> str:
+        """How rubrics are referred to everywhere: NAME@VERSION."""
+        return f"{self.rubric.name}@{self.version}"
+
+    def compute_hash(self, criteria: list[dict] | None = None) -> str:
+        if criteria is None:
+            criteria = [c.as_dict() for c in self.criteria.order_by("order")]
+        return rubric_content_hash(self.instruction, criteria)
+
+    def is_in_use(self) -> bool:
+        """True once any label, verdict or approval refers to this version."""
+        if self.status != self.Status.DRAFT:
+            return True
+        for rel in self._meta.related_objects:
+            if rel.related_model in (Criterion,) or not rel.one_to_many:
+                continue
+            if getattr(self, rel.get_accessor_name()).exists():
+                return True
+        return False
+
+    def save(self, *args, **kwargs):
+        if self.pk:
+            old = RubricVersion.objects.filter(pk=self.pk).values("instruction", "version", "rubric_id").first()
+            changed = old and (
+                old["instruction"] != self.instruction
+                or old["version"] != self.version
+                or old["rubric_id"] != self.rubric_id
+            )
+            if changed and RubricVersion.objects.get(pk=self.pk).is_in_use():
+                raise RubricVersionLocked(f"{self.ref} is in use and cannot change; create a new version instead")
+        super().save(*args, **kwargs)
+
+
+def rubric_content_hash(instruction: str, criteria: list[dict]) -> str:
+    """SHA-256 of the instruction and the criteria in order: what the instrument is."""
+    payload = json.dumps(
+        {
+            "instruction": instruction,
+            "criteria": [
+                {k: c.get(k, "") for k in ("key", "definition", "pass_example", "fail_example")} for c in criteria
+            ],
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class Criterion(models.Model):
+    """One binary, narrow question of a rubric version."""
+
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.CASCADE, related_name="criteria")
+    key = models.SlugField(max_length=100)
+    definition = models.TextField()
+    pass_example = models.TextField(blank=True)
+    fail_example = models.TextField(blank=True)
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rubric_version", "key"], name="criterion_key_unique")]
+        ordering = ["rubric_version", "order"]
+
+    def __str__(self) -> str:
+        return self.key
+
+    def as_dict(self) -> dict:
+        return {
+            "key": self.key,
+            "definition": self.definition,
+            "pass_example": self.pass_example,
+            "fail_example": self.fail_example,
+        }
+
+    def save(self, *args, **kwargs):
+        version = RubricVersion.objects.get(pk=self.rubric_version_id)
+        if version.is_in_use():
+            raise RubricVersionLocked(f"{version.ref} is in use; its criteria cannot change")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self.rubric_version.is_in_use():
+            raise RubricVersionLocked(f"{self.rubric_version.ref} is in use; its criteria cannot change")
+        return super().delete(*args, **kwargs)
+
+
+class Annotation(models.Model):
+    """One annotator's pass over one output under one rubric version.
+
+    `slot` is the order in which annotations of an output were made or imported
+    (1 = annotator A, 2 = annotator B, more only from imports). A draft holds its
+    slot until `reserved_until`; after that the slot may be given to someone else.
+    """
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        SUBMITTED = "submitted", "Submitted"
+
+    class Source(models.TextChoices):
+        APP = "app", "Labeled in the app"
+        IMPORT = "import", "Imported"
+
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="annotations")
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="annotations")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="annotations")
+    slot = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.APP)
+    reserved_until = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["output", "rubric_version", "annotator"], name="one_annotation_per_annotator"
+            ),
+            models.UniqueConstraint(fields=["output", "rubric_version", "slot"], name="one_annotation_per_slot"),
+        ]
+        indexes = [models.Index(fields=["rubric_version", "status"])]
+
+
+class Label(models.Model):
+    """One outcome for one criterion inside an annotation.
+
+    While the annotation is a draft the current row is updated in place; after
+    submission a correction adds a new revision and the old row stays.
+    """
+
+    annotation = models.ForeignKey(Annotation, on_delete=models.CASCADE, related_name="labels")
+    criterion = models.ForeignKey(Criterion, on_delete=models.PROTECT, related_name="labels")
+    outcome = models.CharField(max_length=16, choices=HumanOutcome.choices)
+    # A verbatim quote from the transcript, or the word NONE.
+    evidence = models.TextField(blank=True)
+    revision = models.PositiveIntegerField(default=1)
+    is_current = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["annotation", "criterion", "revision"], name="label_revision_unique"),
+            models.UniqueConstraint(
+                fields=["annotation", "criterion"], condition=Q(is_current=True), name="one_current_label"
+            ),
+        ]
+
+
+class GoldLabel(models.Model):
+    """An adjudicated outcome: who decided it, when and why. Changing it adds a revision.
+
+    Where the annotators agree, gold is their shared outcome and is derived when
+    reading; only adjudications (in the app or imported) are stored here.
+    """
+
+    class Source(models.TextChoices):
+        ADJUDICATION = "adjudication", "Adjudicated in the app"
+        IMPORT = "import", "Imported"
+
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="gold_labels")
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="gold_labels")
+    criterion = models.ForeignKey(Criterion, on_delete=models.PROTECT, related_name="gold_labels")
+    outcome = models.CharField(max_length=16, choices=HumanOutcome.choices)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="gold_labels")
+    rationale = models.TextField(blank=True)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.ADJUDICATION)
+    revision = models.PositiveIntegerField(default=1)
+    is_current = models.BooleanField(default=True)
+    decided_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["output", "criterion", "revision"], name="gold_revision_unique"),
+            models.UniqueConstraint(
+                fields=["output", "criterion"], condition=Q(is_current=True), name="one_current_gold"
+            ),
+        ]

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import pytest
+
+from labeling.models import Role
+
+from .factories import make_user
+
+
+@pytest.fixture
+def annotator(db):
+    return make_user("ann", Role.ANNOTATOR)
+
+
+@pytest.fixture
+def annotator2(db):
+    return make_user("ann2", Role.ANNOTATOR)
+
+
+@pytest.fixture
+def reviewer(db):
+    return make_user("rev", Role.REVIEWER)
+
+
+@pytest.fixture
+def lead(db):
+    return make_user("lead", Role.LEAD)
+
+
+@pytest.fixture
+def outsider(db):
+    """An account that exists but may not log in (e.g. created by a label import)."""
+    user = make_user("outsider", Role.ANNOTATOR)
+    user.is_active = False
+    user.save()
+    return user

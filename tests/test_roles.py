@@ -1,0 +1,87 @@
+"""Roles are enforced by the server, whatever the menus show."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from labeling.access import has_role
+from labeling.models import Role, User
+
+
+def test_anonymous_users_are_sent_to_log_in(client):
+    response = client.get(reverse("labeling:home"))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+def test_every_role_sees_the_home_page(client, annotator, reviewer, lead):
+    for user in (annotator, reviewer, lead):
+        client.force_login(user)
+        assert client.get(reverse("labeling:home")).status_code == 200
+
+
+def test_an_inactive_account_cannot_log_in(client, outsider):
+    assert not client.login(username="outsider", password="pw-for-tests-1")
+    assert not has_role(outsider, Role.ANNOTATOR)
+
+
+def test_login_form_uses_djangos_labels(client):
+    page = client.get(reverse("login")).content.decode()
+    assert 'for="id_username">Username<' in page
+    assert 'for="id_password">Password<' in page
+    assert ">Log in</button>" in page
+
+
+def test_the_admin_is_for_staff_only(client, lead):
+    client.force_login(lead)
+    assert client.get("/admin/").status_code == 302
+
+
+@pytest.mark.django_db
+def test_add_user_creates_then_updates_an_account(monkeypatch):
+    monkeypatch.setenv("ICEWATER_PASSWORD", "correct horse battery")
+    call_command("add_user", "maria", "--role", "reviewer")
+    user = User.objects.get(username="maria")
+    assert user.role == Role.REVIEWER and user.check_password("correct horse battery")
+    call_command("add_user", "maria", "--role", "lead")
+    user.refresh_from_db()
+    assert user.role == Role.LEAD
+    assert User.objects.filter(username="maria").count() == 1
+
+
+@pytest.mark.django_db
+def test_add_user_reactivates_an_imported_account(monkeypatch, outsider):
+    monkeypatch.setenv("ICEWATER_PASSWORD", "correct horse battery")
+    call_command("add_user", "outsider", "--role", "annotator")
+    outsider.refresh_from_db()
+    assert outsider.is_active
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("args", "password", "message"),
+    [
+        (["bob", "--role", "annotator"], "short", "password rejected"),
+        (["bad name", "--role", "annotator"], "long enough pw", "without spaces"),
+    ],
+)
+def test_add_user_rejects_bad_input_and_writes_nothing(monkeypatch, args, password, message):
+    monkeypatch.setenv("ICEWATER_PASSWORD", password)
+    with pytest.raises(CommandError, match=message):
+        call_command("add_user", *args)
+    assert not User.objects.exists()
+
+
+@pytest.mark.django_db
+def test_add_user_rejects_an_unknown_role():
+    os.environ["ICEWATER_PASSWORD"] = "long enough pw"
+    try:
+        with pytest.raises(CommandError, match="invalid choice"):
+            call_command("add_user", "bob", "--role", "boss")
+    finally:
+        del os.environ["ICEWATER_PASSWORD"]
+    assert not User.objects.exists()
