@@ -113,6 +113,9 @@ class JudgeRun(models.Model):
     class Meta:
         ordering = ["-created_at"]
 
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.status})"
+
 
 class Verdict(models.Model):
     """One judge answer for one criterion of one output (one row per sample)."""
@@ -145,3 +148,6 @@ class Verdict(models.Model):
             )
         ]
         indexes = [models.Index(fields=["judge_config", "rubric_version"])]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} (sample {self.sample})"

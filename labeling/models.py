@@ -257,6 +257,9 @@ class Annotation(models.Model):
         ]
         indexes = [models.Index(fields=["rubric_version", "status"])]
 
+    def __str__(self) -> str:
+        return f"annotation {self.slot} of output {self.output_id} ({self.status})"
+
 
 class Label(models.Model):
     """One outcome for one criterion inside an annotation.
@@ -281,6 +284,9 @@ class Label(models.Model):
                 fields=["annotation", "criterion"], condition=Q(is_current=True), name="one_current_label"
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} (rev {self.revision})"
 
 
 class GoldLabel(models.Model):
@@ -312,3 +318,6 @@ class GoldLabel(models.Model):
                 fields=["output", "criterion"], condition=Q(is_current=True), name="one_current_gold"
             ),
         ]
+
+    def __str__(self) -> str:
+        return f"gold {self.outcome} (rev {self.revision})"
