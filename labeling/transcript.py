@@ -56,3 +56,45 @@ class Transcript:
         if needle == NONE_QUOTE:
             return True
         return any(needle in normalize_ws(piece) for piece in self.parts())
+
+
+def quote_pattern(quote: str) -> re.Pattern[str] | None:
+    """A regex that finds the quote in the original text, whatever the whitespace."""
+    words = quote.split()
+    if not words or normalize_ws(quote) == NONE_QUOTE:
+        return None
+    return re.compile(r"\s+".join(re.escape(w) for w in words))
+
+
+def highlight(text: str, quotes: dict[str, str]) -> str:
+    """HTML-escape `text` and wrap every place a quote occurs in <mark class="KEY">.
+
+    `quotes` maps a CSS class (e.g. "hl-a", "hl-judge") to a quote. Overlapping
+    quotes get both classes. Returns a safe string; the transcript is untrusted,
+    so nothing of it reaches the page unescaped.
+    """
+    from django.utils.html import escape
+    from django.utils.safestring import mark_safe
+
+    marks: list[set[str]] = [set() for _ in range(len(text))]
+    for css_class, quote in quotes.items():
+        pattern = quote_pattern(quote or "")
+        if pattern is None:
+            continue
+        for match in pattern.finditer(text):
+            for i in range(match.start(), match.end()):
+                marks[i].add(css_class)
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        j = i
+        while j < len(text) and marks[j] == marks[i]:
+            j += 1
+        chunk = escape(text[i:j])
+        if marks[i]:
+            classes = " ".join(sorted(marks[i]))
+            out.append(f'<mark class="{classes}">{chunk}</mark>')
+        else:
+            out.append(chunk)
+        i = j
+    return mark_safe("".join(out))  # noqa: S308 - every piece above went through escape()
