@@ -1,0 +1,170 @@
+"""Approvals and the release gate: which criteria may gate, on what evidence, and what the gate said.
+
+An approval belongs to one rubric version and one judge config (by id and by content hash), so a
+rubric edit or a judge change starts with no approvals: it is a new instrument.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from judging.models import JudgeConfig
+from labeling.models import Criterion, EvalSet, Rubric, RubricVersion
+
+
+class GatingMarkQuerySet(models.QuerySet):
+    def active(self) -> GatingMarkQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+    def for_instrument(self, rubric_version: RubricVersion, judge_config: JudgeConfig) -> GatingMarkQuerySet:
+        """Active marks that still apply: same rubric version and judge config, contents unchanged,
+        rubric version still approved."""
+        return self.active().filter(
+            rubric_version=rubric_version,
+            judge_config=judge_config,
+            judge_config_hash=judge_config.content_hash,
+            rubric_content_hash=rubric_version.content_hash,
+            rubric_version__status=RubricVersion.Status.APPROVED,
+        )
+
+
+class GatingMark(models.Model):
+    """A lead's decision that one criterion, graded by one judge config, may gate releases.
+
+    It keeps the calibration it relied on (eval set and the report row's figures), who decided,
+    when and why. An override (the criterion was not in the `gate` tier) stays marked as one.
+    Revoking keeps the row, so the history of what gated when is never lost.
+    """
+
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="gating_marks")
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="gating_marks")
+    criterion = models.ForeignKey(Criterion, on_delete=models.PROTECT, related_name="gating_marks")
+    rubric_content_hash = models.CharField(max_length=64)
+    judge_config_hash = models.CharField(max_length=64)
+    calibration_eval_set = models.ForeignKey(EvalSet, on_delete=models.PROTECT, related_name="gating_marks")
+    calibration_agent_version = models.CharField(max_length=200, blank=True)
+    tier = models.CharField(max_length=16)
+    override = models.BooleanField(default=False)
+    reason = models.TextField()
+    # The report row the decision was made on (the calibration_report JSON keys) plus computed_at.
+    figures = models.JSONField(default=dict)
+    marked_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    marked_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    revoke_reason = models.TextField(blank=True)
+
+    objects = GatingMarkQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["rubric_version", "judge_config", "criterion"],
+                condition=Q(revoked_at__isnull=True),
+                name="one_active_gating_mark",
+            )
+        ]
+        ordering = ["criterion__order", "-marked_at"]
+
+    def __str__(self) -> str:
+        kind = "override" if self.override else self.tier
+        return f"{self.criterion.key} gates {self.rubric_version_id}/{self.judge_config_id} ({kind})"
+
+
+def hash_token(token: str) -> str:
+    # Tokens are 256 random bits, so a fast hash is enough (no dictionary to attack); we only ever
+    # store and compare this digest.
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class GateToken(models.Model):
+    """A bearer token a CI system uses to ask the release gate, for one project (a rubric).
+
+    Only the SHA-256 of the token is stored; the token itself is shown once, when created.
+    """
+
+    TOKEN_PREFIX = "icw_"
+
+    project = models.CharField(max_length=200)
+    rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="gate_tokens")
+    token_hash = models.CharField(max_length=64, unique=True)
+    # The first characters, so people can tell their tokens apart without the secret.
+    hint = models.CharField(max_length=16)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.project} ({self.hint}…)"
+
+    @classmethod
+    def new_secret(cls) -> str:
+        return cls.TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class GateResult(models.Model):
+    """One decision of the release gate, from the command line or over HTTP, kept for the record."""
+
+    class Decision(models.TextChoices):
+        PASSED = "passed", "Passed"
+        FAILED = "failed", "Failed"
+        UNDECIDED = "undecided", "Cannot decide"
+
+    class Source(models.TextChoices):
+        CLI = "cli", "Command line"
+        HTTP = "http", "HTTP API"
+
+    decision = models.CharField(max_length=16, choices=Decision.choices)
+    source = models.CharField(max_length=8, choices=Source.choices)
+    # Names as they were asked for, kept even if an object is later renamed or was unknown.
+    eval_set_name = models.CharField(max_length=200)
+    rubric_ref = models.CharField(max_length=310)
+    judge_name = models.CharField(max_length=200)
+    agent_version = models.CharField(max_length=200, blank=True)
+    eval_set = models.ForeignKey(EvalSet, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    rubric_version = models.ForeignKey(
+        RubricVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="gate_results"
+    )
+    judge_config = models.ForeignKey(
+        JudgeConfig, null=True, blank=True, on_delete=models.PROTECT, related_name="gate_results"
+    )
+    min_pass_rate = models.FloatField()
+    max_error_rate = models.FloatField()
+    confidence = models.FloatField()
+    binding_criterion = models.CharField(max_length=100, blank=True)
+    met_count = models.PositiveIntegerField(default=0)
+    gating_count = models.PositiveIntegerField(default=0)
+    # The gate's JSON answer exactly as it was given.
+    result = models.JSONField(default=dict)
+    reason = models.TextField(blank=True)
+    token = models.ForeignKey(GateToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="results")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["-created_at"])]
+
+    def __str__(self) -> str:
+        return f"gate {self.decision} for {self.rubric_ref} on {self.eval_set_name}"
+
+    @property
+    def exit_code(self) -> int:
+        return {self.Decision.PASSED: 0, self.Decision.FAILED: 1}.get(self.decision, 2)

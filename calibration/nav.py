@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from django.urls import reverse
+
+from labeling.access import STAFF_ROLES, has_role
+
 
 def nav_items(user) -> list[dict]:
-    # Each item: {"label": str, "url": str}. Use labeling.access.has_role to filter.
-    return []
+    # Annotators label blind: calibration shows gold and verdicts, so they get no entry (and 403).
+    if not has_role(user, *STAFF_ROLES):
+        return []
+    return [
+        {"label": "Calibration", "url": reverse("calibration:index")},
+        {"label": "Gate results", "url": reverse("calibration:gates")},
+    ]

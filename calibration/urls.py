@@ -1,6 +1,23 @@
 from __future__ import annotations
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from . import api, views
 
 app_name = "calibration"
-urlpatterns: list = []
+REPORT = "report/<int:eval_set>/<int:rubric_version>/<int:judge>/"
+
+urlpatterns = [
+    path("", views.index, name="index"),
+    path(REPORT, views.report_page, name="report"),
+    path(REPORT + "export.<str:fmt>", views.report_export, name="export"),
+    path(REPORT + "gating", views.mark_gating_view, name="mark_gating"),
+    path(REPORT + "<slug:key>/<slug:cell>/", views.drilldown, name="drilldown"),
+    path("compare/", views.compare, name="compare"),
+    path("rubric/<int:rubric_version>/approve", views.approve_rubric, name="approve_rubric"),
+    path("gating/<int:mark>/revoke", views.revoke_gating_view, name="revoke_gating"),
+    path("gates/", views.gates, name="gates"),
+    path("gates/tokens", views.create_token, name="create_token"),
+    path("gates/tokens/<int:token>/revoke", views.revoke_token, name="revoke_token"),
+    path("api/gate", api.gate, name="api_gate"),
+]

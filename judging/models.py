@@ -16,6 +16,10 @@ from django.db import models
 from labeling.models import Criterion, EvalSet, Output, RubricVersion
 
 
+class JudgeConfigLocked(Exception):
+    """Raised when something tries to change a judge config that a run or a verdict refers to."""
+
+
 class VerdictOutcome(models.TextChoices):
     """A judge's answer for one criterion. ERROR is not a FAIL: the judge could not answer."""
 
@@ -82,9 +86,23 @@ class JudgeConfig(models.Model):
         payload = {f: getattr(self, f) for f in self.HASHED_FIELDS}
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
+    def is_in_use(self) -> bool:
+        """True once any run or verdict refers to this config: from then on it is a fixed instrument."""
+        return self.runs.exists() or self.verdicts.exists()
+
     def save(self, *args, **kwargs):
         self.content_hash = self.compute_hash()
+        if self.pk:
+            old = JudgeConfig.objects.filter(pk=self.pk).first()
+            if old is not None and _field_values(old) != _field_values(self) and old.is_in_use():
+                raise JudgeConfigLocked(
+                    f"judge config {old.name} is in use and cannot change; create a new judge config instead"
+                )
         super().save(*args, **kwargs)
+
+
+def _field_values(config: JudgeConfig) -> dict:
+    return {f.attname: getattr(config, f.attname) for f in config._meta.concrete_fields}
 
 
 class JudgeRun(models.Model):
@@ -96,6 +114,11 @@ class JudgeRun(models.Model):
         DONE = "done", "Done"
         CANCELLED = "cancelled", "Cancelled"
         FAILED = "failed", "Failed"
+
+    class Mode(models.TextChoices):
+        CELERY = "celery", "On Celery workers"
+        IN_PROCESS = "in_process", "In one process"
+        IMPORT = "import", "Imported"
 
     eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="judge_runs")
     agent_version = models.CharField(max_length=200, blank=True)
@@ -109,6 +132,12 @@ class JudgeRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
+    mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.CELERY)
+    # Planned when the run is created: work items (model calls, or instrument evaluations) and verdict rows.
+    total_items = models.PositiveIntegerField(default=0)
+    expected_verdicts = models.PositiveIntegerField(default=0)
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
 
     class Meta:
         ordering = ["-created_at"]
@@ -116,9 +145,76 @@ class JudgeRun(models.Model):
     def __str__(self) -> str:
         return f"run {self.pk} ({self.status})"
 
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+
+class RunItem(models.Model):
+    """One unit of work of a run: one output (one criterion in per-criterion mode) for one sample.
+
+    Lanes claim items with a lease they keep renewing; an item whose lane died is
+    claimed again once its lease runs out. Done items never run again.
+    """
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        CLAIMED = "claimed", "Claimed"
+        DONE = "done", "Done"
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="items")
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="+")
+    # Set in per-criterion mode only; otherwise the item grades every criterion of the rubric version.
+    criterion = models.ForeignKey(Criterion, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    sample = models.PositiveSmallIntegerField(default=0)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    lane = models.CharField(max_length=64, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    claims = models.PositiveSmallIntegerField(default=0)
+    # What the item cost: model calls made (retries included) and the tokens they used. A cache hit costs nothing.
+    model_calls = models.PositiveIntegerField(default=0)
+    tokens_in = models.PositiveIntegerField(default=0)
+    tokens_out = models.PositiveIntegerField(default=0)
+    cache_hit = models.BooleanField(default=False)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["run", "state"]),
+            # Claiming takes the lowest pending ids of a run: this index holds only what is left to do.
+            models.Index(fields=["run", "id"], condition=models.Q(state="pending"), name="runitem_pending"),
+        ]
+
+    def __str__(self) -> str:
+        return f"item {self.pk} of run {self.run_id} ({self.state})"
+
+
+class ErrorKind(models.TextChoices):
+    """Why a verdict is ERROR. The first two come from an answer the judge gave; the rest from no answer."""
+
+    PARSE = "parse", "Unusable answer"
+    REFUSAL = "refusal", "Refused"
+    TIMEOUT = "timeout", "Timed out"
+    RATE_LIMIT = "rate_limit", "Rate limited"
+    SERVER = "server", "Server error"
+    CONNECTION = "connection", "Connection failed"
+    REJECTED = "rejected", "Request rejected"
+    INTERNAL = "internal", "Internal error"
+    IMPORTED = "imported", "Imported as ERROR"
+
+
+# A verdict is reused from the cache only when it came from an answer the judge actually gave:
+# asking again would most likely get the same answer. Transport failures say nothing about the request.
+CACHEABLE_ERROR_KINDS = ("", ErrorKind.PARSE, ErrorKind.REFUSAL)
+
 
 class Verdict(models.Model):
-    """One judge answer for one criterion of one output (one row per sample)."""
+    """One judge answer for one criterion of one output (one row per sample).
+
+    latency_ms, tokens_in and tokens_out describe the model call that produced the verdict (in
+    per-output mode one call answers every criterion, so its verdicts share these figures); on a
+    cache hit they are the original call's and nothing was spent.
+    """
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="verdicts")
     output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="verdicts")
@@ -133,8 +229,12 @@ class Verdict(models.Model):
     # None when there was nothing to check (ERROR, or no quote asked for).
     evidence_found = models.BooleanField(null=True)
     error_reason = models.TextField(blank=True)
+    error_kind = models.CharField(max_length=16, choices=ErrorKind.choices, blank=True)
     raw_output = models.TextField(blank=True)
     request_hash = models.CharField(max_length=64, blank=True, db_index=True)
+    # sha256 of (rubric version hash, judge config hash, request hash, sample): the cache lookup key.
+    cache_key = models.CharField(max_length=64, blank=True, db_index=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
     latency_ms = models.IntegerField(null=True, blank=True)
     tokens_in = models.IntegerField(null=True, blank=True)
     tokens_out = models.IntegerField(null=True, blank=True)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from django.urls import reverse
+
+from labeling.access import STAFF_ROLES, has_role
+
 
 def nav_items(user) -> list[dict]:
-    # Each item: {"label": str, "url": str}. Use labeling.access.has_role to filter.
+    # Annotators label blind to the judge: no entry, and every judging view answers them 403.
+    if has_role(user, *STAFF_ROLES):
+        return [{"label": "Judge", "url": reverse("judging:index")}]
     return []

@@ -321,3 +321,29 @@ class GoldLabel(models.Model):
 
     def __str__(self) -> str:
         return f"gold {self.outcome} (rev {self.revision})"
+
+
+class LabelingQueue(models.Model):
+    """Which rubric version an eval set is being labeled under, and who decided it.
+
+    One row per opening: moving the queue to another rubric version marks the old
+    row not current and adds a new one, so the history says who moved it and when.
+    Only a lead moves it (labeling.queue.move_queue); labels already made stay with
+    the version they were made under.
+    """
+
+    eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="labeling_queues")
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="labeling_queues")
+    opened_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    opened_at = models.DateTimeField(auto_now_add=True)
+    reason = models.TextField(blank=True)
+    is_current = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["eval_set"], condition=Q(is_current=True), name="one_current_queue")
+        ]
+        ordering = ["eval_set", "-opened_at"]
+
+    def __str__(self) -> str:
+        return f"{self.eval_set} under {self.rubric_version_id}"

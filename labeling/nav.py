@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+from django.urls import reverse
+
+from .access import ALL_ROLES, STAFF_ROLES, has_role
+from .models import Role
+
 
 def nav_items(user) -> list[dict]:
-    # Each item: {"label": str, "url": str}. Use labeling.access.has_role to filter.
-    return []
+    items = []
+    if has_role(user, *ALL_ROLES):
+        items.append({"label": "My work", "url": reverse("labeling:my_work")})
+    if has_role(user, *STAFF_ROLES):
+        items.append({"label": "Adjudicate", "url": reverse("labeling:adjudication_queue")})
+        items.append({"label": "Progress", "url": reverse("labeling:progress")})
+    if has_role(user, Role.LEAD):
+        items.append({"label": "Queues", "url": reverse("labeling:queues")})
+        items.append({"label": "Import", "url": reverse("labeling:upload")})
+    return items

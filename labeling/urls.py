@@ -2,10 +2,22 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views
+from . import upload_views, views
 
 app_name = "labeling"
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("import/", upload_views.upload, name="upload"),
+    # Labeling (issue 3): queue, annotation pages, adjudication, progress.
+    path("queues/", views.queues, name="queues"),
+    path("queues/<int:eval_set_id>/move", views.queue_move, name="queue_move"),
+    path("queues/<int:eval_set_id>/next", views.next_output, name="next"),
+    path("annotations/", views.my_work, name="my_work"),
+    path("annotations/<int:pk>/", views.annotate, name="annotate"),
+    path("annotations/<int:pk>/save", views.save_label, name="save_label"),
+    path("annotations/<int:pk>/submit", views.submit, name="submit"),
+    path("adjudication/", views.adjudication_queue, name="adjudication_queue"),
+    path("adjudication/<int:output_id>/<int:criterion_id>/", views.adjudicate, name="adjudicate"),
+    path("progress/", views.progress_page, name="progress"),
 ]

@@ -1,20 +1,260 @@
+"""Labeling, adjudication, queue and progress pages. Thin: fetch through guards, validate, call one domain function.
+
+htmx requests get the partial named after their swap target ("labeling/annotate.html#criterion");
+every page also works as a plain form post with a redirect, so most tests need no browser.
+"""
+
 from __future__ import annotations
 
+from django.contrib import messages
+from django.db import transaction
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
 
-from .access import ALL_ROLES, role_required
-from .models import EvalSet, RubricVersion
+from calibration.metrics import HUMAN_MIN_KAPPA
+
+from . import adjudicate as adj
+from . import annotate as ann
+from . import queue as q
+from .access import ALL_ROLES, STAFF_ROLES, has_role, role_required
+from .forms import AdjudicationForm, LabelForm, QueueMoveForm, SubmitForm
+from .guards import adjudicable_item, own_annotation
+from .models import Annotation, EvalSet, Role, RubricVersion
+from .naming import output_names
+from .pages import adjudication_context, annotation_context, pick_scope
+from .progress import my_queues, progress, versions_with_work
+from .transcript import Transcript
 
 
 @role_required(*ALL_ROLES)
 def home(request: HttpRequest) -> HttpResponse:
-    eval_sets = EvalSet.objects.annotate(n_cases=Count("cases", distinct=True)).order_by("name")
-    rubric_versions = RubricVersion.objects.select_related("rubric").annotate(n_criteria=Count("criteria"))
-    return render(request, "labeling/home.html", {"eval_sets": eval_sets, "rubric_versions": rubric_versions})
+    """Each role's next action first; staff also see the eval sets and rubric versions."""
+    staff = has_role(request.user, *STAFF_ROLES)
+    context = {"my_queues": my_queues(request.user), "staff": staff, "is_lead": has_role(request.user, Role.LEAD)}
+    if staff:
+        context["eval_sets"] = EvalSet.objects.annotate(n_cases=Count("cases", distinct=True)).order_by("name")
+        context["rubric_versions"] = RubricVersion.objects.select_related("rubric").annotate(
+            n_criteria=Count("criteria")
+        )
+        context["queues"] = q.open_queues()
+    return render(request, "labeling/home.html", context)
 
 
 def healthz(request: HttpRequest) -> HttpResponse:
-    """Liveness for scripts and load balancers: no login, no data."""
+    """Liveness for scripts and load balancers: no login, no data (also the benchmark's floor)."""
     return HttpResponse("ok", content_type="text/plain")
+
+
+# --- Queue -------------------------------------------------------------------------------------
+
+
+@require_POST
+@role_required(*ALL_ROLES)
+def next_output(request: HttpRequest, eval_set_id: int) -> HttpResponse:
+    queue = q.current_queue(eval_set_id)
+    if queue is None:
+        messages.error(request, "This eval set has no open labeling queue. A lead opens it on the Queues page.")
+        return redirect("labeling:home")
+    claim = q.claim_next(user=request.user, queue=queue)
+    if claim is None:
+        messages.success(request, f"Nothing left for you in {queue.eval_set.name}. Thank you!")
+        return redirect("labeling:home")
+    return redirect("labeling:annotate", pk=claim.annotation.pk)
+
+
+@require_GET
+@role_required(Role.LEAD)
+def queues(request: HttpRequest) -> HttpResponse:
+    return render(request, "labeling/queues.html", _queues_context())
+
+
+@require_POST
+@role_required(Role.LEAD)
+def queue_move(request: HttpRequest, eval_set_id: int) -> HttpResponse:
+    eval_set = get_object_or_404(EvalSet, pk=eval_set_id)
+    form = QueueMoveForm(request.POST, versions=q.movable_versions())
+    if form.is_valid():
+        try:
+            queue = q.move_queue(
+                eval_set=eval_set,
+                rubric_version=form.cleaned_data["rubric_version"],
+                by=request.user,
+                reason=form.cleaned_data["reason"],
+            )
+        except q.QueueError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"{eval_set.name} is now labeled under {queue.rubric_version.ref}.")
+            return redirect("labeling:queues")
+    return render(request, "labeling/queues.html", _queues_context(eval_set.pk, form), status=422)
+
+
+def _queues_context(failed_eval_set_id: int | None = None, failed_form: QueueMoveForm | None = None) -> dict:
+    versions = q.movable_versions()
+    current = {queue.eval_set_id: queue for queue in q.open_queues()}
+    rows = []
+    for eval_set in EvalSet.objects.annotate(n_outputs=Count("cases__outputs")).order_by("name"):
+        failed = eval_set.pk == failed_eval_set_id
+        form = failed_form if failed else QueueMoveForm(versions=versions)
+        rows.append({"eval_set": eval_set, "queue": current.get(eval_set.pk), "form": form})
+    return {"rows": rows}
+
+
+# --- Labeling ----------------------------------------------------------------------------------
+
+
+@require_GET
+@role_required(*ALL_ROLES)
+def annotate(request: HttpRequest, pk: int) -> HttpResponse:
+    annotation = own_annotation(request.user, pk)
+    correcting = request.GET.get("correct") == "1"
+    return render(request, "labeling/annotate.html", annotation_context(annotation, correcting=correcting))
+
+
+@require_POST
+@role_required(*ALL_ROLES)
+def save_label(request: HttpRequest, pk: int) -> HttpResponse:
+    with transaction.atomic():
+        annotation = own_annotation(request.user, pk, for_update=True)
+        correcting = annotation.status == Annotation.Status.SUBMITTED
+        context = annotation_context(annotation, correcting=correcting, partial=True)
+        form = LabelForm(request.POST, criteria=context["criteria_by_key"], transcript=Transcript.of(annotation.output))
+        state, status = _save(form, annotation, context)
+    if not request.htmx:
+        if status != 200:
+            messages.error(request, state.error if state else "Nothing was saved.")
+        return redirect("labeling:annotate", pk=pk)
+    if state is None:  # not even the criterion is known: nothing to swap into
+        return HttpResponse(form.errors.get("criterion", ["Nothing was saved."])[0], status=status)
+    context["item"] = state
+    return render(request, "labeling/annotate.html#criterion", context, status=status)
+
+
+def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.CriterionState | None, int]:
+    """Validate and store one criterion; on refusal return what was typed with the reason, nothing stored."""
+    state = context["states_by_key"].get(form.data.get("criterion", ""))
+    if not form.is_valid():
+        if state is not None:
+            state.error = " ".join(e for errors in form.errors.values() for e in errors)
+            state.posted_outcome, state.posted_evidence = form.data.get("outcome", ""), form.data.get("evidence", "")
+        return state, 422
+    try:
+        ann.check_writable(annotation, form.cleaned_data["rubric_version"], context["queue"])
+    except ann.LabelingError as exc:
+        state.error = exc.message
+        state.posted_outcome, state.posted_evidence = form.cleaned_data["outcome"], form.cleaned_data["evidence"]
+        return state, exc.status
+    state.label = ann.save_label(
+        annotation=annotation,
+        current=state.label,
+        criterion=form.cleaned_data["criterion"],
+        outcome=form.cleaned_data["outcome"],
+        evidence=form.cleaned_data["evidence"],
+    )
+    state.saved_now = True
+    return state, 200
+
+
+@require_POST
+@role_required(*ALL_ROLES)
+def submit(request: HttpRequest, pk: int) -> HttpResponse:
+    form = SubmitForm(request.POST)
+    try:
+        with transaction.atomic():
+            annotation = own_annotation(request.user, pk, for_update=True)
+            if not form.is_valid():
+                raise ann.LabelingError("The page did not say its rubric version; reload it. Nothing was submitted.")
+            if annotation.status == Annotation.Status.DRAFT:
+                ann.check_writable(
+                    annotation, form.cleaned_data["rubric_version"], q.current_queue(annotation.output.case.eval_set_id)
+                )
+            ann.submit(annotation=annotation)
+    except ann.LabelingError as exc:
+        context = annotation_context(own_annotation(request.user, pk))
+        context.update(submit_error=exc.message, error_keys=exc.keys)
+        return render(request, "labeling/annotate.html", context, status=exc.status)
+    messages.success(request, f"Submitted {annotation.output.case.case_id}.")
+    return next_output(request, annotation.output.case.eval_set_id)
+
+
+@require_GET
+@role_required(*ALL_ROLES)
+def my_work(request: HttpRequest) -> HttpResponse:
+    annotations = list(
+        Annotation.objects.filter(annotator=request.user)
+        .select_related("output__case__eval_set", "rubric_version__rubric")
+        .order_by("-created_at")[:200]
+    )
+    names = output_names(a.output_id for a in annotations)
+    for a in annotations:
+        a.output_name = names.get(a.output_id, a.output.case.case_id)
+    return render(request, "labeling/my_work.html", {"annotations": annotations, "my_queues": my_queues(request.user)})
+
+
+# --- Adjudication ------------------------------------------------------------------------------
+
+
+@require_GET
+@role_required(*STAFF_ROLES)
+def adjudication_queue(request: HttpRequest) -> HttpResponse:
+    scope = pick_scope(request)
+    context = {"scope": scope, "items": [], "recent": []}
+    if scope.eval_set and scope.rubric_version:
+        context["items"] = adj.pending_items(scope.eval_set, scope.rubric_version, request.user)
+        context["recent"] = recent = list(adj.recent_decisions(scope.eval_set, scope.rubric_version))
+        names = output_names(g.output_id for g in recent)
+        for g in recent:
+            g.output_name = names.get(g.output_id, g.output.case.case_id)
+    return render(request, "labeling/adjudication_queue.html", context)
+
+
+@role_required(*STAFF_ROLES)
+def adjudicate(request: HttpRequest, output_id: int, criterion_id: int) -> HttpResponse:
+    output, criterion = adjudicable_item(request.user, output_id, criterion_id)
+    if request.method != "POST":
+        return render(request, "labeling/adjudicate.html", adjudication_context(output, criterion))
+    form = AdjudicationForm(request.POST)
+    error, status = "", 422
+    if form.is_valid():
+        try:
+            gold = adj.decide(output=output, criterion=criterion, by=request.user, **form.cleaned_data)
+        except adj.AdjudicationError as exc:
+            error, status = exc.message, exc.status
+        else:
+            messages.success(
+                request, f"Gold for {criterion.key} on {output.case.case_id}: {gold.get_outcome_display()}."
+            )
+            return redirect(_after_decision(request, output, criterion))
+    context = adjudication_context(output, criterion, form=form, error=error)
+    return render(request, "labeling/adjudicate.html", context, status=status)
+
+
+def _after_decision(request: HttpRequest, output, criterion) -> str:
+    """The next disagreement: on the same output first (its transcript is fresh in mind), then the queue."""
+    view = adj.item_view(output, criterion)
+    if view.others_pending:
+        return reverse("labeling:adjudicate", args=[output.pk, view.others_pending[0].pk])
+    items = adj.pending_items(output.case.eval_set, criterion.rubric_version, request.user)
+    if items:
+        return reverse("labeling:adjudicate", args=[items[0].output_id, items[0].criterion_id])
+    return (
+        reverse("labeling:adjudication_queue")
+        + f"?eval_set={output.case.eval_set_id}&rubric_version={criterion.rubric_version_id}"
+    )
+
+
+# --- Progress ----------------------------------------------------------------------------------
+
+
+@require_GET
+@role_required(*STAFF_ROLES)
+def progress_page(request: HttpRequest) -> HttpResponse:
+    scope = pick_scope(request)
+    context = {"scope": scope, "progress": None, "human_min_kappa": HUMAN_MIN_KAPPA}
+    if scope.eval_set and scope.rubric_version:
+        context["progress"] = progress(scope.eval_set, scope.rubric_version)
+        context["versions"] = versions_with_work(scope.eval_set, also=scope.rubric_version)
+    return render(request, "labeling/progress.html", context)

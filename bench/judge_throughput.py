@@ -1,0 +1,245 @@
+"""Judge throughput against a fake model with a fixed latency: Celery path and in-process path.
+
+The fake OpenAI-compatible server (tests/fake_llm.py, in its own process, one thread per
+connection, so unlimited parallelism) answers every call after L = 100 ms. With at most
+C = 16 calls in flight, no judge can go faster than C / L = 160 calls per second: that is
+the bound, and a run of 2,000 items (one call each, per-output mode) must reach at least 90%
+of it. The script also measures, in the same run, the real latency of one call through the
+SDK (L plus the client's own overhead) and prints the ratio to the bound that gives as well.
+Finally it re-runs unchanged data and prints the model calls made: the cache must make it 0.
+
+Needs the running PostgreSQL and Redis (`bash scripts/services.sh start`); it creates a scratch
+database and drops it at the end. Usage:
+
+    .venv/bin/python bench/judge_throughput.py [--items 2000] [--concurrency 16] [--latency 0.1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+# The target of the issue: at least this share of the C / L bound.
+REQUIRED_RATIO = 0.90
+
+
+def services_env() -> dict[str, str]:
+    """DATABASE_URL and CELERY_BROKER_URL from the environment, else from scripts/services.sh env."""
+    if os.environ.get("DATABASE_URL") and os.environ.get("CELERY_BROKER_URL"):
+        return {k: os.environ[k] for k in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    out = subprocess.run(["bash", "scripts/services.sh", "env"], cwd=ROOT, capture_output=True, text=True, check=True)
+    env = {}
+    for line in out.stdout.splitlines():
+        key, _, value = line.removeprefix("export ").partition("=")
+        env[key] = shlex.split(value)[0]
+    return env
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlparse(url)
+    return urlunparse(parts._replace(path=f"/{name}"))
+
+
+def admin(url: str, sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url.replace("postgres://", "postgresql://", 1), autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def fake_calls(port: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stats", timeout=10) as response:
+        return json.loads(response.read())["calls"]
+
+
+def wait_for_line(path: Path, needle: str, process: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"worker exited early:\n{path.read_text()[-2000:]}")
+        if needle in path.read_text(errors="replace"):
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"worker not ready after {timeout} s:\n{path.read_text()[-2000:]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--worker-processes", type=int, default=2, help="celery worker --concurrency")
+    args = parser.parse_args()
+
+    services = services_env()
+    scratch = f"bench_judge_{os.getpid()}"
+    queue = f"icewater-bench-{os.getpid()}"
+    data_dir = tempfile.mkdtemp(prefix="icewater-bench-")
+    os.environ.update(
+        DATABASE_URL=with_database(services["DATABASE_URL"], scratch),
+        CELERY_BROKER_URL=services["CELERY_BROKER_URL"],
+        ICEWATER_CELERY_QUEUE=queue,
+        ICEWATER_DATA_DIR=data_dir,
+        ICEWATER_SECRET_KEY=os.environ.get("ICEWATER_SECRET_KEY", "bench-only-secret-key"),
+        ICEWATER_DEBUG="0",
+        DJANGO_SETTINGS_MODULE="config.settings",
+        BENCH_JUDGE_KEY="bench-key-not-secret",
+    )
+    os.environ.pop("ICEWATER_TEST_DB_NAME", None)
+    admin(services["DATABASE_URL"], f'CREATE DATABASE "{scratch}"')
+    fake = subprocess.Popen([sys.executable, "-m", "tests.fake_llm", "--latency", str(args.latency)], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+    worker = None
+    try:
+        port = int(fake.stdout.readline())
+        worker = run_bench(args, port, queue, Path(data_dir))
+    finally:
+        if worker is not None and worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGTERM)
+            worker.wait(timeout=60)
+        fake.terminate()
+        fake.wait(timeout=10)
+        from django.db import connections
+
+        connections.close_all()
+        admin(services["DATABASE_URL"], f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+
+
+def run_bench(args, port: int, queue: str, data_dir: Path):
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from config.celery import app
+    from judging import runner
+    from judging.models import JudgeConfig, JudgeRun, Verdict
+    from labeling.models import Case, EvalSet, Output
+    from tests.factories import make_rubric_version
+
+    call_command("migrate", verbosity=0)
+    eval_set = EvalSet.objects.create(name="bench")
+    cases = Case.objects.bulk_create(
+        Case(eval_set=eval_set, case_id=f"case-{i:05d}", input=f"Request {i}: refund order {i}?",
+             reference="Refund $40.00.")
+        for i in range(args.items)
+    )
+    Output.objects.bulk_create(
+        Output(case=c, response=f"I refunded $40.00 for order {i}; it arrives in 5 business days.",
+               tool_calls=[{"name": "lookup_order", "args": {"order_id": i}, "response": {"refundable": 40.0}}])
+        for i, c in enumerate(cases)
+    )
+    rubric = make_rubric_version(name="bench", version="1")
+
+    def judge(name: str, model: str) -> JudgeConfig:
+        return JudgeConfig.objects.create(
+            name=name, backend="openai", model_id=model, base_url=f"http://127.0.0.1:{port}/v1",
+            api_key_env="BENCH_JUDGE_KEY", max_concurrency=args.concurrency, timeout_s=30, max_retries=2,
+        )
+
+    # Different model ids: different judge config hashes, so the second path cannot hit the first one's cache.
+    celery_judge, local_judge = judge("bench-celery", "bench-model-a"), judge("bench-local", "bench-model-b")
+    bound = args.concurrency / args.latency
+    measured_latency = sdk_latency(port)
+    measured_bound = args.concurrency / measured_latency
+    print(f"items {args.items}, concurrency C={args.concurrency}, fake latency L={args.latency * 1000:.0f} ms")
+    print(f"bound C/L = {bound:.1f} calls/s; one call through the SDK measured at {measured_latency * 1000:.1f} ms "
+          f"(bound with it: {measured_bound:.1f} calls/s)")
+
+    # Celery path: a real worker, its lanes bounded by the Redis limiter.
+    log = data_dir / "worker.log"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING", "--concurrency",
+         str(args.worker_processes), "-n", f"bench-{os.getpid()}@%h", "--without-gossip", "--without-mingle"],
+        cwd=ROOT, env=os.environ.copy(), stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    # WARNING level hides the banner's "ready": ping the worker instead.
+    deadline = time.monotonic() + 120
+    while not app.control.ping(destination=[f"bench-{os.getpid()}@{os.uname().nodename}"], timeout=1.0):
+        if worker.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the worker did not start:\n{log.read_text()[-2000:]}")
+    scope = runner.Scope(eval_set, rubric, celery_judge)
+    results = []
+    before = fake_calls(port)
+    run = runner.create_run(scope, mode=JudgeRun.Mode.CELERY)
+    started = time.perf_counter()
+    runner.enqueue_lanes(run.pk)
+    while True:
+        run.refresh_from_db(fields=["status"])
+        if not run.is_active:
+            break
+        time.sleep(0.02)
+    elapsed = time.perf_counter() - started
+    results.append(report("celery", run, elapsed, fake_calls(port) - before, bound, measured_bound, Verdict))
+
+    # In-process path: the same code in this process, with a local semaphore as the bound.
+    scope = runner.Scope(eval_set, rubric, local_judge)
+    before = fake_calls(port)
+    run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
+    started = time.perf_counter()
+    runner.run_in_process(run)
+    elapsed = time.perf_counter() - started
+    run.refresh_from_db()
+    results.append(report("in-process", run, elapsed, fake_calls(port) - before, bound, measured_bound, Verdict))
+
+    # Unchanged data again, both paths: every verdict must come from the cache.
+    for name, config in (("in-process", local_judge), ("celery", celery_judge)):
+        before = fake_calls(port)
+        mode = JudgeRun.Mode.CELERY if name == "celery" else JudgeRun.Mode.IN_PROCESS
+        run = runner.create_run(runner.Scope(eval_set, rubric, config), mode=mode)
+        started = time.perf_counter()
+        if name == "celery":
+            runner.enqueue_lanes(run.pk)
+            while run.is_active:
+                time.sleep(0.02)
+                run.refresh_from_db(fields=["status"])
+        else:
+            runner.run_in_process(run)
+        calls = fake_calls(port) - before
+        hits = Verdict.objects.filter(run=run, cache_hit=True).count()
+        print(f"re-run unchanged ({name}): {calls} model calls, {hits} of {run.expected_verdicts} verdicts from "
+              f"the cache, {time.perf_counter() - started:.2f} s")
+        results.append(calls == 0)
+    print("RESULT:", "PASS" if all(results) else "FAIL")
+    return worker
+
+
+def sdk_latency(port: int, n: int = 20) -> float:
+    """Median seconds of one sequential call through the openai SDK to the fake server."""
+    import openai
+
+    client = openai.OpenAI(api_key="x", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+    timings = []
+    for i in range(n):
+        started = time.perf_counter()
+        client.chat.completions.create(model="probe", messages=[{"role": "user", "content": f"probe {i}"}])
+        timings.append(time.perf_counter() - started)
+    return statistics.median(timings)
+
+
+def report(name: str, run, elapsed: float, calls: int, bound: float, measured_bound: float, verdict_model) -> bool:
+    verdicts = verdict_model.objects.filter(run=run).count()
+    rate = run.total_items / elapsed
+    ok = run.status == "done" and verdicts == run.expected_verdicts and rate >= REQUIRED_RATIO * bound
+    print(f"{name}: {run.total_items} items ({verdicts} verdicts, {calls} model calls, status {run.status}) in "
+          f"{elapsed:.2f} s = {rate:.1f} items/s; bound {bound:.1f}/s; ratio {rate / bound:.3f} "
+          f"(needs >= {REQUIRED_RATIO:.2f}); ratio to the measured-latency bound {rate / measured_bound:.3f} "
+          f"-> {'ok' if ok else 'TOO SLOW'}")
+    return ok
+
+
+if __name__ == "__main__":
+    main()

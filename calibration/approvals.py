@@ -1,0 +1,130 @@
+"""Domain actions of leads: approve a rubric version, mark criteria as gating, revoke a mark.
+
+Each action checks everything first and writes in one transaction, so a refused request leaves
+nothing half-written. Approvals hang on one rubric version and one judge config (and their content
+hashes): a new version or a changed judge starts with none.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from judging.models import JudgeConfig
+from labeling.access import has_role
+from labeling.models import EvalSet, Role, RubricVersion, User
+
+from .models import GatingMark
+from .report import calibration_report
+
+
+class ApprovalRefused(Exception):
+    """The request is not allowed or not well-formed; the message says why."""
+
+
+def _check_lead_and_reason(by: User, reason: str) -> str:
+    if not has_role(by, Role.LEAD):
+        raise ApprovalRefused(f"{by.username} is not an active lead; only leads approve")
+    reason = (reason or "").strip()
+    if not reason:
+        raise ApprovalRefused("a reason is required: say why, for whoever reads this approval later")
+    return reason
+
+
+def approve_rubric_version(*, rubric_version: RubricVersion, by: User, reason: str) -> RubricVersion:
+    reason = _check_lead_and_reason(by, reason)
+    if rubric_version.status == RubricVersion.Status.APPROVED:
+        who = rubric_version.approved_by.username if rubric_version.approved_by else "someone"
+        when = f"{rubric_version.approved_at:%Y-%m-%d}" if rubric_version.approved_at else "an unknown date"
+        raise ApprovalRefused(f"{rubric_version.ref} is already approved (by {who} on {when})")
+    if rubric_version.status == RubricVersion.Status.RETIRED:
+        raise ApprovalRefused(f"{rubric_version.ref} is retired; approve a current version instead")
+    now = timezone.now()
+    # Conditional update: two leads approving at once cannot both win.
+    changed = RubricVersion.objects.filter(pk=rubric_version.pk, status=RubricVersion.Status.DRAFT).update(
+        status=RubricVersion.Status.APPROVED, approved_by=by, approved_at=now, approval_reason=reason
+    )
+    if changed != 1:
+        raise ApprovalRefused(f"{rubric_version.ref} changed status meanwhile; reload and try again")
+    rubric_version.refresh_from_db()
+    return rubric_version
+
+
+def mark_gating(
+    *,
+    rubric_version: RubricVersion,
+    judge_config: JudgeConfig,
+    eval_set: EvalSet,
+    keys: list[str],
+    by: User,
+    reason: str,
+    override: bool = False,
+    agent_version: str | None = None,
+) -> list[GatingMark]:
+    """Mark criteria as gating on the evidence of a fresh calibration report on `eval_set`.
+
+    Only a `gate`-tier criterion may be marked without `override`; with it, a non-gate criterion is
+    marked and the mark says it was an override. The report row relied on is stored with the mark.
+    """
+    reason = _check_lead_and_reason(by, reason)
+    if rubric_version.status != RubricVersion.Status.APPROVED:
+        raise ApprovalRefused(f"{rubric_version.ref} is not approved; approve the rubric version before gating on it")
+    keys = [k.strip() for k in keys if k and k.strip()]
+    if not keys:
+        raise ApprovalRefused("name at least one criterion to mark as gating")
+    if len(set(keys)) != len(keys):
+        raise ApprovalRefused("a criterion is named twice")
+    known = [c.key for c in rubric_version.criteria.order_by("order")]
+    unknown = [k for k in keys if k not in known]
+    if unknown:
+        raise ApprovalRefused(f"{', '.join(unknown)} not in {rubric_version.ref} (its criteria: {', '.join(known)})")
+    report = calibration_report(
+        eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version
+    )
+    marks = GatingMark.objects.for_instrument(rubric_version, judge_config)
+    active = set(marks.values_list("criterion__key", flat=True))
+    already = [k for k in keys if k in active]
+    if already:
+        raise ApprovalRefused(f"already gating with {judge_config.name}: {', '.join(already)}")
+    rows = [report.row(k) for k in keys]
+    refused = [r for r in rows if r.tier != "gate"]
+    if refused and not override:
+        detail = "; ".join(f"{r.criterion} is {r.tier} (kappa {_kappa(r.kappa)}, n {r.n})" for r in refused)
+        raise ApprovalRefused(
+            f"only gate-tier criteria can gate without an override: {detail}. "
+            "Override only with a written reason that says why this judge may gate anyway."
+        )
+    criteria = {c.key: c for c in rubric_version.criteria.all()}
+    with transaction.atomic():
+        return [
+            GatingMark.objects.create(
+                rubric_version=rubric_version,
+                judge_config=judge_config,
+                criterion=criteria[row.criterion],
+                rubric_content_hash=rubric_version.content_hash,
+                judge_config_hash=judge_config.content_hash,
+                calibration_eval_set=eval_set,
+                calibration_agent_version=agent_version or "",
+                tier=row.tier,
+                override=row.tier != "gate",
+                reason=reason,
+                figures={**row.as_dict(), **report.meta()},
+                marked_by=by,
+            )
+            for row in rows
+        ]
+
+
+def revoke_gating(*, mark: GatingMark, by: User, reason: str) -> GatingMark:
+    reason = _check_lead_and_reason(by, reason)
+    changed = GatingMark.objects.filter(pk=mark.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now(), revoked_by=by, revoke_reason=reason
+    )
+    if changed != 1:
+        raise ApprovalRefused("this mark was already revoked")
+    mark.refresh_from_db()
+    return mark
+
+
+def _kappa(k: float | None) -> str:
+    return "undefined" if k is None else f"{k:.3f}"

@@ -1,0 +1,143 @@
+"""The false-pass (and false-fail) drilldown: the items of one confusion cell, with everything a lead
+needs to judge the judge: the transcript with the judge's and both annotators' quotes highlighted in
+place, the gold decision and its rationale, and the judge's raw output.
+
+Selecting the cell reuses the report's frames (the same gold and the same current verdicts); the
+details of one page of items take four more queries, whatever the page size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+from django.utils.safestring import SafeString
+
+from judging.models import JudgeConfig, Verdict
+from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion
+from labeling.transcript import highlight, render_json
+
+from . import data
+from .metrics import FAIL, PASS
+from .reading import KEY, current_verdicts, derive_gold
+
+# URL slug -> (judge outcome, gold outcome)
+CELLS = {"false-pass": (PASS, FAIL), "false-fail": (FAIL, PASS)}
+CELL_TITLES = {
+    "false-pass": "False passes: the judge said PASS where gold is FAIL",
+    "false-fail": "False fails: the judge said FAIL where gold is PASS",
+}
+
+
+def items_in_cell(
+    labels: pd.DataFrame, adjudicated: pd.DataFrame, verdicts: pd.DataFrame, criterion_id: int, cell: str
+) -> list[int]:
+    """Pure: output ids whose current verdict and gold put them in `cell`, in output order."""
+    judge_outcome, gold_outcome = CELLS[cell]
+
+    def mine(df: pd.DataFrame) -> pd.DataFrame:
+        return df[df["criterion"] == criterion_id]
+
+    gold = derive_gold(mine(labels), mine(adjudicated))
+    judge = current_verdicts(mine(verdicts))
+    both = judge.merge(gold, on=KEY)
+    hits = both[(both["judge"] == judge_outcome) & (both["gold"] == gold_outcome)]
+    return sorted(int(x) for x in hits["output"])
+
+
+@dataclass
+class TranscriptPart:
+    title: str
+    html: SafeString
+
+
+@dataclass
+class DrilldownItem:
+    output: Output
+    parts: list[TranscriptPart] = field(default_factory=list)
+    annotators: list[dict] = field(default_factory=list)  # position label, outcome, evidence
+    gold: GoldLabel | None = None
+    gold_source: str = "majority"
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    @property
+    def judge_evidence(self) -> str:
+        return self.verdicts[0].evidence if self.verdicts else ""
+
+
+def _parts(output: Output, quotes: dict[str, str]) -> list[TranscriptPart]:
+    parts = [TranscriptPart("Input", highlight(output.case.input, quotes))]
+    for i, call in enumerate(output.tool_calls or [], start=1):
+        name = str(call.get("name", ""))
+        args = highlight(render_json(call.get("args", "")), quotes)
+        result = highlight(render_json(call.get("response", "")), quotes)
+        parts.append(TranscriptPart(f"Tool call {i}: {name}", SafeString(f"{args}\n→ {result}")))
+    parts.append(TranscriptPart("Response", highlight(output.response, quotes)))
+    return parts
+
+
+def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeConfig) -> list[DrilldownItem]:
+    """Details for a page of items: four queries."""
+    outputs = Output.objects.select_related("case").filter(pk__in=output_ids).order_by("pk")
+    labels = (
+        Label.objects.filter(
+            criterion=criterion,
+            is_current=True,
+            annotation__output_id__in=output_ids,
+            annotation__status=Annotation.Status.SUBMITTED,
+        )
+        .order_by("annotation__output_id", "annotation__slot")
+        .values_list("annotation__output_id", "outcome", "evidence")
+    )
+    current_gold = GoldLabel.objects.select_related("decided_by").filter(
+        criterion=criterion, is_current=True, output_id__in=output_ids
+    )
+    golds = {g.output_id: g for g in current_gold}
+    # Newest run first, so the first row of each sample is the one that counts.
+    verdicts = Verdict.objects.filter(criterion=criterion, judge_config=judge_config, output_id__in=output_ids)
+    verdicts = verdicts.order_by("output_id", "sample", "-run_id")
+    by_output: dict[int, list] = {}
+    for output_id, outcome, evidence in labels:
+        by_output.setdefault(output_id, []).append({"outcome": outcome, "evidence": evidence})
+    counted: dict[int, list[Verdict]] = {}
+    seen: set[tuple[int, int]] = set()
+    for v in verdicts:
+        if (v.output_id, v.sample) not in seen:
+            seen.add((v.output_id, v.sample))
+            counted.setdefault(v.output_id, []).append(v)
+    items = []
+    for output in outputs:
+        people = by_output.get(output.pk, [])
+        for i, person in enumerate(people):
+            person["position"] = "Annotator " + ("ABCDEFGH"[i] if i < 8 else str(i + 1))
+            person["css"] = {0: "hl-a", 1: "hl-b"}.get(i, "")
+        item_verdicts = counted.get(output.pk, [])
+        quotes = {"hl-judge": item_verdicts[0].evidence if item_verdicts else ""}
+        for css, person in zip(("hl-a", "hl-b"), people, strict=False):
+            quotes[css] = person["evidence"]
+        gold = golds.get(output.pk)
+        items.append(
+            DrilldownItem(
+                output=output,
+                parts=_parts(output, quotes),
+                annotators=people,
+                gold=gold,
+                gold_source="adjudicated" if gold else "majority",
+                verdicts=item_verdicts,
+            )
+        )
+    return items
+
+
+def cell_output_ids(
+    *,
+    eval_set: EvalSet,
+    rubric_version: RubricVersion,
+    judge_config: JudgeConfig,
+    criterion: Criterion,
+    cell: str,
+    agent_version: str | None = None,
+) -> list[int]:
+    scope = data.Scope(eval_set, rubric_version, agent_version)
+    labels, adjudicated = data.load_labels(scope), data.load_adjudicated(scope)
+    return items_in_cell(labels, adjudicated, data.load_verdicts(scope, judge_config), criterion.pk, cell)

@@ -1,0 +1,98 @@
+"""The calibration report as JSON, CSV and text: one code path for the command and the pages."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from .metrics import fmt
+from .report import REPORT_KEYS, CalibrationReport, CriterionReport, SegmentedReport
+
+# CSV cannot hold a pair, so each interval becomes two columns; warnings become one cell.
+CSV_COLUMNS = []
+for _key in REPORT_KEYS:
+    CSV_COLUMNS += [f"{_key}_low", f"{_key}_high"] if _key.endswith("_ci") else [_key]
+
+
+def to_json(report: CalibrationReport | SegmentedReport) -> str:
+    return json.dumps(report.as_dict(), indent=2, ensure_ascii=False)
+
+
+def _csv_row(row: CriterionReport) -> dict:
+    out = {}
+    for key, value in row.as_dict().items():
+        if key.endswith("_ci"):
+            out[f"{key}_low"], out[f"{key}_high"] = value if value else ("", "")
+        elif key == "warnings":
+            out[key] = " | ".join(w["message"] for w in value)
+        else:
+            out[key] = "" if value is None else value
+    return out
+
+
+def to_csv(report: CalibrationReport | SegmentedReport) -> str:
+    buffer = io.StringIO()
+    segmented = isinstance(report, SegmentedReport)
+    columns = (["agent_version"] if segmented else []) + CSV_COLUMNS
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    if segmented:
+        for seg in report.segments:
+            for row in seg.rows:
+                writer.writerow({"agent_version": seg.agent_version, **_csv_row(row)})
+    else:
+        for row in report.rows:
+            writer.writerow(_csv_row(row))
+    return buffer.getvalue()
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _text_rows(rows: tuple[CriterionReport, ...]) -> list[str]:
+    head = (
+        f"{'criterion':<24} {'n':>5} {'kappa':>7} {'95% CI':>16} {'tier':<12} {'FALSE PASS':>10} {'false fail':>10} "
+        f"{'true pass':>9} {'true fail':>9} {'error':>5} {'abst':>4} {'n/a':>4} {'pend':>4} {'no ev':>5} "
+        f"{'human k':>8} {'(n)':>6} {'alpha':>6}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        kappa = "no data" if r.n == 0 else fmt(r.kappa)
+        lines.append(
+            f"{r.criterion:<24} {r.n:>5} {kappa:>7} {_ci(r.kappa_ci):>16} {r.tier + ('*' if r.gating else ''):<12} "
+            f"{r.false_pass:>10} {r.false_fail:>10} {r.true_pass:>9} {r.true_fail:>9} {r.judge_error:>5} "
+            f"{r.judge_abstain:>4} {r.not_applicable:>4} {r.pending_gold:>4} {r.evidence_not_found:>5} "
+            f"{fmt(r.human_kappa):>8} {r.human_n:>6} {fmt(r.human_alpha):>6}"
+        )
+        for w in r.warnings:
+            lines.append(f"    ! {w.message}")
+    return lines
+
+
+def to_text(report: CalibrationReport | SegmentedReport) -> str:
+    head = (
+        f"Calibration of judge {report.judge_config} (model {report.model_id or 'n/a'}) against gold on eval set "
+        f"{report.eval_set}, rubric {report.rubric_version}"
+    )
+    lines = [head]
+    if isinstance(report, SegmentedReport):
+        lines.append(f"computed {report.computed_at:%Y-%m-%d %H:%M:%S %Z}, split by agent version")
+        for seg in report.segments:
+            lines += ["", f"== agent version {seg.agent_version}", *_text_rows(seg.rows)]
+        lines += ["", "mean of per-segment kappas:"]
+        for key, m in report.mean_kappas().items():
+            counted = f"{m['segments_with_kappa']} of {m['segments']} segments"
+            lines.append(f"  {key:<24} {fmt(m['mean_kappa'])}  ({counted})")
+    else:
+        scope = f", agent version {report.agent_version}" if report.agent_version else ""
+        lines.append(f"computed {report.computed_at:%Y-%m-%d %H:%M:%S %Z}{scope}")
+        lines += ["", *_text_rows(report.rows)]
+    lines += [
+        "",
+        "* gating. kappa: judge vs gold over items both call PASS/FAIL; 95% CI: percentile bootstrap over items.",
+        "FALSE PASS = judge PASS where gold is FAIL (the dangerous cell). human k: annotator A vs B; alpha: "
+        "Krippendorff (nominal) over all annotations.",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,66 @@
+"""python manage.py approve --rubric NAME@VERSION [--judge NAME --eval-set CALIBRATION_SET --gating KEY,KEY]
+--by USER --reason TEXT [--override] [--agent-version V]
+
+Without --judge: approve the rubric version. With --judge, --eval-set and --gating: mark those criteria as
+gating for that (approved) rubric version and judge config, on a fresh calibration report of the eval set.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from calibration.approvals import ApprovalRefused, approve_rubric_version, mark_gating
+from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
+from labeling.models import User
+
+
+class Command(BaseCommand):
+    help = "Approve a rubric version, or mark criteria as gating for a judge config (leads only)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--rubric", required=True, help="NAME@VERSION")
+        parser.add_argument("--judge", help="judge config name (to mark gating criteria)")
+        parser.add_argument("--eval-set", help="the calibration eval set the decision relies on")
+        parser.add_argument("--agent-version", help="calibrate on this agent version's outputs only")
+        parser.add_argument("--gating", help="criterion keys, comma-separated")
+        parser.add_argument("--by", required=True, help="username of the lead who decides")
+        parser.add_argument("--reason", required=True, help="why, in words someone can check later")
+        parser.add_argument("--override", action="store_true", help="allow criteria outside the gate tier")
+
+    def handle(self, *args, **opts):
+        gating_parts = [opts["judge"], opts["eval_set"], opts["gating"]]
+        if any(gating_parts) and not all(gating_parts):
+            raise CommandError("--judge, --eval-set and --gating go together: give all three to mark gating criteria")
+        if opts["override"] and not opts["gating"]:
+            raise CommandError("--override only applies to --gating")
+        if opts["agent_version"] and not opts["gating"]:
+            raise CommandError("--agent-version only applies to --gating")
+        user = User.objects.filter(username=opts["by"]).first()
+        if user is None:
+            raise CommandError(f"unknown user {opts['by']!r}")
+        try:
+            rubric_version = rubric_version_named(opts["rubric"])
+            if not opts["gating"]:
+                rv = approve_rubric_version(rubric_version=rubric_version, by=user, reason=opts["reason"])
+                self.stdout.write(f"approved {rv.ref} (by {user.username} at {rv.approved_at:%Y-%m-%d %H:%M})")
+                return
+            marks = mark_gating(
+                rubric_version=rubric_version,
+                judge_config=judge_named(opts["judge"]),
+                eval_set=eval_set_named(opts["eval_set"]),
+                keys=opts["gating"].split(","),
+                by=user,
+                reason=opts["reason"],
+                override=opts["override"],
+                agent_version=opts["agent_version"],
+            )
+        except (UnknownName, ApprovalRefused) as exc:
+            raise CommandError(str(exc))
+        for mark in marks:
+            kappa = mark.figures.get("kappa")
+            note = " OVERRIDE" if mark.override else ""
+            self.stdout.write(
+                f"gating: {mark.criterion.key} ({mark.tier}{note}, kappa "
+                f"{'undefined' if kappa is None else f'{kappa:.3f}'}, n {mark.figures.get('n')}) "
+                f"with {mark.judge_config.name} on {rubric_version.ref}"
+            )

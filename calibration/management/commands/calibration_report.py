@@ -1,0 +1,41 @@
+"""python manage.py calibration_report --eval-set NAME --rubric NAME@VERSION --judge NAME
+[--agent-version V] [--by agent_version] --format json|csv|text"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from calibration.export import to_csv, to_json, to_text
+from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
+from calibration.report import calibration_report, segmented_report
+
+RENDER = {"json": to_json, "csv": to_csv, "text": to_text}
+
+
+class Command(BaseCommand):
+    help = "Per criterion: Cohen's kappa of a judge config against gold, beside the human ceiling."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--eval-set", required=True, help="the calibration eval set (labeled by people)")
+        parser.add_argument("--rubric", required=True, help="NAME@VERSION")
+        parser.add_argument("--judge", required=True, help="judge config name")
+        parser.add_argument("--agent-version", help="only the outputs of this agent version")
+        parser.add_argument("--by", choices=["agent_version"], help="one report per agent version")
+        parser.add_argument("--format", choices=sorted(RENDER), default="text")
+
+    def handle(self, *args, **opts):
+        if opts["by"] and opts["agent_version"]:
+            raise CommandError("--by agent_version and --agent-version exclude each other: pick one", returncode=2)
+        try:
+            scope = {
+                "eval_set": eval_set_named(opts["eval_set"]),
+                "rubric_version": rubric_version_named(opts["rubric"]),
+                "judge_config": judge_named(opts["judge"]),
+            }
+        except UnknownName as exc:
+            raise CommandError(str(exc), returncode=2)
+        if opts["by"]:
+            report = segmented_report(**scope)
+        else:
+            report = calibration_report(**scope, agent_version=opts["agent_version"])
+        self.stdout.write(RENDER[opts["format"]](report), ending="" if opts["format"] == "csv" else "\n")

@@ -1,0 +1,115 @@
+"""How stored labels and verdicts are read: gold, the current verdict, annotator positions.
+
+Pure pandas, no Django. The stored rows are parts (one label per annotator, one verdict per
+sample and run); these functions aggregate them at read time, so a different rule never needs
+a re-run. Frames use the column names `calibration/data.py` produces:
+
+labels:      output, criterion, annotation, slot, outcome   (current labels of submitted annotations)
+adjudicated: output, criterion, outcome                     (current adjudicated gold labels)
+verdicts:    output, criterion, run_rank, sample, outcome, evidence_found
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .metrics import ABSTAIN, BINARY
+
+# A majority needs at least two people. With one label there is no second opinion, and the
+# product's promise is blind double labeling, so a lone label stays pending, not gold.
+MIN_LABELS_FOR_MAJORITY = 2
+
+KEY = ["criterion", "output"]
+
+
+def derive_gold(labels: pd.DataFrame, adjudicated: pd.DataFrame) -> pd.DataFrame:
+    """Gold per (criterion, output): the adjudicated outcome, else the strict majority of labels.
+
+    Strict majority: one outcome holds more than half of the current labels (N/A and Can't tell
+    count as votes too, so PASS, PASS, N/A is PASS but PASS, FAIL, N/A has no gold). For two
+    annotators that is their agreement. Returns columns criterion, output, gold, gold_source.
+    """
+    frames = []
+    if len(adjudicated):
+        adj = adjudicated[KEY + ["outcome"]].rename(columns={"outcome": "gold"})
+        frames.append(adj.assign(gold_source="adjudicated"))
+    if len(labels):
+        votes = labels.groupby(KEY + ["outcome"], sort=False).size().rename("votes").reset_index()
+        total = votes.groupby(KEY, sort=False)["votes"].transform("sum")
+        winners = votes[(votes["votes"] * 2 > total) & (total >= MIN_LABELS_FOR_MAJORITY)]
+        frames.append(winners[KEY + ["outcome"]].rename(columns={"outcome": "gold"}).assign(gold_source="majority"))
+    if not frames:
+        return pd.DataFrame({"criterion": [], "output": [], "gold": [], "gold_source": []})
+    # Adjudicated rows come first, so they win over a majority of the same item.
+    return pd.concat(frames, ignore_index=True).drop_duplicates(KEY, keep="first").reset_index(drop=True)
+
+
+def current_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The judge's verdict per (criterion, output) from its stored samples.
+
+    Each (output, criterion, sample) is taken from the most recent run that has it (`run_rank` 0 =
+    newest). With several samples the most frequent outcome wins, a tie at the top is ABSTAIN
+    (the samples could not settle it), and `judge_agreement` is the winning share of samples.
+    `evidence_not_found` flags a verdict whose quote, in a sample giving the winning outcome, is
+    not in the transcript. Returns criterion, output, judge, judge_agreement, evidence_not_found.
+    """
+    columns = ["criterion", "output", "judge", "judge_agreement", "evidence_not_found"]
+    if not len(verdicts):
+        return pd.DataFrame({c: [] for c in columns})
+    v = verdicts.sort_values("run_rank", kind="stable").drop_duplicates(KEY + ["sample"], keep="first")
+    not_found = v["evidence_found"].astype("boolean").eq(False).fillna(False).to_numpy(dtype=bool)
+    v = v.assign(not_found=not_found)
+    sample_counts = v.groupby(KEY, sort=False)["sample"].transform("size")
+    if int(sample_counts.max()) == 1:
+        out = v[KEY + ["outcome", "not_found"]].rename(columns={"outcome": "judge", "not_found": "evidence_not_found"})
+        return out.assign(judge_agreement=1.0)[columns].reset_index(drop=True)
+    per = v.groupby(KEY + ["outcome"], sort=False).agg(votes=("sample", "size"), nf=("not_found", "any")).reset_index()
+    per["total"] = per.groupby(KEY, sort=False)["votes"].transform("sum")
+    per["top"] = per.groupby(KEY, sort=False)["votes"].transform("max")
+    leaders = per[per["votes"] == per["top"]]
+    n_leaders = leaders.groupby(KEY, sort=False)["outcome"].transform("size")
+    leaders = leaders.assign(tie=n_leaders.to_numpy() > 1).drop_duplicates(KEY, keep="first")
+    judge = np.where(leaders["tie"], ABSTAIN, leaders["outcome"])
+    return pd.DataFrame(
+        {
+            "criterion": leaders["criterion"].to_numpy(),
+            "output": leaders["output"].to_numpy(),
+            "judge": judge,
+            "judge_agreement": (leaders["top"] / leaders["total"]).to_numpy(),
+            "evidence_not_found": np.where(leaders["tie"], False, leaders["nf"]).astype(bool),
+        }
+    )
+
+
+def annotator_positions(labels: pd.DataFrame) -> pd.DataFrame:
+    """Add `position` (1 = annotator A, 2 = B, ...) to each label.
+
+    Positions are the order of an output's submitted annotations by slot, i.e. the order in which
+    they were made or imported; a gap left by a lapsed draft does not shift B into A's place twice.
+    """
+    if not len(labels):
+        return labels.assign(position=pd.Series(dtype="int64"))
+    annotations = labels[["output", "annotation", "slot"]].drop_duplicates("annotation")
+    ranks = annotations.groupby("output", sort=False)["slot"].rank(method="first").astype("int64")
+    position = pd.Series(ranks.to_numpy(), index=annotations["annotation"].to_numpy())
+    return labels.assign(position=labels["annotation"].map(position).to_numpy())
+
+
+def human_pairs(labels: pd.DataFrame) -> pd.DataFrame:
+    """Annotator A vs B per (criterion, output), where both said PASS or FAIL: columns a, b."""
+    positioned = annotator_positions(labels)
+    binary = positioned[positioned["outcome"].isin(BINARY)]
+    a = binary.loc[binary["position"] == 1, KEY + ["outcome"]].rename(columns={"outcome": "a"})
+    b = binary.loc[binary["position"] == 2, KEY + ["outcome"]].rename(columns={"outcome": "b"})
+    return a.merge(b, on=KEY, how="inner")[["criterion", "output", "a", "b"]]
+
+
+def binary_value_counts(labels: pd.DataFrame) -> pd.DataFrame:
+    """Per (criterion, output): how many annotations said PASS and how many FAIL (for alpha)."""
+    binary = labels[labels["outcome"].isin(BINARY)]
+    counts = binary.groupby(KEY + ["outcome"], sort=False).size().unstack("outcome", fill_value=0)
+    for outcome in BINARY:
+        if outcome not in counts.columns:
+            counts[outcome] = 0
+    return counts[list(BINARY)].reset_index()

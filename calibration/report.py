@@ -1,0 +1,491 @@
+"""The calibration report: per criterion, how well a judge config agrees with gold, beside the
+human ceiling, with every excluded item counted and every degenerate case said out loud.
+
+`build_rows` is pure (DataFrames in, frozen rows out); `calibration_report` and `human_agreement`
+load the frames through `calibration/data.py` with a constant number of queries.
+
+Which items count where (each item, one output x one criterion, lands in exactly one bucket, so
+n + judge_error + judge_abstain + not_applicable + pending_gold + no verdict = every item seen):
+  judge_error / judge_abstain  the judge's current verdict is ERROR / ABSTAIN, whatever the gold
+  not_applicable               the judge said N/A, or the judge said PASS/FAIL and gold is N/A
+  pending_gold                 the judge said PASS/FAIL and there is no PASS/FAIL/N/A gold yet
+                               (fewer than two labels, a split without adjudication, or "can't tell")
+  n                            judge PASS/FAIL and gold PASS/FAIL: the items kappa is computed on
+  (no verdict)                 gold or labels but no verdict from this judge: a warning, not a key
+evidence_not_found is a flag, not a bucket: verdicts whose quote is not in the transcript. They
+stay in kappa because the gate counts those verdicts too; calibrating without them would measure
+a kinder instrument than the one that gates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+import pandas as pd
+from django.utils import timezone
+
+from judging.models import JudgeConfig
+from labeling.models import Criterion, EvalSet, RubricVersion
+
+from . import data
+from .metrics import (
+    ABSTAIN,
+    BINARY,
+    ERROR,
+    GATE_MIN_KAPPA,
+    HUMAN_MIN_KAPPA,
+    MIN_N,
+    NOT_APPLICABLE,
+    PASS,
+    Agreement,
+    Finding,
+    HumanAgreement,
+    cohen_agreement,
+    fmt,
+    krippendorff_alpha_nominal,
+    tier_for,
+)
+from .reading import KEY, binary_value_counts, current_verdicts, derive_gold, human_pairs
+
+# Exactly the keys of one criterion in the JSON report, in this order.
+REPORT_KEYS = (
+    "criterion",
+    "n",
+    "kappa",
+    "kappa_ci",
+    "observed_agreement",
+    "expected_agreement",
+    "gold_pass_rate",
+    "judge_pass_rate",
+    "true_pass",
+    "false_pass",
+    "true_fail",
+    "false_fail",
+    "judge_error",
+    "judge_abstain",
+    "not_applicable",
+    "pending_gold",
+    "evidence_not_found",
+    "human_kappa",
+    "human_kappa_ci",
+    "human_n",
+    "human_alpha",
+    "tier",
+    "warnings",
+)
+
+
+@dataclass(frozen=True)
+class CriterionReport:
+    criterion: str
+    n: int
+    kappa: float | None
+    kappa_ci: tuple[float, float] | None
+    observed_agreement: float | None
+    expected_agreement: float | None
+    gold_pass_rate: float | None
+    judge_pass_rate: float | None
+    true_pass: int
+    false_pass: int
+    true_fail: int
+    false_fail: int
+    judge_error: int
+    judge_abstain: int
+    not_applicable: int
+    pending_gold: int
+    evidence_not_found: int
+    human_kappa: float | None
+    human_kappa_ci: tuple[float, float] | None
+    human_n: int
+    human_alpha: float | None
+    tier: str
+    warnings: tuple[Finding, ...]
+    # Not part of the JSON: for pages and approvals.
+    criterion_id: int = field(default=0, compare=False)
+    no_verdict: int = field(default=0, compare=False)
+    gating: bool = field(default=False, compare=False)
+
+    def as_dict(self) -> dict:
+        out = {}
+        for key in REPORT_KEYS:
+            value = getattr(self, key)
+            if key in ("kappa_ci", "human_kappa_ci"):
+                value = list(value) if value is not None else None
+            elif key == "warnings":
+                value = [w.as_dict() for w in value]
+            out[key] = value
+        return out
+
+    @property
+    def warning_codes(self) -> list[str]:
+        return [w.code for w in self.warnings]
+
+    @property
+    def judge_items(self) -> int:
+        """Every item with a current verdict of this judge."""
+        return self.n + self.judge_error + self.judge_abstain + self.not_applicable + self.pending_gold
+
+
+@dataclass(frozen=True)
+class Counts:
+    judge_error: int = 0
+    judge_abstain: int = 0
+    not_applicable: int = 0
+    pending_gold: int = 0
+    evidence_not_found: int = 0
+    no_verdict: int = 0
+
+
+def _bucket_counts(items: pd.DataFrame) -> dict[object, Counts]:
+    """Count each item's bucket per criterion (see the module docstring for the buckets)."""
+    judge, gold = items["judge"], items["gold"]
+    judge_binary = judge.isin(BINARY)
+    flags = pd.DataFrame(
+        {
+            "criterion": items["criterion"],
+            "judge_error": judge.eq(ERROR),
+            "judge_abstain": judge.eq(ABSTAIN),
+            "not_applicable": judge.eq(NOT_APPLICABLE) | (judge_binary & gold.eq(NOT_APPLICABLE)),
+            "pending_gold": judge_binary & ~gold.isin(BINARY + (NOT_APPLICABLE,)),
+            "evidence_not_found": items["evidence_not_found"].eq(True),  # NaN (no verdict) is not a flag
+            "no_verdict": judge.isna(),
+        }
+    )
+    sums = flags.groupby("criterion", sort=False).sum()
+    return {crit: Counts(**{k: int(v) for k, v in row.items()}) for crit, row in sums.iterrows()}
+
+
+def _human(labels: pd.DataFrame) -> dict[object, HumanAgreement]:
+    """Annotator A vs B kappa and Krippendorff's alpha over all PASS/FAIL annotations, per criterion."""
+    out: dict[object, HumanAgreement] = {}
+    pairs = human_pairs(labels)
+    agreements = {crit: cohen_agreement(g["a"], g["b"]) for crit, g in pairs.groupby("criterion", sort=False)}
+    counts = binary_value_counts(labels)
+    alphas = {
+        crit: krippendorff_alpha_nominal(g[list(BINARY)].to_numpy())
+        for crit, g in counts.groupby("criterion", sort=False)
+    }
+    for crit in set(agreements) | set(alphas):
+        a = agreements.get(crit)
+        out[crit] = HumanAgreement(
+            n=a.n if a else 0, kappa=a.kappa if a else None, kappa_ci=a.kappa_ci if a else None, alpha=alphas.get(crit)
+        )
+    return out
+
+
+def human_agreement_from_labels(
+    labels: pd.DataFrame, criteria: Iterable[tuple[object, str]]
+) -> dict[str, HumanAgreement]:
+    found = _human(labels)
+    empty = HumanAgreement(0, None, None, None)
+    return {key: found.get(crit_id, empty) for crit_id, key in criteria}
+
+
+def _findings(key: str, a: Agreement, c: Counts, h: HumanAgreement, gating: bool) -> tuple[Finding, ...]:
+    out: list[Finding] = []
+    if a.n == 0:
+        out.append(Finding("no_data", "no data: no item has both a PASS/FAIL gold label and a PASS/FAIL verdict"))
+    elif a.kappa is None:
+        outcome = PASS if a.true_pass == a.n else "FAIL"
+        out.append(
+            Finding(
+                "kappa_undefined",
+                f"kappa is undefined: judge and gold both said {outcome} on all {a.n} items, so chance agreement "
+                "is 1 and there is nothing to correct for; add items where the other outcome is right",
+            )
+        )
+    else:
+        judge_constant = a.rater_pass_rate in (0.0, 1.0)
+        gold_constant = a.reference_pass_rate in (0.0, 1.0)
+        if judge_constant:
+            outcome = PASS if a.rater_pass_rate == 1.0 else "FAIL"
+            out.append(
+                Finding(
+                    "constant_judge",
+                    f"the judge said {outcome} on every one of the {a.n} items: a constant cannot discriminate, so "
+                    f"kappa is exactly 0 however high its raw agreement ({fmt(a.observed_agreement, 2)})",
+                )
+            )
+        if gold_constant:
+            outcome = PASS if a.reference_pass_rate == 1.0 else "FAIL"
+            other = "FAIL" if outcome == PASS else PASS
+            out.append(
+                Finding(
+                    "constant_gold",
+                    f"gold is {outcome} on every one of the {a.n} items: with no {other} to find, kappa is 0 whatever "
+                    f"the judge does; add items that {other.lower()} this criterion",
+                )
+            )
+    if 0 < a.n < MIN_N:
+        out.append(Finding("small_n", f"n = {a.n} is below the minimum of {MIN_N} compared items for a tier"))
+    if tier_for(a.kappa, a.n) == "gate" and a.kappa_ci and a.kappa_ci[0] < GATE_MIN_KAPPA:
+        out.append(
+            Finding(
+                "interval_below_gate",
+                f"the interval's lower end {fmt(a.kappa_ci[0])} is below the gate threshold {GATE_MIN_KAPPA}: "
+                "the data are also consistent with a trend-tier judge",
+            )
+        )
+    if gating and a.false_pass > 0:
+        out.append(
+            Finding(
+                "false_pass_on_gating",
+                f"{a.false_pass} false pass{'es' if a.false_pass != 1 else ''} on a gating criterion: the judge passed "
+                "outputs people failed; read them in the drilldown before trusting this gate",
+            )
+        )
+    if h.kappa is not None and h.kappa < HUMAN_MIN_KAPPA:
+        out.append(
+            Finding(
+                "humans_disagree",
+                f"annotators A and B agree only at kappa {fmt(h.kappa, 2)} (n = {h.n}): gold is noisy; sharpen the "
+                "criterion's definition before calibrating a judge on it",
+            )
+        )
+    if c.no_verdict:
+        out.append(
+            Finding(
+                "no_verdict",
+                f"{c.no_verdict} labeled item{'s have' if c.no_verdict != 1 else ' has'} no verdict from this judge",
+            )
+        )
+    if c.evidence_not_found:
+        out.append(
+            Finding(
+                "evidence_not_found",
+                f"{c.evidence_not_found} verdict{'s' if c.evidence_not_found != 1 else ''} quote text that is not in "
+                "the transcript; they still count (the gate uses them), but check them",
+            )
+        )
+    return tuple(out)
+
+
+def build_rows(
+    *,
+    criteria: Iterable[tuple[object, str]],
+    labels: pd.DataFrame,
+    adjudicated: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    gating: Iterable[str] = (),
+) -> list[CriterionReport]:
+    """One report row per criterion, in the order given. Pure: frames as data.py makes them."""
+    gating = set(gating)
+    gold = derive_gold(labels, adjudicated)
+    judge = current_verdicts(verdicts)
+    items = judge.merge(gold, on=KEY, how="outer")
+    counts = _bucket_counts(items)
+    compared = items[items["judge"].isin(BINARY) & items["gold"].isin(BINARY)]
+    agreements = {crit: cohen_agreement(g["judge"], g["gold"]) for crit, g in compared.groupby("criterion", sort=False)}
+    humans = _human(labels)
+    rows = []
+    for crit_id, key in criteria:
+        a = agreements.get(crit_id) or cohen_agreement(np.array([]), np.array([]))
+        c = counts.get(crit_id, Counts())
+        h = humans.get(crit_id, HumanAgreement(0, None, None, None))
+        is_gating = key in gating
+        rows.append(
+            CriterionReport(
+                criterion=key,
+                n=a.n,
+                kappa=a.kappa,
+                kappa_ci=a.kappa_ci,
+                observed_agreement=a.observed_agreement,
+                expected_agreement=a.expected_agreement,
+                gold_pass_rate=a.reference_pass_rate,
+                judge_pass_rate=a.rater_pass_rate,
+                true_pass=a.true_pass,
+                false_pass=a.false_pass,
+                true_fail=a.true_fail,
+                false_fail=a.false_fail,
+                judge_error=c.judge_error,
+                judge_abstain=c.judge_abstain,
+                not_applicable=c.not_applicable,
+                pending_gold=c.pending_gold,
+                evidence_not_found=c.evidence_not_found,
+                human_kappa=h.kappa,
+                human_kappa_ci=h.kappa_ci,
+                human_n=h.n,
+                human_alpha=h.alpha,
+                tier=tier_for(a.kappa, a.n),
+                warnings=_findings(key, a, c, h, is_gating),
+                criterion_id=int(crit_id) if isinstance(crit_id, int | np.integer) else 0,
+                no_verdict=c.no_verdict,
+                gating=is_gating,
+            )
+        )
+    return rows
+
+
+# --- Loading and the report objects -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    eval_set: str
+    rubric_version: str
+    judge_config: str
+    judge_config_hash: str
+    model_id: str
+    agent_version: str | None
+    computed_at: datetime
+    rows: tuple[CriterionReport, ...]
+
+    def meta(self) -> dict:
+        return {
+            "eval_set": self.eval_set,
+            "rubric_version": self.rubric_version,
+            "judge_config": self.judge_config,
+            "judge_config_hash": self.judge_config_hash,
+            "model_id": self.model_id,
+            "agent_version": self.agent_version,
+            "computed_at": self.computed_at.isoformat(),
+        }
+
+    def as_dict(self) -> dict:
+        return {**self.meta(), "criteria": [r.as_dict() for r in self.rows]}
+
+    def row(self, key: str) -> CriterionReport:
+        return next(r for r in self.rows if r.criterion == key)
+
+
+@dataclass(frozen=True)
+class Segment:
+    agent_version: str
+    rows: tuple[CriterionReport, ...]
+
+
+@dataclass(frozen=True)
+class SegmentedReport:
+    """One report per agent version, and per criterion the mean of the per-segment kappas."""
+
+    eval_set: str
+    rubric_version: str
+    judge_config: str
+    judge_config_hash: str
+    model_id: str
+    computed_at: datetime
+    segments: tuple[Segment, ...]
+
+    def mean_kappas(self) -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        for seg in self.segments:
+            for row in seg.rows:
+                entry = out.setdefault(row.criterion, {"kappas": []})
+                if row.kappa is not None:
+                    entry["kappas"].append(row.kappa)
+        return {
+            key: {
+                "mean_kappa": float(np.mean(v["kappas"])) if v["kappas"] else None,
+                "segments_with_kappa": len(v["kappas"]),
+                "segments": len(self.segments),
+            }
+            for key, v in out.items()
+        }
+
+    def as_dict(self) -> dict:
+        return {
+            "eval_set": self.eval_set,
+            "rubric_version": self.rubric_version,
+            "judge_config": self.judge_config,
+            "judge_config_hash": self.judge_config_hash,
+            "model_id": self.model_id,
+            "computed_at": self.computed_at.isoformat(),
+            "by": "agent_version",
+            "segments": [
+                {"agent_version": s.agent_version, "criteria": [r.as_dict() for r in s.rows]} for s in self.segments
+            ],
+            "mean_kappa": self.mean_kappas(),
+        }
+
+
+def gating_keys(rubric_version: RubricVersion, judge_config: JudgeConfig) -> set[str]:
+    from .models import GatingMark
+
+    marks = GatingMark.objects.for_instrument(rubric_version, judge_config)
+    return set(marks.values_list("criterion__key", flat=True))
+
+
+def _criteria_pairs(rubric_version: RubricVersion) -> list[tuple[int, str]]:
+    return [(c.id, c.key) for c in data.criteria_of(rubric_version)]
+
+
+def calibration_report(
+    *,
+    eval_set: EvalSet,
+    rubric_version: RubricVersion,
+    judge_config: JudgeConfig,
+    agent_version: str | None = None,
+) -> CalibrationReport:
+    """The report for one eval set x rubric version x judge config (five queries, whatever the size)."""
+    scope = data.Scope(eval_set, rubric_version, agent_version)
+    rows = build_rows(
+        criteria=_criteria_pairs(rubric_version),
+        labels=data.load_labels(scope),
+        adjudicated=data.load_adjudicated(scope),
+        verdicts=data.load_verdicts(scope, judge_config),
+        gating=gating_keys(rubric_version, judge_config),
+    )
+    return CalibrationReport(
+        eval_set=eval_set.name,
+        rubric_version=rubric_version.ref,
+        judge_config=judge_config.name,
+        judge_config_hash=judge_config.content_hash,
+        model_id=judge_config.model_id,
+        agent_version=agent_version,
+        computed_at=timezone.now(),
+        rows=tuple(rows),
+    )
+
+
+def segmented_report(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig) -> SegmentedReport:
+    """The report split by agent version: the frames are loaded once and cut in memory."""
+    scope = data.Scope(eval_set, rubric_version)
+    criteria = _criteria_pairs(rubric_version)
+    labels, adjudicated = data.load_labels(scope), data.load_adjudicated(scope)
+    verdicts = data.load_verdicts(scope, judge_config)
+    versions = data.load_agent_versions(scope)
+    gating = gating_keys(rubric_version, judge_config)
+    segments = []
+    for version, outputs in versions.groupby("agent_version", sort=True):
+        ids = set(outputs["output"])
+
+        def cut(df: pd.DataFrame, ids: set = ids) -> pd.DataFrame:
+            return df[df["output"].isin(ids)]
+
+        rows = build_rows(
+            criteria=criteria, labels=cut(labels), adjudicated=cut(adjudicated), verdicts=cut(verdicts), gating=gating
+        )
+        segments.append(Segment(str(version), tuple(rows)))
+    return SegmentedReport(
+        eval_set=eval_set.name,
+        rubric_version=rubric_version.ref,
+        judge_config=judge_config.name,
+        judge_config_hash=judge_config.content_hash,
+        model_id=judge_config.model_id,
+        computed_at=timezone.now(),
+        segments=tuple(segments),
+    )
+
+
+def _as_instance(model, value):
+    return value if isinstance(value, model) else model.objects.get(pk=value)
+
+
+def human_agreement(
+    *, eval_set: EvalSet | int, rubric_version: RubricVersion | int, agent_version: str | None = None
+) -> dict[str, HumanAgreement]:
+    """The human ceiling per criterion key, with no judge involved (for progress pages).
+
+    HumanAgreement(n, kappa, kappa_ci, alpha): Cohen's kappa between annotators A and B (the first
+    two submitted annotations of each output, in the order they were made or imported) over items
+    where both said PASS or FAIL, its percentile-bootstrap 95% interval, and Krippendorff's alpha
+    (nominal) over every PASS/FAIL annotation. None where undefined. Two queries.
+    """
+    eval_set = _as_instance(EvalSet, eval_set)
+    rubric_version = _as_instance(RubricVersion, rubric_version)
+    labels = data.load_labels(data.Scope(eval_set, rubric_version, agent_version))
+    criteria = Criterion.objects.filter(rubric_version=rubric_version).order_by("order", "id").values_list("id", "key")
+    return human_agreement_from_labels(labels, list(criteria))

@@ -1,0 +1,109 @@
+"""Geometry for the server-rendered SVG charts (templates draw them; no JavaScript, no CDN).
+
+Pure functions: a report row in, numbers and labels out. Kappa runs from -1 to 1, but anything below
+KAPPA_AXIS_MIN is "worse than chance" and drawn clamped at the left edge with an arrow, so the
+interesting range (the tier bands 0.4 and 0.6) gets the width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .metrics import GATE_MIN_KAPPA, TREND_MIN_KAPPA
+
+KAPPA_AXIS_MIN = -0.2
+KAPPA_AXIS_MAX = 1.0
+CHART_WIDTH = 300
+PLOT_LEFT, PLOT_RIGHT = 8, 292
+
+
+def x_of(kappa: float) -> float:
+    k = min(max(kappa, KAPPA_AXIS_MIN), KAPPA_AXIS_MAX)
+    share = (k - KAPPA_AXIS_MIN) / (KAPPA_AXIS_MAX - KAPPA_AXIS_MIN)
+    return round(PLOT_LEFT + share * (PLOT_RIGHT - PLOT_LEFT), 1)
+
+
+@dataclass(frozen=True)
+class KappaChart:
+    width: int
+    bands: list[dict]
+    ticks: list[dict]
+    judge: dict | None  # x, low, high, clamped, label
+    human: dict | None  # x, low, high, label
+    empty_label: str
+
+    @property
+    def center(self) -> float:
+        return self.width / 2
+
+    @property
+    def plot_left(self) -> int:
+        return PLOT_LEFT
+
+    @property
+    def plot_right(self) -> int:
+        return PLOT_RIGHT
+
+
+def _interval(kappa: float, ci: tuple[float, float] | None) -> dict:
+    low, high = ci if ci else (kappa, kappa)
+    return {
+        "x": x_of(kappa),
+        "low": x_of(low),
+        "high": x_of(high),
+        "w": round(x_of(high) - x_of(low), 1),
+        "clamped": kappa < KAPPA_AXIS_MIN,
+    }
+
+
+def kappa_chart(row) -> KappaChart:
+    """Judge kappa with its interval, drawn against the tier bands and the human ceiling."""
+    bands = [
+        {"x": x_of(KAPPA_AXIS_MIN), "w": x_of(TREND_MIN_KAPPA) - x_of(KAPPA_AXIS_MIN), "tier": "unusable"},
+        {"x": x_of(TREND_MIN_KAPPA), "w": x_of(GATE_MIN_KAPPA) - x_of(TREND_MIN_KAPPA), "tier": "trend"},
+        {"x": x_of(GATE_MIN_KAPPA), "w": x_of(KAPPA_AXIS_MAX) - x_of(GATE_MIN_KAPPA), "tier": "gate"},
+    ]
+    ticks = [{"x": x_of(v), "label": f"{v:g}"} for v in (0.0, TREND_MIN_KAPPA, GATE_MIN_KAPPA, 1.0)]
+    judge = None
+    if row.kappa is not None:
+        judge = {**_interval(row.kappa, row.kappa_ci), "label": f"judge κ {row.kappa:.2f}"}
+    human = None
+    if row.human_kappa is not None:
+        human = {**_interval(row.human_kappa, row.human_kappa_ci), "label": f"humans {row.human_kappa:.2f}"}
+    if row.n == 0:
+        empty = "no data"
+    elif row.kappa is None:
+        empty = "κ undefined"
+    else:
+        empty = ""
+    return KappaChart(CHART_WIDTH, bands, ticks, judge, human, empty)
+
+
+@dataclass(frozen=True)
+class ConfusionCell:
+    name: str
+    label: str
+    count: int
+    share: float  # of n, for the colour intensity
+    x: int
+    y: int
+    css: str
+    drilldown: str | None  # which drilldown lists these items
+
+
+def confusion_cells(row) -> list[ConfusionCell]:
+    """The 2x2 confusion matrix with the false pass first (top left): rows are the judge's verdict
+    (PASS, FAIL), columns the gold (FAIL, PASS), so the dangerous cell is the first one read."""
+    n = max(row.n, 1)
+    layout = [
+        ("false_pass", "false pass", row.false_pass, 0, 0, "cm-fp", "false-pass"),
+        ("true_pass", "true pass", row.true_pass, 1, 0, "cm-ok", None),
+        ("true_fail", "true fail", row.true_fail, 0, 1, "cm-ok", None),
+        ("false_fail", "false fail", row.false_fail, 1, 1, "cm-ff", "false-fail"),
+    ]
+    return [ConfusionCell(name, label, c, c / n, col, r, css, dd) for name, label, c, col, r, css, dd in layout]
+
+
+def opacity(share: float) -> str:
+    """Heat: a visible floor so a zero cell still reads as a cell, then linear in the share."""
+    return f"{0.08 + 0.8 * share:.2f}" if share > 0 else "0.04"

@@ -1,0 +1,302 @@
+"""Calibration pages (leads and reviewers), approvals (leads), gate results and tokens.
+
+Annotators get 403 everywhere here: these pages show gold and judge verdicts, and annotators
+label blind. Views stay thin: fetch, validate a form, call one domain function, render.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRefresh
+
+from judging.models import JudgeConfig, JudgeRun
+from labeling.access import STAFF_ROLES, has_role, role_required
+from labeling.models import Criterion, EvalSet, Output, Role, RubricVersion
+
+from . import drilldown as dd
+from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, revoke_gating
+from .export import to_csv, to_json
+from .forms import CompareForm, GatingForm, ReasonForm, TokenForm
+from .models import GateResult, GateToken, GatingMark, hash_token
+from .report import calibration_report
+from .svg import confusion_cells, kappa_chart, opacity
+
+DRILLDOWN_PAGE_SIZE = 10
+
+
+def _instrument(eval_set: int, rubric_version: int, judge: int) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
+    return (
+        get_object_or_404(EvalSet, pk=eval_set),
+        get_object_or_404(RubricVersion.objects.select_related("rubric", "approved_by"), pk=rubric_version),
+        get_object_or_404(JudgeConfig, pk=judge),
+    )
+
+
+def _agent_version(request: HttpRequest) -> str | None:
+    return request.GET.get("agent_version") or None
+
+
+def _rows_for_page(report, criteria: dict[str, Criterion], marks) -> list[dict]:
+    active = {m.criterion.key: m for m in marks if m.revoked_at is None}
+    return [
+        {
+            "row": row,
+            "mark": active.get(row.criterion) if row.gating else None,
+            "criterion": criteria.get(row.criterion),
+            "chart": kappa_chart(row),
+            "cells": [{"cell": c, "opacity": opacity(c.share)} for c in confusion_cells(row)],
+        }
+        for row in report.rows
+    ]
+
+
+def _report_context(request, es, rv, judge, gating_form=None) -> dict:
+    agent_version = _agent_version(request)
+    report = calibration_report(eval_set=es, rubric_version=rv, judge_config=judge, agent_version=agent_version)
+    criteria = {c.key: c for c in Criterion.objects.filter(rubric_version=rv)}
+    marks = list(
+        GatingMark.objects.filter(rubric_version=rv, judge_config=judge).select_related(
+            "criterion", "marked_by", "revoked_by", "calibration_eval_set"
+        )
+    )
+    versions = Output.objects.filter(case__eval_set=es).order_by().values_list("agent_version", flat=True).distinct()
+    return {
+        "es": es,
+        "rv": rv,
+        "judge": judge,
+        "report": report,
+        "rows": _rows_for_page(report, criteria, marks),
+        "marks": marks,
+        "agent_version": agent_version,
+        "agent_versions": sorted(versions),
+        "gating_form": gating_form or GatingForm(rows=report.rows),
+        "is_lead": has_role(request.user, Role.LEAD),
+    }
+
+
+@role_required(*STAFF_ROLES)
+def index(request: HttpRequest) -> HttpResponse:
+    combos = (
+        JudgeRun.objects.values(
+            "eval_set_id",
+            "eval_set__name",
+            "rubric_version_id",
+            "rubric_version__rubric__name",
+            "rubric_version__version",
+            "judge_config_id",
+            "judge_config__name",
+        )
+        .distinct()
+        .order_by("eval_set__name", "rubric_version__rubric__name", "rubric_version__version", "judge_config__name")
+    )
+    gating = Counter(GatingMark.objects.active().values_list("rubric_version_id", "judge_config_id"))
+    rows = [{**c, "gating": gating[(c["rubric_version_id"], c["judge_config_id"])]} for c in combos]
+    versions = RubricVersion.objects.select_related("rubric", "approved_by").order_by("rubric__name", "created_at")
+    return render(request, "calibration/index.html", {"combos": rows, "versions": versions, "form": CompareForm()})
+
+
+@role_required(*STAFF_ROLES)
+def report_page(request: HttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
+    es, rv, jc = _instrument(eval_set, rubric_version, judge)
+    return render(request, "calibration/report.html", _report_context(request, es, rv, jc))
+
+
+@role_required(*STAFF_ROLES)
+def report_export(request: HttpRequest, eval_set: int, rubric_version: int, judge: int, fmt: str) -> HttpResponse:
+    if fmt not in ("json", "csv"):
+        raise Http404("exports are .json or .csv")
+    es, rv, jc = _instrument(eval_set, rubric_version, judge)
+    report = calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=_agent_version(request))
+    body, content_type = (to_json(report), "application/json") if fmt == "json" else (to_csv(report), "text/csv")
+    response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
+    name = f"calibration-{es.name}-{rv.rubric.name}@{rv.version}-{jc.name}.{fmt}".replace('"', "")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+@role_required(*STAFF_ROLES)
+def drilldown(request: HttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
+    if cell not in dd.CELLS:
+        raise Http404("no such cell")
+    es, rv, jc = _instrument(eval_set, rubric_version, judge)
+    criterion = get_object_or_404(Criterion, rubric_version=rv, key=key)
+    ids = dd.cell_output_ids(
+        eval_set=es,
+        rubric_version=rv,
+        judge_config=jc,
+        criterion=criterion,
+        cell=cell,
+        agent_version=_agent_version(request),
+    )
+    page = Paginator(ids, DRILLDOWN_PAGE_SIZE).get_page(request.GET.get("page"))
+    items = dd.load_items(list(page.object_list), criterion, jc)
+    context = {
+        "es": es,
+        "rv": rv,
+        "judge": jc,
+        "criterion": criterion,
+        "cell": cell,
+        "title": dd.CELL_TITLES[cell],
+        "page": page,
+        "items": items,
+        "total": len(ids),
+        "agent_version": _agent_version(request),
+    }
+    return render(request, "calibration/drilldown.html", context)
+
+
+@role_required(*STAFF_ROLES)
+def compare(request: HttpRequest) -> HttpResponse:
+    form = CompareForm(request.GET or None)
+    sides = []
+    if form.is_valid():
+        es = form.cleaned_data["eval_set"]
+        for side in ("left", "right"):
+            rv, jc = form.cleaned_data[f"{side}_rubric"], form.cleaned_data[f"{side}_judge"]
+            sides.append(calibration_report(eval_set=es, rubric_version=rv, judge_config=jc))
+    context = {"form": form, "sides": sides, "pairs": _pairs(sides) if sides else []}
+    if request.htmx:
+        return render(request, "calibration/compare.html#comparison", context)
+    return render(request, "calibration/compare.html", context)
+
+
+def _pairs(sides) -> list[dict]:
+    """Rows matched by criterion key (two rubric versions may not share every criterion)."""
+    left, right = ({r.criterion: r for r in s.rows} for s in sides)
+    keys = list(left) + [k for k in right if k not in left]
+    out = []
+    for key in keys:
+        a, b = left.get(key), right.get(key)
+        delta = b.kappa - a.kappa if a and b and a.kappa is not None and b.kappa is not None else None
+        out.append({"key": key, "sides": [(r, kappa_chart(r) if r else None) for r in (a, b)], "delta": delta})
+    return out
+
+
+@require_POST
+@role_required(Role.LEAD)
+def approve_rubric(request: HttpRequest, rubric_version: int) -> HttpResponse:
+    rv = get_object_or_404(RubricVersion.objects.select_related("rubric", "approved_by"), pk=rubric_version)
+    form = ReasonForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ApprovalRefused("write a reason: say why this rubric version is fit to use")
+        approve_rubric_version(rubric_version=rv, by=request.user, reason=form.cleaned_data["reason"])
+        messages.success(request, f"Approved {rv.ref}.")
+    except ApprovalRefused as exc:
+        messages.error(request, f"Not approved: {exc}")
+    return redirect(_back(request, reverse("calibration:index")))
+
+
+@require_POST
+@role_required(Role.LEAD)
+def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
+    es, rv, jc = _instrument(eval_set, rubric_version, judge)
+    report = calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=_agent_version(request))
+    form = GatingForm(request.POST, rows=report.rows)
+    if form.is_valid():
+        try:
+            mark_gating(
+                rubric_version=rv,
+                judge_config=jc,
+                eval_set=es,
+                keys=[form.cleaned_data["criterion"]],
+                by=request.user,
+                reason=form.cleaned_data["reason"],
+                override=form.cleaned_data["override"],
+                agent_version=_agent_version(request),
+            )
+            messages.success(request, f"{form.cleaned_data['criterion']} now gates releases with {jc.name}.")
+            if request.htmx:
+                return HttpResponseClientRefresh()
+            return redirect(_report_url(es, rv, jc, _agent_version(request)))
+        except ApprovalRefused as exc:
+            form.add_error(None, str(exc))
+    context = _report_context(request, es, rv, jc, gating_form=form)
+    if request.htmx:  # htmx swaps only 2xx answers, and the errors must be seen
+        return render(request, "calibration/report.html#approval-panel", context)
+    return render(request, "calibration/report.html", context, status=422)
+
+
+@require_POST
+@role_required(Role.LEAD)
+def revoke_gating_view(request: HttpRequest, mark: int) -> HttpResponse:
+    mark_obj = get_object_or_404(GatingMark.objects.select_related("criterion"), pk=mark)
+    form = ReasonForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ApprovalRefused("write why the criterion should stop gating")
+        revoke_gating(mark=mark_obj, by=request.user, reason=form.cleaned_data["reason"])
+        messages.success(request, f"{mark_obj.criterion.key} no longer gates releases.")
+    except ApprovalRefused as exc:
+        messages.error(request, f"Not revoked: {exc}")
+    return redirect(_back(request, reverse("calibration:index")))
+
+
+def _report_url(es: EvalSet, rv: RubricVersion, jc: JudgeConfig, agent_version: str | None) -> str:
+    url = reverse("calibration:report", args=[es.pk, rv.pk, jc.pk])
+    return f"{url}?{urlencode({'agent_version': agent_version})}" if agent_version else url
+
+
+def _back(request: HttpRequest, default: str) -> str:
+    from django.utils.http import url_has_allowed_host_and_scheme
+
+    target = request.POST.get("next", "")
+    ok = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure())
+    return target if ok else default
+
+
+@role_required(*STAFF_ROLES)
+def gates(request: HttpRequest) -> HttpResponse:
+    results = GateResult.objects.select_related("token")[:50]
+    tokens = GateToken.objects.select_related("rubric", "created_by", "revoked_by")
+    context = {"results": results, "tokens": tokens, "form": TokenForm(), "is_lead": has_role(request.user, Role.LEAD)}
+    return render(request, "calibration/gates.html", context)
+
+
+@require_POST
+@role_required(Role.LEAD)
+def create_token(request: HttpRequest) -> HttpResponse:
+    form = TokenForm(request.POST)
+    secret = None
+    if form.is_valid():
+        secret = GateToken.new_secret()
+        GateToken.objects.create(
+            project=form.cleaned_data["project"],
+            rubric=form.cleaned_data["rubric"],
+            token_hash=hash_token(secret),
+            hint=secret[:8],
+            created_by=request.user,
+        )
+        form = TokenForm()
+    tokens = GateToken.objects.select_related("rubric", "created_by", "revoked_by")
+    context = {"tokens": tokens, "form": form, "secret": secret, "is_lead": True}
+    if request.htmx:  # htmx swaps only 2xx answers, and the errors must be seen
+        response = render(request, "calibration/gates.html#token-panel", context)
+    else:
+        context["results"] = GateResult.objects.select_related("token")[:50]
+        response = render(request, "calibration/gates.html", context, status=200 if secret else 422)
+    response["Cache-Control"] = "no-store"  # the page holds the only copy of the secret
+    return response
+
+
+@require_POST
+@role_required(Role.LEAD)
+def revoke_token(request: HttpRequest, token: int) -> HttpResponse:
+    from django.utils import timezone
+
+    changed = GateToken.objects.filter(pk=token, revoked_at__isnull=True).update(
+        revoked_at=timezone.now(), revoked_by=request.user
+    )
+    if changed:
+        messages.success(request, "Token revoked: it no longer opens the gate.")
+    else:
+        messages.error(request, "No such active token.")
+    return redirect("calibration:gates")

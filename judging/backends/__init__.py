@@ -1,0 +1,116 @@
+"""Judge backends: something that takes a JudgeRequest and returns what the judge answered.
+
+A model backend makes exactly one attempt per `call` (the SDK's own retries are off):
+the runner owns retries, backoff, Retry-After and the concurrency bound, so the rules
+are the same for every backend. A failed attempt raises CallFailed, saying whether
+trying again can help. The API key is read from the environment variable the judge
+config names, at the moment the backend is built, and is never stored or logged;
+`redact` scrubs it from any text that might echo it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..prompt import JudgeRequest
+
+
+class Misconfigured(Exception):
+    """The run cannot start as configured (unknown names, a missing API key variable, ...)."""
+
+
+@dataclass(frozen=True)
+class CallResult:
+    raw: str  # what the judge answered: the message text, or the forced tool's input as JSON
+    refusal: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+
+
+class CallFailed(Exception):
+    def __init__(self, kind: str, reason: str, *, retryable: bool, retry_after: float | None = None):
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class ModelBackend(Protocol):
+    model_id: str
+
+    def call(self, request: JudgeRequest) -> CallResult: ...
+
+
+def api_key_for(config) -> str | None:
+    """The key from the variable the config names; Misconfigured (naming the variable, never a value) if unset."""
+    if not config.api_key_env:
+        return None
+    key = os.environ.get(config.api_key_env, "")
+    if not key:
+        raise Misconfigured(
+            f"judge {config.name}: the environment variable {config.api_key_env} that should hold its API key "
+            "is not set (set it where the run executes: this shell for --in-process, the Celery workers otherwise)"
+        )
+    return key
+
+
+def backend_for(config) -> ModelBackend:
+    # Each SDK is imported only when a config uses it: the anthropic package alone takes seconds to import.
+    if config.backend == "openai":
+        from .openai_compat import OpenAIBackend
+
+        return OpenAIBackend(config, api_key_for(config))
+    if config.backend == "anthropic":
+        from .anthropic import AnthropicBackend
+
+        return AnthropicBackend(config, api_key_for(config))
+    raise Misconfigured(f"judge {config.name}: backend {config.backend!r} makes no model calls")
+
+
+def redact(text: str, secret: str | None) -> str:
+    if secret and secret in text:
+        return text.replace(secret, "[redacted]")
+    return text
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `Retry-After` (seconds or an HTTP date); None if absent or bad."""
+    if not headers:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def status_failure(status: int, message: str, headers: Mapping[str, str] | None) -> CallFailed:
+    """Classify an HTTP error answer: 429 and 5xx (and 408/409) are worth retrying, other 4xx are not."""
+    if status == 429:
+        return CallFailed(
+            "rate_limit", f"HTTP 429 rate limited: {message}", retryable=True, retry_after=retry_after_seconds(headers)
+        )
+    if status >= 500 or status in (408, 409):
+        return CallFailed(
+            "server", f"HTTP {status}: {message}", retryable=True, retry_after=retry_after_seconds(headers)
+        )
+    return CallFailed("rejected", f"HTTP {status}: {message}", retryable=False)

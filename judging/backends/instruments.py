@@ -1,0 +1,137 @@
+"""Deterministic instruments: criteria that need no model, least interpretive first.
+
+A judge config's `instruments` maps a criterion key to one instrument:
+
+    {"correct_amount": {"kind": "reference_values_contained", "pattern": "\\\\$\\\\d+\\\\.\\\\d{2}"},
+     "no_voucher":     {"kind": "regex_must_not_match", "pattern": "voucher|gift card", "ignore_case": true},
+     "concise":        {"kind": "max_length", "max_words": 120}}
+
+Kinds (all look at the output's response):
+- reference_contained: PASS when the whole case reference appears in the response
+  (whitespace-normalized; `ignore_case`, default false); NOT_APPLICABLE when the case has no reference.
+- reference_values_contained: every match of `pattern` in the reference (amounts, ids, dates)
+  appears verbatim in the response; NOT_APPLICABLE when the reference has no match.
+- regex_must_match / regex_must_not_match: Python regular expression `pattern` (`ignore_case`, default false).
+- max_length: PASS when the response has at most `max_chars` characters and/or `max_words` words.
+
+They produce verdicts exactly like a model judge (evidence is the matched text, or NONE),
+so they are calibrated against people and gated the same way. Pure functions, no Django.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from labeling.transcript import NONE_QUOTE, normalize_ws
+
+KINDS = (
+    "reference_contained",
+    "reference_values_contained",
+    "regex_must_match",
+    "regex_must_not_match",
+    "max_length",
+)
+_OPTIONS = {
+    "reference_contained": {"ignore_case"},
+    "reference_values_contained": {"pattern", "ignore_case"},
+    "regex_must_match": {"pattern", "ignore_case"},
+    "regex_must_not_match": {"pattern", "ignore_case"},
+    "max_length": {"max_chars", "max_words"},
+}
+# Evidence quotes are for people to check; a very long match is cut to this many characters.
+MAX_EVIDENCE_CHARS = 300
+
+
+@dataclass(frozen=True)
+class InstrumentVerdict:
+    outcome: str
+    evidence: str
+    raw: str  # JSON: which instrument, with what settings, found what
+
+
+def validate_instruments(value: Any) -> list[str]:
+    """Every problem with an `instruments` value, as messages naming the criterion and field."""
+    if not isinstance(value, dict):
+        return ['instruments must be a JSON object mapping criterion keys to {"kind": ...}']
+    errors: list[str] = []
+    for key, spec in value.items():
+        where = f"instruments[{key!r}]"
+        if not isinstance(spec, dict):
+            errors.append(f'{where} must be an object like {{"kind": "max_length", "max_words": 120}}')
+            continue
+        kind = spec.get("kind")
+        if kind not in KINDS:
+            errors.append(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
+            continue
+        unknown = set(spec) - {"kind"} - _OPTIONS[kind]
+        if unknown:
+            errors.append(f"{where}: unknown setting(s) {', '.join(sorted(unknown))} for {kind}")
+        if "ignore_case" in spec and not isinstance(spec["ignore_case"], bool):
+            errors.append(f"{where}: ignore_case must be true or false")
+        if "pattern" in _OPTIONS[kind]:
+            pattern = spec.get("pattern")
+            if not isinstance(pattern, str) or not pattern:
+                errors.append(f"{where}: {kind} needs a non-empty regular expression in pattern")
+            else:
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    errors.append(f"{where}: pattern is not a valid regular expression ({exc})")
+        if kind == "max_length":
+            limits = {k: spec.get(k) for k in ("max_chars", "max_words") if k in spec}
+            if not limits:
+                errors.append(f"{where}: max_length needs max_chars or max_words")
+            for name, limit in limits.items():
+                if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+                    errors.append(f"{where}: {name} must be a whole number of at least 1")
+    return errors
+
+
+def evaluate(spec: dict, *, response: str, reference: str) -> InstrumentVerdict:
+    kind = spec["kind"]
+    flags = re.I if spec.get("ignore_case") else 0
+    if kind == "reference_contained":
+        if not reference.strip():
+            return _verdict("NOT_APPLICABLE", NONE_QUOTE, spec, note="the case has no reference")
+        found = _find_words(reference, response, flags)
+        return _verdict("PASS" if found else "FAIL", found or NONE_QUOTE, spec)
+    if kind == "reference_values_contained":
+        values = list(dict.fromkeys(m.group(0) for m in re.finditer(spec["pattern"], reference, flags) if m.group(0)))
+        if not values:
+            return _verdict("NOT_APPLICABLE", NONE_QUOTE, spec, note="the reference has no value to look for")
+        missing = [v for v in values if not _find_words(v, response, flags)]
+        found = [_find_words(v, response, flags) for v in values if v not in missing]
+        outcome = "FAIL" if missing else "PASS"
+        evidence = found[0] if found and not missing else NONE_QUOTE
+        return _verdict(outcome, evidence, spec, values=values, missing=missing)
+    if kind in ("regex_must_match", "regex_must_not_match"):
+        match = re.search(spec["pattern"], response, flags)
+        matched = match.group(0) if match else ""
+        quote = matched if matched.strip() else NONE_QUOTE
+        if kind == "regex_must_match":
+            return _verdict("PASS" if match else "FAIL", quote, spec, matched=matched if match else None)
+        return _verdict("FAIL" if match else "PASS", quote, spec, matched=matched if match else None)
+    if kind == "max_length":
+        chars, words = len(response), len(response.split())
+        too_long = ("max_chars" in spec and chars > spec["max_chars"]) or (
+            "max_words" in spec and words > spec["max_words"]
+        )
+        return _verdict("FAIL" if too_long else "PASS", NONE_QUOTE, spec, chars=chars, words=words)
+    raise ValueError(f"unknown instrument kind {kind!r}")
+
+
+def _find_words(needle: str, haystack: str, flags: int) -> str:
+    """The text in `haystack` where `needle` occurs with any whitespace between its words ('' if nowhere)."""
+    words = normalize_ws(needle).split(" ")
+    if not words or words == [""]:
+        return ""
+    match = re.search(r"\s+".join(re.escape(w) for w in words), haystack, flags)
+    return match.group(0)[:MAX_EVIDENCE_CHARS] if match else ""
+
+
+def _verdict(outcome: str, evidence: str, spec: dict, **found: Any) -> InstrumentVerdict:
+    raw = json.dumps({"instrument": spec, "outcome": outcome, **found}, ensure_ascii=False, sort_keys=True)
+    return InstrumentVerdict(outcome=outcome, evidence=evidence[:MAX_EVIDENCE_CHARS], raw=raw)

@@ -1,0 +1,145 @@
+"""Forms for judge configs (the lead's page and `add_judge` share one) and for starting a run."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlparse
+
+from django import forms
+
+from labeling.models import EvalSet, RubricVersion
+
+from .backends.instruments import validate_instruments
+from .models import JudgeConfig
+from .prompt import TEMPLATE_VERSIONS
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]*$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Bounds that catch typos (a timeout of 6000 s, 500 samples) without getting in the way.
+MAX_SAMPLES = 15
+MAX_CONCURRENCY = 256
+MAX_TIMEOUT_S = 600.0
+MAX_RETRIES = 10
+MAX_OUTPUT_TOKENS = 200_000
+
+CONFIG_FIELDS = (
+    "name",
+    "backend",
+    "model_id",
+    "base_url",
+    "api_key_env",
+    "temperature",
+    "max_output_tokens",
+    "mode",
+    "samples",
+    "max_concurrency",
+    "timeout_s",
+    "max_retries",
+    "prompt_template_version",
+    "instruments",
+)
+
+
+class JudgeConfigForm(forms.ModelForm):
+    instruments = forms.JSONField(
+        required=False,
+        initial=dict,
+        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
+        help_text='Per criterion key, e.g. {"concise": {"kind": "max_length", "max_words": 120}}.',
+    )
+
+    class Meta:
+        model = JudgeConfig
+        fields = CONFIG_FIELDS
+        help_texts = {
+            "api_key_env": "The NAME of the environment variable that holds the key (e.g. OPENAI_API_KEY), "
+            "never the key itself.",
+            "base_url": "Leave empty for the provider's own API; e.g. http://localhost:11434/v1 for Ollama.",
+            "model_id": "Pinned, e.g. gpt-4.1-2025-04-14 rather than gpt-4.1.",
+        }
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if not NAME_RE.match(name):
+            raise forms.ValidationError("Use letters, digits and . _ @ - only (no spaces), starting with a letter or digit.")
+        return name
+
+    def clean_api_key_env(self) -> str:
+        value = self.cleaned_data.get("api_key_env", "").strip()
+        if value and not ENV_NAME_RE.match(value):
+            raise forms.ValidationError(
+                "Give the NAME of an environment variable (like OPENAI_API_KEY), not the key itself: "
+                "keys are never stored."
+            )
+        return value
+
+    def clean_base_url(self) -> str:
+        value = self.cleaned_data.get("base_url", "").strip()
+        if value:
+            parsed = urlparse(value)
+            if parsed.scheme not in ("http", "https") or not parsed.netloc:
+                raise forms.ValidationError("Must be an http:// or https:// URL, e.g. https://api.openai.com/v1.")
+            if parsed.username or parsed.password:
+                raise forms.ValidationError("Must not carry credentials: put the key in the variable api_key_env names.")
+        return value
+
+    def clean_temperature(self) -> float:
+        value = self.cleaned_data["temperature"]
+        if not 0 <= value <= 2:
+            raise forms.ValidationError("Must be between 0 and 2 (0 makes the judge as repeatable as it gets).")
+        return value
+
+    def clean_instruments(self) -> dict:
+        value = self.cleaned_data.get("instruments")
+        if value in (None, ""):
+            return {}
+        problems = validate_instruments(value)
+        if problems:
+            raise forms.ValidationError(problems)
+        return value
+
+    def clean_prompt_template_version(self) -> str:
+        value = self.cleaned_data["prompt_template_version"]
+        if value not in TEMPLATE_VERSIONS:
+            raise forms.ValidationError(f"Unknown template; known: {', '.join(TEMPLATE_VERSIONS)}.")
+        return value
+
+    def clean(self) -> dict:
+        data = super().clean()
+        for field, low, high in (
+            ("samples", 1, MAX_SAMPLES),
+            ("max_concurrency", 1, MAX_CONCURRENCY),
+            ("max_retries", 0, MAX_RETRIES),
+            ("max_output_tokens", 1, MAX_OUTPUT_TOKENS),
+            ("timeout_s", 0.1, MAX_TIMEOUT_S),
+        ):
+            value = data.get(field)
+            if value is not None and not low <= value <= high:
+                self.add_error(field, f"Must be between {low:g} and {high:g}.")
+        backend = data.get("backend")
+        if backend in (JudgeConfig.Backend.OPENAI, JudgeConfig.Backend.ANTHROPIC) and not data.get("model_id"):
+            self.add_error("model_id", "A model backend needs a pinned model id.")
+        if backend == JudgeConfig.Backend.ANTHROPIC:
+            if not data.get("api_key_env"):
+                self.add_error("api_key_env", "The Anthropic backend needs the name of the variable holding its key.")
+            if data.get("temperature"):
+                self.add_error(
+                    "temperature", "The Anthropic Messages API this version speaks has no temperature: leave it at 0."
+                )
+        if backend == JudgeConfig.Backend.INSTRUMENT and not data.get("instruments"):
+            self.add_error("instruments", "An instrument judge needs at least one instrument.")
+        return data
+
+
+class StartRunForm(forms.Form):
+    eval_set = forms.ModelChoiceField(queryset=EvalSet.objects.order_by("name"), to_field_name="name")
+    agent_version = forms.CharField(
+        required=False, max_length=200, help_text="Leave empty to judge every agent version in the eval set."
+    )
+    rubric_version = forms.ModelChoiceField(
+        queryset=RubricVersion.objects.select_related("rubric").exclude(status=RubricVersion.Status.RETIRED),
+        label="Rubric version",
+    )
+    judge_config = forms.ModelChoiceField(
+        queryset=JudgeConfig.objects.exclude(backend=JudgeConfig.Backend.IMPORTED).order_by("name"), label="Judge"
+    )

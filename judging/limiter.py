@@ -1,0 +1,181 @@
+"""The concurrency bound of a judge config: at most `max_concurrency` model calls in flight, across all workers.
+
+Design. A run is worked by a few lanes (Celery tasks), each a thread pool as wide as
+the bound; every thread takes a slot here before each model call attempt and gives
+it back right after, also before sleeping on a backoff. The slots are shared by every
+lane of every run of the config:
+
+- RedisLimiter (the Celery path on Redis): a sorted set of slot holders per judge
+  config, scored by lease expiry. Taking a slot is one Lua script (drop expired
+  holders, add ourselves if there is room), so a worker killed while holding a slot
+  loses it when the lease runs out instead of shrinking the bound for ever. Waiters
+  block on a wake-up list that every release pushes to (no busy polling), with a
+  short timeout as the fallback for leases that expire. A 429 with Retry-After also
+  sets a cool-down key that makes every worker of the config wait it out.
+- FileLimiter (the embedded file-system broker: all workers on one machine): one
+  lock file per slot; the OS drops a dead process's locks.
+- LocalLimiter (`--in-process`): a semaphore in this process.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import random
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Protocol
+
+# A slot outlives the longest attempt (the config's timeout, which the SDK enforces) by this
+# much, so a live holder is never dropped; a dead worker's slot comes back this long after its timeout.
+SLOT_LEASE_MARGIN_S = 5.0
+# Fallback poll when no release wakes a waiter (a dead holder's lease has to expire).
+WAIT_POLL_S = 0.25
+
+_ACQUIRE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local cool = redis.call('PTTL', KEYS[2])
+if cool > 0 then return -cool end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)
+  return 1
+end
+return 0
+"""
+
+
+class Limiter(Protocol):
+    def slot(self) -> Iterator[None]: ...
+
+    def cool_down(self, seconds: float) -> None: ...
+
+
+class LocalLimiter:
+    def __init__(self, limit: int):
+        self._semaphore = threading.BoundedSemaphore(max(1, limit))
+        self._cool_until = 0.0
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        _sleep_until(lambda: self._cool_until)
+        with self._semaphore:
+            yield
+
+    def cool_down(self, seconds: float) -> None:
+        self._cool_until = max(self._cool_until, time.monotonic() + seconds)
+
+
+class RedisLimiter:
+    def __init__(self, client, *, name: str, limit: int, lease_s: float):
+        """`name` identifies the judge config in this installation (several may share one Redis)."""
+        self._redis = client
+        self._limit = max(1, limit)
+        self._lease_ms = int((lease_s + SLOT_LEASE_MARGIN_S) * 1000)
+        prefix = f"icewater:judge-slots:{name}"
+        self._slots, self._cool, self._wake = f"{prefix}:slots", f"{prefix}:cooldown", f"{prefix}:wake"
+        self._acquire = client.register_script(_ACQUIRE)
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        token = uuid.uuid4().hex
+        while True:
+            got = int(self._acquire(keys=[self._slots, self._cool], args=[self._limit, self._lease_ms, token]))
+            if got == 1:
+                break
+            if got < 0:  # cooling down after a 429: everyone waits the Retry-After out
+                time.sleep(-got / 1000)
+                continue
+            self._redis.blpop([self._wake], timeout=WAIT_POLL_S)
+        try:
+            yield
+        finally:
+            pipe = self._redis.pipeline()
+            pipe.zrem(self._slots, token)
+            pipe.lpush(self._wake, 1)
+            pipe.ltrim(self._wake, 0, self._limit - 1)  # stale wake-ups are harmless, but keep them few
+            pipe.pexpire(self._wake, self._lease_ms)
+            pipe.execute()
+
+    def cool_down(self, seconds: float) -> None:
+        millis = int(seconds * 1000)
+        if millis > 0:
+            # Keep the later of an existing and the new cool-down.
+            current = self._redis.pttl(self._cool)
+            if current is None or current < millis:
+                self._redis.set(self._cool, 1, px=millis)
+
+
+class FileLimiter:
+    def __init__(self, directory: Path, *, config_id: int, limit: int):
+        directory.mkdir(parents=True, exist_ok=True)
+        self._paths = [directory / f"judge-{config_id}-slot-{i}.lock" for i in range(max(1, limit))]
+        self._cool_path = directory / f"judge-{config_id}-cooldown"
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        _sleep_until(self._cool_until)
+        while True:
+            for path in random.sample(self._paths, len(self._paths)):
+                fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(fd)
+                    continue
+                try:
+                    yield
+                finally:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+                return
+            time.sleep(0.02)
+
+    def _cool_until(self) -> float:
+        try:
+            return float(self._cool_path.read_text()) - time.time() + time.monotonic()
+        except (OSError, ValueError):
+            return 0.0
+
+    def cool_down(self, seconds: float) -> None:
+        self._cool_path.write_text(str(time.time() + seconds))
+
+
+def _sleep_until(deadline) -> None:
+    while (remaining := deadline() - time.monotonic()) > 0:
+        time.sleep(min(remaining, 1.0))
+
+
+def limiter_for(config, *, in_process: bool) -> Limiter:
+    """The limiter shared by every lane that may run calls for `config` in this deployment."""
+    from django.conf import settings
+
+    if in_process:
+        return LocalLimiter(config.max_concurrency)
+    broker = settings.CELERY_BROKER_URL
+    if broker.startswith(("redis://", "rediss://")):
+        # The database name tells installations (and parallel test runs) sharing one Redis apart.
+        name = f"{settings.DATABASES['default']['NAME']}:{config.pk}"
+        return RedisLimiter(redis_client(broker), name=name, limit=config.max_concurrency, lease_s=config.timeout_s)
+    return FileLimiter(Path(settings.DATA_DIR) / "judge-slots", config_id=config.pk, limit=config.max_concurrency)
+
+
+_clients: dict[str, object] = {}
+_clients_lock = threading.Lock()
+
+
+def redis_client(url: str):
+    """One connection pool per process and URL (lane threads share it)."""
+    import redis
+
+    with _clients_lock:
+        key = f"{os.getpid()}:{url}"
+        if key not in _clients:
+            _clients[key] = redis.Redis.from_url(url)
+        return _clients[key]

@@ -1,0 +1,46 @@
+"""python manage.py import_verdicts: verdicts judged elsewhere (JSONL, or an ADK .evalset_result.json)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from judging.io import import_verdicts
+from labeling.io.errors import ImportFailed
+from labeling.io.readers import open_source
+
+
+class Command(BaseCommand):
+    help = (
+        "Import verdicts produced elsewhere for an eval set, rubric version and judge config (created with "
+        "backend 'imported' if missing). JSONL: {case_id, agent_version, criterion, outcome, evidence, raw}, "
+        "plus the optional fields export_data writes; or a Google ADK .evalset_result.json, whose per-rubric "
+        "scores (rubric_id = criterion key) become verdicts. Atomic: a bad file writes nothing. docs/formats.md."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--eval-set", required=True, metavar="NAME")
+        parser.add_argument("--rubric", required=True, metavar="NAME@VERSION")
+        parser.add_argument("--judge", required=True, metavar="NAME")
+        parser.add_argument(
+            "--agent-version",
+            default="",
+            metavar="V",
+            help="for records without agent_version (ADK results) when a case has outputs of several versions",
+        )
+        parser.add_argument("file")
+
+    def handle(self, *args, **options):
+        try:
+            with open_source(options["file"]) as source:
+                report = import_verdicts(
+                    source=source,
+                    eval_set_name=options["eval_set"],
+                    rubric_ref=options["rubric"],
+                    judge_name=options["judge"],
+                    default_agent_version=options["agent_version"],
+                )
+        except FileNotFoundError:
+            raise CommandError(f"{options['file']}: no such file") from None
+        except ImportFailed as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(str(report))

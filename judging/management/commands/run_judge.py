@@ -1,0 +1,99 @@
+"""python manage.py run_judge: judge an eval set with a judge config, on Celery or in this process."""
+
+from __future__ import annotations
+
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from judging import runner
+from judging.backends import Misconfigured
+from judging.models import JudgeRun
+from judging.progress import progress_of
+
+# Exit codes: 1 the run ended without every verdict (cancelled, failed, timed out); 2 it could not start.
+EXIT_INCOMPLETE = 1
+EXIT_MISCONFIGURED = 2
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a judge over an eval set (optionally one agent version) with a rubric version. Without --wait or "
+        "--in-process the run is queued on Celery and the command returns. Exit 0 when every item has a verdict "
+        "(ERROR counts), 1 when the run ended otherwise, 2 on a misconfiguration (unknown names, a missing "
+        "API key variable, nothing to judge)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--eval-set", required=True, metavar="NAME")
+        parser.add_argument("--rubric", required=True, metavar="NAME@VERSION")
+        parser.add_argument("--judge", required=True, metavar="NAME", help="a judge config (see add_judge)")
+        parser.add_argument("--agent-version", default="", metavar="V", help="judge only this agent version's outputs")
+        how = parser.add_mutually_exclusive_group()
+        how.add_argument("--wait", action="store_true", help="queue on Celery and follow the run to its end")
+        how.add_argument(
+            "--in-process",
+            action="store_true",
+            help="run here with the same concurrency and retry rules, without a broker (CI on one machine)",
+        )
+        parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="with --wait: give up after")
+        parser.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="with --wait: progress interval")
+
+    def handle(self, *args, **options):
+        try:
+            scope = runner.resolve(
+                eval_set=options["eval_set"],
+                rubric=options["rubric"],
+                judge=options["judge"],
+                agent_version=options["agent_version"],
+            )
+            if options["in_process"]:
+                run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
+            else:
+                run = runner.start_run(scope)
+        except Misconfigured as exc:
+            raise CommandError(str(exc), returncode=EXIT_MISCONFIGURED) from None
+        except Exception as exc:  # the broker is unreachable: enqueue_lanes marked the run failed
+            raise CommandError(f"could not queue the run on Celery: {exc}", returncode=EXIT_MISCONFIGURED) from None
+        self.say(options, f"judge run {run.pk}: {run.total_items} items, {run.expected_verdicts} verdicts to write")
+        if options["in_process"]:
+            runner.run_in_process(run)
+        elif options["wait"]:
+            self.follow(run, options)
+        else:
+            self.say(options, f"queued on Celery; follow it with the run page or `run_judge ... --wait`")
+            return
+        progress = progress_of(run)
+        self.say(options, progress.line())
+        for error in progress.errors:
+            self.say(options, f"  ERROR x{error.count} ({error.kind}): {error.reason}")
+        if not progress.complete:
+            detail = f": {progress.error}" if progress.error else ""
+            raise CommandError(
+                f"judge run {run.pk} ended {progress.status} with {progress.verdicts} of "
+                f"{progress.expected_verdicts} verdicts{detail}",
+                returncode=EXIT_INCOMPLETE,
+            )
+
+    def follow(self, run: JudgeRun, options) -> None:
+        started = time.monotonic()
+        last = ""
+        while True:
+            progress = progress_of(run)
+            if progress.finished:
+                return
+            line = progress.line()
+            if line != last:
+                self.say(options, line)
+                last = line
+            if options["timeout"] is not None and time.monotonic() - started > options["timeout"]:
+                hint = " (is a Celery worker running on this queue?)" if progress.status == "queued" else ""
+                raise CommandError(
+                    f"judge run {run.pk} still {progress.status} after {options['timeout']:g} s{hint}; it goes on",
+                    returncode=EXIT_INCOMPLETE,
+                )
+            time.sleep(options["poll"])
+
+    def say(self, options, text: str) -> None:
+        if options["verbosity"] > 0:
+            self.stdout.write(text)

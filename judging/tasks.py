@@ -1,0 +1,40 @@
+"""Celery entry points for judge runs: take ids, claim work through the runner, nothing else.
+
+Lanes claim items one at a time with a conditional update (judging/runner.py), so a
+redelivered or duplicated task is harmless: it finds the items done, or helps. No
+time limit: a lane lives as long as its run has items; acks_late (settings) returns
+the message to the queue if the worker dies.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from celery.signals import worker_ready
+
+from . import runner
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def run_lane(run_id: int) -> str:
+    return runner.work_lane(run_id)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def resume_runs() -> int:
+    """Give every unfinished Celery run fresh lanes (they wait out the leases of lanes that died)."""
+    run_ids = runner.unfinished_runs()
+    for run_id in run_ids:
+        runner.enqueue_lanes(run_id)
+    if run_ids:
+        log.info("resuming judge runs %s", run_ids)
+    return len(run_ids)
+
+
+@worker_ready.connect
+def _resume_when_a_worker_starts(sender=None, **kwargs) -> None:
+    # Through the broker, so the database is touched in a pool process, never in the parent before it forks.
+    resume_runs.delay()

@@ -1,0 +1,224 @@
+"""Adjudication: reviewers turn disagreements into gold labels, with who, when and why.
+
+The queue lists (output, criterion) items where two or more submitted annotations
+have no strict majority and no gold label yet (labeling.gold). A reviewer never
+sees the items of outputs they labeled themselves (guards.adjudicable_item refuses
+them too). Deciding adds a GoldLabel revision; an earlier one stays, not current.
+Judge verdicts are never read here: showing them would anchor the reviewer.
+"""
+
+from __future__ import annotations
+
+import string
+from collections import Counter
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+
+from .gold import DISAGREED, load_item_states
+from .models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion, User
+from .naming import output_names
+
+# Highlight classes for the first two annotators' quotes (static/css: mark.hl-a / mark.hl-b).
+HIGHLIGHT = {0: "hl-a", 1: "hl-b"}
+
+
+class AdjudicationError(Exception):
+    def __init__(self, message: str, status: int = 409):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Side:
+    """One annotator's answer on the adjudication page: a letter, never a name."""
+
+    letter: str
+    outcome: str
+    evidence: str
+    css: str  # highlight class of their quote, "" past the second annotator
+
+
+@dataclass(frozen=True)
+class PendingItem:
+    output_id: int
+    criterion_id: int
+    case_id: str
+    criterion_key: str
+    outcomes: tuple[str, ...]
+
+
+def pending_items(eval_set: EvalSet, rubric_version: RubricVersion, reviewer: User) -> list[PendingItem]:
+    """Disagreements waiting for gold that this reviewer may decide, in case order (constant queries)."""
+    states = load_item_states(eval_set, rubric_version)
+    disagreed = states[states["state"] == DISAGREED]
+    if not len(disagreed):
+        return []
+    own = set(
+        Annotation.objects.filter(
+            annotator=reviewer, rubric_version=rubric_version, output__case__eval_set=eval_set
+        ).values_list("output_id", flat=True)
+    )
+    disagreed = disagreed[~disagreed["output"].isin(own)]
+    wanted = {(int(c), int(o)) for c, o in zip(disagreed["criterion"], disagreed["output"], strict=True)}
+    if not wanted:
+        return []
+    return _describe(rubric_version, wanted)
+
+
+def _describe(rubric_version: RubricVersion, wanted: set[tuple[int, int]]) -> list[PendingItem]:
+    """Case ids, criterion keys and the outcomes in annotator order, for a set of (criterion, output)."""
+    output_ids = {o for _, o in wanted}
+    criteria = {c.pk: c for c in Criterion.objects.filter(rubric_version=rubric_version)}
+    labels = (
+        Label.objects.filter(
+            is_current=True,
+            annotation__status=Annotation.Status.SUBMITTED,
+            annotation__rubric_version=rubric_version,
+            annotation__output_id__in=output_ids,
+        )
+        .order_by("annotation__slot")
+        .values_list("annotation__output_id", "criterion_id", "outcome", "annotation__output__case__case_id")
+    )
+    outcomes: dict[tuple[int, int], list[str]] = {}
+    case_ids: dict[int, str] = {}
+    for output_id, criterion_id, outcome, case_id in labels:
+        if (criterion_id, output_id) in wanted:
+            outcomes.setdefault((criterion_id, output_id), []).append(outcome)
+            case_ids[output_id] = case_id
+    names = output_names(output_ids)
+    items = [
+        PendingItem(o, c, names.get(o, case_ids.get(o, "?")), criteria[c].key, tuple(outcomes.get((c, o), ())))
+        for c, o in wanted
+        if c in criteria
+    ]
+    items.sort(key=lambda i: (i.case_id, i.output_id, criteria[i.criterion_id].order, i.criterion_key))
+    return items
+
+
+@dataclass(frozen=True)
+class ItemView:
+    """Everything the adjudication page shows for one (output, criterion)."""
+
+    sides: list[Side]
+    history: list[GoldLabel]
+    others_pending: list[Criterion]  # other disagreements on the same output, for moving on
+    agreed_outcome: str | None  # the derived gold where the annotators agree
+
+    @property
+    def current_gold(self) -> GoldLabel | None:
+        return self.history[0] if self.history and self.history[0].is_current else None
+
+    @property
+    def based_on(self) -> int:
+        current = self.current_gold
+        return current.revision if current else 0
+
+    @property
+    def ready(self) -> bool:
+        return len(self.sides) >= 2
+
+
+def item_view(output: Output, criterion: Criterion) -> ItemView:
+    """Three queries whatever the number of criteria or outputs: labels of the output, gold history, criteria."""
+    rows = list(
+        Label.objects.filter(
+            is_current=True,
+            annotation__status=Annotation.Status.SUBMITTED,
+            annotation__rubric_version_id=criterion.rubric_version_id,
+            annotation__output=output,
+        )
+        .order_by("annotation__slot", "annotation_id")
+        .values_list("annotation_id", "criterion_id", "outcome", "evidence")
+    )
+    order = list(dict.fromkeys(annotation_id for annotation_id, _, _, _ in rows))
+    by_criterion: dict[int, dict[int, tuple[str, str]]] = {}
+    for annotation_id, criterion_id, outcome, evidence in rows:
+        by_criterion.setdefault(criterion_id, {})[annotation_id] = (outcome, evidence)
+    mine = by_criterion.get(criterion.pk, {})
+    sides = [
+        Side(string.ascii_uppercase[i], *mine[a], HIGHLIGHT.get(i, ""))
+        for i, a in enumerate(order)
+        if a in mine and i < len(string.ascii_uppercase)
+    ]
+    history = list(
+        GoldLabel.objects.filter(output=output, criterion=criterion).select_related("decided_by").order_by("-revision")
+    )
+    gold_ids = set(
+        GoldLabel.objects.filter(
+            output=output, rubric_version_id=criterion.rubric_version_id, is_current=True
+        ).values_list("criterion_id", flat=True)
+    )
+    others = [
+        c
+        for c in Criterion.objects.filter(rubric_version_id=criterion.rubric_version_id).order_by("order", "id")
+        if c.pk != criterion.pk and c.pk not in gold_ids and _disagree(by_criterion.get(c.pk, {}))
+    ]
+    outcomes = [o for o, _ in mine.values()]
+    agreed = _majority(outcomes)
+    return ItemView(sides=sides, history=history, others_pending=others, agreed_outcome=agreed)
+
+
+def _majority(outcomes: list[str]) -> str | None:
+    """Strict majority of two or more outcomes (the rule of calibration.reading.derive_gold)."""
+    if len(outcomes) < 2:
+        return None
+    outcome, votes = Counter(outcomes).most_common(1)[0]
+    return outcome if votes * 2 > len(outcomes) else None
+
+
+def _disagree(answers: dict[int, tuple[str, str]]) -> bool:
+    outcomes = [o for o, _ in answers.values()]
+    return len(outcomes) >= 2 and _majority(outcomes) is None
+
+
+def decide(*, output: Output, criterion: Criterion, outcome: str, rationale: str, by: User, based_on: int) -> GoldLabel:
+    """Record the gold outcome as a new revision. `based_on` is the revision the reviewer saw (0 = none)."""
+    with transaction.atomic():
+        # Serialize decisions on one output, so two reviewers cannot both write revision N+1.
+        Output.objects.select_for_update().filter(pk=output.pk).first()
+        history = list(GoldLabel.objects.filter(output=output, criterion=criterion).order_by("-revision"))
+        current = next((g for g in history if g.is_current), None)
+        seen = current.revision if current else 0
+        if seen != based_on:
+            who = current.decided_by.username if current else "someone"
+            raise AdjudicationError(
+                f"{who} changed the gold label of this item while you were reading it. "
+                "Reload to see their decision; yours was not saved."
+            )
+        n_labels = Label.objects.filter(
+            is_current=True,
+            criterion=criterion,
+            annotation__output=output,
+            annotation__status=Annotation.Status.SUBMITTED,
+        ).count()
+        if n_labels < 2:
+            raise AdjudicationError("This item does not have two submitted annotations yet; nothing to adjudicate.")
+        if current is not None:
+            current.is_current = False
+            current.save(update_fields=["is_current"])
+        revision = (history[0].revision if history else 0) + 1
+        try:
+            with transaction.atomic():
+                return GoldLabel.objects.create(
+                    output=output,
+                    rubric_version_id=criterion.rubric_version_id,
+                    criterion=criterion,
+                    outcome=outcome,
+                    decided_by=by,
+                    rationale=rationale,
+                    source=GoldLabel.Source.ADJUDICATION,
+                    revision=revision,
+                )
+        except IntegrityError:
+            raise AdjudicationError("Another reviewer saved a gold label for this item at the same moment. Reload.")
+
+
+def recent_decisions(eval_set: EvalSet, rubric_version: RubricVersion, limit: int = 15) -> QuerySet[GoldLabel]:
+    return (
+        GoldLabel.objects.filter(rubric_version=rubric_version, output__case__eval_set=eval_set, is_current=True)
+        .select_related("output__case", "criterion", "decided_by")
+        .order_by("-decided_at")[:limit]
+    )

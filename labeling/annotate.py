@@ -1,0 +1,159 @@
+"""Saving, submitting and correcting one annotator's labels.
+
+A draft's labels are updated in place while the annotator works (each save also
+extends the reservation). Submitting locks the annotation; after that a change to
+a criterion adds a new Label revision and the old row stays (is_current flips).
+Every write refuses an annotation whose rubric version is no longer the one its
+eval set's queue uses: labels stay pinned to the version they were made under.
+
+Callers hold the annotation row lock (guards.own_annotation(for_update=True))
+inside a transaction, so a save and a submit of one annotation never interleave.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.utils import timezone
+
+from .models import Annotation, Criterion, HumanOutcome, Label, LabelingQueue
+from .queue import RESERVATION
+
+# Outcomes that assert something about the output, so they need a quote (or an explicit NONE).
+NEEDS_EVIDENCE = (HumanOutcome.PASS, HumanOutcome.FAIL)
+
+
+class LabelingError(Exception):
+    """A write that is refused; `status` is the HTTP status the view answers with."""
+
+    def __init__(self, message: str, status: int = 422, *, keys: list[str] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.keys = keys or []
+
+
+@dataclass
+class CriterionState:
+    """What the page shows for one criterion: the saved label and, after a refused save, what was typed."""
+
+    criterion: Criterion
+    label: Label | None = None
+    number: int = 0
+    error: str = ""
+    posted_outcome: str | None = None
+    posted_evidence: str | None = None
+    saved_now: bool = False
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def outcome(self) -> str:
+        if self.posted_outcome is not None:
+            return self.posted_outcome
+        return self.label.outcome if self.label else ""
+
+    @property
+    def evidence(self) -> str:
+        if self.posted_evidence is not None:
+            return self.posted_evidence
+        return self.label.evidence if self.label else ""
+
+    @property
+    def needs_evidence(self) -> bool:
+        """Saved as PASS/FAIL without a quote: allowed in a draft, refused at submit."""
+        return bool(self.label and self.label.outcome in NEEDS_EVIDENCE and not self.label.evidence)
+
+
+def check_writable(annotation: Annotation, posted_rubric_version_id: int | None, queue: LabelingQueue | None) -> None:
+    """Refuse writes from a stale page or under a rubric version the queue has moved away from."""
+    ref = annotation.rubric_version.ref
+    if posted_rubric_version_id != annotation.rubric_version_id:
+        raise LabelingError(
+            f"This page was made for another rubric version than the annotation's ({ref}). "
+            "Reload the page; nothing was saved.",
+            status=409,
+        )
+    if queue is None:
+        raise LabelingError(
+            f"Labeling of {annotation.output.case.eval_set.name} is closed; nothing was saved.", status=409
+        )
+    if queue.rubric_version_id != annotation.rubric_version_id:
+        raise LabelingError(
+            f"A lead moved this queue from {ref} to {queue.rubric_version.ref}. Your labels under {ref} are kept "
+            f"as they are and can no longer be changed or submitted; nothing was saved. "
+            f"Press Next to label under {queue.rubric_version.ref}.",
+            status=409,
+        )
+
+
+_UNREAD = object()
+
+
+def save_label(
+    *,
+    annotation: Annotation,
+    criterion: Criterion,
+    outcome: str,
+    evidence: str,
+    current: Label | None | object = _UNREAD,
+) -> Label:
+    """Store one criterion's answer: in place for a draft, as a new revision after submission.
+
+    `current` is the criterion's current label if the caller has already read it under the
+    annotation lock (None when there is none); by default it is read here.
+    """
+    if current is _UNREAD:
+        current = Label.objects.filter(annotation=annotation, criterion=criterion, is_current=True).first()
+    assert current is None or isinstance(current, Label)
+    if annotation.status == Annotation.Status.DRAFT:
+        annotation.reserved_until = timezone.now() + RESERVATION
+        annotation.save(update_fields=["reserved_until"])
+        if current is None:
+            return Label.objects.create(annotation=annotation, criterion=criterion, outcome=outcome, evidence=evidence)
+        current.outcome, current.evidence = outcome, evidence
+        current.save(update_fields=["outcome", "evidence"])
+        return current
+    # A correction after submission: the old answer stays on record.
+    if current is not None and (current.outcome, current.evidence) == (outcome, evidence):
+        return current
+    revision = 1
+    if current is not None:
+        current.is_current = False
+        current.save(update_fields=["is_current"])
+        revision = current.revision + 1
+    return Label.objects.create(
+        annotation=annotation, criterion=criterion, outcome=outcome, evidence=evidence, revision=revision
+    )
+
+
+def submit(*, annotation: Annotation) -> None:
+    """Lock the annotation once every criterion has an answer and PASS/FAIL answers have evidence."""
+    if annotation.status == Annotation.Status.SUBMITTED:
+        when = timezone.localtime(annotation.submitted_at).strftime("%Y-%m-%d %H:%M")
+        raise LabelingError(
+            f"This annotation was already submitted ({when}); nothing changed. "
+            "To correct an answer, use Correct on the annotation page: it is saved as a new revision.",
+            status=409,
+        )
+    criteria = list(annotation.rubric_version.criteria.order_by("order", "id"))
+    labels = {label.criterion_id: label for label in Label.objects.filter(annotation=annotation, is_current=True)}
+    missing = [c.key for c in criteria if c.pk not in labels]
+    if missing:
+        raise LabelingError(f"Answer every criterion before submitting. Missing: {', '.join(missing)}.", keys=missing)
+    unquoted = [c.key for c in criteria if labels[c.pk].outcome in NEEDS_EVIDENCE and not labels[c.pk].evidence]
+    if unquoted:
+        raise LabelingError(
+            "PASS and FAIL need an evidence quote from the transcript, or NONE when there is nothing to quote. "
+            f"Missing for: {', '.join(unquoted)}.",
+            keys=unquoted,
+        )
+    annotation.status = Annotation.Status.SUBMITTED
+    annotation.submitted_at = timezone.now()
+    annotation.reserved_until = None
+    annotation.save(update_fields=["status", "submitted_at", "reserved_until"])
+
+
+def criterion_states(annotation: Annotation, criteria: list[Criterion]) -> list[CriterionState]:
+    """One state per criterion, in rubric order, with the annotator's own current labels (one query)."""
+    labels = {label.criterion_id: label for label in Label.objects.filter(annotation=annotation, is_current=True)}
+    return [CriterionState(criterion=c, label=labels.get(c.pk), number=i) for i, c in enumerate(criteria, start=1)]

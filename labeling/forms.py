@@ -1,0 +1,99 @@
+"""Forms for labeling, adjudication and the queue. Messages are written for the person at the keyboard."""
+
+from __future__ import annotations
+
+from django import forms
+
+from .models import Criterion, HumanOutcome, RubricVersion
+from .transcript import NONE_QUOTE, Transcript
+
+# A quote is a pointer into the transcript, not an essay; this bounds what one save can store.
+EVIDENCE_MAX_CHARS = 4000
+RATIONALE_MAX_CHARS = 4000
+
+OUTCOME_WORDS = ", ".join(label for _, label in HumanOutcome.choices)
+
+
+def _outcome_field(required_message: str) -> forms.ChoiceField:
+    return forms.ChoiceField(
+        choices=HumanOutcome.choices,
+        error_messages={
+            "required": required_message,
+            "invalid_choice": f"“%(value)s” is not an outcome. Use one of {OUTCOME_WORDS}.",
+        },
+    )
+
+
+class LabelForm(forms.Form):
+    """One criterion of one annotation: outcome plus an evidence quote the server finds in the transcript."""
+
+    criterion = forms.CharField(max_length=100, error_messages={"required": "Which criterion? None was sent."})
+    outcome = _outcome_field("Pick an outcome to save this criterion (PASS, FAIL, N/A or Can't tell).")
+    evidence = forms.CharField(
+        required=False,
+        max_length=EVIDENCE_MAX_CHARS,
+        error_messages={"max_length": "Quote at most %(limit_value)d characters: the part that decides it."},
+    )
+    rubric_version = forms.IntegerField(
+        error_messages={"required": "The page did not say its rubric version; reload it.", "invalid": "Reload."}
+    )
+
+    def __init__(self, *args, criteria: dict[str, Criterion], transcript: Transcript, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.criteria = criteria
+        self.transcript = transcript
+
+    def clean_criterion(self) -> Criterion:
+        key = self.cleaned_data["criterion"]
+        criterion = self.criteria.get(key)
+        if criterion is None:
+            known = ", ".join(self.criteria)
+            raise forms.ValidationError(f"Unknown criterion “{key}” for this rubric version (it has: {known}).")
+        return criterion
+
+    def clean_evidence(self) -> str:
+        evidence = self.cleaned_data["evidence"].strip()
+        if evidence.upper() == NONE_QUOTE:
+            return NONE_QUOTE
+        if evidence and not self.transcript.contains(evidence):
+            raise forms.ValidationError(
+                "This quote is not in the transcript. Copy it exactly from the input, a tool call or its result, "
+                "or the response (select the text to quote it), or write NONE. The reference is not quotable."
+            )
+        return evidence
+
+
+class SubmitForm(forms.Form):
+    rubric_version = forms.IntegerField(
+        error_messages={"required": "The page did not say its rubric version; reload it.", "invalid": "Reload."}
+    )
+
+
+class AdjudicationForm(forms.Form):
+    """The gold outcome for one (output, criterion), with the reason; `based_on` guards against lost updates."""
+
+    outcome = _outcome_field("Pick the gold outcome.")
+    rationale = forms.CharField(
+        max_length=RATIONALE_MAX_CHARS,
+        error_messages={"required": "Write why: a rationale is required for every gold label."},
+    )
+    based_on = forms.IntegerField(min_value=0, error_messages={"required": "Reload the page.", "invalid": "Reload."})
+
+    def clean_rationale(self) -> str:
+        rationale = self.cleaned_data["rationale"].strip()
+        if not rationale:
+            raise forms.ValidationError("Write why: a rationale is required for every gold label.")
+        return rationale
+
+
+class QueueMoveForm(forms.Form):
+    rubric_version = forms.ModelChoiceField(
+        queryset=RubricVersion.objects.none(),
+        error_messages={"invalid_choice": "Choose a rubric version that exists, is not retired and has criteria."},
+    )
+    reason = forms.CharField(required=False, max_length=1000)
+
+    def __init__(self, *args, versions, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["rubric_version"].queryset = versions
+        self.fields["rubric_version"].label_from_instance = lambda rv: f"{rv.ref} ({rv.get_status_display()})"

@@ -1,0 +1,51 @@
+"""Who may open what: the blind rule and the adjudication rule, checked on the server.
+
+Views fetch through these helpers, never with a bare `get_object_or_404`:
+
+- An annotation page, its save and submit endpoints belong to the annotation's
+  annotator only. For anyone else the annotation does not exist (404), so ids
+  cannot be probed; not even a lead reads another person's draft through them.
+- Adjudication is for reviewers and leads who did not label the output under
+  that rubric version (they would be judging their own call).
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+
+from .access import has_role
+from .models import Annotation, Criterion, Output, Role, User
+
+
+def own_annotation(user: User, pk: int, *, for_update: bool = False) -> Annotation:
+    """The annotation with everything its page needs, if `user` made it; 404 otherwise."""
+    qs = Annotation.objects.select_related("output__case__eval_set", "rubric_version__rubric")
+    if for_update:
+        # Lock only the annotation row: saves and submits of one annotation serialize.
+        qs = qs.select_for_update(of=("self",))
+    annotation = qs.filter(pk=pk, annotator=user).first()
+    if annotation is None:
+        raise Http404("No such annotation of yours. If it was a draft, its reservation may have lapsed.")
+    return annotation
+
+
+def may_adjudicate(user: User) -> bool:
+    return has_role(user, Role.REVIEWER, Role.LEAD)
+
+
+def adjudicable_item(user: User, output_id: int, criterion_id: int) -> tuple[Output, Criterion]:
+    """The (output, criterion) a reviewer may decide; 404 if unknown, 403 if they labeled it."""
+    if not may_adjudicate(user):
+        raise PermissionDenied("Adjudication is for reviewers and leads.")
+    criterion = Criterion.objects.select_related("rubric_version__rubric").filter(pk=criterion_id).first()
+    output = Output.objects.select_related("case__eval_set").filter(pk=output_id).first()
+    if criterion is None or output is None:
+        raise Http404("No such item.")
+    if labeled_by(user, output_id, criterion.rubric_version_id):
+        raise PermissionDenied("You labeled this output, so another reviewer must adjudicate it.")
+    return output, criterion
+
+
+def labeled_by(user: User, output_id: int, rubric_version_id: int) -> bool:
+    return Annotation.objects.filter(output_id=output_id, rubric_version_id=rubric_version_id, annotator=user).exists()

@@ -1,0 +1,239 @@
+"""Exporting cases, labels and gold labels in the formats the importers read.
+
+What is written imports back to the same data (import -> export -> import is
+a no-op the second time), so the export is also how data moves between
+installations.
+
+Gold (`what="gold"`) is the effective gold per output and criterion: the
+current adjudication where there is one (adjudicator = who decided), else the
+strict majority of the annotators' current labels, written with the
+adjudicator "agreement". Importing an "agreement" line checks it against the
+labels and stores nothing, so it round-trips without turning derived gold
+into adjudications.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from typing import IO
+
+from django.db.models import Prefetch
+
+from ..models import Annotation, EvalSet, GoldLabel, Label, Output, RubricVersion
+from .cases import CASE_FIELDS, OUTPUT_FIELDS
+from .labels import AGREEMENT
+from .rubrics import find_version
+
+WHAT = ("cases", "labels", "gold", "verdicts")
+FORMATS = ("jsonl", "csv", "adk")
+CASE_COLUMNS = (
+    "case_id",
+    "agent_version",
+    "input",
+    "reference",
+    "response",
+    "tool_calls",
+    "latency_ms",
+    "metadata",
+    "output_metadata",
+)
+LABEL_COLUMNS = ("case_id", "agent_version", "criterion", "annotator", "outcome", "evidence")
+GOLD_COLUMNS = ("case_id", "agent_version", "criterion", "adjudicator", "outcome", "rationale")
+assert set(CASE_COLUMNS) == set(CASE_FIELDS + OUTPUT_FIELDS)
+
+
+class ExportError(ValueError):
+    """The export cannot run as asked (unknown eval set, rubric, judge or format)."""
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def case_records(eval_set: EvalSet) -> Iterator[dict]:
+    """One record per output, and one without output fields for a case that has none."""
+    outputs = Prefetch("outputs", queryset=Output.objects.order_by("agent_version"))
+    for case in eval_set.cases.order_by("case_id").prefetch_related(outputs).iterator(chunk_size=1000):
+        base = {"case_id": case.case_id, "input": case.input, "reference": case.reference, "metadata": case.metadata}
+        if not case.outputs.all():
+            yield base
+        for output in case.outputs.all():
+            yield {
+                "case_id": case.case_id,
+                "agent_version": output.agent_version,
+                "input": case.input,
+                "reference": case.reference,
+                "response": output.response,
+                "tool_calls": output.tool_calls,
+                "latency_ms": output.latency_ms,
+                "metadata": case.metadata,
+                "output_metadata": output.metadata,
+            }
+
+
+def label_records(eval_set: EvalSet, rv: RubricVersion) -> Iterator[dict]:
+    """Current labels of submitted annotations, in the order that reproduces the slots on import."""
+    rows = (
+        Label.objects.filter(
+            is_current=True,
+            annotation__rubric_version=rv,
+            annotation__status=Annotation.Status.SUBMITTED,
+            annotation__output__case__eval_set=eval_set,
+        )
+        .order_by(
+            "annotation__output__case__case_id",
+            "annotation__output__agent_version",
+            "annotation__slot",
+            "criterion__order",
+        )
+        .values_list(
+            "annotation__output__case__case_id",
+            "annotation__output__agent_version",
+            "criterion__key",
+            "annotation__annotator__username",
+            "outcome",
+            "evidence",
+        )
+    )
+    for row in rows.iterator(chunk_size=5000):
+        yield dict(zip(LABEL_COLUMNS, row, strict=True))
+
+
+def gold_records(eval_set: EvalSet, rv: RubricVersion) -> Iterator[dict]:
+    """The effective gold per output and criterion (see the module docstring).
+
+    Which outcome is gold comes from calibration.reading.derive_gold, the one rule the whole
+    product reads gold by; this adds who decided and why, and writes it in the import format.
+    """
+    import pandas as pd
+
+    from calibration.reading import derive_gold
+
+    adjudicated = {
+        (output_id, criterion_id): (outcome, who, rationale)
+        for output_id, criterion_id, outcome, who, rationale in GoldLabel.objects.filter(
+            rubric_version=rv, is_current=True, output__case__eval_set=eval_set
+        ).values_list("output_id", "criterion_id", "outcome", "decided_by__username", "rationale")
+    }
+    labels = pd.DataFrame(
+        Label.objects.filter(
+            is_current=True,
+            annotation__rubric_version=rv,
+            annotation__status=Annotation.Status.SUBMITTED,
+            annotation__output__case__eval_set=eval_set,
+        ).values_list("annotation__output_id", "criterion_id", "outcome"),
+        columns=["output", "criterion", "outcome"],
+    )
+    adjudicated_frame = pd.DataFrame(
+        [(o, c, v[0]) for (o, c), v in adjudicated.items()], columns=["output", "criterion", "outcome"]
+    )
+    gold = derive_gold(labels, adjudicated_frame)
+    votes = labels.groupby(["output", "criterion"]).outcome.agg(list).to_dict() if len(labels) else {}
+    by_item = {(int(r.output), int(r.criterion)): r.gold for r in gold.itertuples()}
+    criteria = list(rv.criteria.order_by("order").values_list("pk", "key"))
+    outputs = (
+        Output.objects.filter(pk__in={output for output, _ in by_item})
+        .order_by("case__case_id", "agent_version")
+        .values_list("pk", "case__case_id", "agent_version")
+    )
+    for output_id, case_id, agent_version in outputs.iterator(chunk_size=5000):
+        for criterion_id, key in criteria:
+            outcome = by_item.get((output_id, criterion_id))
+            if outcome is None:
+                continue
+            head = {"case_id": case_id, "agent_version": agent_version, "criterion": key}
+            if (output_id, criterion_id) in adjudicated:
+                _, who, rationale = adjudicated[(output_id, criterion_id)]
+                yield {**head, "adjudicator": who, "outcome": outcome, "rationale": rationale}
+            else:
+                found = votes.get((output_id, criterion_id), [])
+                rationale = f"{sum(1 for o in found if o == outcome)} of {len(found)} annotators agree"
+                yield {**head, "adjudicator": AGREEMENT, "outcome": outcome, "rationale": rationale}
+
+
+def write_jsonl(records: Iterator[dict], stream: IO[str]) -> int:
+    n = 0
+    for record in records:
+        stream.write(json.dumps(record, ensure_ascii=False))
+        stream.write("\n")
+        n += 1
+    return n
+
+
+def write_csv(records: Iterator[dict], columns: tuple[str, ...], stream: IO[str]) -> int:
+    writer = csv.writer(stream)
+    writer.writerow(columns)
+    n = 0
+    for record in records:
+        writer.writerow([_cell(record.get(c)) if c in record else "" for c in columns])
+        n += 1
+    return n
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return _dumps(value)
+    return str(value)
+
+
+def export_data(
+    *,
+    eval_set_name: str,
+    what: str,
+    stream: IO[str],
+    fmt: str = "jsonl",
+    rubric_ref: str | None = None,
+    judge_name: str | None = None,
+) -> int:
+    """Write the data to `stream`; returns the number of records written."""
+    if what not in WHAT:
+        raise ExportError(f'--what must be one of {", ".join(WHAT)}, not "{what}"')
+    if fmt not in FORMATS:
+        raise ExportError(f'--format must be one of {", ".join(FORMATS)}, not "{fmt}"')
+    eval_set = EvalSet.objects.filter(name=eval_set_name).first()
+    if eval_set is None:
+        raise ExportError(f'there is no eval set "{eval_set_name}"')
+    if what == "cases":
+        if fmt == "adk":
+            from .adk import write_evalset
+
+            return write_evalset(eval_set, stream)
+        records = case_records(eval_set)
+        return write_jsonl(records, stream) if fmt == "jsonl" else write_csv(records, CASE_COLUMNS, stream)
+    if fmt == "adk":
+        raise ExportError("--format adk is for cases (an ADK eval set); use jsonl or csv")
+    if not rubric_ref:
+        raise ExportError(f"--what {what} needs --rubric NAME@VERSION")
+    try:
+        rv = find_version(rubric_ref)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
+    if what == "verdicts":
+        return _export_verdicts(eval_set, rv, judge_name, fmt, stream)
+    records, columns = (
+        (label_records(eval_set, rv), LABEL_COLUMNS) if what == "labels" else (gold_records(eval_set, rv), GOLD_COLUMNS)
+    )
+    return write_jsonl(records, stream) if fmt == "jsonl" else write_csv(records, columns, stream)
+
+
+def _export_verdicts(eval_set: EvalSet, rv: RubricVersion, judge_name: str | None, fmt: str, stream: IO[str]) -> int:
+    if not judge_name:
+        raise ExportError("--what verdicts needs --judge NAME (the judge config whose verdicts to export)")
+    from judging.models import JudgeConfig
+
+    judge = JudgeConfig.objects.filter(name=judge_name).first()
+    if judge is None:
+        known = ", ".join(JudgeConfig.objects.values_list("name", flat=True)[:20]) or "none yet"
+        raise ExportError(f'there is no judge config "{judge_name}" (known: {known})')
+    try:
+        # Lazily: judging owns the verdict format, and labeling must not import judging at load time.
+        from judging.io import export_verdicts
+    except ImportError as exc:
+        raise ExportError(
+            f"exporting verdicts needs judging.io.export_verdicts, which is not available ({exc})"
+        ) from None
+    return export_verdicts(eval_set=eval_set, rubric_version=rv, judge_config=judge, fmt=fmt, stream=stream)

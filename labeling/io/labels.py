@@ -1,0 +1,588 @@
+"""Importing human labels and adjudicated gold labels (JSONL, CSV, Label Studio JSON).
+
+One record is one outcome for one criterion of one output, by an annotator (a
+label) or an adjudicator (a gold label). The labels of one annotator for one
+output become one submitted Annotation (source=import); its slot follows the
+order in which annotators first appear for that output in the file, after any
+annotations already there. A label already there with the same outcome and
+evidence is skipped; with different ones it is an error, never an overwrite.
+
+A gold line whose adjudicator is "agreement" (what export_data writes where the
+annotators' majority is the gold) is checked against the labels, not stored:
+agreement is derived when reading, only adjudications are stored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ..models import (
+    Annotation,
+    Case,
+    Criterion,
+    EvalSet,
+    GoldLabel,
+    HumanOutcome,
+    Label,
+    Output,
+    Role,
+    RubricVersion,
+    User,
+)
+from ..transcript import Transcript
+from . import fields as f
+from .cases import AGENT_VERSION_MAX, CASE_ID_MAX, DEFAULT_AGENT_VERSION
+from .errors import Problems, RecordError
+from .readers import Source, iter_csv, iter_jsonl, peek_first_line, suggest
+from .report import ImportReport, plural
+from .rubrics import find_version
+
+LABEL_FIELDS = frozenset(
+    {"case_id", "agent_version", "criterion", "annotator", "adjudicator", "outcome", "evidence", "rationale"}
+)
+OUTCOMES = tuple(HumanOutcome.values)
+# The pseudo-adjudicator of gold that is the annotators' agreement (derived, never stored).
+AGREEMENT = "agreement"
+# Django's UnicodeUsernameValidator and the username column size.
+USERNAME_RE = re.compile(r"^[\w.@+-]+\Z")
+USERNAME_MAX = 150
+QUERY_BATCH = 500
+
+
+@dataclass(slots=True)
+class LabelRecord:
+    line: int
+    case_id: str
+    agent_version: str
+    criterion: str
+    person: str
+    gold: bool
+    outcome: str
+    text: str  # evidence for a label, rationale for a gold label
+
+    @property
+    def output_key(self) -> tuple[str, str]:
+        return (self.case_id, self.agent_version)
+
+
+def strict_majority(outcomes: Iterable[str]) -> str | None:
+    """The outcome more than half of the labels give, else None (gold then needs an adjudication).
+
+    The same rule as calibration.reading.derive_gold, which decides gold everywhere else: every
+    outcome is a vote, and a lone label is no majority (MIN_LABELS_FOR_MAJORITY).
+    """
+    from calibration.reading import MIN_LABELS_FOR_MAJORITY  # lazily: calibration loads scikit-learn
+
+    counts = Counter(outcomes)
+    total = sum(counts.values())
+    if total < MIN_LABELS_FOR_MAJORITY:
+        return None
+    outcome, n = counts.most_common(1)[0]
+    return outcome if n * 2 > total else None
+
+
+def check_outcome(value: Any) -> str:
+    if value in OUTCOMES:
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise RecordError("outcome", f"is missing; use one of {', '.join(OUTCOMES)}")
+    hint = ""
+    upper = value.strip().upper().replace("/", "").replace(" ", "_")
+    if upper in OUTCOMES:
+        hint = f' (write it as "{upper}")'
+    elif upper in ("NA", "N_A"):
+        hint = ' (write it as "NOT_APPLICABLE")'
+    elif upper in ("CANT_TELL", "CAN'T_TELL", "UNSURE", "SKIP"):
+        hint = ' (for "can\'t tell" write "ABSTAIN")'
+    raise RecordError("outcome", f'"{value}" is not one of {", ".join(OUTCOMES)}{hint}')
+
+
+def check_person(value: Any, field: str) -> str:
+    name = f.ident(value, field, USERNAME_MAX)
+    if not USERNAME_RE.match(name):
+        raise RecordError(field, f'"{name}" is not a valid account name (letters, digits and @ . + - _ only)')
+    return name
+
+
+def build_label(
+    values: Mapping[str, Any], line: int, default_agent_version: str, criteria: Iterable[str], from_csv: bool = False
+) -> LabelRecord:
+    if not values.keys() <= LABEL_FIELDS:
+        for key in values.keys() - LABEL_FIELDS:
+            raise RecordError(
+                key, f"unknown field{suggest(key, LABEL_FIELDS)}; known fields: {', '.join(sorted(LABEL_FIELDS))}"
+            )
+
+    def given(key: str) -> Any:
+        value = values.get(key)
+        return None if from_csv and value == "" else value
+
+    criterion = f.ident(values.get("criterion"), "criterion", 100)
+    if criterion not in criteria:
+        raise RecordError(
+            "criterion",
+            f'"{criterion}" is not a criterion of this rubric version{suggest(criterion, criteria)}; '
+            f"its criteria: {', '.join(criteria)}",
+        )
+    annotator, adjudicator = given("annotator"), given("adjudicator")
+    if annotator is not None and adjudicator is not None:
+        raise RecordError("adjudicator", "a line has an annotator (a label) or an adjudicator (a gold label), not both")
+    if annotator is None and adjudicator is None:
+        raise RecordError("annotator", "is missing (or give an adjudicator for a gold label)")
+    gold = adjudicator is not None
+    if gold and given("evidence") is not None:
+        raise RecordError("evidence", "a gold line has a rationale, not evidence")
+    if not gold and given("rationale") is not None:
+        raise RecordError("rationale", "a label has evidence, not a rationale (a rationale is for adjudicator lines)")
+    return LabelRecord(
+        line=line,
+        case_id=f.ident(values.get("case_id"), "case_id", CASE_ID_MAX),
+        agent_version=f.ident(given("agent_version"), "agent_version", AGENT_VERSION_MAX, default_agent_version),
+        criterion=criterion,
+        person=check_person(adjudicator if gold else annotator, "adjudicator" if gold else "annotator"),
+        gold=gold,
+        outcome=check_outcome(values.get("outcome")),
+        text=f.text(given("rationale") if gold else given("evidence"), "rationale" if gold else "evidence"),
+    )
+
+
+# --- reading -----------------------------------------------------------------------------------------------
+
+
+def _wrong_kind(keys: Iterable[str]) -> str | None:
+    keys = set(keys)
+    if "criterion" not in keys and keys & {"response", "input", "tool_calls"}:
+        return "this looks like a cases file (it has input/response fields); import it with import_cases"
+    if "criteria" in keys:
+        return "this looks like a rubric (it has criteria); import it with import_rubric"
+    return None
+
+
+def iter_records(
+    source: Source, problems: Problems, default_agent_version: str, criteria: list[str]
+) -> Iterator[LabelRecord]:
+    suffix = source.suffix
+    if suffix in (".yaml", ".yml"):
+        raise problems.fatal(None, None, "this is a YAML file, as rubrics are; import a rubric with import_rubric")
+    if suffix in (".evalset.json", ".evalset_result.json"):
+        raise problems.fatal(None, None, "this is an ADK eval file; import it with import_cases")
+    first = peek_first_line(source)
+    if not first:
+        raise problems.fatal(None, None, "the file is empty")
+    if suffix == ".csv" or (suffix not in (".json", ".jsonl", ".ndjson") and first[:1] not in (b"{", b"[")):
+        yield from _csv_records(source, problems, default_agent_version, criteria)
+        return
+    if suffix in (".jsonl", ".ndjson") or _whole_object(first):
+        yield from _jsonl_records(source, problems, default_agent_version, criteria)
+        return
+    from . import labelstudio
+
+    yield from labelstudio.iter_records(source, problems, default_agent_version, criteria)
+
+
+def _whole_object(first: bytes) -> bool:
+    try:
+        return isinstance(f.parse_json(first.decode("utf-8", "replace")), dict)
+    except ValueError:
+        return False
+
+
+def _jsonl_records(source, problems, default_agent_version, criteria) -> Iterator[LabelRecord]:
+    first = True
+    for line, value in iter_jsonl(source, problems):
+        if not isinstance(value, dict):
+            problems.add(line, None, f"expected a JSON object, found {f.json_type(value)}")
+            continue
+        if first:
+            first = False
+            wrong = _wrong_kind(value.keys())
+            if wrong:
+                raise problems.fatal(line, None, wrong)
+        try:
+            yield build_label(value, line, default_agent_version, criteria)
+        except RecordError as exc:
+            problems.add(line, exc.field, exc.message)
+
+
+def _csv_records(source, problems, default_agent_version, criteria) -> Iterator[LabelRecord]:
+    def check_header(header: set[str], line: int) -> None:
+        wrong = _wrong_kind(header)
+        if wrong:
+            raise problems.fatal(line, None, wrong)
+        for name in sorted(header - LABEL_FIELDS):
+            raise problems.fatal(line, name, f"unknown column{suggest(name, LABEL_FIELDS)}")
+        for name in ("case_id", "criterion", "outcome"):
+            if name not in header:
+                raise problems.fatal(line, name, "the header has no such column, and it is required")
+        if not header & {"annotator", "adjudicator"}:
+            raise problems.fatal(line, "annotator", "the header needs an annotator or adjudicator column")
+
+    for line, cells in iter_csv(source, problems, check_header):
+        try:
+            yield build_label(cells, line, default_agent_version, criteria, from_csv=True)
+        except RecordError as exc:
+            problems.add(line, exc.field, exc.message)
+
+
+# --- planning and writing ----------------------------------------------------------------------------------
+
+
+def _chunks(items: list, size: int = QUERY_BATCH):
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class LabelImport:
+    """Resolves records against the database, then writes what is new; all inside one transaction."""
+
+    def __init__(self, eval_set: EvalSet, rv: RubricVersion, problems: Problems) -> None:
+        self.eval_set, self.rv, self.problems = eval_set, rv, problems
+        self.criteria: dict[str, Criterion] = {c.key: c for c in rv.criteria.all()}
+        self.counts: Counter[str] = Counter()
+        self.new_accounts: list[str] = []
+        self.not_verbatim = 0
+
+    def run(self, records: list[LabelRecord]) -> None:
+        outputs = self._resolve_outputs(records)
+        records = [r for r in records if r.output_key in outputs]
+        labels, golds, agreements = self._dedupe(records)
+        users = self._users(labels + golds)
+        output_ids = sorted({outputs[r.output_key] for r in records})
+        annotations, current = self._existing_labels(output_ids)
+        existing_gold = self._existing_gold(output_ids)
+        new_annotations, new_labels = self._plan_labels(labels, outputs, users, annotations, current)
+        new_gold = self._plan_gold(golds, outputs, users, existing_gold)
+        self._check_agreement(agreements, outputs, annotations, current, new_annotations, new_labels)
+        if self.problems:
+            return
+        self._write(new_annotations, new_labels, new_gold, outputs)
+
+    def _resolve_outputs(self, records: list[LabelRecord]) -> dict[tuple[str, str], int]:
+        case_ids = sorted({r.case_id for r in records})
+        outputs: dict[tuple[str, str], int] = {}
+        known_cases: set[str] = set()
+        for chunk in _chunks(case_ids):
+            for pk, case_id, version in Output.objects.filter(
+                case__eval_set=self.eval_set, case__case_id__in=chunk
+            ).values_list("pk", "case__case_id", "agent_version"):
+                outputs[(case_id, version)] = pk
+            known_cases.update(
+                Case.objects.filter(eval_set=self.eval_set, case_id__in=chunk).values_list("case_id", flat=True)
+            )
+        reported: set[tuple[str, str]] = set()
+        for r in records:
+            if r.output_key in outputs or r.output_key in reported:
+                continue
+            reported.add(r.output_key)
+            if r.case_id not in known_cases:
+                message = f'eval set "{self.eval_set.name}" has no case "{r.case_id}"; import the cases first'
+                self.problems.add(r.line, "case_id", message)
+            else:
+                versions = sorted(v for (c, v) in outputs if c == r.case_id) or ["none"]
+                message = (
+                    f'case "{r.case_id}" has no output for agent_version "{r.agent_version}" '
+                    f"(it has: {', '.join(versions)})"
+                )
+                self.problems.add(r.line, "agent_version", message)
+        return outputs
+
+    def _dedupe(self, records: list[LabelRecord]):
+        labels: list[LabelRecord] = []
+        golds: list[LabelRecord] = []
+        agreements: list[LabelRecord] = []
+        seen: dict[tuple, LabelRecord] = {}
+        for r in records:
+            if not r.gold:
+                key, bucket, same = ("label", r.output_key, r.criterion, r.person), labels, ("outcome", "text")
+            elif r.person == AGREEMENT:
+                key, bucket, same = ("agreement", r.output_key, r.criterion), agreements, ("outcome",)
+            else:
+                key, bucket, same = ("gold", r.output_key, r.criterion), golds, ("person", "outcome", "text")
+            first = seen.get(key)
+            if first is None:
+                seen[key] = r
+                bucket.append(r)
+            elif all(getattr(first, a) == getattr(r, a) for a in same):
+                self.counts["repeated_lines"] += 1
+            else:
+                what = f"{r.person}'s label" if not r.gold else "gold label"
+                self.problems.add(
+                    r.line,
+                    "outcome"
+                    if first.outcome != r.outcome
+                    else ("adjudicator" if first.person != r.person else "evidence" if not r.gold else "rationale"),
+                    f'a different {what} for case "{r.case_id}" ({r.agent_version}), criterion "{r.criterion}" '
+                    f"than on line {first.line}",
+                )
+        return labels, golds, agreements
+
+    def _users(self, records: list[LabelRecord]) -> dict[str, int]:
+        roles: dict[str, str] = {}
+        for r in records:
+            roles.setdefault(r.person, Role.REVIEWER if r.gold else Role.ANNOTATOR)
+        users: dict[str, int] = {}
+        names = sorted(roles)
+        for chunk in _chunks(names):
+            users.update(dict(User.objects.filter(username__in=chunk).values_list("username", "pk")))
+        missing = [n for n in names if n not in users]
+        if missing and not self.problems:
+            # Accounts that cannot log in until a lead activates them (add_user sets a password).
+            new = []
+            for name in missing:
+                user = User(username=name, role=roles[name], is_active=False)
+                user.set_unusable_password()
+                new.append(user)
+            for user in User.objects.bulk_create(new):
+                users[user.username] = user.pk
+            self.new_accounts = missing
+        return users
+
+    def _existing_labels(self, output_ids: list[int]):
+        annotations: dict[tuple[int, int], dict] = {}
+        for chunk in _chunks(output_ids):
+            for pk, output_id, annotator_id, slot, status, source in Annotation.objects.filter(
+                rubric_version=self.rv, output_id__in=chunk
+            ).values_list("pk", "output_id", "annotator_id", "slot", "status", "source"):
+                annotations[(output_id, annotator_id)] = {"pk": pk, "slot": slot, "status": status, "source": source}
+        by_pk = {a["pk"]: key for key, a in annotations.items()}
+        current: dict[tuple[int, int], tuple[str, str]] = {}
+        for chunk in _chunks(list(by_pk)):
+            for annotation_id, criterion_id, outcome, evidence in Label.objects.filter(
+                annotation_id__in=chunk, is_current=True
+            ).values_list("annotation_id", "criterion_id", "outcome", "evidence"):
+                current[(annotation_id, criterion_id)] = (outcome, evidence)
+        return annotations, current
+
+    def _existing_gold(self, output_ids: list[int]) -> dict[tuple[int, int], tuple]:
+        gold: dict[tuple[int, int], tuple] = {}
+        criterion_ids = [c.pk for c in self.criteria.values()]
+        for chunk in _chunks(output_ids):
+            for output_id, criterion_id, outcome, username, rationale, revision, is_current in GoldLabel.objects.filter(
+                output_id__in=chunk, criterion_id__in=criterion_ids
+            ).values_list(
+                "output_id", "criterion_id", "outcome", "decided_by__username", "rationale", "revision", "is_current"
+            ):
+                key = (output_id, criterion_id)
+                last = gold.get(key)
+                if is_current:
+                    gold[key] = (outcome, username, rationale, revision)
+                elif last is None:
+                    gold[key] = (None, None, None, revision)  # only old revisions: the next one follows them
+                elif last[0] is None and revision > last[3]:
+                    gold[key] = (None, None, None, revision)
+        return gold
+
+    def _plan_labels(self, labels, outputs, users, annotations, current):
+        next_slot: dict[int, int] = {}
+        for (output_id, _), a in annotations.items():
+            next_slot[output_id] = max(next_slot.get(output_id, 1), a["slot"] + 1)
+        new_annotations: dict[tuple[int, int], int] = {}  # (output, annotator) -> slot
+        new_labels: list[tuple[tuple[int, int], int | None, LabelRecord]] = []
+        for r in labels:
+            output_id, criterion = outputs[r.output_key], self.criteria[r.criterion]
+            user_id = users.get(r.person)
+            if user_id is None:
+                continue  # not created because the import already failed
+            key = (output_id, user_id)
+            existing = annotations.get(key)
+            if existing is None:
+                if key not in new_annotations:
+                    new_annotations[key] = next_slot.get(output_id, 1)
+                    next_slot[output_id] = new_annotations[key] + 1
+                new_labels.append((key, None, r))
+                continue
+            old = current.get((existing["pk"], criterion.pk))
+            if old == (r.outcome, r.text):
+                self.counts["labels_unchanged"] += 1
+            elif old is not None:
+                differs = "outcome" if old[0] != r.outcome else "evidence"
+                self.problems.add(
+                    r.line,
+                    differs,
+                    f'{r.person} already labeled case "{r.case_id}" ({r.agent_version}), criterion "{r.criterion}" '
+                    f"as {old[0]}{' with different evidence' if differs == 'evidence' else ''}; a label is not "
+                    "overwritten by an import (correct it in the app, where the change is kept as a revision)",
+                )
+            elif existing["source"] == Annotation.Source.IMPORT and existing["status"] == Annotation.Status.SUBMITTED:
+                new_labels.append((key, existing["pk"], r))
+            else:
+                self.problems.add(
+                    r.line,
+                    "annotator",
+                    f'{r.person} has a {existing["status"]} annotation made in the app for case "{r.case_id}" '
+                    f"({r.agent_version}); imported labels are not merged into it",
+                )
+        return new_annotations, new_labels
+
+    def _plan_gold(self, golds, outputs, users, existing_gold):
+        new_gold = []
+        for r in golds:
+            output_id, criterion = outputs[r.output_key], self.criteria[r.criterion]
+            if users.get(r.person) is None:
+                continue
+            old = existing_gold.get((output_id, criterion.pk))
+            if old is None or old[0] is None:
+                new_gold.append((output_id, criterion, users[r.person], r, (old[3] + 1) if old else 1))
+            elif old[:3] == (r.outcome, r.person, r.text):
+                self.counts["gold_unchanged"] += 1
+            else:
+                self.problems.add(
+                    r.line,
+                    "outcome" if old[0] != r.outcome else "adjudicator" if old[1] != r.person else "rationale",
+                    f'case "{r.case_id}" ({r.agent_version}), criterion "{r.criterion}" already has gold {old[0]} '
+                    f"decided by {old[1]}; an import does not replace an adjudication (change it in the app, "
+                    "where it becomes a new revision)",
+                )
+        return new_gold
+
+    def _check_agreement(self, agreements, outputs, annotations, current, new_annotations, new_labels) -> None:
+        if not agreements:
+            return
+        votes: dict[tuple[int, int], list[str]] = {}
+        submitted = {a["pk"]: out for (out, _), a in annotations.items() if a["status"] == Annotation.Status.SUBMITTED}
+        for (annotation_pk, criterion_pk), (outcome, _) in current.items():
+            if annotation_pk in submitted:
+                votes.setdefault((submitted[annotation_pk], criterion_pk), []).append(outcome)
+        for (output_id, _), _, r in new_labels:
+            votes.setdefault((output_id, self.criteria[r.criterion].pk), []).append(r.outcome)
+        for r in agreements:
+            found = votes.get((outputs[r.output_key], self.criteria[r.criterion].pk), [])
+            majority = strict_majority(found)
+            if majority == r.outcome:
+                self.counts["agreement_confirmed"] += 1
+                continue
+            shown = ", ".join(sorted(found)) or "no labels"
+            self.problems.add(
+                r.line,
+                "outcome",
+                f'gold by agreement says {r.outcome} for case "{r.case_id}" ({r.agent_version}), criterion '
+                f'"{r.criterion}", but the labels ({shown}) '
+                + (f"agree on {majority}" if majority else "have no majority")
+                + "; agreement gold is derived from labels, so import the labels first (or give an adjudicator)",
+            )
+
+    def _write(self, new_annotations, new_labels, new_gold, outputs) -> None:
+        now = timezone.now()
+        created = Annotation.objects.bulk_create(
+            [
+                Annotation(
+                    output_id=output_id,
+                    rubric_version=self.rv,
+                    annotator_id=user_id,
+                    slot=slot,
+                    status=Annotation.Status.SUBMITTED,
+                    source=Annotation.Source.IMPORT,
+                    submitted_at=now,
+                )
+                for (output_id, user_id), slot in new_annotations.items()
+            ],
+            batch_size=QUERY_BATCH,
+        )
+        annotation_pk = {(a.output_id, a.annotator_id): a.pk for a in created}
+        Label.objects.bulk_create(
+            [
+                Label(
+                    annotation_id=pk if pk is not None else annotation_pk[key],
+                    criterion=self.criteria[r.criterion],
+                    outcome=r.outcome,
+                    evidence=r.text,
+                )
+                for key, pk, r in new_labels
+            ],
+            batch_size=QUERY_BATCH,
+        )
+        GoldLabel.objects.bulk_create(
+            [
+                GoldLabel(
+                    output_id=output_id,
+                    rubric_version=self.rv,
+                    criterion=criterion,
+                    outcome=r.outcome,
+                    decided_by_id=user_id,
+                    rationale=r.text,
+                    source=GoldLabel.Source.IMPORT,
+                    revision=revision,
+                    decided_at=now,
+                )
+                for output_id, criterion, user_id, r, revision in new_gold
+            ],
+            batch_size=QUERY_BATCH,
+        )
+        self.counts["annotations_created"] += len(created)
+        self.counts["labels_created"] += len(new_labels)
+        self.counts["gold_created"] += len(new_gold)
+        self._count_not_verbatim([(key[0], r) for key, _, r in new_labels])
+
+    def _count_not_verbatim(self, labels: list[tuple[int, LabelRecord]]) -> None:
+        """Imported evidence is kept as given; say how much of it is not a verbatim quote."""
+        quoted = [(output_id, r) for output_id, r in labels if r.text]
+        ids = sorted({output_id for output_id, _ in quoted})
+        transcripts: dict[int, Transcript] = {}
+        for chunk in _chunks(ids):
+            for pk, input_, tool_calls, response in Output.objects.filter(pk__in=chunk).values_list(
+                "pk", "case__input", "tool_calls", "response"
+            ):
+                transcripts[pk] = Transcript(input=input_, tool_calls=list(tool_calls or []), response=response)
+        self.not_verbatim = sum(1 for output_id, r in quoted if not transcripts[output_id].contains(r.text))
+
+
+def import_labels(
+    *, source: Source, eval_set_name: str, rubric_ref: str, default_agent_version: str = DEFAULT_AGENT_VERSION
+) -> ImportReport:
+    problems = Problems(source.name)
+    eval_set = EvalSet.objects.filter(name=eval_set_name).first()
+    if eval_set is None:
+        raise problems.fatal(None, "eval set", f'there is no eval set "{eval_set_name}"; import its cases first')
+    try:
+        rv = find_version(rubric_ref)
+        default_agent_version = f.ident(default_agent_version, "agent_version", AGENT_VERSION_MAX)
+    except ValueError as exc:
+        raise problems.fatal(None, "rubric", str(exc)) from None
+    except RecordError as exc:
+        raise problems.fatal(None, exc.field, exc.message) from None
+    criteria = list(rv.criteria.order_by("order").values_list("key", flat=True))
+    records = list(iter_records(source, problems, default_agent_version, criteria))
+    if not records and not problems:
+        raise problems.fatal(None, None, "the file has no labels")
+    job = LabelImport(eval_set, rv, problems)
+    try:
+        with transaction.atomic():
+            EvalSet.objects.select_for_update().filter(pk=eval_set.pk).first()
+            job.run(records)
+            problems.raise_if_any()
+    except IntegrityError as exc:
+        raise problems.fatal(None, None, f"labels changed in the app during the import; try again ({exc})") from None
+    c = job.counts
+    keys = ("annotations_created", "labels_created", "labels_unchanged", "gold_created", "gold_unchanged")
+    counts = {"records": len(records), **{k: c[k] for k in keys}}
+    counts.update(agreement_confirmed=c["agreement_confirmed"], repeated_lines=c["repeated_lines"])
+    counts["accounts_created"] = len(job.new_accounts)
+    summary = (
+        f'{source.name} -> eval set "{eval_set.name}", {rv.ref}: '
+        f"{plural(c['labels_created'], 'label')} created in {plural(c['annotations_created'], 'new annotation')}, "
+        f"{c['labels_unchanged']:,} already there; {plural(c['gold_created'], 'gold label')} created, "
+        f"{c['gold_unchanged']:,} already there."
+    )
+    notes = []
+    if c["agreement_confirmed"]:
+        notes.append(f"{plural(c['agreement_confirmed'], 'agreement gold line')} matched the labels (nothing stored).")
+    if c["repeated_lines"]:
+        notes.append(f"{plural(c['repeated_lines'], 'repeated line')} skipped (identical to an earlier line).")
+    if job.new_accounts:
+        shown = ", ".join(job.new_accounts[:20]) + (" ..." if len(job.new_accounts) > 20 else "")
+        notes.append(
+            f"New accounts that cannot log in until a lead activates them (add_user NAME --role ...): {shown}."
+        )
+    if job.not_verbatim:
+        notes.append(
+            f"{plural(job.not_verbatim, 'evidence quote')} not found verbatim in the output's transcript "
+            "(kept as given; imported evidence is not required to quote)."
+        )
+    return ImportReport(file=source.name, summary=summary, counts=counts, notes=notes)

@@ -1,0 +1,296 @@
+"""Reading import files as a stream of records, each with the line it starts on.
+
+Files arrive as bytes (a path on the command line, an upload on the web page)
+and must be UTF-8. JSONL and CSV are read line by line, so a file of any size
+streams; JSON and YAML documents (rubrics, ADK files, Label Studio exports) are
+read whole, but every object in them remembers its line so that problems can
+still point at one.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import difflib
+import json
+import re
+import sys
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from json import decoder as json_decoder
+from json import scanner as json_scanner
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import yaml
+
+from .errors import Problems, RecordError
+from .fields import encodable, finite_float, parse_json_bytes, reject_json_constant
+
+# A response or transcript cell can be long; the csv module's default cap (128 KiB) is not a format rule.
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+
+
+@dataclass
+class Source:
+    """An import file: the name used in messages and its bytes."""
+
+    name: str
+    stream: BinaryIO
+
+    @property
+    def suffix(self) -> str:
+        """The meaningful ending of the name, lower case: '.evalset.json', '.jsonl', '.csv', ..."""
+        lower = self.name.lower()
+        for ending in (".evalset_result.json", ".evalset.json", ".test.json"):
+            if lower.endswith(ending):
+                return ending
+        return Path(lower).suffix
+
+
+@contextmanager
+def open_source(path: str | Path) -> Iterator[Source]:
+    with open(path, "rb") as stream:
+        yield Source(name=str(path), stream=stream)
+
+
+def suggest(word: str, choices: Iterable[str]) -> str:
+    """' (did you mean "x"?)' for a near miss, else ''."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
+    return f' (did you mean "{close[0]}"?)' if close else ""
+
+
+def _decode(raw: bytes, line: int, problems: Problems) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise problems.fatal(
+            line,
+            None,
+            f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); save the file as UTF-8",
+        ) from None
+
+
+def _check_start(first: bytes, problems: Problems) -> bytes:
+    if first.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise problems.fatal(1, None, "the file is UTF-16 text; save it as UTF-8 and try again")
+    return first[len(codecs.BOM_UTF8) :] if first.startswith(codecs.BOM_UTF8) else first
+
+
+def iter_lines(source: Source, problems: Problems) -> Iterator[tuple[int, str]]:
+    """(line number, text) for every physical line, decoded as UTF-8 (a BOM is dropped)."""
+    for number, raw in enumerate(source.stream, start=1):
+        if number == 1:
+            raw = _check_start(raw, problems)
+        yield number, _decode(raw, number, problems)
+
+
+def read_text(source: Source, problems: Problems) -> str:
+    data = _check_start(source.stream.read(), problems)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise problems.fatal(
+            line, None, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at column {column}); save the file as UTF-8"
+        ) from None
+
+
+def iter_jsonl(source: Source, problems: Problems) -> Iterator[tuple[int, Any]]:
+    """(line, parsed value) per non-blank line; a line that is not JSON becomes a problem."""
+    loads = parse_json_bytes
+    for number, raw in enumerate(source.stream, start=1):
+        if number == 1:
+            raw = _check_start(raw, problems)
+        if not raw.strip():
+            continue
+        try:
+            value = loads(raw)
+        except ValueError as exc:  # UnicodeDecodeError is one too
+            _decode(raw, number, problems)  # bad UTF-8 is the more useful message
+            problems.add(number, None, f"not valid JSON ({_json_error(exc)})")
+            continue
+        yield number, value
+
+
+def _json_error(exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at column {exc.colno}"
+    return str(exc)
+
+
+def iter_csv(
+    source: Source, problems: Problems, check_header: Callable[[set[str], int], None] | None = None
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line the record starts on, {column: cell}) per record; the first record is the header.
+
+    `check_header(columns, line)` runs as soon as the header is read, so a bad header is reported
+    even when no record follows it.
+    """
+    last = [0]
+
+    def lines() -> Iterator[str]:
+        for number, text in iter_lines(source, problems):
+            last[0] = number
+            yield text
+
+    # strict: an unclosed quote at the end of the file is an error, not a silently shortened row.
+    reader = csv.reader(lines(), strict=True)
+    header: list[str] | None = None
+    while True:
+        start = last[0] + 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise problems.fatal(start, None, f"not valid CSV ({exc})") from None
+        if not cells or (len(cells) == 1 and not cells[0].strip()):
+            continue
+        if header is None:
+            header = [c.strip() for c in cells]
+            _check_header(header, start, problems)
+            if check_header:
+                check_header(set(header), start)
+            continue
+        if len(cells) != len(header):
+            problems.add(start, None, f"expected {len(header)} cells like the header, found {len(cells)}")
+            continue
+        yield start, dict(zip(header, cells, strict=True))
+
+
+def _check_header(header: list[str], line: int, problems: Problems) -> None:
+    if len(header) == 1 and ";" in header[0]:
+        raise problems.fatal(line, None, "the header is separated by semicolons; save the file with commas")
+    seen: set[str] = set()
+    for name in header:
+        if not name:
+            raise problems.fatal(line, None, "the header has an empty column name")
+        if name in seen:
+            raise problems.fatal(line, name, "the header names this column twice")
+        seen.add(name)
+
+
+def check_fields(keys: Iterable[str], allowed: frozenset[str], line: int | None = None) -> None:
+    """Unknown keys are errors: a misspelt optional field must not be dropped silently."""
+    for key in keys:
+        if key not in allowed:
+            raise RecordError(
+                key, f"unknown field{suggest(key, allowed)}; known fields: {', '.join(sorted(allowed))}", line
+            )
+
+
+# --- JSON and YAML documents whose objects remember their line -------------------------------------------
+
+
+class Obj(dict):
+    """A JSON/YAML object read from a document, with the line it starts on."""
+
+    line: int = 0
+
+
+class Arr(list):
+    """A JSON/YAML array read from a document, with the line it starts on."""
+
+    line: int = 0
+
+
+def line_of(value: Any, default: int | None = None) -> int | None:
+    return getattr(value, "line", default)
+
+
+def load_json_document(text: str, problems: Problems) -> Any:
+    """Parse a whole JSON document; objects and arrays become Obj/Arr carrying their line.
+
+    Duplicate keys in an object are problems (json.loads would keep the last one silently).
+    """
+    newlines = [m.start() for m in re.finditer("\n", text)]
+
+    def line_at(offset: int) -> int:
+        return bisect_right(newlines, offset - 1) + 1
+
+    dec = json.JSONDecoder(parse_constant=reject_json_constant, parse_float=finite_float)
+
+    def parse_object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo=None):
+        start = s_and_end[1] - 1
+        pairs, end = json_decoder.JSONObject(s_and_end, strict, scan_once, None, list, memo)
+        obj = Obj()
+        obj.line = line_at(start)
+        for key, value in pairs:
+            if key in obj:
+                problems.add(obj.line, key, "this key appears twice in the same object")
+            obj[key] = value
+        return obj, end
+
+    def parse_array(s_and_end, scan_once):
+        start = s_and_end[1] - 1
+        values, end = json_decoder.JSONArray(s_and_end, scan_once)
+        arr = Arr(values)
+        arr.line = line_at(start)
+        return arr, end
+
+    dec.parse_object = parse_object  # type: ignore[assignment]
+    dec.parse_array = parse_array  # type: ignore[assignment]
+    dec.scan_once = json_scanner.py_make_scanner(dec)
+    try:
+        value = dec.decode(text)
+    except json.JSONDecodeError as exc:
+        raise problems.fatal(exc.lineno, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except ValueError as exc:
+        raise problems.fatal(None, None, f"not valid JSON ({exc})") from None
+    if ("\\ud" in text or "\\uD" in text) and not encodable(value):
+        raise problems.fatal(None, None, "contains an unpaired \\uD800-\\uDFFF escape, which is not valid Unicode")
+    return value
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader whose mappings and sequences remember their line and refuse duplicate keys."""
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> Obj:
+    obj = Obj()
+    obj.line = node.start_mark.line + 1
+    loader.flatten_mapping(node)
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in obj:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"the key {key!r} appears twice in the same mapping", key_node.start_mark
+            )
+        obj[key] = loader.construct_object(value_node, deep=True)
+    return obj
+
+
+def _construct_sequence(loader: _LineLoader, node: yaml.SequenceNode) -> Arr:
+    arr = Arr(loader.construct_object(child, deep=True) for child in node.value)
+    arr.line = node.start_mark.line + 1
+    return arr
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def load_yaml_document(text: str, problems: Problems) -> Any:
+    try:
+        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise problems.fatal(line, None, f"not valid YAML ({exc.problem or exc.context})") from None
+    except yaml.YAMLError as exc:
+        raise problems.fatal(None, None, f"not valid YAML ({exc})") from None
+
+
+def peek_first_line(source: Source, limit: int = 1 << 16) -> bytes:
+    """The first non-blank line (up to `limit` bytes), leaving the stream where it was."""
+    position = source.stream.tell()
+    head = source.stream.read(limit)
+    source.stream.seek(position)
+    for raw in head.splitlines():
+        if raw.strip():
+            return raw.strip()
+    return b""

@@ -1,0 +1,22 @@
+"""Names for outputs that people can read, without revealing the agent version."""
+
+from __future__ import annotations
+
+from .models import Output
+
+
+def output_names(output_ids) -> dict[int, str]:
+    """How people tell outputs apart without seeing the agent version: "case-7", or "case-7 · answer 2"
+    when the case has several outputs (one per agent version). One query for any number of outputs."""
+    cases = Output.objects.filter(pk__in=list(output_ids)).values("case_id")
+    rows = (
+        Output.objects.filter(case_id__in=cases).order_by("case_id", "pk").values_list("pk", "case_id", "case__case_id")
+    )
+    by_case: dict[int, list[tuple[int, str]]] = {}
+    for pk, case_pk, case_id in rows:
+        by_case.setdefault(case_pk, []).append((pk, case_id))
+    names = {}
+    for outputs in by_case.values():
+        for i, (pk, case_id) in enumerate(outputs, start=1):
+            names[pk] = case_id if len(outputs) == 1 else f"{case_id} · answer {i}"
+    return names

@@ -1,0 +1,153 @@
+"""What the labeling and adjudication pages render, built with a fixed number of queries.
+
+Kept apart from views.py so the views stay thin and the query budget of each page
+is visible in one place: the labeling page is the annotation (with output, case,
+eval set, rubric version and rubric in one join), the queue, the criteria and the
+annotator's own labels, plus one count; never one query per criterion or output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.http import HttpRequest
+
+from . import queue as q
+from .adjudicate import item_view
+from .annotate import criterion_states
+from .forms import AdjudicationForm
+from .models import Annotation, Criterion, EvalSet, HumanOutcome, LabelingQueue, Output, RubricVersion
+from .naming import output_names
+from .transcript import highlight, render_json
+
+OUTCOMES = [
+    # (value, label people see, key that picks it on the labeling page)
+    (HumanOutcome.PASS.value, HumanOutcome.PASS.label, "p"),
+    (HumanOutcome.FAIL.value, HumanOutcome.FAIL.label, "f"),
+    (HumanOutcome.NOT_APPLICABLE.value, HumanOutcome.NOT_APPLICABLE.label, "n"),
+    (HumanOutcome.ABSTAIN.value, HumanOutcome.ABSTAIN.label, "c"),
+]
+
+
+def transcript_parts(output: Output, quotes: dict[str, str] | None = None) -> dict:
+    """Input, tool calls with results, response (quotable, optionally highlighted) and the reference (not quotable)."""
+    quotes = quotes or {}
+
+    def mark(text: str):
+        return highlight(text, quotes)
+
+    calls = [
+        {
+            "name": mark(str(call.get("name", ""))),
+            "args": mark(render_json(call.get("args", ""))),
+            "result": mark(render_json(call.get("response", ""))),
+        }
+        for call in output.tool_calls or []
+    ]
+    return {
+        "input": mark(output.case.input),
+        "tool_calls": calls,
+        "response": mark(output.response),
+        "reference": output.case.reference,
+    }
+
+
+def annotation_context(annotation: Annotation, *, correcting: bool = False, partial: bool = False) -> dict:
+    """Everything the labeling page shows. `partial`: only what one criterion's swap needs (fewer queries)."""
+    eval_set = annotation.output.case.eval_set
+    queue = q.current_queue(eval_set.pk)
+    stale = queue is None or queue.rubric_version_id != annotation.rubric_version_id
+    submitted = annotation.status == Annotation.Status.SUBMITTED
+    criteria = list(Criterion.objects.filter(rubric_version_id=annotation.rubric_version_id).order_by("order", "id"))
+    states = criterion_states(annotation, criteria)
+    context = {
+        "annotation": annotation,
+        "output": annotation.output,
+        "case": annotation.output.case,
+        "eval_set": eval_set,
+        "rubric_version": annotation.rubric_version,
+        "queue": queue,
+        "stale": stale,
+        "submitted": submitted,
+        "correcting": correcting and submitted and not stale,
+        "locked": stale or (submitted and not correcting),
+        "criteria_by_key": {c.key: c for c in criteria},
+        "states": states,
+        "states_by_key": {s.criterion.key: s for s in states},
+        "answered": sum(1 for s in states if s.label),
+        "outcomes": OUTCOMES,
+        "reservation_minutes": int(q.RESERVATION.total_seconds() // 60),
+    }
+    if partial:
+        return context
+    context["transcript"] = transcript_parts(annotation.output)
+    context["output_name"] = output_names([annotation.output_id]).get(annotation.output_id, context["case"].case_id)
+    context["done_in_queue"] = Annotation.objects.filter(
+        annotator_id=annotation.annotator_id,
+        rubric_version_id=annotation.rubric_version_id,
+        status=Annotation.Status.SUBMITTED,
+        output__case__eval_set=eval_set,
+    ).count()
+    return context
+
+
+def adjudication_context(
+    output: Output, criterion: Criterion, *, form: AdjudicationForm | None = None, error: str = ""
+) -> dict:
+    view = item_view(output, criterion)
+    quotes = {side.css: side.evidence for side in view.sides if side.css}
+    if form is None:
+        current = view.current_gold
+        initial = {"based_on": view.based_on}
+        if current is not None:
+            initial["outcome"] = current.outcome
+        form = AdjudicationForm(initial=initial)
+    return {
+        "output": output,
+        "output_name": output_names([output.pk]).get(output.pk, output.case.case_id),
+        "case": output.case,
+        "criterion": criterion,
+        "rubric_version": criterion.rubric_version,
+        "view": view,
+        "form": form,
+        "error": error,
+        "outcomes": OUTCOMES,
+        "transcript": transcript_parts(output, quotes),
+        "eval_set": output.case.eval_set,
+    }
+
+
+@dataclass
+class Scope:
+    """The eval set and rubric version a staff page looks at, with the choices for the pickers."""
+
+    eval_set: EvalSet | None
+    rubric_version: RubricVersion | None
+    eval_sets: list[EvalSet] = field(default_factory=list)
+    rubric_versions: list[RubricVersion] = field(default_factory=list)
+    queue: LabelingQueue | None = None
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
+
+
+def pick_scope(request: HttpRequest) -> Scope:
+    """From ?eval_set=&rubric_version=, defaulting to an open queue and its current rubric version."""
+    eval_sets = list(EvalSet.objects.order_by("name"))
+    by_id = {e.pk: e for e in eval_sets}
+    wanted = by_id.get(_int(request.GET.get("eval_set")) or -1)
+    queues = {queue.eval_set_id: queue for queue in q.open_queues()}
+    if wanted is None:
+        wanted = next((e for e in eval_sets if e.pk in queues), eval_sets[0] if eval_sets else None)
+    versions = list(RubricVersion.objects.select_related("rubric").order_by("rubric__name", "created_at"))
+    queue = queues.get(wanted.pk) if wanted else None
+    version = next((v for v in versions if v.pk == _int(request.GET.get("rubric_version"))), None)
+    if version is None and queue is not None:
+        version = queue.rubric_version
+    if version is None and versions:
+        version = versions[-1]
+    return Scope(eval_set=wanted, rubric_version=version, eval_sets=eval_sets, rubric_versions=versions, queue=queue)

@@ -1,0 +1,297 @@
+/* Icewater labeling page: keyboard flow, quoting a selection, and saves that never lose typing.
+ *
+ * The server does all checking (the quote must be in the transcript, the outcome in the vocabulary);
+ * this file only moves focus, fills fields and asks htmx to save. Without it the page still works:
+ * every criterion has a Save button and Submit is a plain form post.
+ */
+(function () {
+  "use strict";
+  document.documentElement.classList.add("js");
+
+  if (window.htmx) {
+    // htmx 2 swaps no 4xx answer by default. A refused save answers 409/422 with the criterion's
+    // partial (what was typed plus the reason), which must replace the form so the message shows.
+    htmx.config.responseHandling = [
+      { code: "204", swap: false },
+      { code: "[23]..", swap: true },
+      { code: "^(409|422)$", swap: true, error: false },
+      { code: "[45]..", swap: false, error: true },
+      { code: "...", swap: false },
+    ];
+  }
+
+  // Adjudication: bring the first quoted passage into view inside the transcript.
+  const adjudication = document.querySelector("[data-adjudication-page]");
+  if (adjudication) {
+    const mark = document.querySelector("#transcript mark");
+    const box = document.getElementById("transcript");
+    if (mark && box) box.scrollTop += mark.getBoundingClientRect().top - box.getBoundingClientRect().top - 80;
+  }
+
+  const page = document.querySelector("[data-labeling-page]");
+  if (!page) return;
+  const locked = page.hasAttribute("data-locked");
+  let currentKey = null;
+
+  const forms = () => Array.from(document.querySelectorAll("form.criterion"));
+  const formFor = (key) => document.getElementById("criterion-" + key);
+  const evidenceOf = (form) => form.querySelector("textarea[name=evidence]");
+  const checkedOf = (form) => {
+    const r = form.querySelector("input[name=outcome]:checked");
+    return r ? r.value : "";
+  };
+  const isDirty = (form) => {
+    const ev = evidenceOf(form);
+    return checkedOf(form) !== (form.dataset.savedOutcome || "") || (ev && ev.value.trim() !== (ev.dataset.saved || ""));
+  };
+  // One save at a time per criterion: a save asked for while one is in flight runs after its swap
+  // (htmx would drop a queued request, since the swap replaces the form it belongs to).
+  const save = (form) => {
+    if (form.classList.contains("htmx-request")) form._resave = true;
+    else htmx.trigger(form, "change");
+  };
+
+  function setCurrent(key, { focus = true, scroll = true } = {}) {
+    const form = formFor(key);
+    if (!form) return;
+    currentKey = key;
+    forms().forEach((f) => f.classList.toggle("current", f === form));
+    if (scroll) form.scrollIntoView({ block: "nearest", behavior: "smooth" });
+    if (focus) {
+      const radio = form.querySelector("input[name=outcome]:checked") || form.querySelector("input[name=outcome]");
+      if (radio && !radio.disabled) radio.focus({ preventScroll: true });
+    }
+  }
+
+  function move(step) {
+    const all = forms();
+    const i = all.findIndex((f) => f.dataset.key === currentKey);
+    const next = all[Math.min(all.length - 1, Math.max(0, i + step))];
+    if (next) setCurrent(next.dataset.key);
+  }
+
+  function pick(value) {
+    const form = formFor(currentKey);
+    if (!form) return;
+    const radio = form.querySelector(`input[name=outcome][value="${value}"]`);
+    if (!radio || radio.disabled) return;
+    radio.checked = true;
+    radio.dispatchEvent(new Event("change", { bubbles: true }));
+    if (value === "PASS" || value === "FAIL") focusEvidence(form);
+    else move(1);
+  }
+
+  function focusEvidence(form) {
+    const ev = evidenceOf(form);
+    if (!ev || ev.disabled) return;
+    ev.focus();
+    ev.setSelectionRange(ev.value.length, ev.value.length);
+  }
+
+  function selectedQuote() {
+    const sel = window.getSelection();
+    if (!sel || sel.isCollapsed) return null;
+    const text = sel.toString().trim();
+    if (!text) return null;
+    const transcript = document.getElementById("transcript");
+    const node = sel.anchorNode && (sel.anchorNode.nodeType === 1 ? sel.anchorNode : sel.anchorNode.parentElement);
+    if (!transcript || !node || !transcript.contains(node)) return null;
+    if (node.closest("[data-part=reference]")) return { text, reference: true };
+    return { text, reference: false };
+  }
+
+  function quoteInto(form, quote) {
+    const ev = evidenceOf(form);
+    if (!ev || ev.disabled) return;
+    ev.value = quote;
+    ev.classList.remove("flash");
+    void ev.offsetWidth; // restart the highlight animation
+    ev.classList.add("flash");
+    save(form);
+  }
+
+  function quoteSelection() {
+    const form = formFor(currentKey);
+    const q = selectedQuote();
+    if (!form || !q) return;
+    if (q.reference) {
+      status(form, "The reference is not part of the transcript: quote the input, a tool call or the response.");
+      return;
+    }
+    quoteInto(form, q.text);
+  }
+
+  function status(form, message) {
+    const p = form.querySelector(".crit-status");
+    if (!p) return;
+    const span = document.createElement("span");
+    span.className = "warn";
+    span.textContent = message;
+    p.replaceChildren(span);
+  }
+
+  // --- Saving without losing what is typed while a save is in flight -------------------------
+  // htmx marks a form with htmx-request while its save is in flight; a swapped-out form is gone.
+  const inFlight = () => document.querySelectorAll("form.criterion.htmx-request").length;
+  document.body.addEventListener("htmx:beforeRequest", (e) => {
+    const form = e.detail.elt;
+    if (!form.matches || !form.matches("form.criterion")) return;
+    const ev = evidenceOf(form);
+    form._sent = { outcome: checkedOf(form), evidence: ev ? ev.value : "" };
+  });
+  document.body.addEventListener("htmx:beforeSwap", (e) => {
+    const form = e.detail.target;
+    if (!form.matches || !form.matches("form.criterion")) return;
+    const ev = evidenceOf(form);
+    const active = document.activeElement;
+    form._keep = {
+      key: form.dataset.key,
+      sent: form._sent || { outcome: "", evidence: "" },
+      outcome: checkedOf(form),
+      evidence: ev ? ev.value : "",
+      focusId: active && form.contains(active) ? active.id : null,
+      caret: active === ev ? [ev.selectionStart, ev.selectionEnd] : null,
+      resave: Boolean(form._resave),
+    };
+    window.__pendingKeep = form._keep;
+  });
+  document.body.addEventListener("htmx:afterSwap", () => {
+    const keep = window.__pendingKeep;
+    window.__pendingKeep = null;
+    if (!keep) return;
+    const form = formFor(keep.key);
+    if (!form) return;
+    if (keep.key === currentKey) form.classList.add("current");
+    const ev = evidenceOf(form);
+    // Typed or picked after the save left: put it back, and save it unless the person is still typing.
+    if (ev && keep.evidence !== keep.sent.evidence) ev.value = keep.evidence;
+    if (keep.outcome !== keep.sent.outcome) {
+      const r = form.querySelector(`input[name=outcome][value="${keep.outcome}"]`);
+      if (r) r.checked = true;
+    }
+    if (keep.focusId) {
+      const el = document.getElementById(keep.focusId);
+      if (el) {
+        el.focus({ preventScroll: true });
+        if (keep.caret && el === ev) ev.setSelectionRange(keep.caret[0], keep.caret[1]);
+      }
+    }
+    const typing = ev && document.activeElement === ev;
+    const changed = keep.outcome !== keep.sent.outcome || (keep.evidence !== keep.sent.evidence && !typing);
+    const resave = keep.resave || changed;
+    updateCount();
+    // htmx wires the new form's triggers when it settles, so a save asked for now would be lost.
+    form._resaveOnSettle = resave;
+  });
+  document.body.addEventListener("htmx:afterSettle", (e) => {
+    const form = e.detail.elt;
+    if (form && form._resaveOnSettle) {
+      form._resaveOnSettle = false;
+      save(form);
+    }
+  });
+
+  function updateCount() {
+    const el = document.getElementById("answered-count");
+    if (el) el.textContent = forms().filter((f) => f.dataset.savedOutcome).length;
+  }
+
+  // --- Submit: first flush what is not saved yet, then post -----------------------------------
+  const submitForm = document.getElementById("submit-form");
+  let submitting = false;
+  async function submitWhenSaved() {
+    if (!submitForm || submitting) return;
+    submitting = true;
+    const deadline = Date.now() + 8000;
+    while (Date.now() < deadline) {
+      const dirty = forms().filter((f) => isDirty(f) && !f.classList.contains("has-error"));
+      if (inFlight() === 0 && dirty.length === 0) break;
+      if (inFlight() === 0) dirty.forEach(save);
+      await new Promise((r) => setTimeout(r, 60));
+    }
+    const bad = forms().find((f) => f.classList.contains("has-error"));
+    if (bad) {
+      submitting = false;
+      setCurrent(bad.dataset.key);
+      return;
+    }
+    submitForm.submit();
+  }
+  if (submitForm) {
+    submitForm.addEventListener("submit", (e) => {
+      e.preventDefault();
+      submitWhenSaved();
+    });
+  }
+
+  // --- Keyboard --------------------------------------------------------------------------------
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      submitWhenSaved();
+      return;
+    }
+    const t = e.target;
+    if (t && t.matches && t.matches("textarea[name=evidence]")) {
+      const form = t.closest("form.criterion");
+      if (e.key === "Enter" && !e.shiftKey) {
+        e.preventDefault();
+        if (isDirty(form)) save(form);
+        move(1);
+      } else if (e.key === "Escape") {
+        e.preventDefault();
+        if (isDirty(form)) save(form);
+        setCurrent(form.dataset.key, { scroll: false });
+      }
+      return;
+    }
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    if (t && t.matches && t.matches("input[type=text], input[type=search], select, textarea")) return;
+    if (locked) return;
+    const keys = { p: "PASS", f: "FAIL", n: "NOT_APPLICABLE", c: "ABSTAIN" };
+    if (keys[e.key]) { e.preventDefault(); pick(keys[e.key]); }
+    else if (e.key === "j") { e.preventDefault(); move(1); }
+    else if (e.key === "k") { e.preventDefault(); move(-1); }
+    else if (e.key === "e") { e.preventDefault(); focusEvidence(formFor(currentKey)); }
+    else if (e.key === "q") { e.preventDefault(); quoteSelection(); }
+    else if (/^[1-9]$/.test(e.key)) {
+      const f = forms()[Number(e.key) - 1];
+      if (f) { e.preventDefault(); setCurrent(f.dataset.key); }
+    }
+  });
+
+  // Clicking or tabbing into a criterion makes it the current one.
+  document.addEventListener("focusin", (e) => {
+    const form = e.target.closest && e.target.closest("form.criterion");
+    if (form && form.dataset.key !== currentKey) setCurrent(form.dataset.key, { focus: false, scroll: false });
+  });
+  // Leaving an evidence box with unsaved text saves it (covers text restored after a swap).
+  document.addEventListener("focusout", (e) => {
+    const t = e.target;
+    if (!t.matches || !t.matches("textarea[name=evidence]")) return;
+    const form = t.closest("form.criterion");
+    if (form && isDirty(form) && !form.classList.contains("htmx-request")) save(form);
+  });
+
+  // Selecting text in the transcript quotes it for the current criterion.
+  const transcript = document.getElementById("transcript");
+  if (transcript && !locked) {
+    transcript.addEventListener("mouseup", () => {
+      setTimeout(() => {
+        if (selectedQuote()) quoteSelection();
+      }, 0);
+    });
+  }
+  document.addEventListener("click", (e) => {
+    const button = e.target.closest && e.target.closest("button[data-action]");
+    if (!button) return;
+    const form = button.closest("form.criterion");
+    setCurrent(form.dataset.key, { focus: false, scroll: false });
+    if (button.dataset.action === "none") quoteInto(form, "NONE");
+    if (button.dataset.action === "quote") quoteSelection();
+  });
+
+  // Start on the first criterion without an answer.
+  const first = forms().find((f) => !f.dataset.savedOutcome) || forms()[0];
+  if (first) setCurrent(first.dataset.key, { focus: !locked, scroll: false });
+})();

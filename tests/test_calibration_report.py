@@ -1,0 +1,246 @@
+"""The calibration report read from the database: gold, current verdicts, buckets, the human ceiling."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from calibration.report import REPORT_KEYS, calibration_report, human_agreement, segmented_report
+from labeling.models import Annotation, GoldLabel, Label
+
+from .calibration_factories import (
+    add_verdict,
+    adjudicate,
+    annotate,
+    annotator,
+    calibration_set,
+    make_judge,
+    make_run,
+)
+from .factories import make_eval_set, make_output, make_rubric_version
+
+pytestmark = pytest.mark.django_db
+
+P, F, NA, AB, ER = "PASS", "FAIL", "NOT_APPLICABLE", "ABSTAIN", "ERROR"
+
+
+@pytest.fixture
+def setup():
+    es = make_eval_set("cal")
+    rv = make_rubric_version("refund", "1")
+    judge = make_judge("gpt-judge")
+    return es, rv, judge
+
+
+def report(es, rv, judge, **kw):
+    return calibration_report(eval_set=es, rubric_version=rv, judge_config=judge, **kw)
+
+
+def test_the_worked_example_read_from_the_database(setup):
+    es, rv, judge = setup
+    # 145 true passes, 15 false passes, 5 false fails, 35 true fails; both annotators agree (gold by majority).
+    rows = (
+        [{"correct_amount": (P, P, P)}] * 145
+        + [{"correct_amount": (F, F, P)}] * 15
+        + [{"correct_amount": (P, P, F)}] * 5
+        + [{"correct_amount": (F, F, F)}] * 35
+    )
+    calibration_set(es, rv, judge, rows)
+    row = report(es, rv, judge).row("correct_amount")
+    assert row.n == 200
+    assert row.kappa == pytest.approx(0.25 / 0.35)
+    assert (row.true_pass, row.false_pass, row.false_fail, row.true_fail) == (145, 15, 5, 35)
+    assert row.gold_pass_rate == pytest.approx(0.75) and row.judge_pass_rate == pytest.approx(0.80)
+    assert row.tier == "gate"
+    assert row.human_kappa == pytest.approx(1.0) and row.human_n == 200 and row.human_alpha == pytest.approx(1.0)
+
+
+def test_always_pass_judge_is_flagged_as_constant(setup):
+    es, rv, judge = setup
+    calibration_set(es, rv, judge, [{"next_step": (P, P, P)}] * 9 + [{"next_step": (F, F, P)}])
+    row = report(es, rv, judge).row("next_step")
+    assert row.observed_agreement == pytest.approx(0.9)
+    assert row.kappa == 0.0
+    assert "constant_judge" in row.warning_codes
+    message = next(w.message for w in row.warnings if w.code == "constant_judge")
+    assert "cannot discriminate" in message and "0.90" in message
+    assert row.tier == "insufficient"  # and n = 10 is far too small anyway
+    assert "small_n" in row.warning_codes
+
+
+def test_undefined_kappa_is_null_with_the_reason(setup):
+    es, rv, judge = setup
+    calibration_set(es, rv, judge, [{"next_step": (P, P, P)}] * 4)
+    row = report(es, rv, judge).row("next_step")
+    assert row.kappa is None and row.kappa_ci is None
+    assert row.as_dict()["kappa"] is None
+    assert row.warning_codes[0] == "kappa_undefined"
+    assert "undefined" in row.warnings[0].message
+
+
+def test_a_criterion_without_data_says_no_data(setup):
+    es, rv, judge = setup
+    calibration_set(es, rv, judge, [{"correct_amount": (P, P, P)}])
+    row = report(es, rv, judge).row("next_step")
+    assert row.n == 0 and row.kappa is None and row.observed_agreement is None
+    assert row.warning_codes == ["no_data"]
+    assert row.tier == "insufficient"
+
+
+def test_every_item_lands_in_exactly_one_bucket(setup):
+    es, rv, judge = setup
+    key = "correct_amount"
+    rows = [
+        {key: (P, P, P)},  # n (true pass)
+        {key: (F, F, P)},  # n (false pass)
+        {key: (P, P, ER)},  # judge_error
+        {key: (None, None, ER)},  # judge_error even without gold
+        {key: (F, F, AB)},  # judge_abstain
+        {key: (P, P, NA)},  # not_applicable (judge side)
+        {key: (NA, NA, P)},  # not_applicable (gold side)
+        {key: (P, F, P)},  # pending_gold: split, not adjudicated
+        {key: (P, None, F)},  # pending_gold: one label only
+        {key: (AB, AB, F)},  # pending_gold: people could not tell
+        {key: (P, F, F, F)},  # n (true fail): split, adjudicated FAIL
+        {key: (P, P, None)},  # no verdict: warning only
+    ]
+    calibration_set(es, rv, judge, rows)
+    row = report(es, rv, judge).row(key)
+    assert (row.n, row.true_pass, row.false_pass, row.true_fail, row.false_fail) == (3, 1, 1, 1, 0)
+    assert (row.judge_error, row.judge_abstain, row.not_applicable, row.pending_gold) == (2, 1, 2, 3)
+    assert row.no_verdict == 1 and "no_verdict" in row.warning_codes
+    assert row.judge_items + row.no_verdict == len(rows)
+
+
+def test_adjudicated_gold_wins_over_the_majority_and_only_the_current_revision_counts(setup):
+    es, rv, judge = setup
+    [out] = calibration_set(es, rv, judge, [{"correct_amount": (P, P, P, F)}])
+    row = report(es, rv, judge).row("correct_amount")
+    assert (row.false_pass, row.true_pass) == (1, 0)
+    gold = GoldLabel.objects.get(output=out)
+    gold.is_current = False
+    gold.save()
+    adjudicate(out, rv, "correct_amount", P, gold.decided_by, revision=2)
+    row = report(es, rv, judge).row("correct_amount")
+    assert (row.false_pass, row.true_pass) == (0, 1)
+
+
+def test_drafts_and_old_label_revisions_are_not_gold(setup):
+    es, rv, judge = setup
+    out = make_output(es, case_id="x")
+    run = make_run(es, rv, judge)
+    annotate(out, rv, annotator("amy"), 1, {"correct_amount": P})
+    annotate(out, rv, annotator("bo"), 2, {"correct_amount": P}, submitted=False)
+    add_verdict(run, out, "correct_amount", F)
+    assert report(es, rv, judge).row("correct_amount").pending_gold == 1
+    Annotation.objects.filter(slot=2).update(status=Annotation.Status.SUBMITTED)
+    assert report(es, rv, judge).row("correct_amount").false_fail == 1
+    # B corrects the label after submission: the old revision stays but no longer counts.
+    old = Label.objects.get(annotation__slot=2)
+    old.is_current = False
+    old.save()
+    Label.objects.create(annotation=old.annotation, criterion=old.criterion, outcome=F, revision=2, evidence="NONE")
+    assert report(es, rv, judge).row("correct_amount").pending_gold == 1
+
+
+def test_the_newest_run_wins_and_samples_vote(setup):
+    es, rv, judge = setup
+    outs = calibration_set(es, rv, judge, [{"correct_amount": (P, P, None)}] * 3)
+    old, new = make_run(es, rv, judge), make_run(es, rv, judge)
+    # output 0: the old run said FAIL, the new one PASS -> PASS.
+    add_verdict(old, outs[0], "correct_amount", F)
+    add_verdict(new, outs[0], "correct_amount", P)
+    # output 1: three samples PASS, FAIL, PASS -> PASS (2 of 3).
+    for s, o in enumerate([P, F, P]):
+        add_verdict(new, outs[1], "correct_amount", o, sample=s)
+    # output 2: two samples that disagree -> a tie -> ABSTAIN.
+    add_verdict(new, outs[2], "correct_amount", P, sample=0)
+    add_verdict(new, outs[2], "correct_amount", F, sample=1)
+    row = report(es, rv, judge).row("correct_amount")
+    assert (row.true_pass, row.false_fail, row.judge_abstain) == (2, 0, 1)
+
+
+def test_other_judges_rubric_versions_and_eval_sets_are_left_out(setup):
+    es, rv, judge = setup
+    calibration_set(es, rv, judge, [{"correct_amount": (P, P, P)}])
+    other_judge, other_set = make_judge("other"), make_eval_set("other-set")
+    calibration_set(es, rv, other_judge, [{"correct_amount": (F, F, P)}])
+    calibration_set(other_set, rv, judge, [{"correct_amount": (F, F, P)}])
+    row = report(es, rv, judge).row("correct_amount")
+    assert (row.n, row.true_pass, row.no_verdict) == (1, 1, 1)  # the other judge's output has no verdict here
+
+
+def test_evidence_not_found_is_counted_but_stays_in_kappa(setup):
+    es, rv, judge = setup
+    out = make_output(es, case_id="q")
+    annotate(out, rv, annotator("amy"), 1, {"correct_amount": P})
+    annotate(out, rv, annotator("bo"), 2, {"correct_amount": P})
+    add_verdict(make_run(es, rv, judge), out, "correct_amount", P, evidence="made up", evidence_found=False)
+    row = report(es, rv, judge).row("correct_amount")
+    assert row.evidence_not_found == 1 and row.n == 1
+    assert "evidence_not_found" in row.warning_codes
+
+
+def test_the_report_has_exactly_the_documented_keys(setup):
+    es, rv, judge = setup
+    calibration_set(es, rv, judge, [{"correct_amount": (P, F, P)}])
+    data = report(es, rv, judge).as_dict()
+    assert [tuple(c) for c in data["criteria"]] == [REPORT_KEYS] * 2
+    assert data["judge_config"] == "gpt-judge" and data["model_id"] == "judge-model-1"
+    assert data["rubric_version"] == "refund@1" and "computed_at" in data
+
+
+def test_human_ceiling_uses_the_first_two_annotations_and_alpha_all_of_them(setup):
+    es, rv, judge = setup
+    key = "correct_amount"
+    # A, B, C per output; A vs B by hand: (P,P) (P,F) (F,F) (P,P) -> po = 3/4, pA = 3/4, pB = 1/2,
+    # pe = 3/4 * 1/2 + 1/4 * 1/2 = 1/2, kappa = (3/4 - 1/2) / (1/2) = 1/2.
+    triples = [(P, P, P), (P, F, F), (F, F, F), (P, P, F)]
+    people = [annotator(n) for n in ("amy", "bo", "cy")]
+    for i, triple in enumerate(triples):
+        out = make_output(es, case_id=f"h{i}")
+        for slot, (person, outcome) in enumerate(zip(people, triple, strict=True), start=1):
+            annotate(out, rv, person, slot, {key: outcome})
+    h = human_agreement(eval_set=es, rubric_version=rv)[key]
+    assert h.n == 4 and h.kappa == pytest.approx(0.5)
+    # Alpha over all three: units PPP, PFF, FFF, PPF. o_PP = 6+2 = 8... by hand: each unit of 3 adds
+    # pair weights 1/(3-1): PPP -> o_PP 3; PFF -> o_PF 1, o_FP 1, o_FF 1; FFF -> o_FF 3; PPF -> o_PP 1,
+    # o_PF 1, o_FP 1. n_P = 6, n_F = 6, n = 12, disagreeing mass 4.
+    # alpha = 1 - (n - 1) * 4 / (2 * n_P * n_F) = 1 - 11 * 4 / 72 = 28 / 72.
+    assert h.alpha == pytest.approx(28 / 72)
+    assert human_agreement(eval_set=es.pk, rubric_version=rv.pk)["next_step"].n == 0
+
+
+def test_human_agreement_runs_two_queries_whatever_the_size(setup, django_assert_num_queries):
+    es, rv, judge = setup
+    calibration_set(es, rv, judge, [{"correct_amount": (P, P, P), "next_step": (F, P, F)}] * 3)
+    with django_assert_num_queries(2):
+        human_agreement(eval_set=es, rubric_version=rv)
+    calibration_set(es, rv, judge, [{"correct_amount": (P, F, P), "next_step": (F, F, F)}] * 12)
+    with django_assert_num_queries(2):
+        human_agreement(eval_set=es, rubric_version=rv)
+
+
+def test_report_query_count_is_constant(setup):
+    es, rv, judge = setup
+    calibration_set(es, rv, judge, [{"correct_amount": (P, P, P)}])
+    with CaptureQueriesContext(connection) as small:
+        report(es, rv, judge)
+    calibration_set(es, rv, judge, [{"correct_amount": (P, F, P, F), "next_step": (F, F, ER)}] * 25)
+    make_run(es, rv, judge)
+    with CaptureQueriesContext(connection) as large:
+        report(es, rv, judge)
+    assert len(small) == len(large) == 5
+
+
+def test_agent_version_filter_and_segments(setup):
+    es, rv, judge = setup
+    calibration_set(es, rv, judge, [{"correct_amount": (P, P, P)}, {"correct_amount": (F, F, F)}], agent_version="v1")
+    calibration_set(es, rv, judge, [{"correct_amount": (P, P, F)}, {"correct_amount": (F, F, F)}], agent_version="v2")
+    assert report(es, rv, judge, agent_version="v1").row("correct_amount").kappa == pytest.approx(1.0)
+    seg = segmented_report(eval_set=es, rubric_version=rv, judge_config=judge)
+    assert [s.agent_version for s in seg.segments] == ["v1", "v2"]
+    v2 = seg.segments[1].rows[0]
+    assert v2.false_fail == 1 and v2.kappa == pytest.approx(0.0)  # judge always FAIL on v2: constant
+    assert seg.as_dict()["mean_kappa"]["correct_amount"]["mean_kappa"] == pytest.approx(0.5)

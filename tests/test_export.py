@@ -1,0 +1,191 @@
+"""export_data: every format imports back to the same data, and a second import changes nothing."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import types
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from judging.models import JudgeConfig
+from labeling.io import ExportError, export_data, import_cases, import_labels, import_rubric
+from labeling.models import Annotation, EvalSet, GoldLabel
+
+from .io_helpers import data_source, dump_cases, dump_gold, dump_labels, row_counts, source
+
+pytestmark = pytest.mark.django_db
+REF = "refund-support@1"
+
+
+@pytest.fixture
+def refunds():
+    import_rubric(source=data_source("rubric.json"))
+    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
+    import_cases(source=data_source("refunds.evalset.json"), eval_set_name="refunds")  # cases without outputs too
+    import_labels(source=data_source("labels.jsonl"), eval_set_name="refunds", rubric_ref=REF)
+
+
+def export(what: str, fmt: str, **kwargs) -> str:
+    out = io.StringIO()
+    export_data(eval_set_name="refunds", what=what, fmt=fmt, stream=out, **kwargs)
+    return out.getvalue()
+
+
+FILE_NAMES = {"jsonl": "export.jsonl", "csv": "export.csv", "adk": "export.evalset.json"}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "adk"])
+def test_cases_round_trip_in_every_format(refunds, fmt):
+    text = export("cases", fmt)
+    before = dump_cases("refunds")
+    if fmt == "adk":  # an ADK eval set carries cases, not outputs
+        before = [row[:4] + ((),) for row in before]
+    EvalSet.objects.get(name="refunds").delete()
+    name = FILE_NAMES[fmt]
+    import_cases(source=source(name, text), eval_set_name="refunds")
+    assert dump_cases("refunds") == before
+    counts = row_counts()
+    report = import_cases(source=source(name, text), eval_set_name="refunds")
+    assert not report.changed and row_counts() == counts
+    assert export("cases", fmt) == text
+
+
+def test_exported_cases_look_like_the_import_format(refunds):
+    first = json.loads(export("cases", "jsonl").splitlines()[0])
+    assert first == {
+        "case_id": "double_charge",
+        "input": "I was charged twice for order 1234. Can I get a refund?",
+        "reference": "I have refunded the duplicate charge of $40.00; it arrives within 5 business days.",
+        "metadata": first["metadata"],
+    }  # a case without outputs: no response, so it imports as a case only
+    header = export("cases", "csv").splitlines()[0]
+    assert header == "case_id,agent_version,input,reference,response,tool_calls,latency_ms,metadata,output_metadata"
+
+
+def test_the_adk_export_is_an_adk_eval_set(refunds):
+    doc = json.loads(export("cases", "adk"))
+    assert doc["eval_set_id"] == "refunds" and doc["name"] == "refunds"
+    by_id = {c["eval_id"]: c for c in doc["eval_cases"]}
+    parcel = by_id["lost_parcel"]["conversation"]
+    assert [t["invocation_id"] for t in parcel] == ["e-2a", "e-2b"]
+    assert parcel[1]["user_content"] == {"role": "user", "parts": [{"text": "Yes please."}]}
+    assert parcel[1]["intermediate_data"] == {"tool_uses": [{"name": "issue_refund", "args": {"amount": 25.5}}]}
+    assert (
+        by_id["r-002"]["conversation"][0]["final_response"]["parts"][0]["text"]
+        == "Refund $25.50 after the carrier confirms loss."
+    )
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_labels_round_trip_with_their_slots(refunds, fmt):
+    text = export("labels", fmt, rubric_ref=REF)
+    before = dump_labels("refunds")
+    Annotation.objects.all().delete()
+    import_labels(source=source(f"labels.{fmt}", text), eval_set_name="refunds", rubric_ref=REF)
+    assert dump_labels("refunds") == before
+    counts = row_counts()
+    report = import_labels(source=source(f"labels.{fmt}", text), eval_set_name="refunds", rubric_ref=REF)
+    assert not report.changed and row_counts() == counts
+    assert export("labels", fmt, rubric_ref=REF) == text
+
+
+def test_gold_is_the_adjudication_where_there_is_one_else_the_annotators_majority(refunds):
+    lines = [json.loads(line) for line in export("gold", "jsonl", rubric_ref=REF).splitlines()]
+    # Worked from tests/data/labels.jsonl: r-001/v1 next_step is PASS vs FAIL (no majority, no line);
+    # r-002/v1 within_policy is adjudicated by sam; r-003/v1 has one label only, which is no majority.
+    assert [(g["case_id"], g["agent_version"], g["criterion"], g["adjudicator"], g["outcome"]) for g in lines] == [
+        ("r-001", "v1", "correct_amount", "agreement", "PASS"),
+        ("r-001", "v2", "correct_amount", "agreement", "FAIL"),
+        ("r-002", "v1", "within_policy", "sam", "FAIL"),
+    ]
+    assert lines[0]["rationale"] == "2 of 2 annotators agree"
+    assert lines[2]["rationale"] == "A voucher is beyond the refund policy."
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_gold_round_trips_without_turning_agreement_into_adjudications(refunds, fmt):
+    text = export("gold", fmt, rubric_ref=REF)
+    before = dump_gold("refunds")
+    GoldLabel.objects.all().delete()
+    report = import_labels(source=source(f"gold.{fmt}", text), eval_set_name="refunds", rubric_ref=REF)
+    assert report.counts["gold_created"] == 1 and report.counts["agreement_confirmed"] == 2
+    assert dump_gold("refunds") == before
+    counts = row_counts()
+    assert not import_labels(source=source(f"gold.{fmt}", text), eval_set_name="refunds", rubric_ref=REF).changed
+    assert row_counts() == counts
+    assert export("gold", fmt, rubric_ref=REF) == text
+
+
+def test_a_whole_installation_moves_by_export_and_import(refunds):
+    cases, labels, gold = (
+        export("cases", "jsonl"),
+        export("labels", "csv", rubric_ref=REF),
+        export("gold", "jsonl", rubric_ref=REF),
+    )
+    want = (dump_cases("refunds"), dump_labels("refunds"), dump_gold("refunds"))
+    Annotation.objects.all().delete()
+    GoldLabel.objects.all().delete()
+    EvalSet.objects.all().delete()
+    import_cases(source=source("c.jsonl", cases), eval_set_name="refunds")
+    import_labels(source=source("l.csv", labels), eval_set_name="refunds", rubric_ref=REF)
+    import_labels(source=source("g.jsonl", gold), eval_set_name="refunds", rubric_ref=REF)
+    assert (dump_cases("refunds"), dump_labels("refunds"), dump_gold("refunds")) == want
+
+
+def test_the_command_writes_stdout_or_a_file(refunds, tmp_path, capsys):
+    call_command("export_data", "--eval-set", "refunds", "--what", "labels", "--rubric", REF, "--format", "csv")
+    out = capsys.readouterr()
+    assert out.out.splitlines()[0] == "case_id,agent_version,criterion,annotator,outcome,evidence"
+    assert len(out.out.splitlines()) == 10  # header + 9 labels
+    assert "Exported 9 records (labels) to stdout." in out.err
+    target = tmp_path / "cases.jsonl"
+    call_command("export_data", "--eval-set", "refunds", "--what", "cases", "--output", str(target))
+    assert len(target.read_text().splitlines()) == 8  # 5 outputs + 3 cases without outputs
+    assert [p.name for p in tmp_path.iterdir()] == ["cases.jsonl"]  # no temporary file left behind
+
+
+def test_a_failed_export_leaves_no_file(refunds, tmp_path):
+    target = tmp_path / "out.jsonl"
+    with pytest.raises(CommandError, match="needs --rubric NAME@VERSION"):
+        call_command("export_data", "--eval-set", "refunds", "--what", "gold", "--output", str(target))
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"eval_set_name": "nope", "what": "cases"}, 'there is no eval set "nope"'),
+        ({"eval_set_name": "refunds", "what": "labels"}, "--what labels needs --rubric NAME@VERSION"),
+        ({"eval_set_name": "refunds", "what": "labels", "rubric_ref": "refund-support@7"}, 'has no version "7"'),
+        ({"eval_set_name": "refunds", "what": "gold", "fmt": "adk", "rubric_ref": REF}, "--format adk is for cases"),
+        ({"eval_set_name": "refunds", "what": "verdicts", "rubric_ref": REF}, "--what verdicts needs --judge NAME"),
+        (
+            {"eval_set_name": "refunds", "what": "verdicts", "rubric_ref": REF, "judge_name": "gpt"},
+            'there is no judge config "gpt"',
+        ),
+        ({"eval_set_name": "refunds", "what": "everything"}, "--what must be one of"),
+    ],
+)
+def test_an_export_that_cannot_run_says_why(refunds, kwargs, message):
+    with pytest.raises(ExportError, match=message.replace("(", "\\(")):
+        export_data(stream=io.StringIO(), **kwargs)
+
+
+def test_verdicts_are_exported_by_judging_io(refunds, monkeypatch):
+    judge = JudgeConfig.objects.create(name="gpt", backend=JudgeConfig.Backend.IMPORTED)
+    calls = []
+
+    def fake_export_verdicts(*, eval_set, rubric_version, judge_config, fmt, stream):
+        calls.append((eval_set.name, rubric_version.ref, judge_config.name, fmt))
+        stream.write("{}\n")
+        return 1
+
+    monkeypatch.setitem(sys.modules, "judging.io", types.SimpleNamespace(export_verdicts=fake_export_verdicts))
+    assert export("verdicts", "csv", rubric_ref=REF, judge_name=judge.name) == "{}\n"
+    assert calls == [("refunds", REF, "gpt", "csv")]
+    monkeypatch.setitem(sys.modules, "judging.io", None)  # judging.io missing: a clear error, not a traceback
+    with pytest.raises(CommandError, match="exporting verdicts needs judging.io.export_verdicts"):
+        call_command("export_data", "--eval-set", "refunds", "--what", "verdicts", "--rubric", REF, "--judge", "gpt")

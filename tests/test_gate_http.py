@@ -1,0 +1,164 @@
+"""The release gate over HTTP with per-project tokens, and the page of gate results."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from django.urls import reverse
+
+from calibration.models import GateResult, GateToken
+
+from .calibration_factories import bulk_verdicts, make_judge, mark_as_gating
+from .factories import make_eval_set, make_rubric_version
+
+pytestmark = pytest.mark.django_db
+API = "/calibration/api/gate"
+
+
+@pytest.fixture
+def world(lead):
+    cal, rc = make_eval_set("cal"), make_eval_set("rc-1")
+    rv = make_rubric_version("refund", "1")
+    judge = make_judge("gpt-judge")
+    mark_as_gating(rv, judge, ["correct_amount"], cal, by=lead)
+    bulk_verdicts(rc, rv, judge, {"correct_amount": {"PASS": 50}})
+    return cal, rc, rv, judge
+
+
+@pytest.fixture
+def token(client, world, lead) -> str:
+    """Create a token the way a lead does, through the page, and read it off the page."""
+    client.force_login(lead)
+    response = client.post(reverse("calibration:create_token"), {"project": "refund-bot CI", "rubric": world[2].rubric.pk})
+    assert response.status_code == 200 and response["Cache-Control"] == "no-store"
+    body = response.content.decode()
+    start = body.index('id="new-token">') + len('id="new-token">')
+    client.logout()
+    return body[start : body.index("<", start)]
+
+
+def ask(client, secret: str | None, body, **headers):
+    if secret is not None:
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {secret}"
+    data = body if isinstance(body, str | bytes) else json.dumps(body)
+    return client.post(API, data=data, content_type="application/json", **headers)
+
+
+GOOD = {"eval_set": "rc-1", "rubric": "refund@1", "judge": "gpt-judge"}
+
+
+def test_a_token_is_shown_once_and_stored_only_as_a_hash(client, token, lead):
+    stored = GateToken.objects.get()
+    assert token.startswith("icw_") and len(token) > 40
+    assert stored.token_hash == hashlib.sha256(token.encode()).hexdigest()
+    assert token not in {stored.project, stored.hint, stored.token_hash}
+    assert stored.hint == token[:8] and stored.created_by == lead
+    client.force_login(lead)
+    assert token not in client.get(reverse("calibration:gates")).content.decode()
+
+
+def test_ci_asks_the_gate_with_the_token(client, token):
+    response = ask(client, token, {**GOOD, "min_pass_rate": 0.9})
+    assert response.status_code == 200
+    result = response.json()
+    assert list(result) == ["passed", "binding_criterion", "met_count", "gating_count", "criteria"]
+    assert result["passed"] is True and result["criteria"][0]["passes"] == 50
+    record = GateResult.objects.get()
+    assert record.source == "http" and record.token.project == "refund-bot CI" and record.decision == "passed"
+    assert GateToken.objects.get().last_used_at is not None
+    failed = ask(client, token, {**GOOD, "min_pass_rate": 0.99, "confidence": 0.99})
+    assert failed.status_code == 200 and failed.json()["passed"] is False
+
+
+def test_the_gate_cannot_decide_over_http_either(client, token):
+    response = ask(client, token, {**GOOD, "judge": "nobody"})
+    assert response.status_code == 409
+    assert response.json()["passed"] is None and "unknown judge config 'nobody'" in response.json()["error"]
+    assert GateResult.objects.get().decision == "undecided"
+
+
+@pytest.mark.parametrize(
+    "auth,status,message",
+    [
+        (None, 401, "send a valid gate token"),
+        ("icw_wrong", 401, "send a valid gate token"),
+        ("", 401, "send a valid gate token"),
+    ],
+)
+def test_bad_tokens_are_refused(client, world, auth, status, message):
+    response = ask(client, auth, GOOD)
+    assert response.status_code == status and message in response.json()["error"]
+    assert not GateResult.objects.exists()
+
+
+def test_a_revoked_token_stops_working(client, token, lead):
+    client.force_login(lead)
+    client.post(reverse("calibration:revoke_token", args=[GateToken.objects.get().pk]))
+    client.logout()
+    response = ask(client, token, GOOD)
+    assert response.status_code == 401 and "revoked" in response.json()["error"]
+    assert not GateResult.objects.exists()
+
+
+def test_a_token_only_gates_its_own_project(client, token):
+    make_rubric_version("billing", "1")
+    response = ask(client, token, {**GOOD, "rubric": "billing@1"})
+    assert response.status_code == 403 and "only gate on the rubric 'refund'" in response.json()["error"]
+    assert not GateResult.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "body,fragment",
+    [
+        ("not json", "must be a JSON object"),
+        ("[1, 2]", "must be a JSON object"),
+        ({"rubric": "refund@1", "judge": "gpt-judge"}, "eval_set"),
+        ({**GOOD, "min_pass_rate": "high"}, "min_pass_rate"),
+        ({**GOOD, "confidence": 1.5}, "confidence must be a number strictly between 0 and 1"),
+        ({**GOOD, "max_error_rate": -1}, "max-error-rate must be a number from 0 to 1"),
+        ({**GOOD, "rubric": "refund"}, "NAME@VERSION"),
+    ],
+)
+def test_bad_bodies_get_a_clear_400_and_store_nothing(client, token, body, fragment):
+    response = ask(client, token, body)
+    assert response.status_code == 400
+    assert fragment in json.dumps(response.json())
+    assert not GateResult.objects.exists()
+
+
+def test_only_post_and_no_session_login(client, token, lead):
+    assert client.get(API).status_code == 405
+    client.force_login(lead)  # a browser session is not a gate token
+    assert ask(client, None, GOOD).status_code == 401
+
+
+def test_token_management_is_for_leads(client, world, reviewer, lead):
+    client.force_login(reviewer)
+    assert client.post(reverse("calibration:create_token"), {"project": "x", "rubric": world[2].rubric.pk}).status_code == 403
+    assert not GateToken.objects.exists()
+    client.force_login(lead)
+    response = client.post(reverse("calibration:create_token"), {"project": " ", "rubric": 999}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and not GateToken.objects.exists()  # htmx swaps only 2xx
+    body = response.content.decode()
+    assert body.lstrip().startswith('<section class="card" id="token-panel">')
+    assert "This field is required" in body or "Name the project" in body
+    assert "Select a valid choice" in body
+    token = GateToken.objects.create(project="p", rubric=world[2].rubric, token_hash="0" * 64, hint="icw_abcd",
+                                     created_by=lead)
+    client.force_login(reviewer)
+    client.post(reverse("calibration:revoke_token", args=[token.pk]))
+    token.refresh_from_db()
+    assert token.revoked_at is None
+
+
+def test_the_gate_results_page_shows_every_decision(client, token, reviewer):
+    ask(client, token, GOOD)
+    ask(client, token, {**GOOD, "min_pass_rate": 0.999})
+    ask(client, token, {**GOOD, "eval_set": "nope"})
+    client.force_login(reviewer)
+    body = client.get(reverse("calibration:gates")).content.decode()
+    assert body.count("decision-passed") == 1 and body.count("decision-failed") == 1
+    assert "Cannot decide: unknown eval set &#x27;nope&#x27;" in body
+    assert "refund-bot CI" in body and "1 of 1" in body and "0 of 1" in body

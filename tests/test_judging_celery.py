@@ -1,0 +1,164 @@
+"""Judge runs on a real Celery worker (a `celery -A config worker` process) over Redis, against the fake server.
+
+The worker reads the test database (DATABASE_URL points at it) and this run's queue, so the
+data must be committed: these tests use transactional_db.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.db.models import Count
+
+from config.celery import app
+from judging import runner
+from judging.models import JudgeRun, RunItem, Verdict
+from tests.factories import make_rubric_version
+from tests.judging_helpers import KEY_ENV, KEY_VALUE, RESPONSE, fake_llm, judge_key, make_judge, make_scope  # noqa: F401
+
+pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]
+ROOT = Path(__file__).resolve().parent.parent
+WORKER_START_TIMEOUT_S = 120
+RUN_TIMEOUT_S = 120
+
+
+def database_url() -> str:
+    db = settings.DATABASES["default"]
+    return f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
+class Worker:
+    """One `celery -A config worker` process (its own process group, so a kill takes its pool too)."""
+
+    def __init__(self, log_dir: Path, concurrency: int = 2):
+        self.name = f"judgetest-{uuid.uuid4().hex[:8]}"
+        self.log = log_dir / f"{self.name}.log"
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "ICEWATER_CELERY_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE,
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            KEY_ENV: KEY_VALUE,
+        }
+        env.pop("ICEWATER_TEST_DB_NAME", None)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO",
+             "--concurrency", str(concurrency), "-n", f"{self.name}@%h", "--without-gossip", "--without-mingle"],
+            cwd=ROOT,
+            env=env,
+            stdout=self.log.open("wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + WORKER_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the worker exited:\n{self.log.read_text()[-3000:]}")
+            if " ready." in self.log.read_text(errors="replace"):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"the worker did not start:\n{self.log.read_text()[-3000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL, parent and pool children: no warm shutdown, no acks, no cleanup."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def workers(tmp_path):
+    app.control.purge()  # nothing left over on this run's queue from earlier tests
+    started: list[Worker] = []
+
+    def start(**kwargs) -> Worker:
+        worker = Worker(tmp_path, **kwargs)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+    # Lanes may still be queued for runs of this test: the next test's data must not meet them.
+    JudgeRun.objects.filter(status__in=JudgeRun.ACTIVE).update(status="cancelled")
+    app.control.purge()
+
+
+def wait_for(run: JudgeRun, timeout: float = RUN_TIMEOUT_S) -> JudgeRun:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if not run.is_active:
+            return run
+        time.sleep(0.2)
+    raise AssertionError(f"run {run.pk} still {run.status} after {timeout} s")
+
+
+def test_a_run_on_a_worker_is_bounded_cached_and_followed_by_run_judge(fake_llm, judge_key, workers):
+    fake_llm.latency_s = 0.1
+    judge = make_judge(fake_llm, max_concurrency=3)
+    scope = make_scope(judge, responses=[f"Reply {i}: refund of $40.00." for i in range(20)] + [
+        f"{RESPONSE} [[fake:all=FAIL]]", f"{RESPONSE} [[fake:malformed]]"
+    ], rubric=make_rubric_version(name="refund", version="1"))
+    workers(concurrency=2)
+    run = wait_for(runner.start_run(scope, check_api_key=False))
+    assert run.status == "done", run.error
+    assert Verdict.objects.filter(run=run).count() == 44
+    outcomes = dict(Verdict.objects.filter(run=run).values_list("outcome").annotate(n=Count("pk")))
+    assert outcomes == {"PASS": 40, "FAIL": 2, "ERROR": 2}
+    assert fake_llm.calls == 22
+    assert fake_llm.max_in_flight <= 3  # two lanes in two processes, one bound across both
+    assert any(KEY_VALUE in r.headers.get("authorization", "") for r in fake_llm.requests)
+    # The same data again, followed to its end by the command: every verdict from the cache.
+    fake_llm.reset()
+    out = io.StringIO()
+    call_command("run_judge", "--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", judge.name,
+                 "--wait", "--poll", "0.2", "--timeout", str(RUN_TIMEOUT_S), stdout=out)
+    assert "44/44 verdicts" in out.getvalue() and "cache hits 44" in out.getvalue()
+    assert fake_llm.calls == 0
+
+
+def test_a_worker_killed_mid_run_loses_nothing(fake_llm, workers):
+    fake_llm.latency_s = 0.3
+    judge = make_judge(fake_llm, max_concurrency=2, timeout_s=2.0)
+    scope = make_scope(judge, responses=[f"Reply number {i}." for i in range(40)])
+    first = workers(concurrency=2)
+    run = runner.start_run(scope, check_api_key=False)
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while RunItem.objects.filter(run=run, state="done").count() < 6 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first.kill()
+    held = set(RunItem.objects.filter(run=run, state="claimed").values_list("pk", flat=True))
+    done_at_kill = RunItem.objects.filter(run=run, state="done").count()
+    run.refresh_from_db()
+    assert run.status == "running" and 6 <= done_at_kill < 40 and held  # killed mid-run, holding work
+    workers(concurrency=2)  # its worker_ready hook gives the run fresh lanes
+    run = wait_for(run)
+    assert run.status == "done"
+    # Every verdict exactly once: the unique constraint forbids more, the count shows nothing is missing.
+    per_key = Verdict.objects.filter(run=run).values("output", "criterion", "sample").annotate(n=Count("pk"))
+    assert len(per_key) == 80 and {row["n"] for row in per_key} == {1}
+    assert not RunItem.objects.filter(run=run).exclude(state="done").exists()
+    # What the dead worker held was taken again once its leases ran out.
+    assert set(RunItem.objects.filter(pk__in=held, claims__gte=2).values_list("pk", flat=True)) == held
+    assert fake_llm.calls >= 40

@@ -1,0 +1,177 @@
+"""The statistics, checked against numbers worked out by hand (../shared/background) and against
+reference implementations (scikit-learn, statsmodels). No database."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from statsmodels.stats.inter_rater import cohens_kappa
+from statsmodels.stats.proportion import proportion_confint
+
+from calibration import metrics
+from calibration.metrics import (
+    GATE_MIN_KAPPA,
+    MIN_N,
+    TREND_MIN_KAPPA,
+    bootstrap_kappa_ci,
+    cohen_agreement,
+    kappa_from_cells,
+    krippendorff_alpha_nominal,
+    tier_for,
+    wilson_interval,
+)
+
+
+def pairs(tp: int, fp: int, fn: int, tn: int) -> tuple[list[str], list[str]]:
+    """(judge, gold) lists with the given cells: fp = judge PASS and gold FAIL."""
+    judge = ["PASS"] * (tp + fp) + ["FAIL"] * (fn + tn)
+    gold = ["PASS"] * tp + ["FAIL"] * fp + ["PASS"] * fn + ["FAIL"] * tn
+    return judge, gold
+
+
+def test_the_200_item_worked_example_gives_kappa_0_25_over_0_35():
+    # Background 000: humans pass 150, the judge 160, they agree on 180 of 200.
+    # tp + fn = 150, tp + fp = 160, tp + tn = 180, all four sum to 200  =>  tp 145, fp 15, fn 5, tn 35.
+    judge, gold = pairs(145, 15, 5, 35)
+    a = cohen_agreement(judge, gold)
+    assert a.n == 200
+    assert a.observed_agreement == pytest.approx(0.90)
+    assert a.expected_agreement == pytest.approx(0.75 * 0.80 + 0.25 * 0.20)  # 0.65
+    assert a.kappa == pytest.approx(0.25 / 0.35)  # about 0.714
+    assert round(a.kappa, 2) == 0.71
+    assert (a.true_pass, a.false_pass, a.false_fail, a.true_fail) == (145, 15, 5, 35)
+    assert a.reference_pass_rate == pytest.approx(0.75)
+    assert a.rater_pass_rate == pytest.approx(0.80)
+    assert tier_for(a.kappa, a.n) == "gate"
+
+
+def test_always_pass_judge_on_a_skewed_set_agrees_90_percent_with_kappa_exactly_zero():
+    # Background 004: nine human passes, one fail, a judge that always says pass.
+    judge, gold = pairs(9, 1, 0, 0)
+    a = cohen_agreement(judge, gold)
+    assert a.observed_agreement == pytest.approx(0.9)
+    assert a.expected_agreement == pytest.approx(1.0 * 0.9 + 0.0 * 0.1)
+    assert a.kappa == 0.0
+    assert a.false_pass == 1
+    assert a.rater_pass_rate == 1.0
+
+
+def test_a_judge_that_reads_the_answer_gets_kappa_one_on_the_same_set():
+    # The negative control of the always-pass example: same gold, a discriminating judge.
+    a = cohen_agreement(*pairs(9, 0, 0, 1))
+    assert a.kappa == pytest.approx(1.0)
+
+
+def test_kappa_is_undefined_not_zero_or_one_when_both_sides_say_the_same_single_outcome():
+    a = cohen_agreement(["PASS"] * 12, ["PASS"] * 12)
+    assert a.kappa is None
+    assert a.kappa_ci is None
+    assert a.observed_agreement == 1.0
+    assert a.expected_agreement == 1.0
+    assert tier_for(a.kappa, 500) == "insufficient"
+
+
+def test_no_items_gives_no_numbers_at_all():
+    a = cohen_agreement([], [])
+    assert a.n == 0
+    assert (a.kappa, a.kappa_ci, a.observed_agreement, a.expected_agreement) == (None, None, None, None)
+    assert (a.rater_pass_rate, a.reference_pass_rate) == (None, None)
+
+
+def test_kappa_agrees_with_statsmodels_on_a_lopsided_table():
+    judge, gold = pairs(40, 11, 7, 3)
+    # statsmodels wants the table rows = rater 1, cols = rater 2, in a fixed category order.
+    table = np.array([[40, 11], [7, 3]])  # rows judge PASS/FAIL, cols gold PASS/FAIL
+    assert cohen_agreement(judge, gold).kappa == pytest.approx(cohens_kappa(table).kappa)
+
+
+def test_kappa_from_cells_matches_the_textbook_formula():
+    tp, fp, fn, tn = 145, 15, 5, 35
+    n = 200
+    po = (tp + tn) / n
+    pe = ((tp + fp) / n) * ((tp + fn) / n) + ((fn + tn) / n) * ((fp + tn) / n)
+    assert kappa_from_cells(tp, fp, fn, tn) == pytest.approx((po - pe) / (1 - pe))
+    assert math.isnan(kappa_from_cells(0, 0, 0, 9))
+    assert math.isnan(kappa_from_cells(0, 0, 0, 0))
+
+
+def test_bootstrap_interval_is_reproducible_and_close_to_the_large_sample_interval():
+    first = bootstrap_kappa_ci(145, 15, 5, 35)
+    assert first == bootstrap_kappa_ci(145, 15, 5, 35)
+    low, high = first
+    assert low < 0.25 / 0.35 < high
+    # Independent reference: statsmodels' asymptotic interval kappa +- 1.96 SE (Fleiss, Cohen & Everitt).
+    ref = cohens_kappa(np.array([[145, 15], [5, 35]]))
+    assert low == pytest.approx(ref.kappa_low, abs=0.03)
+    assert high == pytest.approx(ref.kappa_upp, abs=0.03)
+
+
+def test_bootstrap_over_cells_has_the_spread_of_resampling_items():
+    # The cell-count shortcut must match the naive "resample items with replacement" bootstrap.
+    judge, gold = pairs(60, 12, 9, 39)
+    j, g = np.array(judge), np.array(gold)
+    rng = np.random.default_rng(7)
+    naive = []
+    for _ in range(3000):
+        idx = rng.integers(0, len(j), len(j))
+        naive.append(cohen_agreement(j[idx], g[idx]).kappa)
+    low, high = bootstrap_kappa_ci(60, 12, 9, 39)
+    n_low, n_high = np.quantile(naive, [0.025, 0.975])
+    assert low == pytest.approx(n_low, abs=0.02)
+    assert high == pytest.approx(n_high, abs=0.02)
+
+
+def test_wilson_35_of_35_clears_0_90_and_34_of_34_does_not():
+    # For all-pass samples the lower bound is n / (n + z^2): 35 / 38.84 = 0.9011, 34 / 37.84 = 0.8985.
+    z2 = 1.959963984540054**2
+    w35, w34 = wilson_interval(35, 35, 0.95), wilson_interval(34, 34, 0.95)
+    assert w35.lower == pytest.approx(35 / (35 + z2))
+    assert w34.lower == pytest.approx(34 / (34 + z2))
+    assert w35.lower >= 0.90 > w34.lower
+
+
+@pytest.mark.parametrize("successes,n,confidence", [(0, 1, 0.95), (7, 10, 0.9), (88, 100, 0.99), (1, 3, 0.5)])
+def test_wilson_equals_statsmodels(successes, n, confidence):
+    low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
+    w = wilson_interval(successes, n, confidence)
+    assert w.lower == pytest.approx(low, rel=1e-12, abs=1e-15)
+    assert w.upper == pytest.approx(high, rel=1e-12, abs=1e-15)
+
+
+def test_wilson_refuses_nonsense():
+    assert wilson_interval(0, 0, 0.95).lower is None
+    with pytest.raises(ValueError):
+        wilson_interval(5, 4, 0.95)
+    with pytest.raises(ValueError):
+        wilson_interval(1, 4, 1.0)
+
+
+def test_krippendorff_alpha_by_hand():
+    # Units (P,P) (P,F) (F,F) (P,P) and one lone P (not pairable). Coincidences: o_PP = 4, o_FF = 2,
+    # o_PF = o_FP = 1; n_P = 5, n_F = 3, n = 8. alpha = 1 - (n - 1) * (o_PF + o_FP) / (2 n_P n_F)
+    # = 1 - 7 * 2 / 30 = 8 / 15.
+    counts = np.array([[2, 0], [1, 1], [0, 2], [2, 0], [1, 0]])  # columns PASS, FAIL
+    assert krippendorff_alpha_nominal(counts) == pytest.approx(8 / 15)
+
+
+def test_krippendorff_alpha_is_undefined_without_variation_or_pairs():
+    assert krippendorff_alpha_nominal(np.array([[2, 0], [3, 0]])) is None
+    assert krippendorff_alpha_nominal(np.array([[1, 0], [0, 1]])) is None
+    assert krippendorff_alpha_nominal(np.zeros((0, 2))) is None
+
+
+def test_tier_boundaries():
+    assert tier_for(GATE_MIN_KAPPA, MIN_N) == "gate"
+    assert tier_for(np.nextafter(GATE_MIN_KAPPA, 0), MIN_N) == "trend"
+    assert tier_for(TREND_MIN_KAPPA, MIN_N) == "trend"
+    assert tier_for(np.nextafter(TREND_MIN_KAPPA, 0), MIN_N) == "unusable"
+    assert tier_for(-0.3, MIN_N) == "unusable"
+    assert tier_for(0.95, MIN_N - 1) == "insufficient"
+    assert tier_for(None, 10_000) == "insufficient"
+
+
+def test_thresholds_are_documented_as_provisional():
+    source = open(metrics.__file__).read()
+    assert source.count("PROVISIONAL") >= 2

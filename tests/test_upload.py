@@ -1,0 +1,141 @@
+"""The lead's upload page: same importers and messages as the commands; roles and CSRF enforced by the server."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from labeling.io import import_cases, import_rubric
+from labeling.io.rubrics import find_version
+from labeling.models import Case, Label, RubricVersion
+
+from .io_helpers import DATA, data_source, row_counts
+
+pytestmark = pytest.mark.django_db
+URL = reverse("labeling:upload")
+
+
+def upload(name: str, content: bytes | None = None) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, content if content is not None else (DATA / name).read_bytes())
+
+
+def post_rubric(client, file):
+    return client.post(URL, {"kind": "rubric", "rubric-file": file})
+
+
+def test_anonymous_users_are_sent_to_log_in(client):
+    response = client.get(URL)
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+@pytest.mark.parametrize("who", ["annotator", "reviewer", "outsider"])
+def test_only_leads_may_open_or_post_to_the_page(client, request, who):
+    client.force_login(request.getfixturevalue(who))
+    assert client.get(URL).status_code in (302, 403)
+    before = row_counts()
+    response = post_rubric(client, upload("rubric.json"))
+    assert response.status_code in (302, 403)
+    assert row_counts() == before
+
+
+def test_the_lead_sees_three_upload_forms_and_the_menu_entry(client, lead):
+    client.force_login(lead)
+    page = client.get(URL).content.decode()
+    for kind in ("rubric", "cases", "labels"):
+        assert f'id="upload-{kind}"' in page and f'name="kind" value="{kind}"' in page
+    assert f'href="{URL}">Import</a>' in client.get(reverse("labeling:home")).content.decode()
+
+
+def test_other_roles_do_not_see_the_menu_entry(client, annotator):
+    client.force_login(annotator)
+    assert f'href="{URL}"' not in client.get(reverse("labeling:home")).content.decode()
+
+
+def test_a_lead_imports_a_rubric_and_sees_what_was_created(client, lead):
+    client.force_login(lead)
+    page = post_rubric(client, upload("rubric.json")).content.decode()
+    assert 'data-result="ok"' in page
+    assert "rubric.json: imported refund-support@1 (3 criteria) as a draft." in page
+    assert RubricVersion.objects.get().ref == "refund-support@1"
+    again = post_rubric(client, upload("rubric.json")).content.decode()
+    assert "already imported with the same content; nothing changed" in again
+
+
+def test_cases_upload_creates_the_eval_set_and_answers_htmx_with_the_card_only(client, lead):
+    client.force_login(lead)
+    data = {"kind": "cases", "cases-eval_set": "refunds", "cases-agent_version": "default", "cases-file": upload("cases.csv")}
+    response = client.post(URL, data, headers={"HX-Request": "true"})
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert body.lstrip().startswith('<section class="card" id="upload-cases">') and "<html" not in body
+    assert 'cases.csv -&gt; eval set "refunds" (new): 3 cases created' in body.replace("&quot;", '"')
+    assert Case.objects.filter(eval_set__name="refunds").count() == 3
+
+
+def test_labels_upload_uses_the_chosen_eval_set_and_rubric_version(client, lead):
+    import_rubric(source=data_source("rubric.json"))
+    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
+    client.force_login(lead)
+    rv = find_version("refund-support@1")
+    data = {
+        "kind": "labels",
+        "labels-eval_set": "refunds",
+        "labels-rubric": rv.pk,
+        "labels-agent_version": "default",
+        "labels-file": upload("labels.jsonl"),
+    }
+    page = client.post(URL, data).content.decode()
+    assert 'data-result="ok"' in page and "9 labels created in 7 new annotations" in page
+    assert "cannot log in until a lead activates them" in page
+    assert Label.objects.count() == 9
+
+
+def test_a_garbage_upload_shows_the_problems_with_lines_and_writes_nothing(client, lead):
+    client.force_login(lead)
+    before = row_counts()
+    garbage = b'{"case_id": "c1", "input": "Q", "response": "A"}\nnot json at all\n{"case_id": "c2", "latency_ms": "x"}\n'
+    data = {"kind": "cases", "cases-eval_set": "new-set", "cases-agent_version": "default", "cases-file": upload("junk.jsonl", garbage)}
+    page = client.post(URL, data).content.decode().replace("&quot;", '"')
+    assert 'data-result="failed"' in page
+    assert "junk.jsonl, line 2: not valid JSON" in page
+    assert 'junk.jsonl, line 3, field "input": is missing' in page
+    assert "Nothing was imported." in page
+    assert row_counts() == before
+
+
+def test_a_rubric_uploaded_as_cases_is_named_as_the_wrong_kind(client, lead):
+    client.force_login(lead)
+    data = {"kind": "cases", "cases-eval_set": "x", "cases-agent_version": "default", "cases-file": upload("rubric.yaml")}
+    page = client.post(URL, data).content.decode()
+    assert "rubric.yaml: this is a YAML file, as rubrics are; import a rubric with import_rubric" in page
+    assert row_counts()["EvalSet"] == 0
+
+
+def test_a_missing_file_or_field_is_a_form_error_not_an_import(client, lead):
+    client.force_login(lead)
+    page = client.post(URL, {"kind": "labels", "labels-agent_version": "default"}).content.decode()
+    assert page.count("This field is required.") == 3  # eval set, rubric version, file
+    assert 'data-result' not in page
+    assert client.post(URL, {"kind": "everything"}).status_code == 400
+
+
+def test_file_names_and_messages_are_escaped(client, lead):
+    client.force_login(lead)
+    page = post_rubric(client, upload("<img src=x onerror=alert(1)>.json", b"{oops")).content.decode()
+    assert "<img src=x" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;.json, line 1: not valid JSON" in page
+
+
+def test_posting_without_the_csrf_token_is_refused_and_writes_nothing(lead):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(lead)
+    before = row_counts()
+    response = post_rubric(client, upload("rubric.json"))
+    assert response.status_code == 403
+    assert row_counts() == before
+    page = client.get(URL)
+    token = page.cookies["csrftoken"].value
+    response = client.post(URL, {"kind": "rubric", "rubric-file": upload("rubric.json")}, headers={"X-CSRFToken": token})
+    assert response.status_code == 200 and RubricVersion.objects.count() == 1
