@@ -300,7 +300,6 @@ def build() -> tuple[list[dict], list[dict]]:
                         "adjudicator": "rita",
                         "outcome": gold[criterion],
                         "rationale": RATIONALE[gold[criterion]].format(criterion=criterion.replace("_", " ")),
-                        "evidence": evidence(reply, criterion, gold[criterion], s),
                     }
                 )
     return outputs, labels
