@@ -115,17 +115,24 @@ def populate(n_outputs: int, eval_set_name: str, id_base: int, seed: int) -> dic
     rv = RubricVersion.objects.filter(rubric=rubric).first()
     if rv is None:
         rv = RubricVersion.objects.create(
-            rubric=rubric, version="1", instruction="Grade it.", content_hash=rubric_content_hash("Grade it.", criteria_dicts)
+            rubric=rubric,
+            version="1",
+            instruction="Grade it.",
+            content_hash=rubric_content_hash("Grade it.", criteria_dicts),
         )
         for i, c in enumerate(criteria_dicts):
             Criterion.objects.create(rubric_version=rv, order=i, **c)
     criteria = list(rv.criteria.order_by("order").values_list("id", flat=True))
-    judge, _ = JudgeConfig.objects.get_or_create(name="bench-judge", defaults={"backend": "imported", "model_id": "m-1"})
+    judge, _ = JudgeConfig.objects.get_or_create(
+        name="bench-judge", defaults={"backend": "imported", "model_id": "m-1"}
+    )
     run = JudgeRun.objects.create(eval_set=es, rubric_version=rv, judge_config=judge, status="done")
 
     n, k = n_outputs, len(criteria)
     out_ids = id_base + np.arange(n)
-    copy_rows(Case, [{"id": int(i), "eval_set_id": es.id, "case_id": f"case-{i}", "input": "Question?"} for i in out_ids])
+    copy_rows(
+        Case, [{"id": int(i), "eval_set_id": es.id, "case_id": f"case-{i}", "input": "Question?"} for i in out_ids]
+    )
     copy_rows(
         Output, [{"id": int(i), "case_id": int(i), "agent_version": "v1", "response": "An answer."} for i in out_ids]
     )
@@ -134,8 +141,14 @@ def populate(n_outputs: int, eval_set_name: str, id_base: int, seed: int) -> dic
     for slot, who in ((1, amy), (2, bo)):
         annotations += [
             {
-                "id": int(2 * i + slot - 1), "output_id": int(i), "rubric_version_id": rv.id, "annotator_id": who.id,
-                "slot": slot, "status": "submitted", "source": "import", "submitted_at": now,
+                "id": int(2 * i + slot - 1),
+                "output_id": int(i),
+                "rubric_version_id": rv.id,
+                "annotator_id": who.id,
+                "slot": slot,
+                "status": "submitted",
+                "source": "import",
+                "submitted_at": now,
             }
             for i in out_ids
         ]
@@ -161,8 +174,13 @@ def populate(n_outputs: int, eval_set_name: str, id_base: int, seed: int) -> dic
     copy_rows(Label, labels)
     gold = [
         {
-            "output_id": int(out_ids[row]), "rubric_version_id": rv.id, "criterion_id": criteria[j],
-            "outcome": truth[row, j], "decided_by_id": rey.id, "rationale": "checked", "source": "import",
+            "output_id": int(out_ids[row]),
+            "rubric_version_id": rv.id,
+            "criterion_id": criteria[j],
+            "outcome": truth[row, j],
+            "decided_by_id": rey.id,
+            "rationale": "checked",
+            "source": "import",
         }
         for row, j in zip(*np.nonzero(a != b), strict=True)
     ]
@@ -178,9 +196,16 @@ def populate(n_outputs: int, eval_set_name: str, id_base: int, seed: int) -> dic
         Verdict,
         [
             {
-                "run_id": run.id, "output_id": int(i), "rubric_version_id": rv.id, "criterion_id": c,
-                "judge_config_id": judge.id, "judge_config_hash": judge.content_hash, "model_id": "m-1", "sample": 0,
-                "outcome": verdict[row, j], "evidence": "An answer.",
+                "run_id": run.id,
+                "output_id": int(i),
+                "rubric_version_id": rv.id,
+                "criterion_id": c,
+                "judge_config_id": judge.id,
+                "judge_config_hash": judge.content_hash,
+                "model_id": "m-1",
+                "sample": 0,
+                "outcome": verdict[row, j],
+                "evidence": "An answer.",
                 "evidence_found": None if verdict[row, j] == "ERROR" else bool(found[row, j]),
                 "raw_output": raw % (CRITERIA[j], verdict[row, j]),
             }
@@ -189,7 +214,18 @@ def populate(n_outputs: int, eval_set_name: str, id_base: int, seed: int) -> dic
         ],
     )
     reset_sequences(Case, Output, Annotation, Label, GoldLabel, Verdict)
-    return {"eval_set": es, "rubric_version": rv, "judge_config": judge, "labels": len(labels), "gold": len(gold)}
+    return {"eval_set": es.name, "rubric": rv.ref, "judge": judge.name, "labels": len(labels), "gold": len(gold)}
+
+
+def resolve(scope: dict) -> dict:
+    """Fresh objects by name, as `manage.py calibration_report` finds them."""
+    from calibration.lookup import eval_set_named, judge_named, rubric_version_named
+
+    return {
+        "eval_set": eval_set_named(scope["eval_set"]),
+        "rubric_version": rubric_version_named(scope["rubric"]),
+        "judge_config": judge_named(scope["judge"]),
+    }
 
 
 FLOOR_SQL = {
@@ -282,6 +318,7 @@ def main() -> None:
             small = populate(500, "bench-small", id_base=10 * args.outputs, seed=2)
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
+        big, small = {**big, **resolve(big)}, {**small, **resolve(small)}
         print(
             f"populated {args.outputs:,} outputs x {len(CRITERIA)} criteria: {big['labels']:,} labels, "
             f"{big['gold']:,} adjudicated gold labels, {args.outputs * len(CRITERIA):,} verdicts "

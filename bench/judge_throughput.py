@@ -60,9 +60,34 @@ def admin(url: str, sql: str) -> None:
         conn.execute(sql)
 
 
-def fake_calls(port: int) -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stats", timeout=10) as response:
-        return json.loads(response.read())["calls"]
+def fake_stats(port: int, reset: bool = False) -> dict:
+    url = f"http://127.0.0.1:{port}/_stats" + ("?reset=1" if reset else "")
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def fake_calls(port: int, new_window: bool = False) -> int:
+    """Model calls the fake server has answered so far; `new_window` restarts its peak-concurrency count."""
+    return fake_stats(port, reset=new_window)["calls"]
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """User + system CPU of a process and its live descendants (the Celery worker and its pool), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    tree, total = {root}, 0.0
+    for _ in range(4):  # a few levels of descendants are enough for worker -> pool process -> nothing
+        tree |= {pid for pid, (ppid, _) in stats.items() if ppid in tree}
+    for pid in tree:
+        total += stats.get(pid, (0, 0.0))[1]
+    return total
 
 
 def wait_for_line(path: Path, needle: str, process: subprocess.Popen, timeout: float) -> None:
@@ -82,6 +107,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--worker-processes", type=int, default=2, help="celery worker --concurrency")
+    parser.add_argument("--lanes", type=int, default=None, help="lanes per Celery run (default: the runner's)")
     args = parser.parse_args()
 
     services = services_env()
@@ -100,8 +126,12 @@ def main() -> None:
     )
     os.environ.pop("ICEWATER_TEST_DB_NAME", None)
     admin(services["DATABASE_URL"], f'CREATE DATABASE "{scratch}"')
-    fake = subprocess.Popen([sys.executable, "-m", "tests.fake_llm", "--latency", str(args.latency)], cwd=ROOT,
-                            stdout=subprocess.PIPE, text=True)
+    fake = subprocess.Popen(
+        [sys.executable, "-m", "tests.fake_llm", "--latency", str(args.latency)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     worker = None
     try:
         port = int(fake.stdout.readline())
@@ -133,21 +163,34 @@ def run_bench(args, port: int, queue: str, data_dir: Path):
     call_command("migrate", verbosity=0)
     eval_set = EvalSet.objects.create(name="bench")
     cases = Case.objects.bulk_create(
-        Case(eval_set=eval_set, case_id=f"case-{i:05d}", input=f"Request {i}: refund order {i}?",
-             reference="Refund $40.00.")
+        Case(
+            eval_set=eval_set,
+            case_id=f"case-{i:05d}",
+            input=f"Request {i}: refund order {i}?",
+            reference="Refund $40.00.",
+        )
         for i in range(args.items)
     )
     Output.objects.bulk_create(
-        Output(case=c, response=f"I refunded $40.00 for order {i}; it arrives in 5 business days.",
-               tool_calls=[{"name": "lookup_order", "args": {"order_id": i}, "response": {"refundable": 40.0}}])
+        Output(
+            case=c,
+            response=f"I refunded $40.00 for order {i}; it arrives in 5 business days.",
+            tool_calls=[{"name": "lookup_order", "args": {"order_id": i}, "response": {"refundable": 40.0}}],
+        )
         for i, c in enumerate(cases)
     )
     rubric = make_rubric_version(name="bench", version="1")
 
     def judge(name: str, model: str) -> JudgeConfig:
         return JudgeConfig.objects.create(
-            name=name, backend="openai", model_id=model, base_url=f"http://127.0.0.1:{port}/v1",
-            api_key_env="BENCH_JUDGE_KEY", max_concurrency=args.concurrency, timeout_s=30, max_retries=2,
+            name=name,
+            backend="openai",
+            model_id=model,
+            base_url=f"http://127.0.0.1:{port}/v1",
+            api_key_env="BENCH_JUDGE_KEY",
+            max_concurrency=args.concurrency,
+            timeout_s=30,
+            max_retries=2,
         )
 
     # Different model ids: different judge config hashes, so the second path cannot hit the first one's cache.
@@ -156,15 +199,40 @@ def run_bench(args, port: int, queue: str, data_dir: Path):
     measured_latency = sdk_latency(port)
     measured_bound = args.concurrency / measured_latency
     print(f"items {args.items}, concurrency C={args.concurrency}, fake latency L={args.latency * 1000:.0f} ms")
-    print(f"bound C/L = {bound:.1f} calls/s; one call through the SDK measured at {measured_latency * 1000:.1f} ms "
-          f"(bound with it: {measured_bound:.1f} calls/s)")
+    print(
+        f"bound C/L = {bound:.1f} calls/s; one call through the SDK measured at {measured_latency * 1000:.1f} ms "
+        f"(bound with it: {measured_bound:.1f} calls/s)"
+    )
+    ceiling = sdk_ceiling(port, args.items, args.concurrency)
+    print(
+        f"floor measured now: bare SDK calls, {args.concurrency} threads, no database: {ceiling:.1f} calls/s "
+        f"= {ceiling / bound:.3f} of the bound (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+    )
 
     # Celery path: a real worker, its lanes bounded by the Redis limiter.
     log = data_dir / "worker.log"
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "WARNING", "--concurrency",
-         str(args.worker_processes), "-n", f"bench-{os.getpid()}@%h", "--without-gossip", "--without-mingle"],
-        cwd=ROOT, env=os.environ.copy(), stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--loglevel",
+            "WARNING",
+            "--concurrency",
+            str(args.worker_processes),
+            "-n",
+            f"bench-{os.getpid()}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     # WARNING level hides the banner's "ready": ping the worker instead.
     deadline = time.monotonic() + 120
@@ -173,31 +241,43 @@ def run_bench(args, port: int, queue: str, data_dir: Path):
             raise SystemExit(f"the worker did not start:\n{log.read_text()[-2000:]}")
     scope = runner.Scope(eval_set, rubric, celery_judge)
     results = []
-    before = fake_calls(port)
+    before = fake_calls(port, new_window=True)
     run = runner.create_run(scope, mode=JudgeRun.Mode.CELERY)
+    cpu = tree_cpu_seconds(worker.pid)
     started = time.perf_counter()
-    runner.enqueue_lanes(run.pk)
+    runner.enqueue_lanes(run.pk, **({"lanes": args.lanes} if args.lanes else {}))
     while True:
         run.refresh_from_db(fields=["status"])
         if not run.is_active:
             break
         time.sleep(0.02)
     elapsed = time.perf_counter() - started
-    results.append(report("celery", run, elapsed, fake_calls(port) - before, bound, measured_bound, Verdict))
+    cpu = tree_cpu_seconds(worker.pid) - cpu
+    results.append(report("celery", run, elapsed, fake_calls(port) - before, bound, measured_bound, Verdict, port))
+    print(
+        f"  celery worker CPU: {cpu * 1000 / run.total_items:.2f} ms per item ({cpu / elapsed:.2f} of a core; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+    )
 
     # In-process path: the same code in this process, with a local semaphore as the bound.
     scope = runner.Scope(eval_set, rubric, local_judge)
-    before = fake_calls(port)
+    before = fake_calls(port, new_window=True)
     run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
+    cpu = time.process_time()
     started = time.perf_counter()
     runner.run_in_process(run)
     elapsed = time.perf_counter() - started
+    cpu = time.process_time() - cpu
     run.refresh_from_db()
-    results.append(report("in-process", run, elapsed, fake_calls(port) - before, bound, measured_bound, Verdict))
+    results.append(report("in-process", run, elapsed, fake_calls(port) - before, bound, measured_bound, Verdict, port))
+    print(
+        f"  in-process CPU: {cpu * 1000 / run.total_items:.2f} ms per item in this process "
+        f"({cpu / elapsed:.2f} of a core; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+    )
 
     # Unchanged data again, both paths: every verdict must come from the cache.
     for name, config in (("in-process", local_judge), ("celery", celery_judge)):
-        before = fake_calls(port)
+        before = fake_calls(port, new_window=True)
         mode = JudgeRun.Mode.CELERY if name == "celery" else JudgeRun.Mode.IN_PROCESS
         run = runner.create_run(runner.Scope(eval_set, rubric, config), mode=mode)
         started = time.perf_counter()
@@ -210,8 +290,10 @@ def run_bench(args, port: int, queue: str, data_dir: Path):
             runner.run_in_process(run)
         calls = fake_calls(port) - before
         hits = Verdict.objects.filter(run=run, cache_hit=True).count()
-        print(f"re-run unchanged ({name}): {calls} model calls, {hits} of {run.expected_verdicts} verdicts from "
-              f"the cache, {time.perf_counter() - started:.2f} s")
+        print(
+            f"re-run unchanged ({name}): {calls} model calls, {hits} of {run.expected_verdicts} verdicts from "
+            f"the cache, {time.perf_counter() - started:.2f} s"
+        )
         results.append(calls == 0)
     print("RESULT:", "PASS" if all(results) else "FAIL")
     return worker
@@ -230,14 +312,47 @@ def sdk_latency(port: int, n: int = 20) -> float:
     return statistics.median(timings)
 
 
-def report(name: str, run, elapsed: float, calls: int, bound: float, measured_bound: float, verdict_model) -> bool:
+def sdk_ceiling(port: int, items: int, concurrency: int) -> float:
+    """Calls per second of bare SDK calls (a judging-sized prompt, C threads, no database, no judging logic):
+    what any judge using this client could reach on this machine right now."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import openai
+    from openai.types.chat import ChatCompletion
+
+    from judging.prompt import CriterionSpec, Subject, build_request
+
+    request = build_request(
+        instruction="Grade it.",
+        criteria=[
+            CriterionSpec("correct_amount", "The amount is right."),
+            CriterionSpec("next_step", "Says what next."),
+        ],
+        subject=Subject("Request 1: refund order 1?", "Refund $40.00.", [], "I refunded $40.00 for order 1."),
+    )
+    messages = [{"role": "system", "content": request.system}, {"role": "user", "content": request.user}]
+    schema = {"type": "json_schema", "json_schema": {"name": "v", "schema": request.schema}}
+    body = {"model": "ceiling", "messages": messages, "response_format": schema}
+    client = openai.OpenAI(api_key="x", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(lambda _: client.post("/chat/completions", body=body, cast_to=ChatCompletion), range(items)))
+    return items / (time.perf_counter() - started)
+
+
+def report(
+    name: str, run, elapsed: float, calls: int, bound: float, measured_bound: float, verdict_model, port: int
+) -> bool:
     verdicts = verdict_model.objects.filter(run=run).count()
+    peak = fake_stats(port)["max_in_flight"]
     rate = run.total_items / elapsed
     ok = run.status == "done" and verdicts == run.expected_verdicts and rate >= REQUIRED_RATIO * bound
-    print(f"{name}: {run.total_items} items ({verdicts} verdicts, {calls} model calls, status {run.status}) in "
-          f"{elapsed:.2f} s = {rate:.1f} items/s; bound {bound:.1f}/s; ratio {rate / bound:.3f} "
-          f"(needs >= {REQUIRED_RATIO:.2f}); ratio to the measured-latency bound {rate / measured_bound:.3f} "
-          f"-> {'ok' if ok else 'TOO SLOW'}")
+    print(
+        f"{name}: {run.total_items} items ({verdicts} verdicts, {calls} model calls, status {run.status}) in "
+        f"{elapsed:.2f} s = {rate:.1f} items/s; bound {bound:.1f}/s; ratio {rate / bound:.3f} "
+        f"(needs >= {REQUIRED_RATIO:.2f}); ratio to the measured-latency bound {rate / measured_bound:.3f} "
+        f"-> {'ok' if ok else 'TOO SLOW'}; peak calls in flight {peak}"
+    )
     return ok
 
 

@@ -219,6 +219,14 @@ def _findings(key: str, a: Agreement, c: Counts, h: HumanAgreement, gating: bool
                     f"the judge does; add items that {other.lower()} this criterion",
                 )
             )
+    if gating and a.false_pass > 0:
+        out.append(
+            Finding(
+                "false_pass_on_gating",
+                f"{a.false_pass} false pass{'es' if a.false_pass != 1 else ''} on a gating criterion: the judge passed "
+                "outputs people failed; read them in the drilldown before trusting this gate",
+            )
+        )
     if 0 < a.n < MIN_N:
         out.append(Finding("small_n", f"n = {a.n} is below the minimum of {MIN_N} compared items for a tier"))
     if tier_for(a.kappa, a.n) == "gate" and a.kappa_ci and a.kappa_ci[0] < GATE_MIN_KAPPA:
@@ -227,14 +235,6 @@ def _findings(key: str, a: Agreement, c: Counts, h: HumanAgreement, gating: bool
                 "interval_below_gate",
                 f"the interval's lower end {fmt(a.kappa_ci[0])} is below the gate threshold {GATE_MIN_KAPPA}: "
                 "the data are also consistent with a trend-tier judge",
-            )
-        )
-    if gating and a.false_pass > 0:
-        out.append(
-            Finding(
-                "false_pass_on_gating",
-                f"{a.false_pass} false pass{'es' if a.false_pass != 1 else ''} on a gating criterion: the judge passed "
-                "outputs people failed; read them in the drilldown before trusting this gate",
             )
         )
     if h.kappa is not None and h.kappa < HUMAN_MIN_KAPPA:
@@ -263,6 +263,15 @@ def _findings(key: str, a: Agreement, c: Counts, h: HumanAgreement, gating: bool
     return tuple(out)
 
 
+OUTCOME_CATEGORIES = pd.CategoricalDtype([PASS, "FAIL", NOT_APPLICABLE, ABSTAIN, ERROR])
+
+
+def _categorical(df: pd.DataFrame) -> pd.DataFrame:
+    if "outcome" not in df.columns or isinstance(df["outcome"].dtype, pd.CategoricalDtype):
+        return df
+    return df.assign(outcome=df["outcome"].astype(OUTCOME_CATEGORIES))
+
+
 def build_rows(
     *,
     criteria: Iterable[tuple[object, str]],
@@ -273,6 +282,9 @@ def build_rows(
 ) -> list[CriterionReport]:
     """One report row per criterion, in the order given. Pure: frames as data.py makes them."""
     gating = set(gating)
+    # Outcomes as categoricals: grouping and comparing hundreds of thousands of strings is the slow
+    # part otherwise, and the vocabulary is fixed.
+    labels, adjudicated, verdicts = (_categorical(df) for df in (labels, adjudicated, verdicts))
     gold = derive_gold(labels, adjudicated)
     judge = current_verdicts(verdicts)
     items = judge.merge(gold, on=KEY, how="outer")

@@ -61,7 +61,9 @@ class JudgeConfigForm(forms.ModelForm):
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
         if not NAME_RE.match(name):
-            raise forms.ValidationError("Use letters, digits and . _ @ - only (no spaces), starting with a letter or digit.")
+            raise forms.ValidationError(
+                "Use letters, digits and . _ @ - only (no spaces), starting with a letter or digit."
+            )
         return name
 
     def clean_api_key_env(self) -> str:
@@ -80,7 +82,9 @@ class JudgeConfigForm(forms.ModelForm):
             if parsed.scheme not in ("http", "https") or not parsed.netloc:
                 raise forms.ValidationError("Must be an http:// or https:// URL, e.g. https://api.openai.com/v1.")
             if parsed.username or parsed.password:
-                raise forms.ValidationError("Must not carry credentials: put the key in the variable api_key_env names.")
+                raise forms.ValidationError(
+                    "Must not carry credentials: put the key in the variable api_key_env names."
+                )
         return value
 
     def clean_temperature(self) -> float:

@@ -176,8 +176,11 @@ def _record(line: int, value: Any, keys: list[str]) -> VerdictRecord:
     check_fields(value, IMPORT_FIELDS)
     criterion = f.ident(value.get("criterion"), "criterion", 100)
     if criterion not in keys:
-        raise RecordError("criterion", f'"{criterion}" is not a criterion of the rubric{suggest(criterion, keys)}; '
-                                       f"its criteria are {', '.join(keys)}")
+        raise RecordError(
+            "criterion",
+            f'"{criterion}" is not a criterion of the rubric{suggest(criterion, keys)}; '
+            f"its criteria are {', '.join(keys)}",
+        )
     outcome = value.get("outcome")
     if outcome not in OUTCOMES:
         hint = suggest(str(outcome).upper(), OUTCOMES) if isinstance(outcome, str) else ""
@@ -245,7 +248,9 @@ def adk_records(source: Source, problems: Problems, keys: list[str]) -> Iterator
     results = _adk_get(doc, "eval_case_results")
     if not isinstance(results, list):
         raise problems.fatal(
-            line_of(doc), "eval_case_results", "this is not an ADK eval result (.evalset_result.json): no eval_case_results"
+            line_of(doc),
+            "eval_case_results",
+            "this is not an ADK eval result (.evalset_result.json): no eval_case_results",
         )
     scored_anything = False
     for ci, case_result in enumerate(results):
@@ -389,8 +394,7 @@ def _resolve(
             problems.add(
                 r.line,
                 "agent_version",
-                f'case "{r.case_id}" has no output of agent version "{version}" '
-                f"(it has {', '.join(sorted(versions))})",
+                f'case "{r.case_id}" has no output of agent version "{version}" (it has {", ".join(sorted(versions))})',
             )
             continue
         output_id = versions[version]
@@ -456,8 +460,10 @@ def _write(source: Source, eval_set: EvalSet, rv: RubricVersion, judge_name: str
                 "pk", "case__input", "tool_calls", "response"
             )
         }
-        rows = [_verdict(run, judge, rv, criteria[r.criterion], output_id, r, transcripts[output_id])
-                for output_id, r in resolved]
+        rows = [
+            _verdict(run, judge, rv, criteria[r.criterion], output_id, r, transcripts[output_id])
+            for output_id, r in resolved
+        ]
         Verdict.objects.bulk_create(rows, batch_size=2000)
     by_outcome = {o: sum(1 for _, r in resolved if r.outcome == o) for o in OUTCOMES}
     not_found = sum(1 for v in rows if v.evidence_found is False)

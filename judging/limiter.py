@@ -36,6 +36,17 @@ SLOT_LEASE_MARGIN_S = 5.0
 # Fallback poll when no release wakes a waiter (a dead holder's lease has to expire).
 WAIT_POLL_S = 0.25
 
+# Release in one round trip; wake a waiter only if someone waits (most releases have nobody waiting).
+_RELEASE = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+local waiting = tonumber(redis.call('GET', KEYS[3]) or '0')
+if waiting > 0 then
+  redis.call('LPUSH', KEYS[2], 1)
+  redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[2]) - 1)
+  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[3]))
+end
+return waiting
+"""
 _ACQUIRE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -80,7 +91,9 @@ class RedisLimiter:
         self._lease_ms = int((lease_s + SLOT_LEASE_MARGIN_S) * 1000)
         prefix = f"icewater:judge-slots:{name}"
         self._slots, self._cool, self._wake = f"{prefix}:slots", f"{prefix}:cooldown", f"{prefix}:wake"
+        self._waiting = f"{prefix}:waiting"
         self._acquire = client.register_script(_ACQUIRE)
+        self._release = client.register_script(_RELEASE)
 
     @contextmanager
     def slot(self) -> Iterator[None]:
@@ -92,16 +105,21 @@ class RedisLimiter:
             if got < 0:  # cooling down after a 429: everyone waits the Retry-After out
                 time.sleep(-got / 1000)
                 continue
-            self._redis.blpop([self._wake], timeout=WAIT_POLL_S)
+            self._wait()
         try:
             yield
         finally:
-            pipe = self._redis.pipeline()
-            pipe.zrem(self._slots, token)
-            pipe.lpush(self._wake, 1)
-            pipe.ltrim(self._wake, 0, self._limit - 1)  # stale wake-ups are harmless, but keep them few
-            pipe.pexpire(self._wake, self._lease_ms)
-            pipe.execute()
+            self._release(keys=[self._slots, self._wake, self._waiting], args=[token, self._limit, self._lease_ms])
+
+    def _wait(self) -> None:
+        pipe = self._redis.pipeline()
+        pipe.incr(self._waiting)
+        pipe.pexpire(self._waiting, self._lease_ms)
+        pipe.execute()
+        try:
+            self._redis.blpop([self._wake], timeout=WAIT_POLL_S)
+        finally:
+            self._redis.decr(self._waiting)
 
     def cool_down(self, seconds: float) -> None:
         millis = int(seconds * 1000)

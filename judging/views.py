@@ -67,7 +67,9 @@ def config_detail(request: HttpRequest, config_id: int) -> HttpResponse:
 
 @role_required(*STAFF_ROLES)
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id)
+    run = get_object_or_404(
+        JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
+    )
     context = {"run": run, "progress": progress_of(run), "is_lead": has_role(request.user, Role.LEAD)}
     return render(request, "judging/run.html", context)
 
@@ -75,7 +77,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 @role_required(*STAFF_ROLES)
 def run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
     """The progress panel alone (htmx polls it); 286 once the run has ended, so polling stops."""
-    run = get_object_or_404(JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id)
+    run = get_object_or_404(
+        JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
+    )
     progress = progress_of(run)
     response = render(request, "judging/run.html#run-progress", {"run": run, "progress": progress})
     if progress.finished:
@@ -96,7 +100,9 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @role_required(*STAFF_ROLES)
 def run_verdicts(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id)
+    run = get_object_or_404(
+        JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
+    )
     filters = pages.VerdictFilters.from_query(request.GET, run)
     page = Paginator(filters.apply(pages.verdict_rows(run)), pages.VERDICTS_PER_PAGE).get_page(request.GET.get("page"))
     context = {"run": run, "page": page, "filters": filters, **pages.filter_choices(run)}
@@ -106,9 +112,7 @@ def run_verdicts(request: HttpRequest, run_id: int) -> HttpResponse:
 @role_required(*STAFF_ROLES)
 def verdict_detail(request: HttpRequest, verdict_id: int) -> HttpResponse:
     verdict = get_object_or_404(
-        Verdict.objects.select_related(
-            "run", "output__case", "criterion", "judge_config", "rubric_version__rubric"
-        ),
+        Verdict.objects.select_related("run", "output__case", "criterion", "judge_config", "rubric_version__rubric"),
         pk=verdict_id,
     )
     return render(request, "judging/verdict.html", pages.verdict_context(verdict))

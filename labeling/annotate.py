@@ -16,8 +16,16 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
-from .models import Annotation, Criterion, HumanOutcome, Label, LabelingQueue
-from .queue import RESERVATION
+from .models import Annotation, Criterion, HumanOutcome, Label
+from .queue import RESERVATION, RESERVATION_REFRESH, current_queue
+
+# The outcomes in the order the page shows them, with the key that picks each one.
+OUTCOME_KEYS = [
+    (HumanOutcome.PASS.value, HumanOutcome.PASS.label, "p"),
+    (HumanOutcome.FAIL.value, HumanOutcome.FAIL.label, "f"),
+    (HumanOutcome.NOT_APPLICABLE.value, HumanOutcome.NOT_APPLICABLE.label, "n"),
+    (HumanOutcome.ABSTAIN.value, HumanOutcome.ABSTAIN.label, "c"),
+]
 
 # Outcomes that assert something about the output, so they need a quote (or an explicit NONE).
 NEEDS_EVIDENCE = (HumanOutcome.PASS, HumanOutcome.FAIL)
@@ -59,13 +67,23 @@ class CriterionState:
         return self.label.evidence if self.label else ""
 
     @property
+    def options(self) -> list[tuple[str, str, str, bool]]:
+        """(value, label, key, checked) for each outcome, computed once for the template."""
+        chosen = self.outcome
+        return [(value, label, key, value == chosen) for value, label, key in OUTCOME_KEYS]
+
+    @property
     def needs_evidence(self) -> bool:
         """Saved as PASS/FAIL without a quote: allowed in a draft, refused at submit."""
         return bool(self.label and self.label.outcome in NEEDS_EVIDENCE and not self.label.evidence)
 
 
-def check_writable(annotation: Annotation, posted_rubric_version_id: int | None, queue: LabelingQueue | None) -> None:
-    """Refuse writes from a stale page or under a rubric version the queue has moved away from."""
+def check_writable(annotation: Annotation, posted_rubric_version_id: int | None) -> None:
+    """Refuse writes from a stale page or under a rubric version the queue has moved away from.
+
+    Reads `annotation.queue_rubric_version_id` (guards.own_annotation loads it); the queue row
+    itself is read only to word the refusal.
+    """
     ref = annotation.rubric_version.ref
     if posted_rubric_version_id != annotation.rubric_version_id:
         raise LabelingError(
@@ -73,17 +91,19 @@ def check_writable(annotation: Annotation, posted_rubric_version_id: int | None,
             "Reload the page; nothing was saved.",
             status=409,
         )
+    if annotation.queue_rubric_version_id == annotation.rubric_version_id:
+        return
+    queue = current_queue(annotation.output.case.eval_set_id)
     if queue is None:
         raise LabelingError(
             f"Labeling of {annotation.output.case.eval_set.name} is closed; nothing was saved.", status=409
         )
-    if queue.rubric_version_id != annotation.rubric_version_id:
-        raise LabelingError(
-            f"A lead moved this queue from {ref} to {queue.rubric_version.ref}. Your labels under {ref} are kept "
-            f"as they are and can no longer be changed or submitted; nothing was saved. "
-            f"Press Next to label under {queue.rubric_version.ref}.",
-            status=409,
-        )
+    raise LabelingError(
+        f"A lead moved this queue from {ref} to {queue.rubric_version.ref}. Your labels under {ref} are kept "
+        f"as they are and can no longer be changed or submitted; nothing was saved. "
+        f"Press Next to label under {queue.rubric_version.ref}.",
+        status=409,
+    )
 
 
 _UNREAD = object()
@@ -106,14 +126,20 @@ def save_label(
         current = Label.objects.filter(annotation=annotation, criterion=criterion, is_current=True).first()
     assert current is None or isinstance(current, Label)
     if annotation.status == Annotation.Status.DRAFT:
-        annotation.reserved_until = timezone.now() + RESERVATION
-        annotation.save(update_fields=["reserved_until"])
+        hold = timezone.now() + RESERVATION
+        if annotation.reserved_until is None or annotation.reserved_until < hold - RESERVATION_REFRESH:
+            annotation.reserved_until = hold
+            annotation.save(update_fields=["reserved_until"])
         if current is None:
             return Label.objects.create(annotation=annotation, criterion=criterion, outcome=outcome, evidence=evidence)
         current.outcome, current.evidence = outcome, evidence
         current.save(update_fields=["outcome", "evidence"])
         return current
-    # A correction after submission: the old answer stays on record.
+    # A correction after submission: the old answer stays on record, and the record stays complete.
+    if outcome in NEEDS_EVIDENCE and not evidence:
+        raise LabelingError(
+            "A submitted PASS or FAIL needs an evidence quote from the transcript, or NONE; nothing was saved."
+        )
     if current is not None and (current.outcome, current.evidence) == (outcome, evidence):
         return current
     revision = 1

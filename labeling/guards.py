@@ -12,15 +12,23 @@ Views fetch through these helpers, never with a bare `get_object_or_404`:
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
+from django.db.models import OuterRef, Subquery
 from django.http import Http404
 
 from .access import has_role
-from .models import Annotation, Criterion, Output, Role, User
+from .models import Annotation, Criterion, LabelingQueue, Output, Role, User
 
 
 def own_annotation(user: User, pk: int, *, for_update: bool = False) -> Annotation:
-    """The annotation with everything its page needs, if `user` made it; 404 otherwise."""
-    qs = Annotation.objects.select_related("output__case__eval_set", "rubric_version__rubric")
+    """The annotation with everything its page needs, if `user` made it; 404 otherwise.
+
+    Also carries `queue_rubric_version_id`: the rubric version its eval set's queue uses now
+    (None when the queue is closed), read in the same query.
+    """
+    queue = LabelingQueue.objects.filter(eval_set_id=OuterRef("output__case__eval_set_id"), is_current=True)
+    qs = Annotation.objects.select_related("output__case__eval_set", "rubric_version__rubric").annotate(
+        queue_rubric_version_id=Subquery(queue.values("rubric_version_id")[:1])
+    )
     if for_update:
         # Lock only the annotation row: saves and submits of one annotation serialize.
         qs = qs.select_for_update(of=("self",))

@@ -2,8 +2,9 @@
 
 Kept apart from views.py so the views stay thin and the query budget of each page
 is visible in one place: the labeling page is the annotation (with output, case,
-eval set, rubric version and rubric in one join), the queue, the criteria and the
-annotator's own labels, plus one count; never one query per criterion or output.
+eval set, rubric version, rubric and the queue's current version in one query), the
+criteria, the annotator's own labels, the output's name and one count; never one
+query per criterion or output.
 """
 
 from __future__ import annotations
@@ -11,22 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import escape
 
 from . import queue as q
 from .adjudicate import item_view
-from .annotate import criterion_states
+from .annotate import OUTCOME_KEYS, criterion_states
 from .forms import AdjudicationForm
-from .models import Annotation, Criterion, EvalSet, HumanOutcome, LabelingQueue, Output, RubricVersion
+from .models import Annotation, Criterion, EvalSet, LabelingQueue, Output, RubricVersion
 from .naming import output_names
 from .transcript import highlight, render_json
 
-OUTCOMES = [
-    # (value, label people see, key that picks it on the labeling page)
-    (HumanOutcome.PASS.value, HumanOutcome.PASS.label, "p"),
-    (HumanOutcome.FAIL.value, HumanOutcome.FAIL.label, "f"),
-    (HumanOutcome.NOT_APPLICABLE.value, HumanOutcome.NOT_APPLICABLE.label, "n"),
-    (HumanOutcome.ABSTAIN.value, HumanOutcome.ABSTAIN.label, "c"),
-]
+OUTCOMES = OUTCOME_KEYS  # (value, label people see, key that picks it on the labeling page)
 
 
 def transcript_parts(output: Output, quotes: dict[str, str] | None = None) -> dict:
@@ -34,7 +32,9 @@ def transcript_parts(output: Output, quotes: dict[str, str] | None = None) -> di
     quotes = quotes or {}
 
     def mark(text: str):
-        return highlight(text, quotes)
+        # Without quotes there is nothing to mark: escaping is all highlight() would do, at a
+        # fraction of its per-character cost on a long transcript.
+        return highlight(text, quotes) if quotes else escape(text)
 
     calls = [
         {
@@ -55,8 +55,9 @@ def transcript_parts(output: Output, quotes: dict[str, str] | None = None) -> di
 def annotation_context(annotation: Annotation, *, correcting: bool = False, partial: bool = False) -> dict:
     """Everything the labeling page shows. `partial`: only what one criterion's swap needs (fewer queries)."""
     eval_set = annotation.output.case.eval_set
-    queue = q.current_queue(eval_set.pk)
-    stale = queue is None or queue.rubric_version_id != annotation.rubric_version_id
+    stale = annotation.queue_rubric_version_id != annotation.rubric_version_id
+    # The queue row is only needed to say where the queue went (guards loaded its version id).
+    queue = q.current_queue(eval_set.pk) if stale and not partial else None
     submitted = annotation.status == Annotation.Status.SUBMITTED
     criteria = list(Criterion.objects.filter(rubric_version_id=annotation.rubric_version_id).order_by("order", "id"))
     states = criterion_states(annotation, criteria)
@@ -75,12 +76,16 @@ def annotation_context(annotation: Annotation, *, correcting: bool = False, part
         "states": states,
         "states_by_key": {s.criterion.key: s for s in states},
         "answered": sum(1 for s in states if s.label),
+        "answered_pct": round(100 * sum(1 for s in states if s.label) / len(states)) if states else 0,
         "outcomes": OUTCOMES,
+        "save_url": reverse("labeling:save_label", args=[annotation.pk]),
         "reservation_minutes": int(q.RESERVATION.total_seconds() // 60),
     }
     if partial:
         return context
     context["transcript"] = transcript_parts(annotation.output)
+    held = annotation.reserved_until
+    context["reservation_lapsed"] = not submitted and held is not None and held <= timezone.now()
     context["output_name"] = output_names([annotation.output_id]).get(annotation.output_id, context["case"].case_id)
     context["done_in_queue"] = Annotation.objects.filter(
         annotator_id=annotation.annotator_id,

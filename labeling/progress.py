@@ -18,7 +18,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from calibration.data import Scope, load_adjudicated, load_labels
-from calibration.metrics import HUMAN_MIN_KAPPA, HumanAgreement
+from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N, HumanAgreement
 from calibration.report import human_agreement_from_labels
 
 from .gold import ADJUDICATED, AGREED, AWAITING, DISAGREED, item_states
@@ -41,10 +41,15 @@ class CriterionProgress:
         return self.agreed + self.adjudicated
 
     @property
+    def few(self) -> bool:
+        """Too few PASS/FAIL pairs to read kappa yet (the calibration code's minimum n for a tier)."""
+        return self.agreement.n < MIN_N
+
+    @property
     def noisy(self) -> bool:
         """People disagree too much for this criterion's gold to calibrate a judge against."""
         k = self.agreement.kappa
-        return k is not None and k < HUMAN_MIN_KAPPA
+        return k is not None and k < HUMAN_MIN_KAPPA and not self.few
 
 
 @dataclass(frozen=True)

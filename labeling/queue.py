@@ -2,8 +2,8 @@
 
 Every output needs two independent annotations (slot 1 = annotator A, slot 2 =
 annotator B). "Next" hands an annotator an output they have not labeled whose two
-slots are not both taken, and reserves a slot for them for RESERVATION. Each save
-extends the reservation, so only idle time counts; once it lapses the slot may go
+slots are not both taken, and reserves a slot for them for RESERVATION. Saving
+renews the reservation, so only idle time counts; once it lapses the slot may go
 to someone else, and the abandoned draft is dropped when it does.
 
 Concurrency: candidate outputs are locked with SELECT ... FOR UPDATE SKIP LOCKED,
@@ -28,6 +28,10 @@ from .models import Annotation, EvalSet, LabelingQueue, Output, RubricVersion, U
 # so 30 minutes of *idle* time means the person walked away (lunch, meeting); the
 # slot then returns to the pool within the same working session.
 RESERVATION = timedelta(minutes=30)
+
+# A save extends the reservation only when it has run down by more than this: the hold then
+# never drops below RESERVATION minus a minute while someone works, and most saves skip a write.
+RESERVATION_REFRESH = timedelta(minutes=1)
 
 # Slots filled in the app. Imports may add slots 3+, which never block the queue.
 APP_SLOTS = (1, 2)

@@ -9,12 +9,13 @@ from __future__ import annotations
 from django.contrib import messages
 from django.db import transaction
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from calibration.metrics import HUMAN_MIN_KAPPA
+from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
 
 from . import adjudicate as adj
 from . import annotate as ann
@@ -118,7 +119,13 @@ def annotate(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*ALL_ROLES)
 def save_label(request: HttpRequest, pk: int) -> HttpResponse:
     with transaction.atomic():
-        annotation = own_annotation(request.user, pk, for_update=True)
+        try:
+            annotation = own_annotation(request.user, pk, for_update=True)
+        except Http404:
+            if not request.htmx:
+                raise
+            # Said in words on the criterion (htmx shows no error page): most often a lapsed hold.
+            return HttpResponse(LOST_DRAFT, status=404, content_type="text/plain")
         correcting = annotation.status == Annotation.Status.SUBMITTED
         context = annotation_context(annotation, correcting=correcting, partial=True)
         form = LabelForm(request.POST, criteria=context["criteria_by_key"], transcript=Transcript.of(annotation.output))
@@ -127,10 +134,22 @@ def save_label(request: HttpRequest, pk: int) -> HttpResponse:
         if status != 200:
             messages.error(request, state.error if state else "Nothing was saved.")
         return redirect("labeling:annotate", pk=pk)
-    if state is None:  # not even the criterion is known: nothing to swap into
-        return HttpResponse(form.errors.get("criterion", ["Nothing was saved."])[0], status=status)
+    if state is None:  # not even the criterion is known: no partial to swap, a message to show
+        message = form.errors.get("criterion", ["Nothing was saved."])[0]
+        return HttpResponse(message, status=400, content_type="text/plain")
     context["item"] = state
-    return render(request, "labeling/annotate.html#criterion", context, status=status)
+    response = render(request, "labeling/annotate.html#criterion", context, status=status)
+    if status == 200 and annotation.status == Annotation.Status.DRAFT:
+        # The header says until when the case is held; a save may have moved that (out of band).
+        context["oob"] = True
+        response.content += render_to_string("labeling/annotate.html#reservation", context, request).encode()
+    return response
+
+
+LOST_DRAFT = (
+    "This case is no longer reserved for you: your reservation lapsed and someone else took the slot. "
+    "Nothing was saved. Go to Home and press Next."
+)
 
 
 def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.CriterionState | None, int]:
@@ -142,18 +161,23 @@ def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.C
             state.posted_outcome, state.posted_evidence = form.data.get("outcome", ""), form.data.get("evidence", "")
         return state, 422
     try:
-        ann.check_writable(annotation, form.cleaned_data["rubric_version"], context["queue"])
+        ann.check_writable(annotation, form.cleaned_data["rubric_version"])
     except ann.LabelingError as exc:
         state.error = exc.message
         state.posted_outcome, state.posted_evidence = form.cleaned_data["outcome"], form.cleaned_data["evidence"]
         return state, exc.status
-    state.label = ann.save_label(
-        annotation=annotation,
-        current=state.label,
-        criterion=form.cleaned_data["criterion"],
-        outcome=form.cleaned_data["outcome"],
-        evidence=form.cleaned_data["evidence"],
-    )
+    try:
+        state.label = ann.save_label(
+            annotation=annotation,
+            current=state.label,
+            criterion=form.cleaned_data["criterion"],
+            outcome=form.cleaned_data["outcome"],
+            evidence=form.cleaned_data["evidence"],
+        )
+    except ann.LabelingError as exc:
+        state.error = exc.message
+        state.posted_outcome, state.posted_evidence = form.cleaned_data["outcome"], form.cleaned_data["evidence"]
+        return state, exc.status
     state.saved_now = True
     return state, 200
 
@@ -168,13 +192,13 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
             if not form.is_valid():
                 raise ann.LabelingError("The page did not say its rubric version; reload it. Nothing was submitted.")
             if annotation.status == Annotation.Status.DRAFT:
-                ann.check_writable(
-                    annotation, form.cleaned_data["rubric_version"], q.current_queue(annotation.output.case.eval_set_id)
-                )
+                ann.check_writable(annotation, form.cleaned_data["rubric_version"])
             ann.submit(annotation=annotation)
     except ann.LabelingError as exc:
         context = annotation_context(own_annotation(request.user, pk))
-        context.update(submit_error=exc.message, error_keys=exc.keys)
+        context["submit_error"] = exc.message
+        for key in exc.keys:  # mark each criterion the refusal is about, where the person looks
+            context["states_by_key"][key].error = "Needed before you submit (see the message at the top)."
         return render(request, "labeling/annotate.html", context, status=exc.status)
     messages.success(request, f"Submitted {annotation.output.case.case_id}.")
     return next_output(request, annotation.output.case.eval_set_id)
@@ -211,6 +235,7 @@ def adjudication_queue(request: HttpRequest) -> HttpResponse:
     return render(request, "labeling/adjudication_queue.html", context)
 
 
+@require_http_methods(["GET", "POST"])
 @role_required(*STAFF_ROLES)
 def adjudicate(request: HttpRequest, output_id: int, criterion_id: int) -> HttpResponse:
     output, criterion = adjudicable_item(request.user, output_id, criterion_id)
@@ -253,7 +278,7 @@ def _after_decision(request: HttpRequest, output, criterion) -> str:
 @role_required(*STAFF_ROLES)
 def progress_page(request: HttpRequest) -> HttpResponse:
     scope = pick_scope(request)
-    context = {"scope": scope, "progress": None, "human_min_kappa": HUMAN_MIN_KAPPA}
+    context = {"scope": scope, "progress": None, "human_min_kappa": HUMAN_MIN_KAPPA, "min_n": MIN_N}
     if scope.eval_set and scope.rubric_version:
         context["progress"] = progress(scope.eval_set, scope.rubric_version)
         context["versions"] = versions_with_work(scope.eval_set, also=scope.rubric_version)

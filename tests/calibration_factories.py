@@ -186,6 +186,7 @@ def bulk_calibration(eval_set, rubric_version, judge, cells: dict[str, tuple[int
             verdicts.append(_verdict(run, output, criteria[key], verdict))
     Label.objects.bulk_create(labels)
     Verdict.objects.bulk_create(verdicts)
+    analyze()
     return outputs
 
 
@@ -217,6 +218,7 @@ def bulk_verdicts(
         sequence = [outcome for outcome, k in counts.items() for _ in range(k)]
         verdicts += [_verdict(run, o, criteria[key], v) for o, v in zip(outputs, sequence, strict=False)]
     Verdict.objects.bulk_create(verdicts)
+    analyze()
     return outputs
 
 
@@ -242,3 +244,21 @@ def mark_as_gating(rubric_version, judge, keys: list[str], eval_set, by: User | 
             figures={},
             marked_by=by,
         )
+
+
+def analyze() -> None:
+    """Refresh PostgreSQL's planner statistics after a bulk load in a test.
+
+    The test database's tables were analyzed while empty, so right after thousands of rows arrive the
+    planner still believes each table holds one row and may nest full scans inside each other
+    (minutes instead of milliseconds for the report's joins). Production gets the same from
+    autovacuum shortly after an import; a test cannot wait for it.
+    """
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "ANALYZE labeling_case, labeling_output, labeling_annotation, labeling_label, labeling_goldlabel, "
+                "judging_judgerun, judging_verdict"
+            )

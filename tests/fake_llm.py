@@ -199,9 +199,14 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
-        """GET /_stats: the call count, for a benchmark that runs the server in another process."""
+        """GET /_stats: counts for a benchmark that runs the server in another process (?reset=1 zeroes the peak)."""
         if self.path.split("?")[0] == "/_stats":
-            return self._send(200, {"calls": self.server_state.calls})
+            fake = self.server_state
+            stats = {"calls": fake.calls, "max_in_flight": fake.max_in_flight}
+            if self.path.endswith("?reset=1"):
+                with fake._lock:
+                    fake.max_in_flight = fake.in_flight
+            return self._send(200, stats)
         return self._send(404, {"error": {"message": "no such page", "type": "not_found"}})
 
     def do_POST(self) -> None:  # noqa: N802 - http.server naming
@@ -218,11 +223,15 @@ class _Handler(BaseHTTPRequestHandler):
         attempt = fake._count(path, headers, body)
         fake._enter()
         try:
-            self._answer(fake, path, headers, body, attempt)
+            reply = self._answer(fake, path, headers, body, attempt)
         finally:
+            # In flight until the answer starts going out: the client frees its slot only after reading it,
+            # so a correct bound never shows more calls in flight here than it allows.
             fake._leave()
+        self._send(*reply)
 
-    def _answer(self, fake: FakeLLM, path: str, headers: dict[str, str], body: dict, attempt: int) -> None:
+    def _answer(self, fake: FakeLLM, path: str, headers: dict[str, str], body: dict, attempt: int) -> tuple:
+        """(status, payload, headers) of the reply, after the configured latency."""
         text = "\n".join(_texts(body))
         behaviour, overrides = fake.plan(text, attempt)
         if fake.latency_s:
@@ -230,19 +239,19 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour == "401echo":  # a careless provider that echoes the key it refused
             key = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
             error = {"message": f"Incorrect API key provided: {key}", "type": "authentication_error"}
-            return self._send(401, _error_body(path, error))
+            return 401, _error_body(path, error), None
         if behaviour == "429":
             error = {"message": "Rate limit reached", "type": "rate_limit_error"}
-            return self._send(429, _error_body(path, error), {"Retry-After": fake.retry_after})
+            return 429, _error_body(path, error), {"Retry-After": fake.retry_after}
         if behaviour == "500":
-            return self._send(500, _error_body(path, {"message": "The server had an error", "type": "api_error"}))
+            return 500, _error_body(path, {"message": "The server had an error", "type": "api_error"}), None
         if behaviour == "slow":
             time.sleep(fake.slow_s)
         if path.endswith("/messages"):
-            return self._anthropic(body, text, behaviour, overrides)
-        return self._openai(body, text, behaviour, overrides)
+            return 200, self._anthropic(body, text, behaviour, overrides), None
+        return 200, self._openai(body, text, behaviour, overrides), None
 
-    def _openai(self, body: dict, text: str, behaviour: str, overrides: dict[str, str]) -> None:
+    def _openai(self, body: dict, text: str, behaviour: str, overrides: dict[str, str]) -> dict:
         schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {})
         answer = answer_for(_keys_from_schema(schema), text, behaviour, overrides)
         content = answer if isinstance(answer, str) else json.dumps(answer)
@@ -250,19 +259,16 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour == "refusal":
             message = {"role": "assistant", "content": None, "refusal": "I can't help with grading this."}
             content = message["refusal"]
-        self._send(
-            200,
-            {
-                "id": "chatcmpl-fake",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", ""),
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
-                "usage": _usage(body, content, "prompt_tokens", "completion_tokens"),
-            },
-        )
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", ""),
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
+            "usage": _usage(body, content, "prompt_tokens", "completion_tokens"),
+        }
 
-    def _anthropic(self, body: dict, text: str, behaviour: str, overrides: dict[str, str]) -> None:
+    def _anthropic(self, body: dict, text: str, behaviour: str, overrides: dict[str, str]) -> dict:
         tools = body.get("tools") or [{}]
         answer = answer_for(_keys_from_schema(tools[0].get("input_schema", {})), text, behaviour, overrides)
         stop_reason = "tool_use"
@@ -275,19 +281,16 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             blocks = [{"type": "tool_use", "id": "toolu_fake", "name": tools[0].get("name", "tool"), "input": answer}]
         usage = _usage(body, json.dumps(blocks), "input_tokens", "output_tokens")
-        self._send(
-            200,
-            {
-                "id": "msg_fake",
-                "type": "message",
-                "role": "assistant",
-                "model": body.get("model", ""),
-                "content": blocks,
-                "stop_reason": stop_reason,
-                "stop_sequence": None,
-                "usage": usage,
-            },
-        )
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", ""),
+            "content": blocks,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": usage,
+        }
 
     def _send(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()

@@ -206,3 +206,75 @@ def test_unknown_items_are_404(client, reviewer, split):
     client.force_login(reviewer)
     assert client.get(reverse("labeling:adjudicate", args=[output.pk, 999999])).status_code == 404
     assert client.get(reverse("labeling:adjudicate", args=[999999, crit["next_step"].pk])).status_code == 404
+
+
+def test_what_people_entered_here_is_what_export_data_writes(client, annotator, annotator2, reviewer):
+    import json
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from labeling.models import Annotation
+
+    from .labeling_helpers import next_url, save_url, submit_url
+
+    eval_set, rv, (output,) = labeling_setup()
+    answers = {
+        annotator: {"correct_amount": ("PASS", RESPONSE_QUOTE), "next_step": ("PASS", "NONE")},
+        annotator2: {"correct_amount": ("FAIL", TOOL_QUOTE), "next_step": ("PASS", "NONE")},
+    }
+    for user, given in answers.items():
+        client.force_login(user)
+        client.post(next_url(eval_set))
+        mine = Annotation.objects.get(annotator=user)
+        for key, (outcome, evidence) in given.items():
+            data = {"criterion": key, "outcome": outcome, "evidence": evidence, "rubric_version": rv.pk}
+            assert client.post(save_url(mine), data, HTTP_HX_REQUEST="true").status_code == 200
+        # A correction after submitting is exported as the current answer, not the first one.
+        assert client.post(submit_url(mine), {"rubric_version": rv.pk}).status_code == 302
+    client.force_login(annotator)
+    mine = Annotation.objects.get(annotator=annotator)
+    data = {"criterion": "next_step", "outcome": "FAIL", "evidence": "NONE", "rubric_version": rv.pk}
+    client.post(save_url(mine), data, HTTP_HX_REQUEST="true")
+    client.force_login(reviewer)
+    amount = Criterion.objects.get(rubric_version=rv, key="correct_amount")
+    client.post(url(output, amount), {"outcome": "FAIL", "rationale": "Tool shows it.", "based_on": 0})
+
+    def export(what):
+        out = StringIO()
+        call_command("export_data", "--eval-set", eval_set.name, "--what", what, "--rubric", rv.ref, stdout=out)
+        return [json.loads(line) for line in out.getvalue().splitlines()]
+
+    labels = {(r["annotator"], r["criterion"]): (r["outcome"], r["evidence"]) for r in export("labels")}
+    assert labels == {
+        ("ann", "correct_amount"): ("PASS", RESPONSE_QUOTE),
+        ("ann", "next_step"): ("FAIL", "NONE"),
+        ("ann2", "correct_amount"): ("FAIL", TOOL_QUOTE),
+        ("ann2", "next_step"): ("PASS", "NONE"),
+    }
+    gold = {r["criterion"]: r for r in export("gold")}
+    assert (gold["correct_amount"]["outcome"], gold["correct_amount"]["adjudicator"]) == ("FAIL", "rev")
+    assert gold["correct_amount"]["rationale"] == "Tool shows it."
+    assert "next_step" not in gold  # after the correction the annotators disagree and nobody decided yet
+
+
+def test_the_adjudication_page_never_shows_a_judge_verdict(client, reviewer, split):
+    from judging.models import JudgeConfig, JudgeRun, Verdict
+
+    eval_set, rv, output, crit = split
+    config = JudgeConfig.objects.create(name="anchoring-judge", backend="instrument")
+    run = JudgeRun.objects.create(eval_set=eval_set, rubric_version=rv, judge_config=config)
+    Verdict.objects.create(
+        run=run, output=output, rubric_version=rv, criterion=crit["correct_amount"], judge_config=config,
+        judge_config_hash=config.content_hash, outcome="PASS", evidence="zq-judge-says-7431",
+        raw_output="zq-judge-says-7431",
+    )  # fmt: skip
+    client.force_login(reviewer)
+    for page in (
+        client.get(url(output, crit["correct_amount"])),
+        client.get(queue_url(eval_set, rv)),
+        client.get(reverse("labeling:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}"),
+    ):
+        body = page.content.decode()
+        assert page.status_code == 200
+        assert "zq-judge-says-7431" not in body and "anchoring-judge" not in body

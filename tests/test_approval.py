@@ -42,8 +42,19 @@ def approve_rubric(by: str = "lead", reason: str = "Definitions reviewed with su
 
 def gating(*keys: str, reason: str = "kappa 0.71 on 200 items, human ceiling 1.0", extra: tuple = ()) -> str:
     return approve(
-        "--rubric", "refund@1", "--judge", "gpt-judge", "--eval-set", "cal", "--gating", ",".join(keys),
-        "--by", "lead", "--reason", reason, *extra,
+        "--rubric",
+        "refund@1",
+        "--judge",
+        "gpt-judge",
+        "--eval-set",
+        "cal",
+        "--gating",
+        ",".join(keys),
+        "--by",
+        "lead",
+        "--reason",
+        reason,
+        *extra,
     )
 
 
@@ -136,8 +147,20 @@ def test_gating_needs_an_approved_rubric_version_and_a_lead(world, reviewer):
         gating("correct_amount")
     approve_rubric()
     with pytest.raises(CommandError, match="rev is not an active lead"):
-        approve("--rubric", "refund@1", "--judge", "gpt-judge", "--eval-set", "cal", "--gating", "correct_amount",
-                "--by", "rev", "--reason", "r")
+        approve(
+            "--rubric",
+            "refund@1",
+            "--judge",
+            "gpt-judge",
+            "--eval-set",
+            "cal",
+            "--gating",
+            "correct_amount",
+            "--by",
+            "rev",
+            "--reason",
+            "r",
+        )
     gating("correct_amount")
     with pytest.raises(CommandError, match="already gating with gpt-judge: correct_amount"):
         gating("correct_amount")
@@ -236,3 +259,10 @@ def test_reviewers_cannot_mark_or_revoke(client, world, reviewer, lead):
     assert client.post(reverse("calibration:revoke_gating", args=[mark.pk]), {"reason": "x"}).status_code == 403
     mark.refresh_from_db()
     assert mark.revoked_at is None and GatingMark.objects.count() == 1
+
+
+def test_an_override_without_a_written_reason_is_refused(world):
+    approve_rubric()
+    with pytest.raises(CommandError, match="a reason is required"):
+        gating("next_step", reason="   ", extra=("--override",))
+    assert not GatingMark.objects.exists()

@@ -14,6 +14,7 @@ from .calibration_factories import (
     adjudicate,
     annotate,
     annotator,
+    bulk_calibration,
     calibration_set,
     make_judge,
     make_run,
@@ -40,13 +41,7 @@ def report(es, rv, judge, **kw):
 def test_the_worked_example_read_from_the_database(setup):
     es, rv, judge = setup
     # 145 true passes, 15 false passes, 5 false fails, 35 true fails; both annotators agree (gold by majority).
-    rows = (
-        [{"correct_amount": (P, P, P)}] * 145
-        + [{"correct_amount": (F, F, P)}] * 15
-        + [{"correct_amount": (P, P, F)}] * 5
-        + [{"correct_amount": (F, F, F)}] * 35
-    )
-    calibration_set(es, rv, judge, rows)
+    bulk_calibration(es, rv, judge, {"correct_amount": (145, 15, 5, 35)})
     row = report(es, rv, judge).row("correct_amount")
     assert row.n == 200
     assert row.kappa == pytest.approx(0.25 / 0.35)
@@ -244,3 +239,75 @@ def test_agent_version_filter_and_segments(setup):
     v2 = seg.segments[1].rows[0]
     assert v2.false_fail == 1 and v2.kappa == pytest.approx(0.0)  # judge always FAIL on v2: constant
     assert seg.as_dict()["mean_kappa"]["correct_amount"]["mean_kappa"] == pytest.approx(0.5)
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def command(*args: str) -> str:
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("calibration_report", *args, stdout=out)
+    return out.getvalue()
+
+
+SCOPE = ("--eval-set", "cal", "--rubric", "refund@1", "--judge", "gpt-judge")
+
+
+def test_the_command_prints_json_csv_and_text(setup):
+    import csv
+    import io
+    import json
+
+    es, rv, judge = setup
+    calibration_set(es, rv, judge, [{"correct_amount": (P, P, P)}, {"correct_amount": (F, F, P)}])
+    data = json.loads(command(*SCOPE, "--format", "json"))
+    assert [c["criterion"] for c in data["criteria"]] == ["correct_amount", "next_step"]
+    assert data["criteria"][0]["false_pass"] == 1 and data["criteria"][1]["kappa"] is None
+    assert {"judge_config", "model_id", "rubric_version", "computed_at"} <= set(data)
+    rows = list(csv.DictReader(io.StringIO(command(*SCOPE, "--format", "csv"))))
+    # A constant judge has kappa 0 in every resample too: the interval is [0, 0], not empty.
+    assert rows[0]["criterion"] == "correct_amount" and rows[0]["kappa_ci_low"] == "0.0"
+    assert rows[1]["kappa"] == "" and rows[1]["kappa_ci_low"] == ""
+    text = command(*SCOPE)
+    assert "no data" in text  # next_step: n = 0, never shown as agreement
+    assert "FALSE PASS" in text and "the judge said PASS on every one of the 2 items" in text
+
+
+def test_the_command_splits_by_agent_version(setup):
+    import json
+
+    es, rv, judge = setup
+    calibration_set(es, rv, judge, [{"correct_amount": (P, P, P)}, {"correct_amount": (F, F, F)}], agent_version="v1")
+    calibration_set(es, rv, judge, [{"correct_amount": (P, P, F)}, {"correct_amount": (F, F, F)}], agent_version="v2")
+    data = json.loads(command(*SCOPE, "--by", "agent_version", "--format", "json"))
+    assert [s["agent_version"] for s in data["segments"]] == ["v1", "v2"]
+    assert data["mean_kappa"]["correct_amount"] == {"mean_kappa": 0.5, "segments_with_kappa": 2, "segments": 2}
+    text = command(*SCOPE, "--by", "agent_version")
+    assert "== agent version v1" in text and "mean of per-segment kappas" in text
+    assert "agent_version,criterion" in command(*SCOPE, "--by", "agent_version", "--format", "csv")
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ("--eval-set", "nope", "--rubric", "refund@1", "--judge", "gpt-judge"),
+            "unknown eval set 'nope' (known: cal)",
+        ),
+        (("--eval-set", "cal", "--rubric", "refund@2", "--judge", "gpt-judge"), "unknown rubric version 'refund@2'"),
+        (("--eval-set", "cal", "--rubric", "refund", "--judge", "gpt-judge"), "NAME@VERSION"),
+        (("--eval-set", "cal", "--rubric", "refund@1", "--judge", "x"), "unknown judge config 'x' (known: gpt-judge)"),
+        ((*SCOPE, "--by", "agent_version", "--agent-version", "v1"), "exclude each other"),
+        ((*SCOPE, "--format", "xml"), "invalid choice: 'xml'"),
+        ((*SCOPE, "--by", "case"), "invalid choice: 'case'"),
+    ],
+)
+def test_the_command_refuses_bad_input_clearly(setup, args, message):
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        command(*args)

@@ -25,6 +25,8 @@ from django.core.management import call_command
 from calibration.lookup import eval_set_named, judge_named, rubric_version_named
 from calibration.report import calibration_report, human_agreement, segmented_report
 
+from .calibration_factories import analyze
+
 DATASETS = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
 pytestmark = [
@@ -43,6 +45,8 @@ def write_jsonl(path: Path, records) -> Path:
 def run(command: str, *args) -> str:
     out = io.StringIO()
     call_command(command, *[str(a) for a in args], stdout=out)
+    if command.startswith("import_"):
+        analyze()  # thousands of rows just arrived: let the planner know (see calibration_factories.analyze)
     return out.getvalue()
 
 
@@ -115,14 +119,29 @@ def test_qags_always_yes_judge_is_caught_by_kappa_despite_its_agreement(qags):
     67.89% of sentences (the README's majority-yes rate) and has kappa exactly 0."""
     tmp, rubric, items = qags
     verdicts = [
-        {"case_id": cid, "agent_version": "default", "criterion": "factually_consistent", "outcome": "PASS",
-         "evidence": "NONE", "raw": "always yes"}
+        {
+            "case_id": cid,
+            "agent_version": "default",
+            "criterion": "factually_consistent",
+            "outcome": "PASS",
+            "evidence": "NONE",
+            "raw": "always yes",
+        }
         for cid, *_ in items
     ]
-    run("import_verdicts", "--eval-set", "qags", "--rubric", rubric, "--judge", "always-yes",
-        write_jsonl(tmp / "verdicts.jsonl", verdicts))
-    report = json.loads(run("calibration_report", "--eval-set", "qags", "--rubric", rubric, "--judge", "always-yes",
-                            "--format", "json"))
+    run(
+        "import_verdicts",
+        "--eval-set",
+        "qags",
+        "--rubric",
+        rubric,
+        "--judge",
+        "always-yes",
+        write_jsonl(tmp / "verdicts.jsonl", verdicts),
+    )
+    report = json.loads(
+        run("calibration_report", "--eval-set", "qags", "--rubric", rubric, "--judge", "always-yes", "--format", "json")
+    )
     [row] = report["criteria"]
     assert row["n"] == 953
     assert row["gold_pass_rate"] == pytest.approx(0.6789, abs=5e-5)
@@ -131,7 +150,9 @@ def test_qags_always_yes_judge_is_caught_by_kappa_despite_its_agreement(qags):
     assert row["false_pass"] == round(953 * (1 - 0.6789))  # every majority-"no" sentence passes
     assert "constant_judge" in [w["code"] for w in row["warnings"]]
     assert row["tier"] == "unusable"
-    assert row["human_alpha"] == pytest.approx(0.4879, abs=5e-5) and row["human_kappa"] == pytest.approx(0.5046, abs=5e-5)
+    assert row["human_alpha"] == pytest.approx(0.4879, abs=5e-5) and row["human_kappa"] == pytest.approx(
+        0.5046, abs=5e-5
+    )
 
 
 # --- XSum hallucination (Maynez et al. 2020) ------------------------------------------------------
@@ -196,12 +217,26 @@ def import_xsum(tmp: Path, third_position_adjudicates: bool) -> str:
     run("import_labels", "--eval-set", "xsum", "--rubric", rubric, write_jsonl(tmp / "labels.jsonl", lines))
     judge = entailment_judge()
     verdicts = [
-        {"case_id": bbcid, "agent_version": system, "criterion": "factual", "outcome": judge[(bbcid, system)],
-         "evidence": "NONE", "raw": "Entailment >= 0.5"}
+        {
+            "case_id": bbcid,
+            "agent_version": system,
+            "criterion": "factual",
+            "outcome": judge[(bbcid, system)],
+            "evidence": "NONE",
+            "raw": "Entailment >= 0.5",
+        }
         for (bbcid, system) in sorted(items)
     ]
-    run("import_verdicts", "--eval-set", "xsum", "--rubric", rubric, "--judge", "entailment",
-        write_jsonl(tmp / "verdicts.jsonl", verdicts))
+    run(
+        "import_verdicts",
+        "--eval-set",
+        "xsum",
+        "--rubric",
+        rubric,
+        "--judge",
+        "entailment",
+        write_jsonl(tmp / "verdicts.jsonl", verdicts),
+    )
     return rubric
 
 
@@ -209,7 +244,9 @@ def import_xsum(tmp: Path, third_position_adjudicates: bool) -> str:
 def test_xsum_factual_reproduces_human_and_weak_judge_figures(tmp_path, third_position_adjudicates):
     rubric = import_xsum(tmp_path, third_position_adjudicates)
     report = calibration_report(
-        eval_set=eval_set_named("xsum"), rubric_version=rubric_version_named(rubric), judge_config=judge_named("entailment")
+        eval_set=eval_set_named("xsum"),
+        rubric_version=rubric_version_named(rubric),
+        judge_config=judge_named("entailment"),
     )
     row = report.row("factual")
     # Human ceiling (README): kappa(A, B) = 0.7830 over 1,848 items (A x B [[1621, 49], [25, 153]]).
@@ -232,7 +269,9 @@ def test_xsum_factual_reproduces_human_and_weak_judge_figures(tmp_path, third_po
 def test_xsum_split_by_system_reproduces_the_per_system_alpha(tmp_path):
     rubric = import_xsum(tmp_path, third_position_adjudicates=False)
     seg = segmented_report(
-        eval_set=eval_set_named("xsum"), rubric_version=rubric_version_named(rubric), judge_config=judge_named("entailment")
+        eval_set=eval_set_named("xsum"),
+        rubric_version=rubric_version_named(rubric),
+        judge_config=judge_named("entailment"),
     )
     alpha = {s.agent_version: s.rows[0].human_alpha for s in seg.segments}
     n = {s.agent_version: s.rows[0].human_n for s in seg.segments}
@@ -241,8 +280,21 @@ def test_xsum_split_by_system_reproduces_the_per_system_alpha(tmp_path):
     assert alpha["PtGen"] == pytest.approx(0.6810, abs=5e-5) and n["PtGen"] == 454
     assert alpha["TConvS2S"] == pytest.approx(0.7924, abs=5e-5) and n["TConvS2S"] == 469
     assert alpha["TranS2S"] == pytest.approx(0.7790, abs=5e-5) and n["TranS2S"] == 471
-    out = json.loads(run("calibration_report", "--eval-set", "xsum", "--rubric", rubric, "--judge", "entailment",
-                         "--by", "agent_version", "--format", "json"))
+    out = json.loads(
+        run(
+            "calibration_report",
+            "--eval-set",
+            "xsum",
+            "--rubric",
+            rubric,
+            "--judge",
+            "entailment",
+            "--by",
+            "agent_version",
+            "--format",
+            "json",
+        )
+    )
     kappas = [s["criteria"][0]["kappa"] for s in out["segments"]]
     assert out["mean_kappa"]["factual"]["mean_kappa"] == pytest.approx(sum(kappas) / 4)
 
@@ -266,20 +318,48 @@ def test_usr_topical_chat_binary_criteria_and_the_judge_bench_subset(tmp_path):
         for r, s in zip(ctx["responses"], scored["responses"], strict=True):
             # One case per context, one output per system (agent version = the system's name).
             base = {"case_id": f"tc-{i}", "agent_version": r["model"]}
-            cases.append({**base, "input": f"{ctx['context']}\n\nFACT: {ctx['fact']}", "reference": truth,
-                          "response": r["response"]})
+            cases.append(
+                {
+                    **base,
+                    "input": f"{ctx['context']}\n\nFACT: {ctx['fact']}",
+                    "reference": truth,
+                    "response": r["response"],
+                }
+            )
             for key, column in USR_CRITERIA.items():
                 for pos in range(3):
-                    labels.append({**base, "criterion": key, "annotator": f"usr-pos{pos}",
-                                   "outcome": "PASS" if r[column][pos] == 1 else "FAIL", "evidence": "NONE"})
+                    labels.append(
+                        {
+                            **base,
+                            "criterion": key,
+                            "annotator": f"usr-pos{pos}",
+                            "outcome": "PASS" if r[column][pos] == 1 else "FAIL",
+                            "evidence": "NONE",
+                        }
+                    )
             # README's bad judges, threshold 0.5: cola for Understandable, fact_mrpc for Uses Knowledge.
             for key, metric in (("understandable", "cola"), ("uses_knowledge", "fact_mrpc")):
-                verdicts.append({**base, "criterion": key, "outcome": "PASS" if s[metric] >= 0.5 else "FAIL",
-                                 "evidence": "NONE", "raw": f"{metric}={s[metric]}"})
+                verdicts.append(
+                    {
+                        **base,
+                        "criterion": key,
+                        "outcome": "PASS" if s[metric] >= 0.5 else "FAIL",
+                        "evidence": "NONE",
+                        "raw": f"{metric}={s[metric]}",
+                    }
+                )
     run("import_cases", "--eval-set", "usr-tc", write_jsonl(tmp_path / "cases.jsonl", cases))
     run("import_labels", "--eval-set", "usr-tc", "--rubric", rubric, write_jsonl(tmp_path / "labels.jsonl", labels))
-    run("import_verdicts", "--eval-set", "usr-tc", "--rubric", rubric, "--judge", "glue",
-        write_jsonl(tmp_path / "verdicts.jsonl", verdicts))
+    run(
+        "import_verdicts",
+        "--eval-set",
+        "usr-tc",
+        "--rubric",
+        rubric,
+        "--judge",
+        "glue",
+        write_jsonl(tmp_path / "verdicts.jsonl", verdicts),
+    )
     scope = dict(eval_set=eval_set_named("usr-tc"), rubric_version=rubric_version_named(rubric))
     report = calibration_report(**scope, judge_config=judge_named("glue"))
     uk, un = report.row("uses_knowledge"), report.row("understandable")

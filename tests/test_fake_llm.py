@@ -52,10 +52,12 @@ def content(body: dict) -> str:
 def test_it_answers_every_criterion_of_the_schema_quoting_the_response(fake):
     status, _, body = post(f"{fake.openai_base_url}/chat/completions", chat("The refund is on its way today."))
     assert status == 200
-    assert json.loads(content(body)) == {"criteria": [
-        {"criterion": "a", "evidence": "The refund is on its way", "verdict": "PASS"},  # its first six words
-        {"criterion": "b", "evidence": "The refund is on its way", "verdict": "PASS"},
-    ]}
+    assert json.loads(content(body)) == {
+        "criteria": [
+            {"criterion": "a", "evidence": "The refund is on its way", "verdict": "PASS"},  # its first six words
+            {"criterion": "b", "evidence": "The refund is on its way", "verdict": "PASS"},
+        ]
+    }
     assert body["usage"]["prompt_tokens"] > 0 and fake.calls == 1
 
 
@@ -98,8 +100,11 @@ def test_it_speaks_anthropic_messages_through_the_forced_tool(fake):
     }
     status, _, answer = post(f"{fake.anthropic_base_url}/v1/messages", body)
     assert status == 200 and answer["stop_reason"] == "tool_use"
-    assert answer["content"][0]["input"]["criteria"][1] == {"criterion": "b", "evidence": "Hello there.",
-                                                            "verdict": "PASS"}
+    assert answer["content"][0]["input"]["criteria"][1] == {
+        "criterion": "b",
+        "evidence": "Hello there.",
+        "verdict": "PASS",
+    }
     body["messages"][0]["content"] += " [[fake:refusal]]"
     assert post(f"{fake.anthropic_base_url}/v1/messages", body)[2]["stop_reason"] == "refusal"
 
@@ -109,13 +114,14 @@ def test_it_refuses_what_it_does_not_know(fake):
 
 
 def test_standalone_it_prints_its_port_and_reports_its_call_count():
-    process = subprocess.Popen([sys.executable, "-m", "tests.fake_llm", "--latency", "0"], cwd=ROOT,
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.fake_llm", "--latency", "0"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
     try:
         port = int(process.stdout.readline())
         post(f"http://127.0.0.1:{port}/v1/chat/completions", chat("Hi."))
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stats", timeout=5) as response:
-            assert json.loads(response.read()) == {"calls": 1}
+            assert json.loads(response.read()) == {"calls": 1, "max_in_flight": 1}
     finally:
         process.terminate()
         process.wait(timeout=10)

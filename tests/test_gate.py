@@ -100,7 +100,9 @@ def test_error_rate_counts_every_verdict_and_is_not_a_fail(world):
 def test_abstain_and_not_applicable_leave_the_pass_rate_but_count_in_the_error_denominator(world):
     cal, rc, rv, judge = world
     mark_as_gating(rv, judge, ["correct_amount"], cal)
-    bulk_verdicts(rc, rv, judge, {"correct_amount": {"PASS": 60, "FAIL": 2, "ABSTAIN": 20, "NOT_APPLICABLE": 17, "ERROR": 1}})
+    bulk_verdicts(
+        rc, rv, judge, {"correct_amount": {"PASS": 60, "FAIL": 2, "ABSTAIN": 20, "NOT_APPLICABLE": 17, "ERROR": 1}}
+    )
     code, out, _ = gate(*std_args())
     c = json.loads(out)["criteria"][0]
     assert (c["n"], c["passes"], c["errors"]) == (62, 60, 1)
@@ -119,7 +121,9 @@ def test_the_gate_is_conjunctive_and_names_the_binding_criterion(world):
     assert (result["met_count"], result["gating_count"]) == (1, 2)
     assert result["binding_criterion"] == "next_step"
     _, text, _ = gate(*std_args("text"))
-    assert "FAILED" in text and "1 of 2 criteria met (information only" in text and "binding criterion: next_step" in text
+    assert (
+        "FAILED" in text and "1 of 2 criteria met (information only" in text and "binding criterion: next_step" in text
+    )
 
 
 def test_when_it_passes_the_binding_criterion_is_the_closest_to_failing(world):

@@ -31,7 +31,9 @@ def world(lead):
 def token(client, world, lead) -> str:
     """Create a token the way a lead does, through the page, and read it off the page."""
     client.force_login(lead)
-    response = client.post(reverse("calibration:create_token"), {"project": "refund-bot CI", "rubric": world[2].rubric.pk})
+    response = client.post(
+        reverse("calibration:create_token"), {"project": "refund-bot CI", "rubric": world[2].rubric.pk}
+    )
     assert response.status_code == 200 and response["Cache-Control"] == "no-store"
     body = response.content.decode()
     start = body.index('id="new-token">') + len('id="new-token">')
@@ -136,7 +138,10 @@ def test_only_post_and_no_session_login(client, token, lead):
 
 def test_token_management_is_for_leads(client, world, reviewer, lead):
     client.force_login(reviewer)
-    assert client.post(reverse("calibration:create_token"), {"project": "x", "rubric": world[2].rubric.pk}).status_code == 403
+    assert (
+        client.post(reverse("calibration:create_token"), {"project": "x", "rubric": world[2].rubric.pk}).status_code
+        == 403
+    )
     assert not GateToken.objects.exists()
     client.force_login(lead)
     response = client.post(reverse("calibration:create_token"), {"project": " ", "rubric": 999}, HTTP_HX_REQUEST="true")
@@ -145,8 +150,9 @@ def test_token_management_is_for_leads(client, world, reviewer, lead):
     assert body.lstrip().startswith('<section class="card" id="token-panel">')
     assert "This field is required" in body or "Name the project" in body
     assert "Select a valid choice" in body
-    token = GateToken.objects.create(project="p", rubric=world[2].rubric, token_hash="0" * 64, hint="icw_abcd",
-                                     created_by=lead)
+    token = GateToken.objects.create(
+        project="p", rubric=world[2].rubric, token_hash="0" * 64, hint="icw_abcd", created_by=lead
+    )
     client.force_login(reviewer)
     client.post(reverse("calibration:revoke_token", args=[token.pk]))
     token.refresh_from_db()

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from labeling.io import ImportFailed, MAX_PROBLEMS, import_cases
+from labeling.io import MAX_PROBLEMS, ImportFailed, import_cases
 from labeling.io.adk import evalset_document
 from labeling.models import Case, EvalSet, Output
 
@@ -45,7 +45,9 @@ def test_it_imports_a_jsonl_file_one_output_a_line(fast_path):
     assert case.metadata == {"category": "duplicate_charge"}
     v1 = case.outputs.get(agent_version="v1")
     assert v1.response == "I have issued a refund of $40.00. You will see it within 5 business days."
-    assert v1.tool_calls == [{"name": "lookup_order", "args": {"order_id": "1234"}, "response": {"duplicate_charge": 40.0}}]
+    assert v1.tool_calls == [
+        {"name": "lookup_order", "args": {"order_id": "1234"}, "response": {"duplicate_charge": 40.0}}
+    ]
     assert v1.latency_ms == 1840
     assert Output.objects.get(case__case_id="r-002", agent_version="v2").latency_ms is None
     assert sorted(Output.objects.values_list("case__case_id", "agent_version")) == [
@@ -122,7 +124,9 @@ def test_lines_of_one_case_must_agree_and_repeated_lines_are_skipped(fast_path):
     clash = {"case_id": "c2", "input": "Q", "response": "A"}
     with pytest.raises(ImportFailed) as exc:
         run(
-            source("clash.jsonl", jsonl(clash, {**clash, "input": "Q2", "agent_version": "x"}, {**clash, "response": "Z"})),
+            source(
+                "clash.jsonl", jsonl(clash, {**clash, "input": "Q2", "agent_version": "x"}, {**clash, "response": "Z"})
+            ),
             fast_path,
         )
     assert exc.value.messages == [
@@ -135,7 +139,11 @@ def test_lines_of_one_case_must_agree_and_repeated_lines_are_skipped(fast_path):
 
 def test_agent_version_defaults_and_can_be_given_for_the_whole_file(fast_path):
     run(source("a.jsonl", jsonl({"case_id": "c1", "input": "Q", "response": "A"})), fast_path)
-    run(source("b.jsonl", jsonl({"case_id": "c1", "input": "Q", "response": "B"})), fast_path, default_agent_version="v7")
+    run(
+        source("b.jsonl", jsonl({"case_id": "c1", "input": "Q", "response": "B"})),
+        fast_path,
+        default_agent_version="v7",
+    )
     assert sorted(Output.objects.values_list("agent_version", "response")) == [("default", "A"), ("v7", "B")]
 
 
@@ -173,39 +181,103 @@ def test_values_are_normalized_the_same_way_on_both_paths(fast_path):
 
 GOOD = {"case_id": "c1", "input": "Q", "response": "A"}
 BAD_FILES = [
-    ("bad.jsonl", '{"case_id": "c1", "input": "Q", "response": "A"}\n{"case_id": "c2", "input": \n', 'bad.jsonl, line 2: not valid JSON'),
+    (
+        "bad.jsonl",
+        '{"case_id": "c1", "input": "Q", "response": "A"}\n{"case_id": "c2", "input": \n',
+        "bad.jsonl, line 2: not valid JSON",
+    ),
     ("bad.jsonl", jsonl({"input": "Q", "response": "A"}), 'bad.jsonl, line 1, field "case_id": is missing'),
     ("bad.jsonl", jsonl({"case_id": "c1", "input": "  ", "response": "A"}), 'line 1, field "input": is empty'),
-    ("bad.jsonl", jsonl({"case_id": " c1", "input": "Q", "response": "A"}), 'field "case_id": must not start or end with spaces'),
-    ("bad.jsonl", jsonl({**GOOD, "latency_ms": "fast"}), 'field "latency_ms": must be a number of milliseconds, not text'),
+    (
+        "bad.jsonl",
+        jsonl({"case_id": " c1", "input": "Q", "response": "A"}),
+        'field "case_id": must not start or end with spaces',
+    ),
+    (
+        "bad.jsonl",
+        jsonl({**GOOD, "latency_ms": "fast"}),
+        'field "latency_ms": must be a number of milliseconds, not text',
+    ),
     ("bad.jsonl", jsonl({**GOOD, "latency_ms": -3}), 'field "latency_ms": must be between 0 and 2147483647, not -3'),
-    ("bad.jsonl", jsonl({**GOOD, "tool_calls": {"name": "x"}}), 'field "tool_calls": must be a JSON list, not an object'),
-    ("bad.jsonl", jsonl({**GOOD, "tool_calls": [{"args": {}}]}), 'field "tool_calls[0].name": must be the tool\'s name'),
-    ("bad.jsonl", jsonl({**GOOD, "tool_calls": [{"name": "x", "result": 1}]}), 'field "tool_calls[0].result": unknown field'),
+    (
+        "bad.jsonl",
+        jsonl({**GOOD, "tool_calls": {"name": "x"}}),
+        'field "tool_calls": must be a JSON list, not an object',
+    ),
+    (
+        "bad.jsonl",
+        jsonl({**GOOD, "tool_calls": [{"args": {}}]}),
+        'field "tool_calls[0].name": must be the tool\'s name',
+    ),
+    (
+        "bad.jsonl",
+        jsonl({**GOOD, "tool_calls": [{"name": "x", "result": 1}]}),
+        'field "tool_calls[0].result": unknown field',
+    ),
     ("bad.jsonl", jsonl({**GOOD, "refrence": "R"}), 'field "refrence": unknown field (did you mean "reference"?)'),
     ("bad.jsonl", jsonl({**GOOD, "metadata": [1]}), 'field "metadata": must be a JSON object, not a list'),
     ("bad.jsonl", jsonl({**GOOD, "response": "A\u0000B"}), 'field "response": contains a NUL character'),
     ("bad.jsonl", jsonl({**GOOD, "metadata": {"k": "\u0000"}}), 'field "metadata": contains a NUL character'),
-    ("bad.jsonl", '{"case_id": "c1", "input": "Q", "response": "A", "latency_ms": NaN}\n', "bad.jsonl, line 1: not valid JSON ("),
-    ("bad.jsonl", '{"case_id": "c1", "input": "Q", "response": "\\ud800"}\n', "line 1: not valid JSON (no low surrogate"),
-    ("bad.jsonl", '{"case_id": "c1", "input": "Q", "response": "A", "latency_ms": 1e400}\n', "line 1: not valid JSON ("),
-    ("bad.csv", "case_id,input,response,metadata\nc1,Q,A,\"{\"\"x\"\": 1e400}\"\n", 'field "metadata": is not valid JSON (1e400 is too large'),
+    (
+        "bad.jsonl",
+        '{"case_id": "c1", "input": "Q", "response": "A", "latency_ms": NaN}\n',
+        "bad.jsonl, line 1: not valid JSON (",
+    ),
+    (
+        "bad.jsonl",
+        '{"case_id": "c1", "input": "Q", "response": "\\ud800"}\n',
+        "line 1: not valid JSON (no low surrogate",
+    ),
+    (
+        "bad.jsonl",
+        '{"case_id": "c1", "input": "Q", "response": "A", "latency_ms": 1e400}\n',
+        "line 1: not valid JSON (",
+    ),
+    (
+        "bad.csv",
+        'case_id,input,response,metadata\nc1,Q,A,"{""x"": 1e400}"\n',
+        'field "metadata": is not valid JSON (1e400 is too large',
+    ),
     ("bad.jsonl", "[1, 2]\n", "bad.jsonl, line 1: expected one JSON object a line, found a list"),
     ("bad.jsonl", jsonl(GOOD) + '"just text"\n', "bad.jsonl, line 2: expected a JSON object, found text"),
     ("bad.jsonl", jsonl({**GOOD, "case_id": "x" * 301}), 'field "case_id": is longer than 300 characters'),
-    ("bad.jsonl", b'{"case_id": "c1", "input": "caf\xe9", "response": "A"}\n', "bad.jsonl, line 1: not UTF-8 text (byte 0xe9 at column 32)"),
-    ("bad.jsonl", "\ufeff".encode("utf-16-le") + jsonl(GOOD).encode("utf-16-le"), "bad.jsonl, line 1: the file is UTF-16 text"),
+    (
+        "bad.jsonl",
+        b'{"case_id": "c1", "input": "caf\xe9", "response": "A"}\n',
+        "bad.jsonl, line 1: not UTF-8 text (byte 0xe9 at column 32)",
+    ),
+    (
+        "bad.jsonl",
+        "\ufeff".encode("utf-16-le") + jsonl(GOOD).encode("utf-16-le"),
+        "bad.jsonl, line 1: the file is UTF-16 text",
+    ),
     ("empty.jsonl", "", "empty.jsonl: the file has no records"),
     ("blank.jsonl", "\n\n  \n", "blank.jsonl: the file has no records"),
     ("header.csv", "case_id,input,response\n", "header.csv: the file has no records"),
     ("bad.csv", "case_id,input,response\nc1,Q\n", "bad.csv, line 2: expected 3 cells like the header, found 2"),
-    ("bad.csv", "case_id,inputs,response\nc1,Q,A\n", 'bad.csv, line 1, field "inputs": unknown column (did you mean "input"?)'),
+    (
+        "bad.csv",
+        "case_id,inputs,response\nc1,Q,A\n",
+        'bad.csv, line 1, field "inputs": unknown column (did you mean "input"?)',
+    ),
     ("bad.csv", "case_id,response\nc1,A\n", 'bad.csv, line 1, field "input": the header has no such column'),
     ("bad.csv", "case_id;input;response\nc1;Q;A\n", "bad.csv, line 1: the header is separated by semicolons"),
     ("bad.csv", 'case_id,input,response\nc1,"Q,A\n', "bad.csv, line 2: not valid CSV"),
-    ("bad.csv", "case_id,input,response,tool_calls\nc1,Q,A,[{]\n", 'bad.csv, line 2, field "tool_calls": is not valid JSON'),
-    ("bad.csv", "case_id,input,response,latency_ms\nc1,Q,A,1.5s\n", 'field "latency_ms": must be a number of milliseconds'),
-    ("rubric.json", (DATA / "rubric.json").read_text(), "rubric.json, line 1: this looks like a rubric (it has criteria); import it with import_rubric"),
+    (
+        "bad.csv",
+        "case_id,input,response,tool_calls\nc1,Q,A,[{]\n",
+        'bad.csv, line 2, field "tool_calls": is not valid JSON',
+    ),
+    (
+        "bad.csv",
+        "case_id,input,response,latency_ms\nc1,Q,A,1.5s\n",
+        'field "latency_ms": must be a number of milliseconds',
+    ),
+    (
+        "rubric.json",
+        (DATA / "rubric.json").read_text(),
+        "rubric.json, line 1: this looks like a rubric (it has criteria); import it with import_rubric",
+    ),
     ("rubric.yaml", (DATA / "rubric.yaml").read_text(), "rubric.yaml: this is a YAML file"),
     ("labels.jsonl", (DATA / "labels.jsonl").read_text(), "labels.jsonl, line 1: this looks like a labels file"),
     ("labels.csv", (DATA / "labels.csv").read_text(), "labels.csv, line 1: this looks like a labels file"),
@@ -300,7 +372,9 @@ def test_an_adk_result_file_gives_the_actual_invocations_as_outputs(fast_path):
         {"name": "lookup_order", "args": {"order_id": "1234"}, "response": {"duplicate_charge": 40.0}}
     ]
     assert first.latency_ms == 920  # duration 0.9204 s
-    assert first.metadata == {"adk": {"eval_set_result_id": "refund_agent_refunds_1750000100.0", "invocation_id": "e-7c1"}}
+    assert first.metadata == {
+        "adk": {"eval_set_result_id": "refund_agent_refunds_1750000100.0", "invocation_id": "e-7c1"}
+    }
     assert first.case.reference == "I have refunded the duplicate charge of $40.00; it arrives within 5 business days."
     events = Output.objects.get(case__case_id="lost_parcel#e-2a")  # InvocationEvents form of intermediate_data
     assert events.tool_calls == [
@@ -331,7 +405,11 @@ def test_cases_exported_to_adk_and_run_there_match_their_results(fast_path):
     results = []
     for eval_case in doc["eval_cases"]:
         expected = {k: v for k, v in eval_case["conversation"][0].items() if k != "icewater"}
-        actual = {"invocation_id": "x", "user_content": expected["user_content"], "final_response": {"parts": [{"text": "ok"}]}}
+        actual = {
+            "invocation_id": "x",
+            "user_content": expected["user_content"],
+            "final_response": {"parts": [{"text": "ok"}]},
+        }
         results.append(
             {
                 "eval_id": eval_case["eval_id"],
@@ -348,10 +426,19 @@ BAD_ADK = [
     (
         "x.evalset.json",
         {"eval_set_id": "s", "eval_cases": [{"eval_id": "e1", "conversation_scenario": {"starting_prompt": "hi"}}]},
-        'x.evalset.json, line 4, field "eval_cases[0].conversation_scenario": this eval case has a user-simulator scenario',
+        'x.evalset.json, line 4, field "eval_cases[0].conversation_scenario": this eval case has a user-simulator '
+        "scenario",
     ),
-    ("x.evalset.json", {"eval_set_id": "s", "eval_cases": [{"conversation": []}]}, 'field "eval_cases[0].eval_id": is missing'),
-    ("x.evalset.json", {"eval_set_id": "s", "eval_cases": [{"eval_id": "e1", "conversation": []}]}, "must be a non-empty list"),
+    (
+        "x.evalset.json",
+        {"eval_set_id": "s", "eval_cases": [{"conversation": []}]},
+        'field "eval_cases[0].eval_id": is missing',
+    ),
+    (
+        "x.evalset.json",
+        {"eval_set_id": "s", "eval_cases": [{"eval_id": "e1", "conversation": []}]},
+        "must be a non-empty list",
+    ),
     (
         "x.evalset.json",
         {"eval_set_id": "s", "eval_cases": [{"eval_id": "e1", "conversation": [{"user_content": {"parts": []}}]}]},
@@ -360,12 +447,21 @@ BAD_ADK = [
     ("x.evalset.json", {"eval_set_id": "s", "eval_cases": "none"}, 'field "eval_cases": must be a list'),
     (
         "x.evalset_result.json",
-        {"eval_set_result_id": "r", "eval_set_id": "s", "eval_case_results": [{"eval_id": "e1", "eval_metric_result_per_invocation": []}]},
+        {
+            "eval_set_result_id": "r",
+            "eval_set_id": "s",
+            "eval_case_results": [{"eval_id": "e1", "eval_metric_result_per_invocation": []}],
+        },
         "has no invocations, so there is no output to import",
     ),
     (
         "x.evalset_result.json",
-        {"eval_set_result_id": "r", "eval_case_results": [{"eval_id": "e1", "eval_metric_result_per_invocation": [{"expected_invocation": {}}]}]},
+        {
+            "eval_set_result_id": "r",
+            "eval_case_results": [
+                {"eval_id": "e1", "eval_metric_result_per_invocation": [{"expected_invocation": {}}]}
+            ],
+        },
         'field "eval_case_results[0].eval_metric_result_per_invocation[0].actual_invocation": is missing',
     ),
     ("x.json", {"something": "else"}, "x.json, line 1: not a cases file"),
@@ -390,3 +486,49 @@ def test_the_command_reports_counts_and_fails_with_the_messages(capsys):
         call_command("import_cases", "--eval-set", "cli", str(DATA / "missing.jsonl"))
     call_command("import_cases", "--eval-set", "cli2", "--no-fast-path", str(DATA / "cases.jsonl"))
     assert dump_cases("cli") == dump_cases("cli2")
+
+
+def test_a_failure_while_batches_are_in_flight_writes_nothing(fast_path, monkeypatch):
+    from labeling.io import casewriters
+
+    monkeypatch.setattr(casewriters, "COPY_BATCH", 50)
+    monkeypatch.setattr(casewriters, "BULK_BATCH", 50)
+    run(source("seed.jsonl", jsonl({"case_id": "seed", "input": "Q", "response": "A"})), fast_path)
+    lines = [{"case_id": f"c{i}", "input": "Q", "response": "A"} for i in range(500)]
+    lines[430]["tool_calls"] = "none"
+    before = row_counts()
+    with pytest.raises(ImportFailed, match='line 431, field "tool_calls"'):
+        run(source("late.jsonl", jsonl(*lines)), fast_path)
+    assert row_counts() == before
+    fresh = [{"case_id": f"c{i}", "input": "Q", "response": "A"} for i in range(500)]
+    fresh[499]["latency_ms"] = -1
+    with pytest.raises(ImportFailed, match="line 500"):
+        run(source("fresh.jsonl", jsonl(*fresh)), fast_path, eval_set="fresh")
+    assert row_counts() == before
+
+
+def test_conflicts_found_batch_by_batch_stop_at_the_limit(fast_path, monkeypatch):
+    from labeling.io import casewriters
+
+    monkeypatch.setattr(casewriters, "COPY_BATCH", 10)
+    monkeypatch.setattr(casewriters, "BULK_BATCH", 10)
+    lines = [{"case_id": f"c{i:02d}", "input": "Q", "response": "A"} for i in range(60)]
+    run(source("a.jsonl", jsonl(*lines)), fast_path)
+    before = row_counts()
+    with pytest.raises(ImportFailed) as exc:
+        run(source("b.jsonl", jsonl(*({**r, "response": "B"} for r in lines))), fast_path)
+    assert [p.line for p in exc.value.problems] == list(range(1, MAX_PROBLEMS + 1))
+    assert exc.value.truncated
+    assert row_counts() == before
+
+
+def test_an_excel_style_csv_keeps_line_numbers_across_multi_line_cells(fast_path):
+    content = "\ufeffcase_id,input,response,latency_ms\r\nc1,\"one\r\ntwo\",A,5\r\nc2,Q,A,x\r\n"
+    with pytest.raises(ImportFailed) as exc:
+        run(source("excel.csv", content), fast_path)
+    assert exc.value.messages == [
+        'excel.csv, line 4, field "latency_ms": must be a number of milliseconds, not \'x\''
+    ]
+    run(source("excel.csv", content.replace(",x\r\n", ",7\r\n")), fast_path)
+    assert Case.objects.get(case_id="c1").input == "one\r\ntwo"
+    assert Output.objects.get(case__case_id="c2").latency_ms == 7

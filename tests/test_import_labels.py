@@ -198,6 +198,26 @@ def test_a_different_gold_label_does_not_replace_an_adjudication(refunds):
         )
 
 
+def test_imported_gold_follows_older_revisions_that_are_no_longer_current(refunds, reviewer):
+    from labeling.models import Output
+
+    output = Output.objects.get(case__case_id="r-003", agent_version="v1")
+    criterion = _rv().criteria.get(key="within_policy")
+    for revision in (1, 2):
+        GoldLabel.objects.create(
+            output=output,
+            rubric_version=_rv(),
+            criterion=criterion,
+            outcome="PASS",
+            decided_by=reviewer,
+            revision=revision,
+            is_current=False,
+        )
+    line = {"case_id": "r-003", "agent_version": "v1", "criterion": "within_policy", "adjudicator": "sam"}
+    run(source("g.jsonl", jsonl({**line, "outcome": "FAIL"})))
+    assert GoldLabel.objects.get(is_current=True).revision == 3
+
+
 def test_labels_are_not_merged_into_an_annotation_made_in_the_app(refunds, annotator):
     from labeling.models import Output
 
@@ -229,7 +249,8 @@ BAD_LABELS = [
     (
         "b.jsonl",
         jsonl({**L, "criterion": "next_stpe"}),
-        'b.jsonl, line 1, field "criterion": "next_stpe" is not a criterion of this rubric version (did you mean "next_step"?)',
+        'b.jsonl, line 1, field "criterion": "next_stpe" is not a criterion of this rubric version '
+        '(did you mean "next_step"?)',
     ),
     (
         "b.jsonl",

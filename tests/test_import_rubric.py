@@ -112,7 +112,8 @@ BAD_RUBRICS = [
     ),
     (
         "r.json",
-        '{"name": "r", "version": "1", "criteria": [\n{"key": "a", "definition": "x"},\n{"key": "a", "definition": "y"}]}',
+        '{"name": "r", "version": "1", "criteria": [\n'
+        '{"key": "a", "definition": "x"},\n{"key": "a", "definition": "y"}]}',
         'r.json, line 3, field "criteria[1].key": "a" is already the key of a criterion on line 2',
     ),
     ("r.json", '{"version": "1", "criteria": [{"key": "a", "definition": "x"}]}', 'field "name": is missing'),
@@ -132,7 +133,11 @@ BAD_RUBRICS = [
         '{"name": "r", "name": "s", "version": "1", "criteria": [{"key": "a", "definition": "x"}]}',
         'r.json, line 1, field "name": this key appears twice in the same object',
     ),
-    ("r.json", '{"name": "a@b", "version": "1", "criteria": [{"key": "a", "definition": "x"}]}', 'must not contain "@"'),
+    (
+        "r.json",
+        '{"name": "a@b", "version": "1", "criteria": [{"key": "a", "definition": "x"}]}',
+        'must not contain "@"',
+    ),
     (
         "r.yaml",
         "name: r\nversion: 1.10\ncriteria:\n  - key: a\n    definition: x\n",

@@ -4,8 +4,8 @@ failures classified for the runner's retry rules, the key read from the variable
 from __future__ import annotations
 
 import json
-from email.utils import format_datetime
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import pytest
 
@@ -13,7 +13,12 @@ from judging.backends import CallFailed, Misconfigured, api_key_for, backend_for
 from judging.backends.anthropic import TOOL_NAME
 from judging.models import JudgeConfig
 from judging.prompt import CriterionSpec, Subject, build_request
-from tests.judging_helpers import KEY_ENV, KEY_VALUE, fake_llm, judge_key  # noqa: F401 - fixtures
+from tests import judging_helpers
+from tests.judging_helpers import KEY_ENV, KEY_VALUE
+
+# Fixtures shared by the judging tests (tests/conftest.py belongs to the foundation).
+fake_llm = judging_helpers.fake_llm
+judge_key = judging_helpers.judge_key
 
 BACKENDS = ["openai", "anthropic"]
 CRITERIA = [CriterionSpec("correct_amount", "Right amount."), CriterionSpec("next_step", "Says what is next.")]
@@ -34,8 +39,11 @@ def test_a_valid_answer_comes_back_raw_with_token_counts(fake_llm, judge_key, ba
     result = backend_for(config(fake_llm, backend)).call(req())
     answer = json.loads(result.raw)
     assert [c["criterion"] for c in answer["criteria"]] == ["correct_amount", "next_step"]
-    assert answer["criteria"][0] == {"criterion": "correct_amount", "evidence": "I refunded $40.00 today. Expect it",
-                                     "verdict": "PASS"}
+    assert answer["criteria"][0] == {
+        "criterion": "correct_amount",
+        "evidence": "I refunded $40.00 today. Expect it",
+        "verdict": "PASS",
+    }
     assert result.refusal is None
     assert result.tokens_in > 0 and result.tokens_out > 0
     assert fake_llm.calls == 1
@@ -116,8 +124,9 @@ def test_a_rejected_key_is_not_retried_and_is_not_echoed(fake_llm, judge_key, ba
 
 
 def test_an_unreachable_endpoint_is_a_retryable_connection_failure(judge_key):
-    cfg = JudgeConfig(name="j", backend="openai", model_id="m", api_key_env=KEY_ENV, timeout_s=1,
-                      base_url="http://127.0.0.1:9/v1")
+    cfg = JudgeConfig(
+        name="j", backend="openai", model_id="m", api_key_env=KEY_ENV, timeout_s=1, base_url="http://127.0.0.1:9/v1"
+    )
     with pytest.raises(CallFailed) as failure:
         backend_for(cfg).call(req())
     assert (failure.value.kind, failure.value.retryable) == ("connection", True)

@@ -23,8 +23,13 @@ from django.db.models import Count
 from config.celery import app
 from judging import runner
 from judging.models import JudgeRun, RunItem, Verdict
+from tests import judging_helpers
 from tests.factories import make_rubric_version
-from tests.judging_helpers import KEY_ENV, KEY_VALUE, RESPONSE, fake_llm, judge_key, make_judge, make_scope  # noqa: F401
+from tests.judging_helpers import KEY_ENV, KEY_VALUE, RESPONSE, make_judge, make_scope
+
+# Fixtures shared by the judging tests (tests/conftest.py belongs to the foundation).
+fake_llm = judging_helpers.fake_llm
+judge_key = judging_helpers.judge_key
 
 pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,8 +57,22 @@ class Worker:
         }
         env.pop("ICEWATER_TEST_DB_NAME", None)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO",
-             "--concurrency", str(concurrency), "-n", f"{self.name}@%h", "--without-gossip", "--without-mingle"],
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                str(concurrency),
+                "-n",
+                f"{self.name}@%h",
+                "--without-gossip",
+                "--without-mingle",
+            ],
             cwd=ROOT,
             env=env,
             stdout=self.log.open("wb"),
@@ -117,9 +136,12 @@ def wait_for(run: JudgeRun, timeout: float = RUN_TIMEOUT_S) -> JudgeRun:
 def test_a_run_on_a_worker_is_bounded_cached_and_followed_by_run_judge(fake_llm, judge_key, workers):
     fake_llm.latency_s = 0.1
     judge = make_judge(fake_llm, max_concurrency=3)
-    scope = make_scope(judge, responses=[f"Reply {i}: refund of $40.00." for i in range(20)] + [
-        f"{RESPONSE} [[fake:all=FAIL]]", f"{RESPONSE} [[fake:malformed]]"
-    ], rubric=make_rubric_version(name="refund", version="1"))
+    scope = make_scope(
+        judge,
+        responses=[f"Reply {i}: refund of $40.00." for i in range(20)]
+        + [f"{RESPONSE} [[fake:all=FAIL]]", f"{RESPONSE} [[fake:malformed]]"],
+        rubric=make_rubric_version(name="refund", version="1"),
+    )
     workers(concurrency=2)
     run = wait_for(runner.start_run(scope, check_api_key=False))
     assert run.status == "done", run.error
@@ -132,8 +154,21 @@ def test_a_run_on_a_worker_is_bounded_cached_and_followed_by_run_judge(fake_llm,
     # The same data again, followed to its end by the command: every verdict from the cache.
     fake_llm.reset()
     out = io.StringIO()
-    call_command("run_judge", "--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", judge.name,
-                 "--wait", "--poll", "0.2", "--timeout", str(RUN_TIMEOUT_S), stdout=out)
+    call_command(
+        "run_judge",
+        "--eval-set",
+        scope.eval_set.name,
+        "--rubric",
+        "refund@1",
+        "--judge",
+        judge.name,
+        "--wait",
+        "--poll",
+        "0.2",
+        "--timeout",
+        str(RUN_TIMEOUT_S),
+        stdout=out,
+    )
     assert "44/44 verdicts" in out.getvalue() and "cache hits 44" in out.getvalue()
     assert fake_llm.calls == 0
 

@@ -10,16 +10,13 @@ from django.core.management import CommandError, call_command
 
 from judging.io import EXPORT_COLUMNS, export_verdicts
 from judging.models import JudgeConfig, JudgeRun, Verdict
+from tests import judging_helpers
 from tests.factories import make_eval_set, make_output, make_rubric_version
-from tests.judging_helpers import (  # noqa: F401 - fixtures
-    KEY_ENV,
-    RESPONSE,
-    fake_llm,
-    judge_in_process,
-    judge_key,
-    make_judge,
-    make_scope,
-)
+from tests.judging_helpers import KEY_ENV, RESPONSE, judge_in_process, make_judge, make_scope
+
+# Fixtures shared by the judging tests (tests/conftest.py belongs to the foundation).
+fake_llm = judging_helpers.fake_llm
+judge_key = judging_helpers.judge_key
 
 INSTRUMENTS = {
     "correct_amount": {"kind": "reference_values_contained", "pattern": r"\$\d+\.\d{2}"},
@@ -44,8 +41,17 @@ def write(tmp_path, name: str, content) -> str:
 
 @pytest.mark.django_db
 def test_add_judge_creates_a_config_with_defaults_for_what_the_file_leaves_out(tmp_path):
-    path = write(tmp_path, "j.json", {"name": "gpt-judge", "backend": "openai", "model_id": "gpt-x-2026-01-01",
-                                      "api_key_env": "OPENAI_API_KEY", "base_url": "http://localhost:8001/v1"})
+    path = write(
+        tmp_path,
+        "j.json",
+        {
+            "name": "gpt-judge",
+            "backend": "openai",
+            "model_id": "gpt-x-2026-01-01",
+            "api_key_env": "OPENAI_API_KEY",
+            "base_url": "http://localhost:8001/v1",
+        },
+    )
     assert "judge config gpt-judge created" in run_command("add_judge", path)
     config = JudgeConfig.objects.get(name="gpt-judge")
     assert (config.temperature, config.samples, config.mode, config.max_concurrency) == (0.0, 1, "per_output", 4)
@@ -84,14 +90,18 @@ def test_add_judge_twice_is_a_no_op_and_a_used_config_cannot_change(tmp_path):
         ({"name": "x", "backend": "openai", "model_id": "m", "api_key_env": "sk-live-abc"}, "not the key itself"),
         ({"name": "two words", "backend": "instrument", "instruments": INSTRUMENTS}, "no spaces"),
         ({"name": "x", "backend": "instrument"}, "An instrument judge needs at least one instrument"),
-        ({"name": "x", "backend": "instrument", "instruments": {"a": {"kind": "regex_must_match", "pattern": "("}}},
-         "pattern is not a valid regular expression"),
+        (
+            {"name": "x", "backend": "instrument", "instruments": {"a": {"kind": "regex_must_match", "pattern": "("}}},
+            "pattern is not a valid regular expression",
+        ),
         ({"name": "x", "backend": "instrument", "instruments": {"a": {"kind": "vibes"}}}, "kind 'vibes' is not one of"),
         ({"name": "x", "backend": "instrument", "instruments": {"a": {"kind": "max_length"}}}, "needs max_chars or"),
         ({"name": "x", "backend": "openai", "model_id": "m", "samples": 0}, "samples: Must be between 1 and 15"),
         ({"name": "x", "backend": "openai", "model_id": "m", "base_url": "ftp://h"}, "http:// or https:// URL"),
-        ({"name": "x", "backend": "anthropic", "model_id": "m", "api_key_env": "K", "temperature": 0.5},
-         "has no temperature"),
+        (
+            {"name": "x", "backend": "anthropic", "model_id": "m", "api_key_env": "K", "temperature": 0.5},
+            "has no temperature",
+        ),
         ({"name": "x", "backend": "openai", "model_id": "m", "prompt_template_version": "v9"}, "Unknown template"),
     ],
 )
@@ -119,8 +129,9 @@ def instrument_scope():
 @pytest.mark.django_db(transaction=True)
 def test_run_judge_in_process_exits_zero_when_every_item_has_a_verdict():
     scope = instrument_scope()
-    out = run_command("run_judge", "--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "inst",
-                      "--in-process")
+    out = run_command(
+        "run_judge", "--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "inst", "--in-process"
+    )
     assert "4/4 verdicts (PASS=2 FAIL=2 NOT_APPLICABLE=0 ABSTAIN=0 ERROR=0" in out
     run = JudgeRun.objects.get()
     assert run.status == "done" and run.mode == "in_process" and Verdict.objects.filter(run=run).count() == 4
@@ -130,8 +141,9 @@ def test_run_judge_in_process_exits_zero_when_every_item_has_a_verdict():
 def test_run_judge_counts_error_verdicts_as_verdicts(judge_key, fake_llm):
     judge = make_judge(fake_llm, max_retries=0)
     scope = make_scope(judge, responses=[f"{RESPONSE} [[fake:500]]"], rubric=make_rubric_version("refund", "1"))
-    out = run_command("run_judge", "--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "judge",
-                      "--in-process")
+    out = run_command(
+        "run_judge", "--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "judge", "--in-process"
+    )
     assert "ERROR=2" in out and "ERROR x2 (server): HTTP 500" in out
 
 
@@ -167,8 +179,20 @@ def test_run_judge_refuses_a_misconfiguration_with_exit_code_2(monkeypatch, args
 def test_run_judge_wait_gives_up_after_its_timeout_when_no_worker_runs():
     scope = instrument_scope()
     with pytest.raises(CommandError) as failure:
-        run_command("run_judge", "--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "inst",
-                    "--wait", "--timeout", "0.5", "--poll", "0.2")
+        run_command(
+            "run_judge",
+            "--eval-set",
+            scope.eval_set.name,
+            "--rubric",
+            "refund@1",
+            "--judge",
+            "inst",
+            "--wait",
+            "--timeout",
+            "0.5",
+            "--poll",
+            "0.2",
+        )
     assert "still queued after 0.5 s (is a Celery worker running on this queue?)" in str(failure.value)
     assert failure.value.returncode == 1
     JudgeRun.objects.update(status="cancelled")  # leave nothing for a later worker on this queue to pick up
@@ -192,25 +216,38 @@ def jsonl(*records) -> str:
 
 
 def line(case_id, criterion, outcome, evidence="NONE", raw="{}", agent_version="default", **extra):
-    return {"case_id": case_id, "agent_version": agent_version, "criterion": criterion, "outcome": outcome,
-            "evidence": evidence, "raw": raw, **extra}
+    return {
+        "case_id": case_id,
+        "agent_version": agent_version,
+        "criterion": criterion,
+        "outcome": outcome,
+        "evidence": evidence,
+        "raw": raw,
+        **extra,
+    }
 
 
 def test_import_verdicts_creates_an_imported_judge_and_a_finished_run(tmp_path, judged_set):
-    path = write(tmp_path, "v.jsonl", jsonl(
-        line("c1", "correct_amount", "PASS", "refund of $40.00"),
-        line("c1", "next_step", "FAIL", "not in the transcript"),
-        line("c2", "correct_amount", "ERROR", "", error_reason="judge timed out"),
-        line("c2", "next_step", "NOT_APPLICABLE", agent_version="v2"),
-    ))
+    path = write(
+        tmp_path,
+        "v.jsonl",
+        jsonl(
+            line("c1", "correct_amount", "PASS", "refund of $40.00"),
+            line("c1", "next_step", "FAIL", "not in the transcript"),
+            line("c2", "correct_amount", "ERROR", "", error_reason="judge timed out"),
+            line("c2", "next_step", "NOT_APPLICABLE", agent_version="v2"),
+        ),
+    )
     out = run_command("import_verdicts", "--eval-set", "support", "--rubric", "refund@1", "--judge", "ext", path)
     assert 'judge "ext" (created, backend imported): 4 verdicts imported' in out
     assert "1 evidence quote not found verbatim" in out
     judge = JudgeConfig.objects.get(name="ext")
     run = JudgeRun.objects.get(judge_config=judge)
     assert (judge.backend, run.status, run.mode) == ("imported", "done", "import")
-    got = {(v.output.case.case_id, v.output.agent_version, v.criterion.key): (v.outcome, v.evidence_found, v.error_reason)
-           for v in Verdict.objects.select_related("output__case", "criterion")}
+    got = {
+        (v.output.case.case_id, v.output.agent_version, v.criterion.key): (v.outcome, v.evidence_found, v.error_reason)
+        for v in Verdict.objects.select_related("output__case", "criterion")
+    }
     assert got == {
         ("c1", "default", "correct_amount"): ("PASS", True, ""),
         ("c1", "default", "next_step"): ("FAIL", False, ""),
@@ -224,17 +261,23 @@ def test_import_verdicts_creates_an_imported_judge_and_a_finished_run(tmp_path, 
 
 
 def test_import_verdicts_lists_every_bad_line_and_writes_nothing(tmp_path, judged_set):
-    path = write(tmp_path, "v.jsonl", jsonl(
-        line("c1", "correct_amount", "PASS"),
-        line("c1", "corect_amount", "PASS"),
-        line("c1", "next_step", "pass"),
-        line("c9", "next_step", "FAIL"),
-        line("c1", "correct_amount", "FAIL"),
-    ) + "{oops\n" + jsonl(
-        {**line("c1", "next_step", "PASS"), "outcom": "PASS"},
-        line("c2", "next_step", "PASS", agent_version=""),
-        line("c1", "next_step", "PASS", sample=-1),
-    ))
+    path = write(
+        tmp_path,
+        "v.jsonl",
+        jsonl(
+            line("c1", "correct_amount", "PASS"),
+            line("c1", "corect_amount", "PASS"),
+            line("c1", "next_step", "pass"),
+            line("c9", "next_step", "FAIL"),
+            line("c1", "correct_amount", "FAIL"),
+        )
+        + "{oops\n"
+        + jsonl(
+            {**line("c1", "next_step", "PASS"), "outcom": "PASS"},
+            line("c2", "next_step", "PASS", agent_version=""),
+            line("c1", "next_step", "PASS", sample=-1),
+        ),
+    )
     with pytest.raises(CommandError) as failure:
         run_command("import_verdicts", "--eval-set", "support", "--rubric", "refund@1", "--judge", "ext", path)
     text = str(failure.value)
@@ -315,10 +358,15 @@ def adk_result(camel: bool = False) -> dict:
     }
     if camel:
         text = json.dumps(doc)
-        for snake, camel_key in [("eval_set_result_id", "evalSetResultId"), ("eval_case_results", "evalCaseResults"),
-                                 ("overall_eval_metric_results", "overallEvalMetricResults"),
-                                 ("rubric_scores", "rubricScores"), ("rubric_id", "rubricId"),
-                                 ("metric_name", "metricName"), ("eval_id", "evalId")]:
+        for snake, camel_key in [
+            ("eval_set_result_id", "evalSetResultId"),
+            ("eval_case_results", "evalCaseResults"),
+            ("overall_eval_metric_results", "overallEvalMetricResults"),
+            ("rubric_scores", "rubricScores"),
+            ("rubric_id", "rubricId"),
+            ("metric_name", "metricName"),
+            ("eval_id", "evalId"),
+        ]:
             text = text.replace(f'"{snake}"', f'"{camel_key}"')
         doc = json.loads(text)
     return doc
@@ -329,10 +377,22 @@ def test_an_adk_eval_result_becomes_verdicts_per_rubric(tmp_path, judged_set, va
     doc = adk_result(camel=variant == "camel")
     content = json.dumps(json.dumps(doc)) if variant == "double-encoded" else json.dumps(doc, indent=2)
     path = write(tmp_path, "run.evalset_result.json", content)
-    run_command("import_verdicts", "--eval-set", "support", "--rubric", "refund@1", "--judge", "adk",
-                "--agent-version", "default", path)
-    got = {(v.output.case.case_id, v.criterion.key): (v.outcome, v.error_reason)
-           for v in Verdict.objects.select_related("output__case", "criterion")}
+    run_command(
+        "import_verdicts",
+        "--eval-set",
+        "support",
+        "--rubric",
+        "refund@1",
+        "--judge",
+        "adk",
+        "--agent-version",
+        "default",
+        path,
+    )
+    got = {
+        (v.output.case.case_id, v.criterion.key): (v.outcome, v.error_reason)
+        for v in Verdict.objects.select_related("output__case", "criterion")
+    }
     assert got == {
         ("c1", "correct_amount"): ("PASS", ""),
         ("c1", "next_step"): ("FAIL", ""),
@@ -348,8 +408,18 @@ def test_an_adk_result_naming_an_unknown_rubric_is_refused(tmp_path, judged_set)
     doc["eval_case_results"][0]["overall_eval_metric_results"][1]["details"]["rubric_scores"][0]["rubric_id"] = "tone"
     path = write(tmp_path, "run.evalset_result.json", json.dumps(doc, indent=2))
     with pytest.raises(CommandError) as failure:
-        run_command("import_verdicts", "--eval-set", "support", "--rubric", "refund@1", "--judge", "adk",
-                    "--agent-version", "default", path)
+        run_command(
+            "import_verdicts",
+            "--eval-set",
+            "support",
+            "--rubric",
+            "refund@1",
+            "--judge",
+            "adk",
+            "--agent-version",
+            "default",
+            path,
+        )
     assert '"tone" is not a criterion of the rubric; its criteria are correct_amount, next_step' in str(failure.value)
     assert "line 23" in str(failure.value)  # where that rubric score object starts in the indented file
     assert not Verdict.objects.exists()
@@ -361,8 +431,18 @@ def test_an_adk_result_without_rubric_scores_says_what_gives_verdicts(tmp_path, 
         case["overall_eval_metric_results"] = [m for m in case["overall_eval_metric_results"] if "details" not in m]
     path = write(tmp_path, "run.evalset_result.json", json.dumps(doc))
     with pytest.raises(CommandError, match="no per-rubric scores anywhere in this ADK result"):
-        run_command("import_verdicts", "--eval-set", "support", "--rubric", "refund@1", "--judge", "adk",
-                    "--agent-version", "default", path)
+        run_command(
+            "import_verdicts",
+            "--eval-set",
+            "support",
+            "--rubric",
+            "refund@1",
+            "--judge",
+            "adk",
+            "--agent-version",
+            "default",
+            path,
+        )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -370,8 +450,13 @@ def test_export_and_import_round_trip(tmp_path):
     scope = instrument_scope()
     judge_in_process(scope)
     first = io.StringIO()
-    n = export_verdicts(eval_set=scope.eval_set, rubric_version=scope.rubric_version, judge_config=scope.judge_config,
-                        fmt="jsonl", stream=first)
+    n = export_verdicts(
+        eval_set=scope.eval_set,
+        rubric_version=scope.rubric_version,
+        judge_config=scope.judge_config,
+        fmt="jsonl",
+        stream=first,
+    )
     assert n == 4
     records = [json.loads(x) for x in first.getvalue().splitlines()]
     assert list(records[0]) == list(EXPORT_COLUMNS)
@@ -379,12 +464,22 @@ def test_export_and_import_round_trip(tmp_path):
     path = write(tmp_path, "verdicts.jsonl", first.getvalue())
     run_command("import_verdicts", "--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "copy", path)
     second = io.StringIO()
-    export_verdicts(eval_set=scope.eval_set, rubric_version=scope.rubric_version,
-                    judge_config=JudgeConfig.objects.get(name="copy"), fmt="jsonl", stream=second)
+    export_verdicts(
+        eval_set=scope.eval_set,
+        rubric_version=scope.rubric_version,
+        judge_config=JudgeConfig.objects.get(name="copy"),
+        fmt="jsonl",
+        stream=second,
+    )
     assert second.getvalue() == first.getvalue()
     as_csv = io.StringIO()
-    export_verdicts(eval_set=scope.eval_set, rubric_version=scope.rubric_version, judge_config=scope.judge_config,
-                    fmt="csv", stream=as_csv)
+    export_verdicts(
+        eval_set=scope.eval_set,
+        rubric_version=scope.rubric_version,
+        judge_config=scope.judge_config,
+        fmt="csv",
+        stream=as_csv,
+    )
     rows = as_csv.getvalue().splitlines()
     assert rows[0] == ",".join(EXPORT_COLUMNS) and len(rows) == 5 and rows[1].endswith(",false")
 
@@ -397,8 +492,13 @@ def test_export_takes_each_verdict_from_the_latest_run_that_has_it(tmp_path):
     path = write(tmp_path, "v.jsonl", jsonl(line("case-002", "next_step", "PASS", "No idea.")))
     run_command("import_verdicts", "--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "inst", path)
     out = io.StringIO()
-    export_verdicts(eval_set=scope.eval_set, rubric_version=scope.rubric_version, judge_config=scope.judge_config,
-                    fmt="jsonl", stream=out)
+    export_verdicts(
+        eval_set=scope.eval_set,
+        rubric_version=scope.rubric_version,
+        judge_config=scope.judge_config,
+        fmt="jsonl",
+        stream=out,
+    )
     got = [(r["case_id"], r["criterion"], r["outcome"]) for r in map(json.loads, out.getvalue().splitlines())]
     assert got == [
         ("case-001", "correct_amount", "PASS"),
@@ -407,5 +507,10 @@ def test_export_takes_each_verdict_from_the_latest_run_that_has_it(tmp_path):
         ("case-002", "next_step", "PASS"),
     ]
     with pytest.raises(ValueError, match="jsonl or csv"):
-        export_verdicts(eval_set=scope.eval_set, rubric_version=scope.rubric_version,
-                        judge_config=scope.judge_config, fmt="adk", stream=io.StringIO())
+        export_verdicts(
+            eval_set=scope.eval_set,
+            rubric_version=scope.rubric_version,
+            judge_config=scope.judge_config,
+            fmt="adk",
+            stream=io.StringIO(),
+        )

@@ -15,23 +15,18 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from judging import runner
+from judging import retry, runner
 from judging.backends import Misconfigured
 from judging.models import JudgeRun, RunItem, Verdict
 from judging.progress import progress_of
 from labeling.models import Criterion
+from tests import judging_helpers
 from tests.factories import make_eval_set, make_output, make_rubric_version
-from tests.judging_helpers import (  # noqa: F401 - fixtures
-    KEY_ENV,
-    KEY_VALUE,
-    RESPONSE,
-    Sleeps,
-    fake_llm,
-    judge_in_process,
-    judge_key,
-    make_judge,
-    make_scope,
-)
+from tests.judging_helpers import KEY_ENV, KEY_VALUE, RESPONSE, Sleeps, judge_in_process, make_judge, make_scope
+
+# Fixtures shared by the judging tests (tests/conftest.py belongs to the foundation).
+fake_llm = judging_helpers.fake_llm
+judge_key = judging_helpers.judge_key
 
 # Lane threads use their own database connections: the data must be committed for them to see it.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -145,8 +140,9 @@ def test_500_and_timeouts_are_retried_with_growing_backoff_then_error(fake_llm, 
 def test_a_slow_judge_times_out_into_error(fake_llm, judge_key):
     fake_llm.slow_s = 2.0
     judge = make_judge(fake_llm, timeout_s=0.3, max_retries=1)
-    run = judge_in_process(make_scope(judge, responses=[f"{RESPONSE} [[fake:slowx1]]", f"{RESPONSE} [[fake:slow]]"]),
-                           sleep=Sleeps())
+    run = judge_in_process(
+        make_scope(judge, responses=[f"{RESPONSE} [[fake:slowx1]]", f"{RESPONSE} [[fake:slow]]"]), sleep=Sleeps()
+    )
     result = by_case(run)
     assert result["case-001"] == [("correct_amount", "PASS"), ("next_step", "PASS")]  # the retry got through
     assert result["case-002"] == [("correct_amount", "ERROR"), ("next_step", "ERROR")]
@@ -168,13 +164,15 @@ def test_a_retry_after_longer_than_a_run_waits_is_error_at_once(fake_llm, judge_
 
 def test_backoff_delay_bounds():
     rng = random.Random(7)
-    for attempt in range(12):
-        ceiling = min(runner.BACKOFF_CAP_S, runner.BACKOFF_BASE_S * 2**attempt)
-        for _ in range(50):
-            assert ceiling / 2 <= runner.backoff_delay(attempt, None, rng) <= ceiling
+    # Worked by hand: 0.5 s doubling, capped at 30 s: attempt 0 -> [0.25, 0.5], 3 -> [2, 4], 6 and later -> [15, 30].
+    expected = {0: (0.25, 0.5), 1: (0.5, 1.0), 3: (2.0, 4.0), 6: (15.0, 30.0), 11: (15.0, 30.0)}
+    for attempt, (low, high) in expected.items():
+        delays = [retry.backoff_delay(attempt, None, rng) for _ in range(200)]
+        assert low <= min(delays) and max(delays) <= high
+        assert max(delays) - min(delays) > (high - low) / 2  # jittered, not constant
     # Retry-After wins when it is longer, and is never cut short.
-    assert 10 <= runner.backoff_delay(0, 10.0, rng) <= 11
-    assert runner.backoff_delay(6, 0.0, rng) >= 16  # exponential backoff wins over a zero Retry-After
+    assert 10 <= retry.backoff_delay(0, 10.0, rng) <= 11
+    assert retry.backoff_delay(6, 0.0, rng) >= 15  # exponential backoff wins over a zero Retry-After
 
 
 # -- cache ----------------------------------------------------------------------------------------------
@@ -234,8 +232,12 @@ def test_transport_failures_are_not_cached(fake_llm, judge_key):
 def test_per_criterion_mode_asks_one_question_per_call(fake_llm, judge_key):
     run = judge_in_process(make_scope(make_judge(fake_llm, mode="per_criterion"), responses=[RESPONSE]))
     assert fake_llm.calls == 2
-    asked = [r.body["response_format"]["json_schema"]["schema"]["properties"]["criteria"]["items"]["properties"]
-             ["criterion"]["enum"] for r in fake_llm.requests]
+    asked = [
+        r.body["response_format"]["json_schema"]["schema"]["properties"]["criteria"]["items"]["properties"][
+            "criterion"
+        ]["enum"]
+        for r in fake_llm.requests
+    ]
     assert sorted(asked) == [["correct_amount"], ["next_step"]]
     assert run.total_items == 2 and run.expected_verdicts == 2 and len(verdicts(run)) == 2
 
@@ -244,8 +246,12 @@ def test_every_sample_is_stored(fake_llm, judge_key):
     run = judge_in_process(make_scope(make_judge(fake_llm, samples=3, temperature=0.7), responses=[RESPONSE]))
     assert fake_llm.calls == 3
     assert [(v.criterion.key, v.sample) for v in verdicts(run)] == [
-        ("correct_amount", 0), ("correct_amount", 1), ("correct_amount", 2),
-        ("next_step", 0), ("next_step", 1), ("next_step", 2),
+        ("correct_amount", 0),
+        ("correct_amount", 1),
+        ("correct_amount", 2),
+        ("next_step", 0),
+        ("next_step", 1),
+        ("next_step", 2),
     ]
 
 
@@ -299,6 +305,7 @@ def test_the_redis_limiter_bounds_calls_across_lanes(fake_llm, judge_key):
     run = runner.create_run(scope, mode=JudgeRun.Mode.CELERY)
     JudgeRun.objects.filter(pk=run.pk).update(status="running")
     assert isinstance(limiter_for(judge, in_process=False), RedisLimiter)
+
     def lane() -> None:
         try:
             runner.work_lane(run.pk, limiter=limiter_for(judge, in_process=False))

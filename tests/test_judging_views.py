@@ -10,18 +10,13 @@ from django.urls import URLPattern, reverse
 from judging import urls as judging_urls
 from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
 from judging.nav import nav_items
+from tests import judging_helpers
 from tests.factories import make_eval_set, make_output, make_rubric_version
-from tests.judging_helpers import (  # noqa: F401 - fixtures
-    KEY_ENV,
-    KEY_VALUE,
-    RESPONSE,
-    Sleeps,
-    fake_llm,
-    judge_in_process,
-    judge_key,
-    make_judge,
-    make_scope,
-)
+from tests.judging_helpers import KEY_ENV, KEY_VALUE, RESPONSE, Sleeps, judge_in_process, make_judge, make_scope
+
+# Fixtures shared by the judging tests (tests/conftest.py belongs to the foundation).
+fake_llm = judging_helpers.fake_llm
+judge_key = judging_helpers.judge_key
 
 pytestmark = pytest.mark.django_db
 XSS = "<script>alert('x')</script>"
@@ -34,18 +29,39 @@ def judged(db):
     rv = make_rubric_version(name="refund", version="1")
     judge = make_judge(name="gpt-judge", base_url="http://127.0.0.1:9/v1")
     output = make_output(eval_set, case_id="c1", response=f"Refund of $40.00 issued. {XSS}")
-    run = JudgeRun.objects.create(eval_set=eval_set, rubric_version=rv, judge_config=judge, status="done",
-                                  total_items=1, expected_verdicts=2)
+    run = JudgeRun.objects.create(
+        eval_set=eval_set, rubric_version=rv, judge_config=judge, status="done", total_items=1, expected_verdicts=2
+    )
     RunItem.objects.create(run=run, output=output, state="done", model_calls=1, tokens_in=120, tokens_out=30)
     amount, step = rv.criteria.order_by("order")
-    common = {"run": run, "output": output, "rubric_version": rv, "judge_config": judge,
-              "judge_config_hash": judge.content_hash, "model_id": judge.model_id}
-    Verdict.objects.create(criterion=amount, outcome="PASS", evidence="Refund of $40.00", evidence_found=True,
-                           raw_output='{"criteria": [{"criterion": "correct_amount", "verdict": "PASS"}]}',
-                           latency_ms=812, tokens_in=120, tokens_out=30, attempts=1, **common)
-    Verdict.objects.create(criterion=step, outcome="ERROR", error_kind="parse",
-                           error_reason="the judge skipped this criterion", raw_output=f"{XSS} not json",
-                           **common)
+    common = {
+        "run": run,
+        "output": output,
+        "rubric_version": rv,
+        "judge_config": judge,
+        "judge_config_hash": judge.content_hash,
+        "model_id": judge.model_id,
+    }
+    Verdict.objects.create(
+        criterion=amount,
+        outcome="PASS",
+        evidence="Refund of $40.00",
+        evidence_found=True,
+        raw_output='{"criteria": [{"criterion": "correct_amount", "verdict": "PASS"}]}',
+        latency_ms=812,
+        tokens_in=120,
+        tokens_out=30,
+        attempts=1,
+        **common,
+    )
+    Verdict.objects.create(
+        criterion=step,
+        outcome="ERROR",
+        error_kind="parse",
+        error_reason="the judge skipped this criterion",
+        raw_output=f"{XSS} not json",
+        **common,
+    )
     return run
 
 
@@ -137,8 +153,15 @@ def test_progress_costs_the_same_queries_whatever_the_run_size(client, reviewer,
         client.get(url)
     output = make_output(judged.eval_set, case_id="c2", response="More.")
     for c in judged.rubric_version.criteria.all():
-        Verdict.objects.create(run=judged, output=output, rubric_version=judged.rubric_version, criterion=c,
-                               judge_config=judged.judge_config, judge_config_hash="h", outcome="FAIL")
+        Verdict.objects.create(
+            run=judged,
+            output=output,
+            rubric_version=judged.rubric_version,
+            criterion=c,
+            judge_config=judged.judge_config,
+            judge_config_hash="h",
+            outcome="FAIL",
+        )
     with django_assert_num_queries(8):
         client.get(url)
 
@@ -172,10 +195,22 @@ def test_a_verdict_page_shows_raw_output_and_highlights_the_quote(client, review
 def test_a_lead_creates_a_judge_config_and_bad_input_is_explained(client, lead):
     client.force_login(lead)
     url = reverse("judging:config_new")
-    data = {"name": "claude-judge", "backend": "anthropic", "model_id": "claude-x-2026", "api_key_env": "sk-ant-123",
-            "base_url": "", "temperature": "0", "max_output_tokens": "1024", "mode": "per_output", "samples": "1",
-            "max_concurrency": "4", "timeout_s": "60", "max_retries": "4", "prompt_template_version": "v1",
-            "instruments": "{}"}
+    data = {
+        "name": "claude-judge",
+        "backend": "anthropic",
+        "model_id": "claude-x-2026",
+        "api_key_env": "sk-ant-123",
+        "base_url": "",
+        "temperature": "0",
+        "max_output_tokens": "1024",
+        "mode": "per_output",
+        "samples": "1",
+        "max_concurrency": "4",
+        "timeout_s": "60",
+        "max_retries": "4",
+        "prompt_template_version": "v1",
+        "instruments": "{}",
+    }
     response = client.post(url, data)
     assert response.status_code == 400
     assert "not the key itself" in response.content.decode() and not JudgeConfig.objects.exists()
@@ -191,17 +226,29 @@ def test_a_lead_starts_a_run_and_its_lanes_are_queued_after_commit(client, lead,
     eval_set = make_eval_set("support")
     make_output(eval_set, case_id="c1")
     rv = make_rubric_version(name="refund", version="1")
-    judge = make_judge(name="inst", backend="instrument",
-                       instruments={"correct_amount": {"kind": "max_length", "max_chars": 500},
-                                    "next_step": {"kind": "max_length", "max_words": 100}})
+    judge = make_judge(
+        name="inst",
+        backend="instrument",
+        instruments={
+            "correct_amount": {"kind": "max_length", "max_chars": 500},
+            "next_step": {"kind": "max_length", "max_words": 100},
+        },
+    )
     client.force_login(lead)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        response = client.post(reverse("judging:start_run"), {"eval_set": "support", "agent_version": "",
-                                                               "rubric_version": rv.pk, "judge_config": judge.pk})
+        response = client.post(
+            reverse("judging:start_run"),
+            {"eval_set": "support", "agent_version": "", "rubric_version": rv.pk, "judge_config": judge.pk},
+        )
     run = JudgeRun.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("judging:run", args=[run.pk])
     assert (run.status, run.mode, run.started_by, run.total_items, run.expected_verdicts) == (
-        "queued", "celery", lead, 1, 2)
+        "queued",
+        "celery",
+        lead,
+        1,
+        2,
+    )
     assert len(callbacks) == 1  # enqueue_lanes, once the run and its items are committed
 
 
@@ -209,8 +256,9 @@ def test_starting_a_misconfigured_run_explains_why_and_creates_nothing(client, l
     eval_set = make_eval_set("support")
     make_output(eval_set, case_id="c1")
     rv = make_rubric_version(name="refund", version="1")
-    partial = make_judge(name="partial", backend="instrument",
-                         instruments={"next_step": {"kind": "max_length", "max_words": 100}})
+    partial = make_judge(
+        name="partial", backend="instrument", instruments={"next_step": {"kind": "max_length", "max_words": 100}}
+    )
     imported = make_judge(name="elsewhere", backend="imported")
     client.force_login(lead)
     data = {"eval_set": "support", "rubric_version": rv.pk, "judge_config": partial.pk}
@@ -219,9 +267,14 @@ def test_starting_a_misconfigured_run_explains_why_and_creates_nothing(client, l
     assert "uses instruments only, and has none for correct_amount" in response.content.decode()
     response = client.post(reverse("judging:start_run"), {**data, "judge_config": imported.pk})
     assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
-    complete = make_judge(name="complete", backend="instrument",
-                          instruments={"correct_amount": {"kind": "max_length", "max_chars": 500},
-                                       "next_step": {"kind": "max_length", "max_words": 100}})
+    complete = make_judge(
+        name="complete",
+        backend="instrument",
+        instruments={
+            "correct_amount": {"kind": "max_length", "max_chars": 500},
+            "next_step": {"kind": "max_length", "max_words": 100},
+        },
+    )
     response = client.post(reverse("judging:start_run"), {**data, "judge_config": complete.pk, "agent_version": "v9"})
     assert "no outputs of agent version &#x27;v9&#x27; (known: default)" in response.content.decode()
     assert not JudgeRun.objects.exists()
@@ -253,9 +306,13 @@ def test_no_page_ever_shows_the_api_key(client, judge_key, fake_llm):
     scope = make_scope(make_judge(fake_llm), responses=[RESPONSE, f"{RESPONSE} [[fake:401echo]]"])
     run = judge_in_process(scope, sleep=Sleeps())
     client.force_login(lead)
-    pages = [reverse("judging:index"), reverse("judging:run", args=[run.pk]),
-             reverse("judging:run_progress", args=[run.pk]), reverse("judging:run_verdicts", args=[run.pk]),
-             reverse("judging:config", args=[run.judge_config_id])]
+    pages = [
+        reverse("judging:index"),
+        reverse("judging:run", args=[run.pk]),
+        reverse("judging:run_progress", args=[run.pk]),
+        reverse("judging:run_verdicts", args=[run.pk]),
+        reverse("judging:config", args=[run.judge_config_id]),
+    ]
     pages += [reverse("judging:verdict", args=[v.pk]) for v in run.verdicts.all()]
     for url in pages:
         response = client.get(url)

@@ -50,9 +50,12 @@ def test_a_valid_save_returns_the_criterion_partial(client, draft):
 
 def test_unknown_criterion_is_refused(client, draft):
     r = post_save(client, draft, criterion="tone", outcome="PASS", evidence="NONE")
-    assert r.status_code == 422
+    assert r.status_code == 400  # no criterion partial to swap: a plain message the page shows
+    assert r["Content-Type"].startswith("text/plain")
     assert "Unknown criterion “tone”" in r.content.decode()
     assert "correct_amount, next_step" in r.content.decode()
+    r = post_save(client, draft, htmx=False, criterion="", outcome="PASS", evidence="NONE")
+    assert r.status_code == 302
     assert not Label.objects.exists()
 
 
@@ -191,6 +194,22 @@ def test_someone_elses_annotation_does_not_exist_for_you(client, annotator, anno
     assert snapshot() == before
     theirs.refresh_from_db()
     assert theirs.status == "draft"
+
+
+def test_a_save_after_the_slot_went_to_someone_else_says_so(client, draft, annotator2):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from labeling.queue import claim_next, current_queue
+
+    Annotation.objects.filter(pk=draft.pk).update(reserved_until=timezone.now() - timedelta(minutes=1))
+    taken = claim_next(user=annotator2, queue=current_queue(draft.output.case.eval_set)).annotation
+    assert taken.slot == draft.slot
+    r = post_save(client, draft, outcome="PASS", evidence="NONE")
+    assert r.status_code == 404
+    assert "your reservation lapsed and someone else took the slot" in r.content.decode()
+    assert not Label.objects.exists()
 
 
 def test_the_save_and_submit_endpoints_only_take_posts(client, draft):

@@ -262,3 +262,26 @@ def test_the_home_page_offers_each_role_its_next_step(client, annotator, reviewe
     client.force_login(lead)
     assert Role.LEAD == lead.role
     assert "Queues" in client.get(reverse("labeling:home")).content.decode()
+
+
+def test_the_open_queue_command_opens_moves_and_refuses_clearly(lead, annotator):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    eval_set, rv, _ = labeling_setup()
+    LabelingQueue.objects.all().delete()
+    out = StringIO()
+    call_command("open_queue", "--eval-set", eval_set.name, "--rubric", rv.ref, "--by", "lead", stdout=out)
+    assert f"now labeled under {rv.ref}" in out.getvalue()
+    call_command("open_queue", "--eval-set", eval_set.name, "--rubric", rv.ref, "--by", "lead", stdout=out)
+    assert "nothing changed" in out.getvalue()
+    assert LabelingQueue.objects.count() == 1
+    for args, message in (
+        (["--eval-set", "nope", "--rubric", rv.ref, "--by", "lead"], 'there is no eval set "nope"'),
+        (["--eval-set", eval_set.name, "--rubric", "nope@1", "--by", "lead"], 'there is no rubric "nope"'),
+        (["--eval-set", eval_set.name, "--rubric", rv.ref, "--by", "ann"], "only a lead opens or moves"),
+    ):
+        with pytest.raises(CommandError, match=message):
+            call_command("open_queue", *args)
+    assert LabelingQueue.objects.count() == 1

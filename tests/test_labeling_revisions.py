@@ -102,3 +102,12 @@ def test_submit_opens_the_next_case(client, annotator):
     assert second.output == outputs[1]
     page = client.get(r["Location"]).content.decode()
     assert f"Submitted {outputs[0].case.case_id}." in page
+
+
+def test_a_correction_to_pass_or_fail_still_needs_evidence(client, draft):
+    submit_all(client, draft)
+    r = save(client, draft, "next_step", "FAIL", "")
+    assert r.status_code == 422
+    assert "needs an evidence quote" in r.content.decode()
+    assert list(Label.objects.filter(criterion__key="next_step").values_list("outcome", "revision")) == [("PASS", 1)]
+    assert save(client, draft, "next_step", "NOT_APPLICABLE", "").status_code == 200  # N/A needs none

@@ -60,8 +60,9 @@ class AnthropicBackend:
         tokens_out = usage.output_tokens if usage else None
         texts = [block.text for block in message.content if getattr(block, "type", "") == "text"]
         if message.stop_reason == "refusal":
-            return CallResult(raw="\n".join(texts), refusal="\n".join(texts) or "refused", tokens_in=tokens_in,
-                              tokens_out=tokens_out)
+            return CallResult(
+                raw="\n".join(texts), refusal="\n".join(texts) or "refused", tokens_in=tokens_in, tokens_out=tokens_out
+            )
         for block in message.content:
             if getattr(block, "type", "") == "tool_use" and block.name == TOOL_NAME:
                 raw = json.dumps(block.input, ensure_ascii=False)

@@ -9,6 +9,7 @@ schema spelled out in the prompt, and the parser checks the answer either way.
 from __future__ import annotations
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from ..parse import clip
 from ..prompt import SCHEMA_NAME, JudgeRequest
@@ -32,22 +33,28 @@ class OpenAIBackend:
             max_retries=0,  # the runner retries, with the same rules for every backend
         )
 
+    def body(self, request: JudgeRequest) -> dict:
+        return {
+            "model": self.model_id,
+            "messages": [
+                {"role": "system", "content": request.system},
+                {"role": "user", "content": request.user},
+            ],
+            "temperature": self.temperature,
+            # max_tokens, not max_completion_tokens: the one every compatible server understands.
+            "max_tokens": self.max_output_tokens,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": request.schema},
+            },
+        }
+
     def call(self, request: JudgeRequest) -> CallResult:
         try:
-            completion = self.client.chat.completions.create(
-                model=self.model_id,
-                messages=[
-                    {"role": "system", "content": request.system},
-                    {"role": "user", "content": request.user},
-                ],
-                temperature=self.temperature,
-                # max_tokens, not max_completion_tokens: the one every compatible server understands.
-                max_tokens=self.max_output_tokens,
-                response_format={
-                    "type": "json_schema",
-                    "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": request.schema},
-                },
-            )
+            # The client's generic post (its documented way to call any endpoint) with the typed result:
+            # chat.completions.create spends 2-3 ms of CPU per call re-walking our schema and messages
+            # to transform parameters that are plain JSON already (measured; it caps a run's throughput).
+            completion = self.client.post("/chat/completions", body=self.body(request), cast_to=ChatCompletion)
         except openai.APITimeoutError:
             raise CallFailed("timeout", f"no answer within {self.timeout_s:g} s", retryable=True) from None
         except openai.APIConnectionError as exc:

@@ -5,9 +5,12 @@ them against what the eval set already holds (same content: skip; different:
 a problem), and insert the rest. They must behave identically; the tests run
 the same files through both.
 
-The COPY path streams rows into temporary staging tables and then lets the
-database do the comparisons and inserts in a few set-based statements, which
-is what keeps a 200,000-output import close to the speed of a bare COPY (bench/import.py).
+The COPY path sends batches from a second thread (PostgreSQL works on one
+batch while Python parses the next). Into an eval set that had no cases it
+COPYs straight into the tables, since nothing can conflict; otherwise each
+batch goes through temporary staging tables, and the database compares and
+inserts in a few set-based statements. That is what keeps a 200,000-output
+import close to the speed of a bare COPY (bench/import.py).
 """
 
 from __future__ import annotations
@@ -166,6 +169,8 @@ class CopyWriter:
         self.outputs: list[tuple] = []
         self.counts = dict.fromkeys(("cases_created", "cases_unchanged", "outputs_created", "outputs_unchanged"), 0)
         self.rejected_cases: set[str] = set()
+        self.case_pk: dict[str, int] = {}
+        self.eval_set_had_cases = Case.objects.filter(eval_set=eval_set).exists()
         connection.ensure_connection()
         # The raw psycopg connection: Django's wrapper is per thread, psycopg's connection is thread-safe,
         # and the transaction (begun by the caller's atomic block) belongs to the connection.
@@ -252,47 +257,15 @@ class CopyWriter:
         # in __init__ from a random hex suffix; every value goes in as a parameter.
         case_table, output_table = Case._meta.db_table, Output._meta.db_table
         es = self.eval_set.pk
+        if not self.eval_set_had_cases:
+            self._load_new(cases, outputs, case_table, output_table, es)
+            return
         with self.raw.cursor() as cur:
             self._copy(cur, self.case_stage, "line, case_id, input, reference, metadata, compare_metadata", cases)
             columns = "line, case_id, agent_version, response, tool_calls, latency_ms, metadata"
             self._copy(cur, self.output_stage, columns, outputs)
-            # Temporary tables are never auto-analyzed; without statistics the planner guesses badly.
-            cur.execute(f"ANALYZE {self.case_stage}")
-            cur.execute(f"ANALYZE {self.output_stage}")
-            cur.execute(
-                f"""SELECT s.line, s.case_id, c.input IS DISTINCT FROM s.input,
-                           c.reference IS DISTINCT FROM s.reference,
-                           s.compare_metadata AND c.metadata IS DISTINCT FROM s.metadata
-                    FROM {self.case_stage} s JOIN {case_table} c ON c.eval_set_id = %s AND c.case_id = s.case_id
-                    ORDER BY s.line""",  # noqa: S608
-                [es],
-            )
-            for line, case_id, *flags in cur.fetchall():
-                differing = [name for name, flag in zip(CASE_COMPARED, flags, strict=True) if flag]
-                if differing:
-                    self.rejected_cases.add(case_id)
-                    self.problems.add(line, differing[0], case_conflict(case_id, self.eval_set.name, differing))
-                else:
-                    self.counts["cases_unchanged"] += 1
-            cur.execute(
-                f"""SELECT s.line, s.case_id, s.agent_version, o.response IS DISTINCT FROM s.response,
-                           o.tool_calls IS DISTINCT FROM s.tool_calls, o.latency_ms IS DISTINCT FROM s.latency_ms,
-                           o.metadata IS DISTINCT FROM s.metadata
-                    FROM {self.output_stage} s
-                    JOIN {case_table} c ON c.eval_set_id = %s AND c.case_id = s.case_id
-                    JOIN {output_table} o ON o.case_id = c.id AND o.agent_version = s.agent_version
-                    ORDER BY s.line""",  # noqa: S608
-                [es],
-            )
-            for line, case_id, agent_version, *flags in cur.fetchall():
-                if case_id in self.rejected_cases:
-                    continue  # its case was refused; the portable path does not compare these either
-                differing = [name for name, flag in zip(OUTPUT_COMPARED, flags, strict=True) if flag]
-                if differing:
-                    self.problems.add(line, differing[0], output_conflict(case_id, agent_version, differing))
-                else:
-                    self.counts["outputs_unchanged"] += 1
-            if not self.problems:
+            matched_cases, matched_outputs = self._compare(cur, case_table, output_table, es)
+            if not self.problems and matched_cases < len(cases):
                 cur.execute(
                     f"""INSERT INTO {case_table} (eval_set_id, case_id, input, reference, metadata)
                         SELECT %s, case_id, input, reference, metadata FROM {self.case_stage}
@@ -300,13 +273,90 @@ class CopyWriter:
                     [es],
                 )
                 self.counts["cases_created"] += cur.rowcount
+            if not self.problems and matched_outputs < len(outputs):  # a re-import matches every row
                 cur.execute(
                     f"""INSERT INTO {output_table} (case_id, agent_version, response, tool_calls, latency_ms, metadata)
                         SELECT c.id, s.agent_version, s.response, s.tool_calls, s.latency_ms, s.metadata
                         FROM {self.output_stage} s
-                        JOIN {case_table} c ON c.eval_set_id = %s AND c.case_id = s.case_id
+                        CROSS JOIN LATERAL (SELECT id FROM {case_table}
+                                            WHERE eval_set_id = %s AND case_id = s.case_id LIMIT 1) c
                         ON CONFLICT (case_id, agent_version) DO NOTHING""",  # noqa: S608
                     [es],
                 )
                 self.counts["outputs_created"] += cur.rowcount
             cur.execute(f"TRUNCATE {self.case_stage}, {self.output_stage}")
+
+    def _load_new(self, cases: list[tuple], outputs: list[tuple], case_table: str, output_table: str, es: int) -> None:
+        """An eval set that had no cases: nothing to compare with, so COPY straight into the tables.
+
+        feed() already made every case_id and (case_id, agent_version) of the file unique, and the
+        eval set row is locked, so no row can conflict. Outputs need their case's id: one indexed
+        lookup per batch of cases.
+        """
+        if self.problems:
+            return  # the import will be rolled back: writing more is wasted work
+        with self.raw.cursor() as cur:
+            if cases:
+                columns = "eval_set_id, case_id, input, reference, metadata"
+                self._copy(cur, case_table, columns, [(es, c[1], c[2], c[3], c[4]) for c in cases])
+                cur.execute(
+                    f"SELECT case_id, id FROM {case_table} WHERE eval_set_id = %s AND case_id = ANY(%s)",  # noqa: S608
+                    [es, [c[1] for c in cases]],
+                )
+                self.case_pk.update(cur.fetchall())
+                self.counts["cases_created"] += len(cases)
+            if outputs:
+                case_pk = self.case_pk
+                columns = "case_id, agent_version, response, tool_calls, latency_ms, metadata"
+                self._copy(cur, output_table, columns, [(case_pk[o[1]], *o[2:]) for o in outputs])
+                self.counts["outputs_created"] += len(outputs)
+
+    def _compare(self, cur, case_table: str, output_table: str, es: int) -> tuple[int, int]:
+        """Problems for staged rows that exist with other content; count the identical ones.
+
+        Returns how many staged cases and outputs already exist (identical or not).
+
+        LATERAL ... LIMIT 1 makes each staged row one index lookup: the tables grow during the
+        import and their statistics lag, and a hash join would scan the whole table every batch.
+        """
+        cur.execute(
+            f"""SELECT s.line, s.case_id, c.input IS DISTINCT FROM s.input,
+                       c.reference IS DISTINCT FROM s.reference,
+                       s.compare_metadata AND c.metadata IS DISTINCT FROM s.metadata
+                FROM {self.case_stage} s
+                CROSS JOIN LATERAL (SELECT input, reference, metadata FROM {case_table}
+                                    WHERE eval_set_id = %s AND case_id = s.case_id LIMIT 1) c
+                ORDER BY s.line""",  # noqa: S608
+            [es],
+        )
+        found = cur.fetchall()
+        matched_cases = len(found)
+        for line, case_id, *flags in found:
+            differing = [name for name, flag in zip(CASE_COMPARED, flags, strict=True) if flag]
+            if differing:
+                self.rejected_cases.add(case_id)
+                self.problems.add(line, differing[0], case_conflict(case_id, self.eval_set.name, differing))
+            else:
+                self.counts["cases_unchanged"] += 1
+        cur.execute(
+            f"""SELECT s.line, s.case_id, s.agent_version, o.response IS DISTINCT FROM s.response,
+                       o.tool_calls IS DISTINCT FROM s.tool_calls, o.latency_ms IS DISTINCT FROM s.latency_ms,
+                       o.metadata IS DISTINCT FROM s.metadata
+                FROM {self.output_stage} s
+                CROSS JOIN LATERAL (SELECT o.response, o.tool_calls, o.latency_ms, o.metadata
+                                    FROM {case_table} c JOIN {output_table} o ON o.case_id = c.id
+                                    WHERE c.eval_set_id = %s AND c.case_id = s.case_id
+                                      AND o.agent_version = s.agent_version LIMIT 1) o
+                ORDER BY s.line""",  # noqa: S608
+            [es],
+        )
+        found = cur.fetchall()
+        for line, case_id, agent_version, *flags in found:
+            if case_id in self.rejected_cases:
+                continue  # its case was refused; the portable path does not compare these either
+            differing = [name for name, flag in zip(OUTPUT_COMPARED, flags, strict=True) if flag]
+            if differing:
+                self.problems.add(line, differing[0], output_conflict(case_id, agent_version, differing))
+            else:
+                self.counts["outputs_unchanged"] += 1
+        return matched_cases, len(found)

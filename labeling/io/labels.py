@@ -294,6 +294,7 @@ class LabelImport:
         return outputs
 
     def _dedupe(self, records: list[LabelRecord]):
+        """Split records into labels, gold labels and agreement lines; a repeat must match its first line."""
         labels: list[LabelRecord] = []
         golds: list[LabelRecord] = []
         agreements: list[LabelRecord] = []
@@ -309,18 +310,21 @@ class LabelImport:
             if first is None:
                 seen[key] = r
                 bucket.append(r)
-            elif all(getattr(first, a) == getattr(r, a) for a in same):
+                continue
+            differing = [a for a in same if getattr(first, a) != getattr(r, a)]
+            if not differing:
                 self.counts["repeated_lines"] += 1
-            else:
-                what = f"{r.person}'s label" if not r.gold else "gold label"
-                self.problems.add(
-                    r.line,
-                    "outcome"
-                    if first.outcome != r.outcome
-                    else ("adjudicator" if first.person != r.person else "evidence" if not r.gold else "rationale"),
-                    f'a different {what} for case "{r.case_id}" ({r.agent_version}), criterion "{r.criterion}" '
-                    f"than on line {first.line}",
-                )
+                continue
+            field = {"person": "adjudicator", "text": "rationale" if r.gold else "evidence"}.get(
+                differing[0], differing[0]
+            )
+            what = "gold label" if r.gold else f"{r.person}'s label"
+            self.problems.add(
+                r.line,
+                field,
+                f'a different {what} for case "{r.case_id}" ({r.agent_version}), criterion "{r.criterion}" '
+                f"than on line {first.line}",
+            )
         return labels, golds, agreements
 
     def _users(self, records: list[LabelRecord]) -> dict[str, int]:
@@ -360,24 +364,21 @@ class LabelImport:
                 current[(annotation_id, criterion_id)] = (outcome, evidence)
         return annotations, current
 
-    def _existing_gold(self, output_ids: list[int]) -> dict[tuple[int, int], tuple]:
-        gold: dict[tuple[int, int], tuple] = {}
+    def _existing_gold(self, output_ids: list[int]) -> tuple[dict, dict]:
+        """Current gold per (output, criterion), and the highest revision each already has."""
+        current: dict[tuple[int, int], tuple[str, str, str]] = {}
+        revisions: dict[tuple[int, int], int] = {}
         criterion_ids = [c.pk for c in self.criteria.values()]
         for chunk in _chunks(output_ids):
-            for output_id, criterion_id, outcome, username, rationale, revision, is_current in GoldLabel.objects.filter(
-                output_id__in=chunk, criterion_id__in=criterion_ids
-            ).values_list(
+            rows = GoldLabel.objects.filter(output_id__in=chunk, criterion_id__in=criterion_ids).values_list(
                 "output_id", "criterion_id", "outcome", "decided_by__username", "rationale", "revision", "is_current"
-            ):
+            )
+            for output_id, criterion_id, outcome, username, rationale, revision, is_current in rows:
                 key = (output_id, criterion_id)
-                last = gold.get(key)
+                revisions[key] = max(revision, revisions.get(key, 0))
                 if is_current:
-                    gold[key] = (outcome, username, rationale, revision)
-                elif last is None:
-                    gold[key] = (None, None, None, revision)  # only old revisions: the next one follows them
-                elif last[0] is None and revision > last[3]:
-                    gold[key] = (None, None, None, revision)
-        return gold
+                    current[key] = (outcome, username, rationale)
+        return current, revisions
 
     def _plan_labels(self, labels, outputs, users, annotations, current):
         next_slot: dict[int, int] = {}
@@ -422,15 +423,18 @@ class LabelImport:
         return new_annotations, new_labels
 
     def _plan_gold(self, golds, outputs, users, existing_gold):
+        current, revisions = existing_gold
         new_gold = []
         for r in golds:
             output_id, criterion = outputs[r.output_key], self.criteria[r.criterion]
             if users.get(r.person) is None:
-                continue
-            old = existing_gold.get((output_id, criterion.pk))
-            if old is None or old[0] is None:
-                new_gold.append((output_id, criterion, users[r.person], r, (old[3] + 1) if old else 1))
-            elif old[:3] == (r.outcome, r.person, r.text):
+                continue  # not created because the import already failed
+            old = current.get((output_id, criterion.pk))
+            if old is None:
+                # After old, no longer current revisions (if any): revisions only grow.
+                revision = revisions.get((output_id, criterion.pk), 0) + 1
+                new_gold.append((output_id, criterion, users[r.person], r, revision))
+            elif old == (r.outcome, r.person, r.text):
                 self.counts["gold_unchanged"] += 1
             else:
                 self.problems.add(

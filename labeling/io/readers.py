@@ -62,15 +62,20 @@ def suggest(word: str, choices: Iterable[str]) -> str:
     return f' (did you mean "{close[0]}"?)' if close else ""
 
 
+def _not_utf8(data: bytes, start: int, line: int, problems: Problems):
+    """The message for a byte that is not UTF-8: its value and its column (in characters) on its line."""
+    line_start = data.rfind(b"\n", 0, start) + 1
+    column = len(data[line_start:start].decode("utf-8", "replace")) + 1
+    return problems.fatal(
+        line, None, f"not UTF-8 text (byte 0x{data[start]:02x} at column {column}); save the file as UTF-8"
+    )
+
+
 def _decode(raw: bytes, line: int, problems: Problems) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise problems.fatal(
-            line,
-            None,
-            f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); save the file as UTF-8",
-        ) from None
+        raise _not_utf8(raw, exc.start, line, problems) from None
 
 
 def _check_start(first: bytes, problems: Problems) -> bytes:
@@ -92,11 +97,7 @@ def read_text(source: Source, problems: Problems) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise problems.fatal(
-            line, None, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at column {column}); save the file as UTF-8"
-        ) from None
+        raise _not_utf8(data, exc.start, data.count(b"\n", 0, exc.start) + 1, problems) from None
 
 
 def iter_jsonl(source: Source, problems: Problems) -> Iterator[tuple[int, Any]]:
@@ -283,6 +284,8 @@ def load_yaml_document(text: str, problems: Problems) -> Any:
         raise problems.fatal(line, None, f"not valid YAML ({exc.problem or exc.context})") from None
     except yaml.YAMLError as exc:
         raise problems.fatal(None, None, f"not valid YAML ({exc})") from None
+    except TypeError:  # a list or mapping used as a key
+        raise problems.fatal(None, None, "not valid YAML for a rubric (a key is a list or a mapping)") from None
 
 
 def peek_first_line(source: Source, limit: int = 1 << 16) -> bytes:

@@ -20,17 +20,38 @@
     ];
   }
 
-  // Adjudication: bring the first quoted passage into view inside the transcript.
+  // Adjudication: bring the first quoted passage into view inside the transcript; keys for the gold form.
   const adjudication = document.querySelector("[data-adjudication-page]");
   if (adjudication) {
     const mark = document.querySelector("#transcript mark");
     const box = document.getElementById("transcript");
     if (mark && box) box.scrollTop += mark.getBoundingClientRect().top - box.getBoundingClientRect().top - 80;
+    const gold = document.querySelector("form.gold-form");
+    const rationale = document.getElementById("rationale");
+    document.addEventListener("keydown", (e) => {
+      if (!gold) return;
+      if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+        e.preventDefault();
+        gold.requestSubmit();
+        return;
+      }
+      const t = e.target;
+      if (e.altKey || e.ctrlKey || e.metaKey || (t.matches && t.matches("textarea, input[type=text], select"))) return;
+      const values = { p: "PASS", f: "FAIL", n: "NOT_APPLICABLE", c: "ABSTAIN" };
+      if (values[e.key]) {
+        const radio = document.getElementById("gold-" + values[e.key]);
+        if (radio) { e.preventDefault(); radio.checked = true; radio.focus(); }
+      } else if (e.key === "r" && rationale) {
+        e.preventDefault();
+        rationale.focus();
+      }
+    });
   }
 
   const page = document.querySelector("[data-labeling-page]");
   if (!page) return;
   const locked = page.hasAttribute("data-locked");
+  const correcting = page.hasAttribute("data-correcting");
   let currentKey = null;
 
   const forms = () => Array.from(document.querySelectorAll("form.criterion"));
@@ -48,7 +69,7 @@
   // (htmx would drop a queued request, since the swap replaces the form it belongs to).
   const save = (form) => {
     if (form.classList.contains("htmx-request")) form._resave = true;
-    else htmx.trigger(form, "change");
+    else htmx.trigger(form, "submit"); // both modes listen for it (corrections save on submit only)
   };
 
   function setCurrent(key, { focus = true, scroll = true } = {}) {
@@ -78,6 +99,7 @@
     radio.checked = true;
     radio.dispatchEvent(new Event("change", { bubbles: true }));
     if (value === "PASS" || value === "FAIL") focusEvidence(form);
+    else if (correcting) radio.focus(); // a correction is saved deliberately: Enter or Save correction
     else move(1);
   }
 
@@ -191,9 +213,37 @@
     }
   });
 
+  // A save that could not be stored and has no partial to show (lost reservation, server error,
+  // no network): say so on the criterion; what was typed stays on the page.
+  function saveFailed(e, fallback) {
+    const form = e.detail.elt;
+    if (!form || !form.matches || !form.matches("form.criterion")) return;
+    const xhr = e.detail.xhr;
+    const plain = xhr && (xhr.getResponseHeader("Content-Type") || "").startsWith("text/plain");
+    const message = plain && xhr.responseText ? xhr.responseText : fallback(xhr);
+    const p = form.querySelector(".crit-status");
+    if (!p) return;
+    const span = document.createElement("span");
+    span.className = "bad";
+    span.textContent = message;
+    p.replaceChildren(span);
+    p.setAttribute("role", "alert");
+    form.classList.add("has-error");
+  }
+  document.body.addEventListener("htmx:responseError", (e) =>
+    saveFailed(e, (xhr) => `Not saved: the server answered ${xhr ? xhr.status : "an error"}. Your answer is still here; try again.`)
+  );
+  document.body.addEventListener("htmx:sendError", (e) =>
+    saveFailed(e, () => "Not saved: the server could not be reached. Your answer is still here; it saves when you change it again.")
+  );
+
   function updateCount() {
+    const all = forms();
+    const done = all.filter((f) => f.dataset.savedOutcome).length;
     const el = document.getElementById("answered-count");
-    if (el) el.textContent = forms().filter((f) => f.dataset.savedOutcome).length;
+    if (el) el.textContent = done;
+    const bar = document.getElementById("answered-bar");
+    if (bar && all.length) bar.style.width = Math.round((100 * done) / all.length) + "%";
   }
 
   // --- Submit: first flush what is not saved yet, then post -----------------------------------
@@ -289,6 +339,15 @@
     setCurrent(form.dataset.key, { focus: false, scroll: false });
     if (button.dataset.action === "none") quoteInto(form, "NONE");
     if (button.dataset.action === "quote") quoteSelection();
+  });
+
+  // Typed but not saved yet (or a correction not saved): ask before leaving the page.
+  window.addEventListener("beforeunload", (e) => {
+    if (submitting || locked) return;
+    if (forms().some((f) => isDirty(f))) {
+      e.preventDefault();
+      e.returnValue = "";
+    }
   });
 
   // Start on the first criterion without an answer.

@@ -182,8 +182,8 @@ def test_two_annotators_disagree_a_reviewer_adjudicates_and_gold_is_exported(liv
     expect(reviewer.get_by_role("heading", name=re.compile("correct_amount on case-001"))).to_be_visible()
     expect(reviewer.locator("mark.hl-a")).to_have_text("refund of $40.00")
     expect(reviewer.locator("mark.hl-b")).to_have_text('"duplicate_charge": 40.0')
-    expect(reviewer.get_by_text("Annotator A")).to_be_visible()
-    expect(reviewer.get_by_text("Annotator B")).to_be_visible()
+    expect(reviewer.get_by_role("heading", name="Annotator A PASS")).to_be_visible()
+    expect(reviewer.get_by_role("heading", name="Annotator B FAIL")).to_be_visible()
     body = reviewer.content()
     assert "ada" not in body and ">bo<" not in body
     screenshot(reviewer, "adjudication_page")

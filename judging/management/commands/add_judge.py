@@ -31,7 +31,9 @@ class Command(BaseCommand):
         if not form.is_valid():
             raise CommandError(f"{path}: " + "; ".join(describe(form.errors)) + ". Nothing was written.")
         if existing is not None and not form.has_changed():
-            self.stdout.write(f"judge config {existing.name} is already there, unchanged ({existing.content_hash[:12]}).")
+            self.stdout.write(
+                f"judge config {existing.name} is already there, unchanged ({existing.content_hash[:12]})."
+            )
             return
         if existing is not None and existing.is_in_use():
             changed = ", ".join(form.changed_data)
@@ -42,7 +44,9 @@ class Command(BaseCommand):
         with transaction.atomic():
             config = form.save()
         verb = "updated" if existing is not None else "created"
-        self.stdout.write(f"judge config {config.name} {verb} (backend {config.backend}, hash {config.content_hash[:12]}).")
+        self.stdout.write(
+            f"judge config {config.name} {verb} (backend {config.backend}, hash {config.content_hash[:12]})."
+        )
 
 
 def load(path: Path) -> dict:
@@ -57,11 +61,11 @@ def load(path: Path) -> dict:
     except json.JSONDecodeError as exc:
         raise CommandError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     if not isinstance(data, dict):
-        raise CommandError(f"{path}: must hold one JSON object, like {{\"name\": ..., \"backend\": ...}}")
+        raise CommandError(f'{path}: must hold one JSON object, like {{"name": ..., "backend": ...}}')
     if "api_key" in data:
         raise CommandError(
             f"{path}: has an api_key; keys are never stored. Put the key in an environment variable and give "
-            "its name as api_key_env (e.g. \"api_key_env\": \"OPENAI_API_KEY\"). Nothing was written."
+            'its name as api_key_env (e.g. "api_key_env": "OPENAI_API_KEY"). Nothing was written.'
         )
     unknown = sorted(set(data) - set(CONFIG_FIELDS))
     if unknown:

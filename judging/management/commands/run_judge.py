@@ -61,7 +61,7 @@ class Command(BaseCommand):
         elif options["wait"]:
             self.follow(run, options)
         else:
-            self.say(options, f"queued on Celery; follow it with the run page or `run_judge ... --wait`")
+            self.say(options, "queued on Celery; follow it with the run page or `run_judge ... --wait`")
             return
         progress = progress_of(run)
         self.say(options, progress.line())

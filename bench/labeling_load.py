@@ -1,0 +1,379 @@
+"""Labeling under load: 16 annotators on gunicorn + PostgreSQL, as a ratio to a static view under the same load.
+
+    python bench/labeling_load.py                    # 10,000 outputs, 6 criteria, 16 annotators, 60 s
+    python bench/labeling_load.py --duration 20      # a quicker run
+
+Uses the PostgreSQL of `scripts/services.sh env` (or DATABASE_URL): creates a scratch database,
+migrates it, loads 10,000 outputs (inputs, tool calls with results, responses) and a six-criterion
+rubric, opens the labeling queue, and starts the app under gunicorn on a free loopback port.
+Then --annotators simulated annotators (threads, http.client, loopback only) each log in and loop
+until --duration runs out: Next -> labeling page -> save six criteria (htmx posts, quotes checked
+by the server) -> Submit (which also reserves their next output, as in the app). After every page
+load each annotator also asks for /healthz, the floor: a view with no session, no query, no
+template, measured under exactly the same load.
+
+Printed per request type, p50 and p95 of
+  server  the time gunicorn spent on the request (its access log, %(D)s: from parsing the request
+          to the end of the response; excludes waiting for a free worker), and
+  client  the round trip a simulated annotator saw on loopback (includes that wait),
+with the ratio of the labeling page's p50 to the floor's p50 for both. Goals: save p95 < 100 ms,
+page p50 within 5x of the floor. Afterwards the data are checked (no slot given twice, every
+submitted annotation complete) and the scratch database is dropped. --timeout bounds the whole run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import random
+import re
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CRITERIA = ["correct_amount", "grounded", "within_policy", "next_step", "concise", "tone"]
+PASSWORD = "bench-password-1"
+OPENING = "Thanks for reaching out about order"  # every generated response starts with it: a valid quote
+OUTCOMES = ["PASS", "FAIL", "NOT_APPLICABLE", "ABSTAIN"]
+
+
+def database_url() -> str:
+    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        return os.environ["DATABASE_URL"]
+    env = subprocess.run(["bash", str(ROOT / "scripts/services.sh"), "env"], capture_output=True, text=True, check=True)
+    for line in env.stdout.splitlines():
+        if line.startswith("export DATABASE_URL="):
+            return line.split("=", 1)[1]
+    raise SystemExit("no PostgreSQL: start it with scripts/services.sh start")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def populate(n_outputs: int, n_annotators: int) -> str:
+    """The eval set, rubric, users and open queue; returns the eval set id as a string."""
+    from django.contrib.auth.hashers import make_password
+    from django.db import transaction
+
+    from labeling.models import Case, Criterion, EvalSet, LabelingQueue, Output, Rubric, RubricVersion, User
+    from labeling.models import rubric_content_hash
+
+    rng = random.Random(7)
+    criteria = [
+        {"key": k, "definition": f"The reply satisfies {k.replace('_', ' ')}.", "pass_example": "A good reply.",
+         "fail_example": "A bad reply."}
+        for k in CRITERIA
+    ]  # fmt: skip
+    with transaction.atomic():
+        lead = User.objects.create(username="bench-lead", role="lead", password=make_password(PASSWORD))
+        hashed = make_password(PASSWORD)  # one hash for everyone: hashing is not what is measured
+        User.objects.bulk_create(
+            [User(username=f"annotator{i:02d}", role="annotator", password=hashed) for i in range(n_annotators)]
+        )
+        eval_set = EvalSet.objects.create(name="bench-labeling")
+        rubric = Rubric.objects.create(name="bench-rubric")
+        rv = RubricVersion.objects.create(
+            rubric=rubric, version="1", instruction="Grade it.", content_hash=rubric_content_hash("Grade it.", criteria)
+        )
+        Criterion.objects.bulk_create([Criterion(rubric_version=rv, order=i, **c) for i, c in enumerate(criteria)])
+        cases = Case.objects.bulk_create(
+            [
+                Case(
+                    eval_set=eval_set,
+                    case_id=f"case-{i:05d}",
+                    input=f"Hi, order A{i:05d} arrived damaged. I paid ${rng.randint(10, 300)}.99. Can I get a refund?",
+                    reference="Refund the amount paid; money back within 5 business days.",
+                )
+                for i in range(n_outputs)
+            ],
+            batch_size=2000,
+        )
+        Output.objects.bulk_create(
+            [
+                Output(
+                    case=case,
+                    agent_version="v1",
+                    response=(
+                        f"{OPENING} {case.case_id}. I am sorry it arrived damaged. I have issued a refund of "
+                        f"${rng.randint(10, 300)}.99 to your original payment method (refund R-{i:05d}). "
+                        "You will see it within 5 business days. Is there anything else I can help with?"
+                    ),
+                    tool_calls=[
+                        {"name": "lookup_order", "args": {"order_id": case.case_id},
+                         "response": {"amount_paid": rng.randint(10, 300) + 0.99, "status": "delivered"}},
+                        {"name": "issue_refund", "args": {"order_id": case.case_id},
+                         "response": {"refund_id": f"R-{i:05d}", "eta_business_days": 5}},
+                    ],  # fmt: skip
+                )
+                for i, case in enumerate(cases)
+            ],
+            batch_size=2000,
+        )
+        LabelingQueue.objects.create(eval_set=eval_set, rubric_version=rv, opened_by=lead)
+    return str(eval_set.pk)
+
+
+class Client:
+    """One simulated annotator: cookies, CSRF token, and the latency of each request it makes."""
+
+    def __init__(self, port: int, samples: dict, lock: threading.Lock):
+        self.port, self.samples, self.lock = port, samples, lock
+        self.cookies: dict[str, str] = {}
+
+    def request(self, kind: str, method: str, path: str, form: dict | None = None, htmx: bool = False):
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+        body = None
+        if method == "POST":
+            body = urlencode(form or {})
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            headers["X-CSRFToken"] = self.cookies.get("csrftoken", "")
+            headers["Referer"] = f"http://127.0.0.1:{self.port}/"
+        if htmx:
+            headers["HX-Request"] = "true"
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        started = time.perf_counter()
+        conn.request(method, path, body=body, headers=headers)
+        response = conn.getresponse()
+        data = response.read()
+        elapsed = time.perf_counter() - started
+        conn.close()
+        for header, value in response.getheaders():
+            if header.lower() == "set-cookie":
+                name, _, rest = value.partition("=")
+                self.cookies[name.strip()] = rest.split(";", 1)[0]
+        with self.lock:
+            self.samples[kind].append(elapsed)
+        if response.status >= 400:
+            raise RuntimeError(f"{kind}: {method} {path} answered {response.status}: {data[:300]!r}")
+        return response.status, response.getheader("Location"), data.decode()
+
+
+def annotator(i: int, port: int, eval_set_id: str, start, duration: float, samples, lock, done, errors) -> None:
+    rng = random.Random(i)
+    client = Client(port, samples, lock)
+    try:
+        client.request("login_page", "GET", "/accounts/login/")
+        status, location, _ = client.request(
+            "login", "POST", "/accounts/login/", {"username": f"annotator{i:02d}", "password": PASSWORD}
+        )
+        assert status == 302, "login failed"
+        # Logging in hashes the password on purpose slowly (PBKDF2); it is not what is measured, so
+        # the load starts once everyone is in.
+        start.wait(timeout=300)
+        deadline = time.perf_counter() + duration
+        _, location, _ = client.request("next", "POST", f"/queues/{eval_set_id}/next")
+        while time.perf_counter() < deadline and location and "/annotations/" in location:
+            path = location.replace(f"http://127.0.0.1:{port}", "")
+            _, _, page = client.request("page", "GET", path)
+            client.request("hello", "GET", "/healthz")
+            rv = re.search(r'name="rubric_version" value="(\d+)"', page).group(1)
+            pk = path.strip("/").split("/")[-1]
+            for key in CRITERIA:
+                outcome = rng.choice(OUTCOMES)
+                evidence = {"PASS": OPENING, "FAIL": "NONE"}.get(outcome, "")
+                form = {"criterion": key, "outcome": outcome, "evidence": evidence, "rubric_version": rv}
+                client.request("save", "POST", f"/annotations/{pk}/save", form, htmx=True)
+            status, location, _ = client.request("submit", "POST", f"/annotations/{pk}/submit", {"rubric_version": rv})
+            assert status == 302, f"submit answered {status}"
+            with lock:
+                done[0] += 1
+    except Exception as exc:  # noqa: BLE001 - reported at the end
+        errors.append(f"annotator{i:02d}: {exc}")
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def server_times(log: Path) -> dict[str, list[float]]:
+    """Seconds gunicorn spent per request type, from the access log lines 'METHOD PATH STATUS MICROSECONDS'."""
+    kinds: dict[str, list[float]] = defaultdict(list)
+    for line in log.read_text().splitlines():
+        parts = line.split()
+        if len(parts) != 4:
+            continue
+        method, path, _status, micros = parts
+        if path == "/healthz":
+            kind = "hello"
+        elif path.endswith("/save"):
+            kind = "save"
+        elif path.endswith("/submit"):
+            kind = "submit"
+        elif path.endswith("/next"):
+            kind = "next"
+        elif path.startswith("/annotations/"):
+            kind = "page"
+        elif path.startswith("/accounts/login"):
+            kind = "login" if method == "POST" else "login_page"
+        else:
+            continue
+        kinds[kind].append(int(micros) / 1e6)
+    return kinds
+
+
+def check_data() -> str:
+    from django.db.models import Count
+
+    from labeling.models import Annotation, Label
+
+    dup_slots = (
+        Annotation.objects.values("output_id", "rubric_version_id", "slot").annotate(n=Count("id")).filter(n__gt=1)
+    )
+    assert not dup_slots.exists(), "a slot was given twice"
+    submitted = Annotation.objects.filter(status="submitted")
+    incomplete = submitted.annotate(n=Count("labels")).exclude(n=len(CRITERIA)).count()
+    assert incomplete == 0, f"{incomplete} submitted annotations without all {len(CRITERIA)} labels"
+    both = Annotation.objects.values("output_id").annotate(n=Count("id")).filter(n=2).count()
+    return (
+        f"checked: {submitted.count():,} submitted annotations, each with {len(CRITERIA)} labels; "
+        f"{Label.objects.count():,} labels; {both:,} outputs with both slots taken; no slot given twice"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--outputs", type=int, default=10_000)
+    parser.add_argument("--annotators", type=int, default=16)
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load after everyone logged in")
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn sync workers (default: 2 per core on 2)")
+    parser.add_argument("--timeout", type=int, default=600, help="give up after this many seconds")
+    args = parser.parse_args()
+    if not 1 <= args.annotators <= 64:
+        raise SystemExit("--annotators must be between 1 and 64 (this is a loopback bench, not a load generator)")
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError(f"bench exceeded {args.timeout}s")))
+    signal.alarm(args.timeout)
+
+    import psycopg
+
+    base_url = database_url()
+    scratch = f"icewater_bench_label_{os.getpid()}"
+    admin = psycopg.connect(base_url, autocommit=True)
+    admin.execute(f'CREATE DATABASE "{scratch}"')
+    workdir = Path(tempfile.mkdtemp(prefix="icewater-bench-label-"))
+    server = None
+    try:
+        env = dict(
+            os.environ,
+            DATABASE_URL=base_url.rsplit("/", 1)[0] + "/" + scratch,
+            ICEWATER_DATA_DIR=str(workdir),
+            ICEWATER_SECRET_KEY=os.environ.get("ICEWATER_SECRET_KEY") or secrets.token_urlsafe(40),
+            ICEWATER_DEBUG="0",
+            ICEWATER_SECURE_COOKIES="0",
+            DJANGO_SETTINGS_MODULE="config.settings",
+        )
+        os.environ.update(env)
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+        from django.db import connection
+
+        call_command("migrate", verbosity=0)
+        t = time.perf_counter()
+        eval_set_id = populate(args.outputs, args.annotators)
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+        connection.close()
+        print(f"loaded {args.outputs:,} outputs, {len(CRITERIA)} criteria in {time.perf_counter() - t:.1f}s")
+
+        port = free_port()
+        log = workdir / "access.log"
+        server = subprocess.Popen(
+            [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
+             "--workers", str(args.workers), "--access-logfile", str(log),
+             "--access-logformat", "%(m)s %(U)s %(s)s %(D)s", "--log-level", "warning"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        for _ in range(200):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        warm = Client(port, defaultdict(list), threading.Lock())
+        for _ in range(args.workers * 4):  # import everything in every worker before measuring
+            warm.request("warm", "GET", "/healthz")
+            warm.request("warm", "GET", "/accounts/login/")
+        log.write_text("")
+
+        samples: dict[str, list[float]] = defaultdict(list)
+        lock, done, errors = threading.Lock(), [0], []
+        start = threading.Barrier(args.annotators + 1)
+        threads = [
+            threading.Thread(
+                target=annotator, args=(i, port, eval_set_id, start, args.duration, samples, lock, done, errors)
+            )
+            for i in range(args.annotators)
+        ]
+        for thread in threads:
+            thread.start()
+        start.wait(timeout=300)
+        log.write_text("")  # logins are done: measure from here
+        started = time.perf_counter()
+        for thread in threads:
+            thread.join(timeout=args.duration + 120)
+        wall = time.perf_counter() - started
+        time.sleep(0.5)  # let gunicorn flush its access log
+        server_side = server_times(log)
+
+        print(
+            f"{args.annotators} annotators for {wall:.0f}s on gunicorn ({args.workers} sync workers, "
+            f"{os.cpu_count()} cores): {done[0]:,} cases submitted, "
+            f"{sum(len(v) for v in samples.values()):,} requests"
+        )
+        print(f"{'request':<12}{'n':>7}  {'server p50':>10} {'p95':>8}  {'client p50':>10} {'p95':>8}   (ms)")
+        for kind in ("next", "page", "save", "submit", "hello"):
+            s, c = server_side.get(kind, []), samples.get(kind, [])
+            print(
+                f"{kind:<12}{len(c):>7}  {percentile(s, 0.5) * 1e3:>10.1f} {percentile(s, 0.95) * 1e3:>8.1f}"
+                f"  {percentile(c, 0.5) * 1e3:>10.1f} {percentile(c, 0.95) * 1e3:>8.1f}"
+            )
+        for label, source in (("server", server_side), ("client", samples)):
+            page, hello = statistics.median(source["page"]), statistics.median(source["hello"])
+            print(f"page p50 / hello p50 ({label}): {page / hello:5.1f}x   (goal: within 5x)")
+        save_p95 = percentile(server_side["save"], 0.95) * 1e3
+        client_save_p95 = percentile(samples["save"], 0.95) * 1e3
+        print(f"save p95: server {save_p95:.1f} ms, client {client_save_p95:.1f} ms   (goal: under 100 ms)")
+        if errors:
+            print(f"{len(errors)} annotators stopped on an error; first: {errors[0]}")
+        print(check_data())
+        connection.close()
+    finally:
+        signal.alarm(0)
+        if server is not None:
+            server.terminate()
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            [scratch],
+        )
+        admin.execute(f'DROP DATABASE IF EXISTS "{scratch}"')
+        admin.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

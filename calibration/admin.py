@@ -1,0 +1,54 @@
+"""Read-mostly admin for approvals and gate records; the product's pages are where decisions are made."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from .models import GateResult, GateToken, GatingMark
+
+
+@admin.register(GatingMark)
+class GatingMarkAdmin(admin.ModelAdmin):
+    list_display = (
+        "criterion",
+        "rubric_version",
+        "judge_config",
+        "tier",
+        "override",
+        "marked_by",
+        "marked_at",
+        "revoked_at",
+    )
+    list_filter = ("override", "tier")
+    # Approvals are evidence: change them through the product (revoke and mark again), not here.
+    readonly_fields = [f.name for f in GatingMark._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(GateToken)
+class GateTokenAdmin(admin.ModelAdmin):
+    list_display = ("project", "rubric", "hint", "created_by", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("token_hash", "hint", "created_by", "created_at", "last_used_at")
+
+    def has_add_permission(self, request) -> bool:
+        return False  # tokens are created on the gate page, where the secret is shown once
+
+
+@admin.register(GateResult)
+class GateResultAdmin(admin.ModelAdmin):
+    list_display = (
+        "created_at",
+        "decision",
+        "rubric_ref",
+        "judge_name",
+        "eval_set_name",
+        "binding_criterion",
+        "source",
+    )
+    list_filter = ("decision", "source")
+    readonly_fields = [f.name for f in GateResult._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False

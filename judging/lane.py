@@ -1,0 +1,591 @@
+"""A lane: one worker's share of a judge run (a Celery task, or the whole run with --in-process).
+
+A lane runs a pool of threads as wide as the judge config's max_concurrency. It claims
+pending items a few at a time (conditional update under SELECT ... FOR UPDATE SKIP
+LOCKED, with a lease its heartbeat keeps renewing), prepares them (instrument verdicts,
+the judging request, one cache lookup per batch), hands what needs the model to its
+threads (each attempt inside the limiter's bound, see retry.py), and writes finished
+items in small groups: verdicts with ON CONFLICT DO NOTHING on (run, output, criterion,
+sample) and the items marked done, in one transaction.
+
+Crash safety: a verdict and its item's "done" are committed together, so an item is
+either done with all its verdicts or still claimed; a claimed item whose lane stopped
+renewing its lease is claimed again by any live lane. Work a dead lane had finished but
+not yet written is redone (the model is asked again), never written twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db import DatabaseError, OperationalError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from labeling.models import Output
+from labeling.transcript import Transcript
+
+from . import cache, parse
+from .backends import Misconfigured, ModelBackend, backend_for
+from .backends.instruments import evaluate
+from .limiter import Limiter, LocalLimiter, limiter_for
+from .models import ErrorKind, JudgeConfig, JudgeRun, RunItem, Verdict, VerdictOutcome
+from .prompt import CriterionSpec, JudgeRequest, Subject, build_request
+from .retry import call_with_retries, ms_since
+
+log = logging.getLogger("judging.runner")
+
+# An item's lease outlives 5 missed heartbeats: a live lane never loses its items to a
+# hiccup, and a dead worker's items are taken again within about 10 seconds.
+HEARTBEAT_S = 2.0
+LEASE_S = 10.0
+# Items claimed per query: fewer claim and cache queries, while a lane never sits on much
+# work another lane could do (a few items, a fraction of a second at full speed).
+CLAIM_BATCH = 16
+# Finished items are written in groups of up to this many, at least every WRITE_DELAY_S:
+# a handful of statements per group instead of four per item. A crash loses at most one
+# group's answers, which are asked again (the leases say whose they were).
+WRITE_BATCH = 32
+WRITE_DELAY_S = 0.1
+WRITE_ATTEMPTS = 3
+# Consecutive database errors a thread rides out (with growing pauses) before its lane gives up.
+CLAIM_FAILURES_TOLERATED = 5
+# How often the lane's first thread looks again when all that is left is held by other lanes.
+WAIT_FOR_LEASES_S = 0.5
+
+
+@dataclass
+class Spend:
+    model_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cache_hit: bool = False
+
+
+@dataclass
+class Work:
+    """One claimed item on its way: what is known so far and what still needs the model."""
+
+    item: RunItem
+    rows: list[Verdict]
+    spend: Spend = field(default_factory=Spend)
+    request: JudgeRequest | None = None
+    model_criteria: list = field(default_factory=list)
+    common: dict = field(default_factory=dict)
+    transcript: Transcript | None = None
+
+
+class Writer:
+    """Collects finished items and writes them in groups (see WRITE_BATCH)."""
+
+    def __init__(self, lane: Lane):
+        self.lane = lane
+        self._buffer: list[Work] = []
+        self._lock = threading.Lock()
+
+    def add(self, work: Work) -> None:
+        with self._lock:
+            self._buffer.append(work)
+            full = len(self._buffer) >= WRITE_BATCH
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            batch, self._buffer = self._buffer, []
+        if not batch:
+            return
+        try:
+            write(batch)
+        except Exception:
+            # Nothing of the group was written: free its items so that they are judged again.
+            log.exception(
+                "judge run %s: could not write %s items; they go back to pending", self.lane.run.pk, len(batch)
+            )
+            for work in batch:
+                try:
+                    release(self.lane, work.item)
+                except Exception:  # the database is gone: the leases run out when the lane does
+                    log.exception("judge run %s: could not release item %s", self.lane.run.pk, work.item.pk)
+            return
+        for work in batch:
+            _log_errors(self.lane, work)
+
+
+@dataclass
+class Lane:
+    run: JudgeRun
+    config: JudgeConfig
+    criteria: list  # Criterion rows of the rubric version, in rubric order
+    backend: ModelBackend | None
+    limiter: Limiter
+    lane_id: str
+    sleep: Callable[[float], object] | None = None
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    rng: random.Random = field(default_factory=random.Random)
+
+    def __post_init__(self) -> None:
+        self.by_id = {c.pk: c for c in self.criteria}
+        self.writer = Writer(self)
+        self._ready: deque[Work] = deque()
+        self._claim_lock = threading.Lock()
+
+    def pause(self, seconds: float) -> None:
+        # A backoff ends early when the run is cancelled.
+        if self.sleep is not None:
+            self.sleep(seconds)
+        else:
+            self.cancelled.wait(seconds)
+
+    def next_work(self) -> Work | None:
+        """The next item that needs the model; items answered without it go straight to the writer."""
+        with self._claim_lock:
+            while not self._ready:
+                items = claim(self, CLAIM_BATCH)
+                if not items:
+                    return None
+                for work in prepare(self, items):
+                    if work.request is None:
+                        self.writer.add(work)
+                    else:
+                        self._ready.append(work)
+            return self._ready.popleft()
+
+    def release_unstarted(self) -> None:
+        with self._claim_lock:
+            for work in self._ready:
+                release(self, work.item)
+            self._ready.clear()
+
+
+def work_lane(
+    run_id: int,
+    *,
+    in_process: bool = False,
+    limiter: Limiter | None = None,
+    sleep: Callable[[float], object] | None = None,
+    rng: random.Random | None = None,
+) -> str:
+    """Work a run's items until none is left (or the run stops); return the run's status."""
+    from .runner import fail_run, finish_if_complete
+
+    run = JudgeRun.objects.select_related("judge_config", "rubric_version__rubric").filter(pk=run_id).first()
+    if run is None:
+        return "gone"
+    if not run.is_active:
+        return run.status
+    if JudgeRun.objects.filter(pk=run_id, status=JudgeRun.Status.QUEUED).update(
+        status=JudgeRun.Status.RUNNING, started_at=timezone.now()
+    ):
+        log.info("judge run %s started", run_id)
+    config = run.judge_config
+    criteria = list(run.rubric_version.criteria.order_by("order"))
+    needs_model = any(c.key not in config.instruments for c in criteria)
+    try:
+        backend = backend_for(config) if needs_model else None
+    except Misconfigured as exc:
+        fail_run(run_id, str(exc))
+        log.error("judge run %s failed: %s", run_id, exc)
+        return JudgeRun.Status.FAILED
+    if limiter is None:
+        limiter = LocalLimiter(config.max_concurrency) if in_process else limiter_for(config, in_process=False)
+    lane = Lane(
+        run=run,
+        config=config,
+        criteria=criteria,
+        backend=backend,
+        limiter=limiter,
+        lane_id=f"{socket.gethostname()[:30]}:{os.getpid()}:{uuid.uuid4().hex[:8]}",
+        sleep=sleep,
+        rng=rng or random.Random(),
+    )
+    threads = lane_threads(config.max_concurrency, needs_model=needs_model, in_process=in_process)
+    threads = max(1, min(threads, run.total_items))
+    stop = threading.Event()
+    background = [
+        threading.Thread(target=_heartbeat, args=(lane, stop), daemon=True),
+        threading.Thread(target=_flusher, args=(lane, stop), daemon=True),
+    ]
+    for thread in background:
+        thread.start()
+    try:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"judge-run-{run_id}") as pool:
+            for future in [pool.submit(_worker, lane, i) for i in range(threads)]:
+                future.result()
+    finally:
+        stop.set()
+        for thread in background:
+            thread.join()
+        lane.writer.flush()
+        lane.release_unstarted()  # claimed but never started (the run was cancelled): free them at once
+    status = finish_if_complete(run_id)
+    log.info("judge run %s lane %s ended; run is %s", run_id, lane.lane_id, status)
+    return status
+
+
+def lane_threads(max_concurrency: int, *, needs_model: bool, in_process: bool) -> int:
+    """Threads of one lane. Instruments need no parallelism. For model calls the lanes of a run split the
+    bound between them: together they bring just enough threads to fill it, so no thread spends Redis round
+    trips waiting on the limiter in the common case (a worker running all of a run's lanes at once); the
+    limiter still holds the bound when more lanes join (a resumed run, two runs of one config)."""
+    from .runner import LANES_PER_RUN
+
+    if not needs_model:
+        return 1
+    if in_process:
+        return max_concurrency
+    return max(1, -(-max_concurrency // LANES_PER_RUN))
+
+
+def _heartbeat(lane: Lane, stop: threading.Event) -> None:
+    try:
+        while not stop.wait(HEARTBEAT_S):
+            try:
+                RunItem.objects.filter(run_id=lane.run.pk, lane=lane.lane_id, state=RunItem.State.CLAIMED).update(
+                    lease_until=timezone.now() + timedelta(seconds=LEASE_S)
+                )
+                status = JudgeRun.objects.filter(pk=lane.run.pk).values_list("status", flat=True).first()
+            except DatabaseError:  # a deadlock with a write, a dropped connection: try again at the next beat
+                log.warning("judge run %s: heartbeat failed; retrying", lane.run.pk, exc_info=True)
+                connection.close()
+                continue
+            if status is not None and status != JudgeRun.Status.RUNNING:  # cancelled (or failed) meanwhile
+                lane.cancelled.set()
+    finally:
+        connection.close()
+
+
+def _flusher(lane: Lane, stop: threading.Event) -> None:
+    try:
+        while not stop.wait(WRITE_DELAY_S):
+            lane.writer.flush()
+    finally:
+        connection.close()
+
+
+def _worker(lane: Lane, index: int) -> None:
+    failures = 0
+    try:
+        while not lane.cancelled.is_set():
+            try:
+                work = lane.next_work()
+                failures = 0
+            except DatabaseError:
+                # A dropped connection or a restart of the database: wait and claim again, but not for ever.
+                failures += 1
+                if failures > CLAIM_FAILURES_TOLERATED:
+                    raise
+                log.warning("judge run %s: claiming failed; retrying", lane.run.pk, exc_info=True)
+                connection.close()
+                lane.cancelled.wait(WAIT_FOR_LEASES_S * failures)
+                continue
+            if work is None:
+                # Only the first thread stays, to wait for items other lanes hold (they may have died).
+                if index != 0 or not _held_elsewhere(lane):
+                    return
+                lane.cancelled.wait(WAIT_FOR_LEASES_S)
+                continue
+            try:
+                done = ask_model(lane, work)
+            except Exception as exc:  # a bug: never let one item end the lane silently
+                log.exception("judge run %s: item %s failed", lane.run.pk, work.item.pk)
+                done = _internal_error(lane, work, exc)
+            if done:
+                lane.writer.add(work)
+            else:  # cancelled between attempts: nothing is written, the item is free again
+                release(lane, work.item)
+    finally:
+        connection.close()
+
+
+def _held_elsewhere(lane: Lane) -> bool:
+    """Items of the running run that are neither done nor this lane's own (its threads finish those)."""
+    return (
+        JudgeRun.objects.filter(pk=lane.run.pk, status=JudgeRun.Status.RUNNING).exists()
+        and RunItem.objects.filter(run_id=lane.run.pk)
+        .exclude(state=RunItem.State.DONE)
+        .exclude(state=RunItem.State.CLAIMED, lane=lane.lane_id)
+        .exists()
+    )
+
+
+# -- claiming ------------------------------------------------------------------------------------------
+
+
+def claim(lane: Lane, limit: int = 1) -> list[RunItem]:
+    """Take up to `limit` pending items (or items whose lease ran out), outputs loaded; [] if the run stopped."""
+    now = timezone.now()
+    running = RunItem.objects.select_for_update(skip_locked=True, of=("self",)).filter(
+        run_id=lane.run.pk, run__status=JudgeRun.Status.RUNNING
+    )
+    fields = ("pk", "output_id", "criterion_id", "sample", "claims")
+    with transaction.atomic():
+        # Pending items first, through a partial index; expired leases only when none is left.
+        items = list(running.filter(state=RunItem.State.PENDING).order_by("pk").only(*fields)[:limit])
+        if not items:
+            expired = running.filter(state=RunItem.State.CLAIMED, lease_until__lt=now)
+            items = list(expired.order_by("pk").only(*fields)[:limit])
+        if not items:
+            return []
+        RunItem.objects.filter(pk__in=[i.pk for i in items]).update(
+            state=RunItem.State.CLAIMED,
+            lane=lane.lane_id,
+            lease_until=now + timedelta(seconds=LEASE_S),
+            claims=F("claims") + 1,
+        )
+    outputs = Output.objects.select_related("case").in_bulk([i.output_id for i in items])
+    for item in items:
+        item.output = outputs[item.output_id]
+    return items
+
+
+def release(lane: Lane, item: RunItem) -> None:
+    RunItem.objects.filter(pk=item.pk, lane=lane.lane_id, state=RunItem.State.CLAIMED).update(
+        state=RunItem.State.PENDING, lane="", lease_until=None
+    )
+
+
+# -- preparing, asking, writing ------------------------------------------------------------------------
+
+
+def prepare(lane: Lane, items: list[RunItem]) -> list[Work]:
+    """Instrument verdicts and judging requests for a batch of items; cache hits resolved in one query."""
+    batch = [_prepare_one(lane, item) for item in items]
+    wanted = {w.common["cache_key"]: [c.key for c in w.model_criteria] for w in batch if w.request is not None}
+    hits = cache.lookup(wanted, exclude_run=lane.run.pk)
+    for work in batch:
+        answers = hits.get(work.common.get("cache_key", ""))
+        if work.request is None or answers is None:
+            continue
+        work.spend.cache_hit = True
+        for criterion in work.model_criteria:
+            answer = answers[criterion.key]
+            work.rows.append(
+                _verdict(
+                    lane,
+                    work,
+                    criterion,
+                    **work.common,
+                    **answer,
+                    cache_hit=True,
+                    attempts=0,
+                    evidence_found=_evidence_found(work.transcript, answer["outcome"], answer["evidence"]),
+                )
+            )
+        work.request = None
+    return batch
+
+
+def _prepare_one(lane: Lane, item: RunItem) -> Work:
+    output = item.output
+    criteria = [lane.by_id[item.criterion_id]] if item.criterion_id else lane.criteria
+    instruments = lane.config.instruments
+    work = Work(item=item, rows=[], transcript=Transcript.of(output))
+    for criterion in criteria:
+        if criterion.key in instruments:
+            work.rows.append(_instrument_row(lane, work, criterion, instruments[criterion.key]))
+    work.model_criteria = [c for c in criteria if c.key not in instruments]
+    if work.model_criteria:
+        work.request = build_request(
+            instruction=lane.run.rubric_version.instruction,
+            criteria=[CriterionSpec(c.key, c.definition, c.pass_example, c.fail_example) for c in work.model_criteria],
+            subject=_subject(output),
+            template_version=lane.config.prompt_template_version,
+        )
+        key = cache.cache_key(
+            rubric_hash=lane.run.rubric_version.content_hash,
+            config_hash=lane.config.content_hash,
+            request_hash=work.request.hash,
+            sample=item.sample,
+        )
+        work.common = {"model_id": lane.config.model_id, "request_hash": work.request.hash, "cache_key": key}
+    return work
+
+
+def _subject(output: Output) -> Subject:
+    # Only the transcript and the reference: never the agent version or anything about who produced it.
+    return Subject(
+        input=output.case.input,
+        reference=output.case.reference,
+        tool_calls=list(output.tool_calls or []),
+        response=output.response,
+    )
+
+
+def ask_model(lane: Lane, work: Work) -> bool:
+    """Ask the judge (with retries) and add the verdicts to `work`; False if the run was cancelled meanwhile."""
+    assert lane.backend is not None and work.request is not None
+    answer = call_with_retries(
+        lane.backend,
+        work.request,
+        max_retries=lane.config.max_retries,
+        limiter=lane.limiter,
+        sleep=lane.pause,
+        cancelled=lane.cancelled.is_set,
+        rng=lane.rng,
+    )
+    if answer.cancelled:
+        return False
+    work.spend.model_calls = answer.attempts
+    keys = [c.key for c in work.model_criteria]
+    if answer.result is None:
+        assert answer.failure is not None
+        parsed = parse.all_error(keys, answer.failure.kind, answer.error_reason())
+        raw, tokens_in, tokens_out = "", None, None
+    else:
+        result = answer.result
+        raw, tokens_in, tokens_out = result.raw, result.tokens_in, result.tokens_out
+        work.spend.tokens_in, work.spend.tokens_out = tokens_in or 0, tokens_out or 0
+        parsed = parse.parse_refusal(keys, result.refusal) if result.refusal else parse.parse_answer(raw, keys)
+        if result.refusal and not raw:
+            raw = result.refusal
+    for criterion, p in zip(work.model_criteria, parsed, strict=True):
+        work.rows.append(
+            _verdict(
+                lane,
+                work,
+                criterion,
+                **work.common,
+                outcome=p.outcome,
+                evidence=p.evidence,
+                evidence_found=_evidence_found(work.transcript, p.outcome, p.evidence),
+                error_kind=p.error_kind,
+                error_reason=p.error_reason,
+                raw_output=raw,
+                latency_ms=answer.latency_ms,
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
+                attempts=answer.attempts,
+            )
+        )
+    return True
+
+
+def write(batch: list[Work]) -> None:
+    """One transaction: every verdict of the batch (ON CONFLICT DO NOTHING) and its items marked done.
+
+    Tried again when PostgreSQL picks it as a deadlock victim (its row locks can cross a heartbeat's).
+    """
+    rows = [row for work in batch for row in work.rows]
+    for attempt in range(WRITE_ATTEMPTS):
+        try:
+            with transaction.atomic():
+                Verdict.objects.bulk_create(rows, ignore_conflicts=True)
+                mark_done([(work.item.pk, work.spend) for work in batch])
+            return
+        except OperationalError:
+            if attempt == WRITE_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
+def mark_done(done: list[tuple[int, Spend]]) -> None:
+    table = RunItem._meta.db_table
+    if connection.vendor == "postgresql":
+        # One statement for the whole group; the spend adds up when an item was worked twice.
+        values = ", ".join(["(%s, %s, %s, %s, %s)"] * len(done))
+        params = [x for pk, s in done for x in (pk, s.model_calls, s.tokens_in, s.tokens_out, s.cache_hit)]
+        sql = (
+            f"UPDATE {table} AS i SET state = 'done', lease_until = NULL, finished_at = now(), "  # noqa: S608 - table name from the model, values bound
+            "model_calls = i.model_calls + v.calls, tokens_in = i.tokens_in + v.tin, "
+            "tokens_out = i.tokens_out + v.tout, cache_hit = v.hit "
+            f"FROM (VALUES {values}) AS v(id, calls, tin, tout, hit) WHERE i.id = v.id"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+        return
+    now = timezone.now()
+    for pk, s in done:
+        RunItem.objects.filter(pk=pk).update(
+            state=RunItem.State.DONE,
+            lease_until=None,
+            finished_at=now,
+            model_calls=F("model_calls") + s.model_calls,
+            tokens_in=F("tokens_in") + s.tokens_in,
+            tokens_out=F("tokens_out") + s.tokens_out,
+            cache_hit=s.cache_hit,
+        )
+
+
+def _log_errors(lane: Lane, work: Work) -> None:
+    for row in work.rows:
+        if row.outcome == VerdictOutcome.ERROR:
+            log.warning(
+                "judge run %s: output %s criterion %s sample %s is ERROR (%s): %s",
+                lane.run.pk,
+                work.item.output_id,
+                row.criterion.key,
+                row.sample,
+                row.error_kind,
+                row.error_reason,
+            )
+
+
+def _verdict(lane: Lane, work: Work, criterion, **fields) -> Verdict:
+    return Verdict(
+        run=lane.run,
+        output_id=work.item.output_id,
+        rubric_version=lane.run.rubric_version,
+        criterion=criterion,
+        judge_config=lane.config,
+        judge_config_hash=lane.config.content_hash,
+        sample=work.item.sample,
+        **fields,
+    )
+
+
+def _evidence_found(transcript: Transcript | None, outcome: str, evidence: str) -> bool | None:
+    # Nothing to check on an ERROR; otherwise the quote must be in the transcript, like a person's.
+    if outcome == VerdictOutcome.ERROR or transcript is None:
+        return None
+    return transcript.contains(evidence)
+
+
+def _instrument_row(lane: Lane, work: Work, criterion, spec: dict) -> Verdict:
+    started = time.perf_counter()
+    output = work.item.output
+    result = evaluate(spec, response=output.response, reference=output.case.reference)
+    return _verdict(
+        lane,
+        work,
+        criterion,
+        model_id=f"instrument:{spec['kind']}",
+        outcome=result.outcome,
+        evidence=result.evidence,
+        evidence_found=_evidence_found(work.transcript, result.outcome, result.evidence),
+        raw_output=result.raw,
+        latency_ms=ms_since(started),
+        tokens_in=0,
+        tokens_out=0,
+        attempts=0,
+    )
+
+
+def _internal_error(lane: Lane, work: Work, exc: Exception) -> bool:
+    reason = f"internal error while judging ({type(exc).__name__}); see the worker log"
+    done = {row.criterion.key for row in work.rows}
+    for criterion in work.model_criteria:
+        if criterion.key not in done:
+            work.rows.append(
+                _verdict(
+                    lane,
+                    work,
+                    criterion,
+                    model_id=lane.config.model_id,
+                    outcome=VerdictOutcome.ERROR,
+                    error_kind=ErrorKind.INTERNAL,
+                    error_reason=reason,
+                )
+            )
+    return True

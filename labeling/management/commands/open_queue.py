@@ -1,0 +1,44 @@
+"""Open an eval set's labeling queue under a rubric version, or move it to another one (a lead's decision).
+
+    python manage.py open_queue --eval-set refund-support-demo --rubric refund-support@1 --by lee
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from labeling.access import has_role
+from labeling.io.rubrics import find_version
+from labeling.models import EvalSet, Role, User
+from labeling.queue import QueueError, current_queue, move_queue
+
+
+class Command(BaseCommand):
+    help = "Open or move the labeling queue of an eval set to a rubric version (NAME@VERSION). Idempotent."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--eval-set", required=True)
+        parser.add_argument("--rubric", required=True, help="NAME@VERSION")
+        parser.add_argument("--by", required=True, help="username of the lead who decides it")
+        parser.add_argument("--reason", default="")
+
+    def handle(self, *args, eval_set: str, rubric: str, by: str, reason: str, **options):
+        found = EvalSet.objects.filter(name=eval_set).first()
+        if found is None:
+            raise CommandError(f'there is no eval set "{eval_set}"; import its cases first')
+        try:
+            version = find_version(rubric)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        lead = User.objects.filter(username=by).first()
+        if lead is None or not has_role(lead, Role.LEAD):
+            raise CommandError(f'"{by}" is not an active lead: only a lead opens or moves a labeling queue')
+        queue = current_queue(found)
+        if queue is not None and queue.rubric_version_id == version.pk:
+            self.stdout.write(f"{found.name} is already labeled under {version.ref}; nothing changed.")
+            return
+        try:
+            move_queue(eval_set=found, rubric_version=version, by=lead, reason=reason)
+        except QueueError as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"{found.name} is now labeled under {version.ref}.")
