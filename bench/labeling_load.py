@@ -72,8 +72,17 @@ def populate(n_outputs: int, n_annotators: int) -> str:
     from django.contrib.auth.hashers import make_password
     from django.db import transaction
 
-    from labeling.models import Case, Criterion, EvalSet, LabelingQueue, Output, Rubric, RubricVersion, User
-    from labeling.models import rubric_content_hash
+    from labeling.models import (
+        Case,
+        Criterion,
+        EvalSet,
+        LabelingQueue,
+        Output,
+        Rubric,
+        RubricVersion,
+        User,
+        rubric_content_hash,
+    )
 
     rng = random.Random(7)
     criteria = [
@@ -116,10 +125,16 @@ def populate(n_outputs: int, n_annotators: int) -> str:
                         "You will see it within 5 business days. Is there anything else I can help with?"
                     ),
                     tool_calls=[
-                        {"name": "lookup_order", "args": {"order_id": case.case_id},
-                         "response": {"amount_paid": rng.randint(10, 300) + 0.99, "status": "delivered"}},
-                        {"name": "issue_refund", "args": {"order_id": case.case_id},
-                         "response": {"refund_id": f"R-{i:05d}", "eta_business_days": 5}},
+                        {
+                            "name": "lookup_order",
+                            "args": {"order_id": case.case_id},
+                            "response": {"amount_paid": rng.randint(10, 300) + 0.99, "status": "delivered"},
+                        },
+                        {
+                            "name": "issue_refund",
+                            "args": {"order_id": case.case_id},
+                            "response": {"refund_id": f"R-{i:05d}", "eta_business_days": 5},
+                        },
                     ],  # fmt: skip
                 )
                 for i, case in enumerate(cases)
@@ -133,8 +148,8 @@ def populate(n_outputs: int, n_annotators: int) -> str:
 class Client:
     """One simulated annotator: cookies, CSRF token, and the latency of each request it makes."""
 
-    def __init__(self, port: int, samples: dict, lock: threading.Lock):
-        self.port, self.samples, self.lock = port, samples, lock
+    def __init__(self, port: int, samples: dict, lock: threading.Lock, think: float = 0.0):
+        self.port, self.samples, self.lock, self.think = port, samples, lock, think
         self.cookies: dict[str, str] = {}
 
     def request(self, kind: str, method: str, path: str, form: dict | None = None, htmx: bool = False):
@@ -160,14 +175,16 @@ class Client:
                 self.cookies[name.strip()] = rest.split(";", 1)[0]
         with self.lock:
             self.samples[kind].append(elapsed)
+        if self.think:
+            time.sleep(self.think)
         if response.status >= 400:
             raise RuntimeError(f"{kind}: {method} {path} answered {response.status}: {data[:300]!r}")
         return response.status, response.getheader("Location"), data.decode()
 
 
-def annotator(i: int, port: int, eval_set_id: str, start, duration: float, samples, lock, done, errors) -> None:
+def annotator(i, port, eval_set_id, start, duration, think, samples, lock, done, errors) -> None:
     rng = random.Random(i)
-    client = Client(port, samples, lock)
+    client = Client(port, samples, lock, think)
     try:
         client.request("login_page", "GET", "/accounts/login/")
         status, location, _ = client.request(
@@ -255,7 +272,12 @@ def main() -> None:
     parser.add_argument("--outputs", type=int, default=10_000)
     parser.add_argument("--annotators", type=int, default=16)
     parser.add_argument("--duration", type=float, default=60.0, help="seconds of load after everyone logged in")
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn sync workers (default: 2 per core on 2)")
+    parser.add_argument(
+        "--workers", type=int, default=3, help="gunicorn sync workers (3 gave the most throughput on 2 cores)"
+    )
+    parser.add_argument(
+        "--think", type=float, default=0.0, help="seconds an annotator pauses between requests (default 0: flat out)"
+    )
     parser.add_argument("--timeout", type=int, default=600, help="give up after this many seconds")
     args = parser.parse_args()
     if not 1 <= args.annotators <= 64:
@@ -321,7 +343,8 @@ def main() -> None:
         start = threading.Barrier(args.annotators + 1)
         threads = [
             threading.Thread(
-                target=annotator, args=(i, port, eval_set_id, start, args.duration, samples, lock, done, errors)
+                target=annotator,
+                args=(i, port, eval_set_id, start, args.duration, args.think, samples, lock, done, errors),
             )
             for i in range(args.annotators)
         ]
@@ -337,8 +360,8 @@ def main() -> None:
         server_side = server_times(log)
 
         print(
-            f"{args.annotators} annotators for {wall:.0f}s on gunicorn ({args.workers} sync workers, "
-            f"{os.cpu_count()} cores): {done[0]:,} cases submitted, "
+            f"{args.annotators} annotators (think {args.think:g}s) for {wall:.0f}s on gunicorn ({args.workers} sync "
+            f"workers, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}): {done[0]:,} cases submitted, "
             f"{sum(len(v) for v in samples.values()):,} requests"
         )
         print(f"{'request':<12}{'n':>7}  {'server p50':>10} {'p95':>8}  {'client p50':>10} {'p95':>8}   (ms)")

@@ -227,6 +227,14 @@ def _findings(key: str, a: Agreement, c: Counts, h: HumanAgreement, gating: bool
                 "outputs people failed; read them in the drilldown before trusting this gate",
             )
         )
+    if a.kappa_ci and a.kappa_ci[0] == a.kappa_ci[1] and a.rater_pass_rate not in (0.0, 1.0):
+        out.append(
+            Finding(
+                "degenerate_interval",
+                f"the interval collapses to {fmt(a.kappa_ci[0])}: every resample of these {a.n} items agrees "
+                "the same way, so the bootstrap cannot show the uncertainty that is there; only more items can",
+            )
+        )
     if 0 < a.n < MIN_N:
         out.append(Finding("small_n", f"n = {a.n} is below the minimum of {MIN_N} compared items for a tier"))
     if tier_for(a.kappa, a.n) == "gate" and a.kappa_ci and a.kappa_ci[0] < GATE_MIN_KAPPA:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .models import JudgeConfig, JudgeRun, Verdict
+from .models import JudgeConfig, JudgeRun, RunItem, Verdict
 
 
 @admin.register(JudgeConfig)
@@ -10,15 +10,28 @@ class JudgeConfigAdmin(admin.ModelAdmin):
     list_display = ("name", "backend", "model_id", "mode", "samples", "content_hash")
     readonly_fields = ("content_hash",)
 
+    def get_readonly_fields(self, request, obj=None):
+        # A config that runs or verdicts use is a fixed instrument: everything is read-only.
+        if obj is not None and obj.is_in_use():
+            return [f.name for f in obj._meta.fields]
+        return super().get_readonly_fields(request, obj)
+
 
 @admin.register(JudgeRun)
 class JudgeRunAdmin(admin.ModelAdmin):
-    list_display = ("id", "eval_set", "rubric_version", "judge_config", "status", "created_at")
-    list_filter = ("status",)
+    list_display = ("id", "eval_set", "rubric_version", "judge_config", "status", "mode", "created_at")
+    list_filter = ("status", "mode")
+
+
+@admin.register(RunItem)
+class RunItemAdmin(admin.ModelAdmin):
+    list_display = ("id", "run", "output", "criterion", "sample", "state", "claims", "model_calls", "cache_hit")
+    list_filter = ("state",)
+    raw_id_fields = ("run", "output", "criterion")
 
 
 @admin.register(Verdict)
 class VerdictAdmin(admin.ModelAdmin):
     list_display = ("output", "criterion", "outcome", "judge_config", "sample", "cache_hit", "created_at")
-    list_filter = ("outcome", "cache_hit")
+    list_filter = ("outcome", "cache_hit", "error_kind")
     raw_id_fields = ("output", "run")

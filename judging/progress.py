@@ -98,8 +98,10 @@ def progress_of(run: JudgeRun) -> Progress:
         .annotate(n=Count("pk"))
         .order_by("-n", "error_reason")[:TOP_ERROR_REASONS]
     ]
-    total = items["total"] or run.total_items
-    done = items["done"] or 0
+    total, done = items["total"], items["done"] or 0
+    if not total:  # an import: its verdicts arrived all at once, no items to work
+        total = run.total_items
+        done = total if run.status == JudgeRun.Status.DONE else 0
     rate, eta = _rate_and_eta(run, done, total)
     return Progress(
         run_id=run.pk,

@@ -174,16 +174,18 @@ def start_run(scope: Scope, *, started_by=None, check_api_key: bool = True) -> J
     return run
 
 
-def enqueue_lanes(run_id: int, lanes: int = LANES_PER_RUN) -> None:
+def enqueue_lanes(run_id: int, lanes: int = LANES_PER_RUN) -> bool:
+    """Queue the run's lanes; False (and the run marked failed, saying why) when the broker is unreachable."""
     from .tasks import run_lane
 
     try:
         for _ in range(lanes):
             run_lane.delay(run_id)
-    except Exception as exc:  # the broker is down: say so on the run instead of leaving it queued for ever
+    except Exception as exc:  # kombu raises several kinds: whatever it is, the run must not sit queued for ever
         log.error("could not enqueue judge run %s: %s", run_id, exc)
-        fail_run(run_id, f"could not reach the Celery broker to start the run: {type(exc).__name__}")
-        raise
+        fail_run(run_id, f"could not reach the Celery broker to start the run ({type(exc).__name__}); is it running?")
+        return False
+    return True
 
 
 def run_in_process(run: JudgeRun, **kwargs) -> str:

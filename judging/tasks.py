@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
 
 from . import runner
 
@@ -32,6 +32,13 @@ def resume_runs() -> int:
     if run_ids:
         log.info("resuming judge runs %s", run_ids)
     return len(run_ids)
+
+
+@worker_init.connect
+def _import_the_sdks_before_forking(sender=None, **kwargs) -> None:
+    # The SDKs take seconds of CPU to import; in the parent, once, every pool process inherits them
+    # instead of paying for the import at its first lane (measured: ~16% of a 2,000-item run).
+    from .backends import anthropic, openai_compat  # noqa: F401
 
 
 @worker_ready.connect

@@ -122,7 +122,7 @@ class ItemView:
 
 
 def item_view(output: Output, criterion: Criterion) -> ItemView:
-    """Three queries whatever the number of criteria or outputs: labels of the output, gold history, criteria."""
+    """Three queries whatever the number of criteria or outputs: labels of the output, its gold, criteria."""
     rows = list(
         Label.objects.filter(
             is_current=True,
@@ -143,14 +143,15 @@ def item_view(output: Output, criterion: Criterion) -> ItemView:
         for i, a in enumerate(order)
         if a in mine and i < len(string.ascii_uppercase)
     ]
-    history = list(
-        GoldLabel.objects.filter(output=output, criterion=criterion).select_related("decided_by").order_by("-revision")
+    # Every gold revision of the output under this rubric version (a handful): this item's history,
+    # and which other criteria already have gold.
+    golds = list(
+        GoldLabel.objects.filter(output=output, rubric_version_id=criterion.rubric_version_id)
+        .select_related("decided_by")
+        .order_by("-revision")
     )
-    gold_ids = set(
-        GoldLabel.objects.filter(
-            output=output, rubric_version_id=criterion.rubric_version_id, is_current=True
-        ).values_list("criterion_id", flat=True)
-    )
+    history = [g for g in golds if g.criterion_id == criterion.pk]
+    gold_ids = {g.criterion_id for g in golds if g.is_current}
     others = [
         c
         for c in Criterion.objects.filter(rubric_version_id=criterion.rubric_version_id).order_by("order", "id")

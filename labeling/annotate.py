@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
 
 from .models import Annotation, Criterion, HumanOutcome, Label
@@ -179,7 +180,37 @@ def submit(*, annotation: Annotation) -> None:
     annotation.save(update_fields=["status", "submitted_at", "reserved_until"])
 
 
-def criterion_states(annotation: Annotation, criteria: list[Criterion]) -> list[CriterionState]:
-    """One state per criterion, in rubric order, with the annotator's own current labels (one query)."""
-    labels = {label.criterion_id: label for label in Label.objects.filter(annotation=annotation, is_current=True)}
-    return [CriterionState(criterion=c, label=labels.get(c.pk), number=i) for i, c in enumerate(criteria, start=1)]
+CURRENT = Q(labels__is_current=True)
+
+
+def criterion_states(annotation: Annotation) -> list[CriterionState]:
+    """One state per criterion of the annotation's rubric version, in order, with the annotator's
+    current label where there is one: one query (criteria LEFT JOIN their current label)."""
+    rows = (
+        Criterion.objects.filter(rubric_version_id=annotation.rubric_version_id)
+        .annotate(
+            current=FilteredRelation("labels", condition=Q(labels__annotation=annotation, labels__is_current=True))
+        )
+        .annotate(
+            label_id=F("current__id"),
+            label_outcome=F("current__outcome"),
+            label_evidence=F("current__evidence"),
+            label_revision=F("current__revision"),
+        )
+        .order_by("order", "id")
+    )
+    states = []
+    for number, c in enumerate(rows, start=1):
+        label = None
+        if c.label_id is not None:
+            label = Label(
+                pk=c.label_id,
+                annotation=annotation,
+                criterion=c,
+                outcome=c.label_outcome,
+                evidence=c.label_evidence,
+                revision=c.label_revision,
+                is_current=True,
+            )
+        states.append(CriterionState(criterion=c, label=label, number=number))
+    return states

@@ -12,23 +12,39 @@ Views fetch through these helpers, never with a bare `get_object_or_404`:
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import OuterRef, Subquery
+from django.db.models import Count, Exists, OuterRef, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from .access import has_role
 from .models import Annotation, Criterion, LabelingQueue, Output, Role, User
 
 
-def own_annotation(user: User, pk: int, *, for_update: bool = False) -> Annotation:
+def own_annotation(user: User, pk: int, *, for_update: bool = False, for_page: bool = False) -> Annotation:
     """The annotation with everything its page needs, if `user` made it; 404 otherwise.
 
     Also carries `queue_rubric_version_id`: the rubric version its eval set's queue uses now
-    (None when the queue is closed), read in the same query.
+    (None when the queue is closed). With `for_page`, also what only the full page shows:
+    `done_in_queue` (this person's submitted annotations in the queue), `answer_number` and
+    `answers` (which of its case's outputs this is). All in the same query.
     """
     queue = LabelingQueue.objects.filter(eval_set_id=OuterRef("output__case__eval_set_id"), is_current=True)
     qs = Annotation.objects.select_related("output__case__eval_set", "rubric_version__rubric").annotate(
         queue_rubric_version_id=Subquery(queue.values("rubric_version_id")[:1])
     )
+    if for_page:
+        done = Annotation.objects.filter(
+            annotator_id=OuterRef("annotator_id"),
+            rubric_version_id=OuterRef("rubric_version_id"),
+            status=Annotation.Status.SUBMITTED,
+            output__case__eval_set_id=OuterRef("output__case__eval_set_id"),
+        )
+        siblings = Output.objects.filter(case_id=OuterRef("output__case_id"))
+        qs = qs.annotate(
+            done_in_queue=_count(done),
+            answers=_count(siblings),
+            answer_number=_count(siblings.filter(pk__lte=OuterRef("output_id"))),
+        )
     if for_update:
         # Lock only the annotation row: saves and submits of one annotation serialize.
         qs = qs.select_for_update(of=("self",))
@@ -36,6 +52,12 @@ def own_annotation(user: User, pk: int, *, for_update: bool = False) -> Annotati
     if annotation is None:
         raise Http404("No such annotation of yours. If it was a draft, its reservation may have lapsed.")
     return annotation
+
+
+def _count(qs) -> Coalesce:
+    """COUNT(*) of a correlated queryset, as an expression (0 when it matches nothing)."""
+    counted = qs.order_by().annotate(_one=Value(1)).values("_one").annotate(n=Count("*")).values("n")
+    return Coalesce(Subquery(counted[:1]), 0)
 
 
 def may_adjudicate(user: User) -> bool:
@@ -47,13 +69,24 @@ def adjudicable_item(user: User, output_id: int, criterion_id: int) -> tuple[Out
     if not may_adjudicate(user):
         raise PermissionDenied("Adjudication is for reviewers and leads.")
     criterion = Criterion.objects.select_related("rubric_version__rubric").filter(pk=criterion_id).first()
-    output = Output.objects.select_related("case__eval_set").filter(pk=output_id).first()
-    if criterion is None or output is None:
+    if criterion is None:
         raise Http404("No such item.")
-    if labeled_by(user, output_id, criterion.rubric_version_id):
+    mine = Annotation.objects.filter(
+        output_id=OuterRef("pk"), rubric_version_id=criterion.rubric_version_id, annotator=user
+    )
+    siblings = Output.objects.filter(case_id=OuterRef("case_id"))
+    output = (
+        Output.objects.select_related("case__eval_set")
+        .annotate(
+            labeled_by_me=Exists(mine),
+            answers=_count(siblings),
+            answer_number=_count(siblings.filter(pk__lte=OuterRef("pk"))),
+        )
+        .filter(pk=output_id)
+        .first()
+    )
+    if output is None:
+        raise Http404("No such item.")
+    if output.labeled_by_me:
         raise PermissionDenied("You labeled this output, so another reviewer must adjudicate it.")
     return output, criterion
-
-
-def labeled_by(user: User, output_id: int, rubric_version_id: int) -> bool:
-    return Annotation.objects.filter(output_id=output_id, rubric_version_id=rubric_version_id, annotator=user).exists()

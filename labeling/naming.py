@@ -18,5 +18,9 @@ def output_names(output_ids) -> dict[int, str]:
     names = {}
     for outputs in by_case.values():
         for i, (pk, case_id) in enumerate(outputs, start=1):
-            names[pk] = case_id if len(outputs) == 1 else f"{case_id} · answer {i}"
+            names[pk] = output_name(case_id, i, len(outputs))
     return names
+
+
+def output_name(case_id: str, number: int, of: int) -> str:
+    return case_id if of <= 1 else f"{case_id} · answer {number}"

@@ -21,7 +21,7 @@ from .adjudicate import item_view
 from .annotate import OUTCOME_KEYS, criterion_states
 from .forms import AdjudicationForm
 from .models import Annotation, Criterion, EvalSet, LabelingQueue, Output, RubricVersion
-from .naming import output_names
+from .naming import output_name, output_names
 from .transcript import highlight, render_json
 
 OUTCOMES = OUTCOME_KEYS  # (value, label people see, key that picks it on the labeling page)
@@ -59,8 +59,8 @@ def annotation_context(annotation: Annotation, *, correcting: bool = False, part
     # The queue row is only needed to say where the queue went (guards loaded its version id).
     queue = q.current_queue(eval_set.pk) if stale and not partial else None
     submitted = annotation.status == Annotation.Status.SUBMITTED
-    criteria = list(Criterion.objects.filter(rubric_version_id=annotation.rubric_version_id).order_by("order", "id"))
-    states = criterion_states(annotation, criteria)
+    states = criterion_states(annotation)
+    criteria = [state.criterion for state in states]
     context = {
         "annotation": annotation,
         "output": annotation.output,
@@ -86,13 +86,18 @@ def annotation_context(annotation: Annotation, *, correcting: bool = False, part
     context["transcript"] = transcript_parts(annotation.output)
     held = annotation.reserved_until
     context["reservation_lapsed"] = not submitted and held is not None and held <= timezone.now()
-    context["output_name"] = output_names([annotation.output_id]).get(annotation.output_id, context["case"].case_id)
-    context["done_in_queue"] = Annotation.objects.filter(
-        annotator_id=annotation.annotator_id,
-        rubric_version_id=annotation.rubric_version_id,
-        status=Annotation.Status.SUBMITTED,
-        output__case__eval_set=eval_set,
-    ).count()
+    # Loaded with the annotation (guards.own_annotation(for_page=True)) where the caller did so.
+    if hasattr(annotation, "answers"):
+        context["output_name"] = output_name(context["case"].case_id, annotation.answer_number, annotation.answers)
+        context["done_in_queue"] = annotation.done_in_queue
+    else:
+        context["output_name"] = output_names([annotation.output_id])[annotation.output_id]
+        context["done_in_queue"] = Annotation.objects.filter(
+            annotator_id=annotation.annotator_id,
+            rubric_version_id=annotation.rubric_version_id,
+            status=Annotation.Status.SUBMITTED,
+            output__case__eval_set=eval_set,
+        ).count()
     return context
 
 
@@ -109,7 +114,11 @@ def adjudication_context(
         form = AdjudicationForm(initial=initial)
     return {
         "output": output,
-        "output_name": output_names([output.pk]).get(output.pk, output.case.case_id),
+        "output_name": (
+            output_name(output.case.case_id, output.answer_number, output.answers)
+            if hasattr(output, "answers")
+            else output_names([output.pk])[output.pk]
+        ),
         "case": output.case,
         "criterion": criterion,
         "rubric_version": criterion.rubric_version,

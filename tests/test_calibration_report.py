@@ -311,3 +311,12 @@ def test_the_command_refuses_bad_input_clearly(setup, args, message):
 
     with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
         command(*args)
+
+
+def test_a_perfect_small_sample_says_its_interval_is_not_certainty(setup):
+    es, rv, judge = setup
+    bulk_calibration(es, rv, judge, {"correct_amount": (20, 0, 0, 5)})
+    row = report(es, rv, judge).row("correct_amount")
+    assert row.kappa == pytest.approx(1.0) and row.kappa_ci == (1.0, 1.0)
+    message = next(w.message for w in row.warnings if w.code == "degenerate_interval")
+    assert "only more items can" in message

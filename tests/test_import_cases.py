@@ -523,12 +523,10 @@ def test_conflicts_found_batch_by_batch_stop_at_the_limit(fast_path, monkeypatch
 
 
 def test_an_excel_style_csv_keeps_line_numbers_across_multi_line_cells(fast_path):
-    content = "\ufeffcase_id,input,response,latency_ms\r\nc1,\"one\r\ntwo\",A,5\r\nc2,Q,A,x\r\n"
+    content = '\ufeffcase_id,input,response,latency_ms\r\nc1,"one\r\ntwo",A,5\r\nc2,Q,A,x\r\n'
     with pytest.raises(ImportFailed) as exc:
         run(source("excel.csv", content), fast_path)
-    assert exc.value.messages == [
-        'excel.csv, line 4, field "latency_ms": must be a number of milliseconds, not \'x\''
-    ]
+    assert exc.value.messages == ["excel.csv, line 4, field \"latency_ms\": must be a number of milliseconds, not 'x'"]
     run(source("excel.csv", content.replace(",x\r\n", ",7\r\n")), fast_path)
     assert Case.objects.get(case_id="c1").input == "one\r\ntwo"
     assert Output.objects.get(case__case_id="c2").latency_ms == 7

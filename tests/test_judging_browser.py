@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
@@ -36,6 +37,9 @@ def browser_page(monkeypatch):
             yield browser.new_context().new_page()
         finally:
             browser.close()
+            # ORM calls made while Playwright runs get their own connection (another context): close it,
+            # or the test database cannot be dropped at the end of the session.
+            connection.close()
 
 
 def test_the_progress_panel_follows_the_run_and_stops_polling_when_it_ends(live_server, browser_page):

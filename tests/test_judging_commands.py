@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 
 from judging.io import EXPORT_COLUMNS, export_verdicts
 from judging.models import JudgeConfig, JudgeRun, Verdict
+from judging.progress import progress_of
 from tests import judging_helpers
 from tests.factories import make_eval_set, make_output, make_rubric_version
 from tests.judging_helpers import KEY_ENV, RESPONSE, judge_in_process, make_judge, make_scope
@@ -244,6 +245,12 @@ def test_import_verdicts_creates_an_imported_judge_and_a_finished_run(tmp_path, 
     judge = JudgeConfig.objects.get(name="ext")
     run = JudgeRun.objects.get(judge_config=judge)
     assert (judge.backend, run.status, run.mode) == ("imported", "done", "import")
+    progress = progress_of(run)
+    assert (
+        progress.complete
+        and progress.percent == 100
+        and progress.outcomes == {"PASS": 1, "FAIL": 1, "ERROR": 1, "NOT_APPLICABLE": 1}
+    )
     got = {
         (v.output.case.case_id, v.output.agent_version, v.criterion.key): (v.outcome, v.evidence_found, v.error_reason)
         for v in Verdict.objects.select_related("output__case", "criterion")
@@ -514,3 +521,23 @@ def test_export_takes_each_verdict_from_the_latest_run_that_has_it(tmp_path):
             fmt="adk",
             stream=io.StringIO(),
         )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_judge_says_so_when_the_broker_is_unreachable(monkeypatch):
+    from kombu.exceptions import OperationalError
+
+    from judging import tasks
+
+    def refuse(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(tasks.run_lane, "delay", refuse)
+    scope = instrument_scope()
+    with pytest.raises(CommandError) as failure:
+        run_command("run_judge", "--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "inst")
+    assert "failed to start: could not reach the Celery broker to start the run (OperationalError)" in str(
+        failure.value
+    )
+    assert failure.value.returncode == 2
+    assert JudgeRun.objects.get().status == "failed"

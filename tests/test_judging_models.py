@@ -44,3 +44,13 @@ def test_the_majority_of_samples_with_its_share():
     assert majority(["PASS", "FAIL", "NOT_APPLICABLE", "NOT_APPLICABLE", "PASS"]) == ("ABSTAIN", 0.4)
     with pytest.raises(ValueError):
         majority([])
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_a_used_config_read_only(admin_client):
+    config = JudgeConfig.objects.create(name="j", backend="openai", model_id="m-2026-01")
+    url = f"/admin/judging/judgeconfig/{config.pk}/change/"
+    assert 'name="model_id"' in admin_client.get(url).content.decode()
+    JudgeRun.objects.create(eval_set=make_eval_set(), rubric_version=make_rubric_version(), judge_config=config)
+    page = admin_client.get(url).content.decode()
+    assert 'name="model_id"' not in page and "m-2026-01" in page

@@ -25,8 +25,10 @@ CHROMIUM_ARGS = [
 SCREENS = Path(os.environ.get("ICEWATER_SCREENS_DIR", "/tmp/screens"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    # Module scope, not session: Playwright's sync API keeps an event loop running while it is open,
+    # and another module starting its own sync_playwright() must not find ours still running.
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

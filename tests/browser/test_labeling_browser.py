@@ -19,12 +19,11 @@ from .conftest import screenshot
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 FOUR = [
-    {"key": "correct_amount", "definition": "The refund amount matches the reference.", "pass_example": "$40.00",
-     "fail_example": "$45.00"},
-    {"key": "grounded", "definition": "Every claim appears in a tool result.", "pass_example": "", "fail_example": ""},
-    {"key": "next_step", "definition": "The customer is told what happens next.", "pass_example": "", "fail_example": ""},
-    {"key": "tone", "definition": "Polite and calm.", "pass_example": "", "fail_example": ""},
-]  # fmt: skip
+    {"key": "correct_amount", "definition": "The refund amount matches the reference."},
+    {"key": "grounded", "definition": "Every claim appears in a tool result."},
+    {"key": "next_step", "definition": "The customer is told what happens next."},
+    {"key": "tone", "definition": "Polite and calm."},
+]
 
 
 def log_in(page, base_url: str, username: str) -> None:

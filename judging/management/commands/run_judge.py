@@ -53,8 +53,9 @@ class Command(BaseCommand):
                 run = runner.start_run(scope)
         except Misconfigured as exc:
             raise CommandError(str(exc), returncode=EXIT_MISCONFIGURED) from None
-        except Exception as exc:  # the broker is unreachable: enqueue_lanes marked the run failed
-            raise CommandError(f"could not queue the run on Celery: {exc}", returncode=EXIT_MISCONFIGURED) from None
+        run.refresh_from_db(fields=["status", "error"])
+        if run.status == JudgeRun.Status.FAILED:  # the broker was unreachable
+            raise CommandError(f"judge run {run.pk} failed to start: {run.error}", returncode=EXIT_MISCONFIGURED)
         self.say(options, f"judge run {run.pk}: {run.total_items} items, {run.expected_verdicts} verdicts to write")
         if options["in_process"]:
             runner.run_in_process(run)

@@ -1,6 +1,6 @@
 """Open an eval set's labeling queue under a rubric version, or move it to another one (a lead's decision).
 
-    python manage.py open_queue --eval-set refund-support-demo --rubric refund-support@1 --by lee
+python manage.py open_queue --eval-set refund-support-demo --rubric refund-support@1 --by lee
 """
 
 from __future__ import annotations
