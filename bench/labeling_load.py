@@ -352,10 +352,10 @@ def main() -> None:
             thread.start()
         start.wait(timeout=300)
         log.write_text("")  # logins are done: measure from here
-        started = time.perf_counter()
+        started, cpu_before = time.perf_counter(), time.process_time()
         for thread in threads:
             thread.join(timeout=args.duration + 120)
-        wall = time.perf_counter() - started
+        wall, client_cpu = time.perf_counter() - started, time.process_time() - cpu_before
         time.sleep(0.5)  # let gunicorn flush its access log
         server_side = server_times(log)
 
@@ -377,6 +377,7 @@ def main() -> None:
         save_p95 = percentile(server_side["save"], 0.95) * 1e3
         client_save_p95 = percentile(samples["save"], 0.95) * 1e3
         print(f"save p95: server {save_p95:.1f} ms, client {client_save_p95:.1f} ms   (goal: under 100 ms)")
+        print(f"the simulated annotators themselves used {client_cpu / wall:.0%} of one core (same machine)")
         if errors:
             print(f"{len(errors)} annotators stopped on an error; first: {errors[0]}")
         print(check_data())

@@ -47,6 +47,12 @@ if waiting > 0 then
 end
 return waiting
 """
+# A waiter leaves: the count goes down, and the key goes away at zero (it never lingers without a TTL).
+_LEAVE = """
+local left = redis.call('DECR', KEYS[1])
+if left <= 0 then redis.call('DEL', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1])) end
+return left
+"""
 _ACQUIRE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -94,6 +100,7 @@ class RedisLimiter:
         self._waiting = f"{prefix}:waiting"
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
+        self._leave = client.register_script(_LEAVE)
 
     @contextmanager
     def slot(self) -> Iterator[None]:
@@ -119,7 +126,7 @@ class RedisLimiter:
         try:
             self._redis.blpop([self._wake], timeout=WAIT_POLL_S)
         finally:
-            self._redis.decr(self._waiting)
+            self._leave(keys=[self._waiting], args=[self._lease_ms])
 
     def cool_down(self, seconds: float) -> None:
         millis = int(seconds * 1000)

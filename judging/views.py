@@ -41,7 +41,11 @@ def start_run(request: HttpRequest) -> HttpResponse:
         except Misconfigured as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, f"Judge run {run.pk} queued: {run.total_items} items.")
+            run.refresh_from_db(fields=["status", "error"])
+            if run.status == JudgeRun.Status.FAILED:  # the broker was unreachable: the run page says why
+                messages.error(request, f"Judge run {run.pk} could not start: {run.error}")
+            else:
+                messages.success(request, f"Judge run {run.pk} queued: {run.total_items} items.")
             return redirect("judging:run", run_id=run.pk)
     return render(request, "judging/index.html", pages.index_context(request.user, form), status=400)
 

@@ -179,7 +179,7 @@ def decide(*, output: Output, criterion: Criterion, outcome: str, rationale: str
     """Record the gold outcome as a new revision. `based_on` is the revision the reviewer saw (0 = none)."""
     with transaction.atomic():
         # Serialize decisions on one output, so two reviewers cannot both write revision N+1.
-        Output.objects.select_for_update().filter(pk=output.pk).first()
+        Output.objects.select_for_update(no_key=True).filter(pk=output.pk).first()
         history = list(GoldLabel.objects.filter(output=output, criterion=criterion).order_by("-revision"))
         current = next((g for g in history if g.is_current), None)
         seen = current.revision if current else 0

@@ -46,8 +46,9 @@ def own_annotation(user: User, pk: int, *, for_update: bool = False, for_page: b
             answer_number=_count(siblings.filter(pk__lte=OuterRef("output_id"))),
         )
     if for_update:
-        # Lock only the annotation row: saves and submits of one annotation serialize.
-        qs = qs.select_for_update(of=("self",))
+        # Lock only the annotation row: saves and submits of one annotation serialize, and a claim
+        # cannot drop it meanwhile. NO KEY: labels being inserted for it (FK checks) are not blocked.
+        qs = qs.select_for_update(of=("self",), no_key=True)
     annotation = qs.filter(pk=pk, annotator=user).first()
     if annotation is None:
         raise Http404("No such annotation of yours. If it was a draft, its reservation may have lapsed.")

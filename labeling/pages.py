@@ -105,7 +105,8 @@ def adjudication_context(
     output: Output, criterion: Criterion, *, form: AdjudicationForm | None = None, error: str = ""
 ) -> dict:
     view = item_view(output, criterion)
-    quotes = {side.css: side.evidence for side in view.sides if side.css}
+    # Before two annotations are in, showing the first would unblind whoever takes the second slot.
+    quotes = {side.css: side.evidence for side in view.sides if side.css} if view.ready else {}
     if form is None:
         current = view.current_gold
         initial = {"based_on": view.based_on}

@@ -88,7 +88,7 @@ def move_queue(*, eval_set: EvalSet, rubric_version: RubricVersion, by: User, re
         raise QueueError(f"{rubric_version.ref} has no criteria to label.")
     with transaction.atomic():
         # Lock the eval set row so two leads moving the queue at once serialize.
-        EvalSet.objects.select_for_update().filter(pk=eval_set.pk).first()
+        EvalSet.objects.select_for_update(no_key=True).filter(pk=eval_set.pk).first()
         current = LabelingQueue.objects.filter(eval_set=eval_set, is_current=True).first()
         if current and current.rubric_version_id == rubric_version.pk:
             raise QueueError(f"The queue of {eval_set.name} already uses {rubric_version.ref}.")
@@ -136,7 +136,7 @@ def claim_next(*, user: User, queue: LabelingQueue) -> Claim | None:
     """Resume the annotator's open draft or reserve a free slot; None when nothing is left for them."""
     with transaction.atomic():
         # One Next at a time per person: a double click must not reserve two outputs.
-        User.objects.select_for_update().filter(pk=user.pk).first()
+        User.objects.select_for_update(no_key=True).filter(pk=user.pk).first()
         draft = open_draft(user, queue)
         if draft is not None:
             draft.reserved_until = timezone.now() + RESERVATION
@@ -147,12 +147,14 @@ def claim_next(*, user: User, queue: LabelingQueue) -> Claim | None:
             now = timezone.now()
             candidates = _candidates(queue.eval_set_id, queue.rubric_version_id, user, now, tried)
             output_id = (
-                candidates.select_for_update(skip_locked=True, of=("self",)).values_list("pk", flat=True).first()
+                candidates.select_for_update(skip_locked=True, of=("self",), no_key=True)
+                .values_list("pk", flat=True)
+                .first()
             )
             if output_id is None:
                 # Every candidate may just be locked by someone else's Next: wait for those
                 # locks once rather than say "nothing left" while slots may still be free.
-                output_id = candidates.select_for_update(of=("self",)).values_list("pk", flat=True).first()
+                output_id = candidates.select_for_update(of=("self",), no_key=True).values_list("pk", flat=True).first()
             if output_id is None:
                 return None
             annotation = _take_slot(output_id, queue.rubric_version_id, user, now)

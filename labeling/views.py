@@ -240,7 +240,8 @@ def adjudication_queue(request: HttpRequest) -> HttpResponse:
 def adjudicate(request: HttpRequest, output_id: int, criterion_id: int) -> HttpResponse:
     output, criterion = adjudicable_item(request.user, output_id, criterion_id)
     if request.method != "POST":
-        return render(request, "labeling/adjudicate.html", adjudication_context(output, criterion))
+        context = adjudication_context(output, criterion)
+        return render(request, "labeling/adjudicate.html", context, status=200 if context["view"].ready else 409)
     form = AdjudicationForm(request.POST)
     error, status = "", 422
     if form.is_valid():

@@ -21,6 +21,7 @@ request with ``server.force``:
     [[fake:prose]]            answers prose, not JSON (Anthropic: a text block instead of the tool call)
     [[fake:badquote]]         quotes text that is not in the transcript
     [[fake:401echo]]          refuses the key with a 401 whose message repeats it
+    [[fake:nul]]              quotes text with a NUL character in it (which PostgreSQL text cannot hold)
     [[fake:429]] [[fake:500]] [[fake:slow]]           every attempt fails / is slower than any timeout
     [[fake:429x2]] [[fake:500x1]] [[fake:slowx1]]     the first N attempts of this request fail, then a valid answer
     [[fake:KEY=VERDICT]]      answer VERDICT for criterion KEY (KEY "all" for every criterion)
@@ -158,6 +159,8 @@ def answer_for(keys: list[str], text: str, behaviour: str, overrides: dict[str, 
     quote = " ".join(words[:6]) if words else "NONE"
     if behaviour == "badquote":
         quote = BAD_QUOTE
+    if behaviour == "nul":
+        quote = "refund\x00of"
     items = []
     for key in keys:
         verdict = overrides.get(key) or overrides.get("all") or "PASS"

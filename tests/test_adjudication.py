@@ -278,3 +278,16 @@ def test_the_adjudication_page_never_shows_a_judge_verdict(client, reviewer, spl
         body = page.content.decode()
         assert page.status_code == 200
         assert "zq-judge-says-7431" not in body and "anchoring-judge" not in body
+
+
+def test_an_item_with_one_annotation_shows_nothing_of_it(client, reviewer, annotator):
+    """A reviewer who also labels could otherwise read slot A, then take slot B of the same output."""
+    eval_set, rv, (output,) = labeling_setup()
+    annotate_directly(output, rv, annotator, {"correct_amount": ("FAIL", RESPONSE_QUOTE)})
+    criterion = Criterion.objects.get(rubric_version=rv, key="correct_amount")
+    client.force_login(reviewer)
+    response = client.get(url(output, criterion))
+    body = response.content.decode()
+    assert response.status_code == 409
+    assert "does not have two submitted annotations yet" in body
+    assert "<mark" not in body and 'o-FAIL">FAIL' not in body and "Annotator A" not in body

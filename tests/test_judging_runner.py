@@ -107,6 +107,24 @@ def test_a_quote_that_is_not_in_the_transcript_is_flagged_and_counted(fake_llm, 
     assert progress_of(run).evidence_not_found == 2
 
 
+def test_a_nul_character_in_the_answer_is_stored_replaced_not_refused(fake_llm, judge_key):
+    run = judge_in_process(make_scope(make_judge(fake_llm), responses=[f"{RESPONSE} [[fake:nul]]"]))
+    assert run.status == "done" and fake_llm.calls == 1
+    v = verdicts(run)[0]
+    assert v.outcome == "PASS" and v.evidence == "refund\ufffdof" and v.evidence_found is False
+
+
+def test_an_item_that_keeps_failing_to_be_written_is_given_up_as_error(fake_llm, judge_key):
+    scope = make_scope(make_judge(fake_llm), responses=[RESPONSE])
+    run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
+    RunItem.objects.filter(run=run).update(claims=5)  # five lanes took it and none ever wrote it
+    runner.run_in_process(run)
+    run.refresh_from_db()
+    assert run.status == "done" and fake_llm.calls == 0
+    assert {(v.outcome, v.error_kind) for v in verdicts(run)} == {("ERROR", "internal")}
+    assert "claimed 6 times without its verdicts being written" in verdicts(run)[0].error_reason
+
+
 # -- retries --------------------------------------------------------------------------------------------
 
 

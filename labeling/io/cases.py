@@ -14,9 +14,10 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 
-from ..models import EvalSet
+from ..models import Case, EvalSet, Output
 from . import fields as f
 from .errors import Problems, RecordError
+from .planner import analyze_after_import
 from .readers import Source, check_fields, iter_csv, iter_jsonl, peek_first_line, suggest
 from .report import ImportReport, plural
 
@@ -364,6 +365,7 @@ def import_cases(
     except IntegrityError as exc:
         raise problems.fatal(None, None, f"the eval set changed during the import; try again ({exc})") from None
     counts = {"records": stats.records, "repeated_lines": stats.repeated, **counts}
+    analyze_after_import(counts["cases_created"] + counts["outputs_created"], Case, Output)
     summary = (
         f'{source.name} -> eval set "{eval_set.name}"{" (new)" if created_set else ""}: '
         f"{plural(counts['cases_created'], 'case')} created, {counts['cases_unchanged']:,} already there; "

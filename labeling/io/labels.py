@@ -40,6 +40,7 @@ from ..transcript import Transcript
 from . import fields as f
 from .cases import AGENT_VERSION_MAX, CASE_ID_MAX, DEFAULT_AGENT_VERSION
 from .errors import Problems, RecordError
+from .planner import analyze_after_import
 from .readers import Source, iter_csv, iter_jsonl, peek_first_line, suggest
 from .report import ImportReport, plural
 from .rubrics import find_version
@@ -564,6 +565,7 @@ def import_labels(
     except IntegrityError as exc:
         raise problems.fatal(None, None, f"labels changed in the app during the import; try again ({exc})") from None
     c = job.counts
+    analyze_after_import(c["labels_created"] + c["gold_created"], Annotation, Label, GoldLabel)
     keys = ("annotations_created", "labels_created", "labels_unchanged", "gold_created", "gold_unchanged")
     counts = {"records": len(records), **{k: c[k] for k in keys}}
     counts.update(agreement_confirmed=c["agreement_confirmed"], repeated_lines=c["repeated_lines"])

@@ -72,9 +72,36 @@
     else htmx.trigger(form, "submit"); // both modes listen for it (corrections save on submit only)
   };
 
+  // The current criterion's quote, marked where it is in the transcript (whitespace-insensitive,
+  // like the server's check), so the annotator sees what their evidence points at.
+  const quotables = Array.from(document.querySelectorAll("#transcript .quotable"));
+  quotables.forEach((el) => { el._text = el.textContent; });
+  function showQuote(form) {
+    quotables.forEach((el) => { if (el._marked) { el.textContent = el._text; el._marked = false; } });
+    const ev = form && evidenceOf(form);
+    const quote = ev ? ev.value.trim() : "";
+    if (!quote || quote.toUpperCase() === "NONE") return;
+    const words = quote.split(/\s+/).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    const pattern = new RegExp(words.join("\\s+"));
+    for (const el of quotables) {
+      const m = pattern.exec(el._text);
+      if (!m) continue;
+      const mark = document.createElement("mark");
+      mark.className = "mine";
+      mark.textContent = m[0];
+      el.replaceChildren(el._text.slice(0, m.index), mark, el._text.slice(m.index + m[0].length));
+      el._marked = true;
+      const box = document.getElementById("transcript");
+      const top = mark.getBoundingClientRect().top - box.getBoundingClientRect().top;
+      if (top < 0 || top > box.clientHeight - 40) box.scrollTop += top - 80;
+      return;
+    }
+  }
+
   function setCurrent(key, { focus = true, scroll = true } = {}) {
     const form = formFor(key);
     if (!form) return;
+    if (key !== currentKey) showQuote(form);
     currentKey = key;
     forms().forEach((f) => f.classList.toggle("current", f === form));
     if (scroll) form.scrollIntoView({ block: "nearest", behavior: "smooth" });
@@ -129,7 +156,7 @@
     ev.classList.remove("flash");
     void ev.offsetWidth; // restart the highlight animation
     ev.classList.add("flash");
-    save(form);
+    if (!correcting) save(form); // a correction is saved with Enter or Save correction
   }
 
   function quoteSelection() {
@@ -202,11 +229,16 @@
     const changed = keep.outcome !== keep.sent.outcome || (keep.evidence !== keep.sent.evidence && !typing);
     const resave = keep.resave || changed;
     updateCount();
+    if (keep.key === currentKey) showQuote(form);
     // htmx wires the new form's triggers when it settles, so a save asked for now would be lost.
     form._resaveOnSettle = resave;
   });
   document.body.addEventListener("htmx:afterSettle", (e) => {
     const form = e.detail.elt;
+    // Settling puts the server's class attribute back, so "current" is applied again here.
+    if (form && form.matches && form.matches("form.criterion")) {
+      form.classList.toggle("current", form.dataset.key === currentKey);
+    }
     if (form && form._resaveOnSettle) {
       form._resaveOnSettle = false;
       save(form);
@@ -320,7 +352,7 @@
     const t = e.target;
     if (!t.matches || !t.matches("textarea[name=evidence]")) return;
     const form = t.closest("form.criterion");
-    if (form && isDirty(form) && !form.classList.contains("htmx-request")) save(form);
+    if (form && !correcting && isDirty(form) && !form.classList.contains("htmx-request")) save(form);
   });
 
   // Selecting text in the transcript quotes it for the current criterion.

@@ -2,7 +2,8 @@
 
 Playwright's sync API runs an event loop in the test thread; Django refuses ORM calls from a
 thread with a running loop unless told it is safe. Here it is: the loop only drives the browser,
-and the test's ORM calls never run inside a coroutine.
+and the test's ORM calls never run inside a coroutine. DJANGO_ALLOW_ASYNC_UNSAFE is set only
+while a module's browser is open, so other tests keep Django's check.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ import os
 from pathlib import Path
 
 import pytest
-
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -31,10 +30,18 @@ def chromium():
     # and another module starting its own sync_playwright() must not find ours still running.
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            yield browser
+            browser.close()
+    finally:
+        if before is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
 @pytest.fixture

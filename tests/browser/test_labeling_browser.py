@@ -88,10 +88,13 @@ def test_an_annotator_labels_a_whole_case_with_the_keyboard_only(live_server, ne
     page.keyboard.type('"duplicate_charge": 40.0')
     page.keyboard.press("Escape")
     expect(page.locator("#status-grounded")).to_contain_text("the quote is in the transcript")
+    # The current criterion's quote is marked where it is in the transcript.
+    expect(page.locator("#transcript mark.mine")).to_have_text('"duplicate_charge": 40.0')
+    screenshot(page, "labeling_page")
     page.keyboard.press("j")
+    expect(page.locator("#transcript mark.mine")).to_have_count(0)  # next_step has no quote
     expect(criterion(page, "next_step").get_by_label("N/A")).to_be_checked()
     expect(criterion(page, "tone").get_by_label("Can't tell")).to_be_checked()
-    screenshot(page, "labeling_page")
 
     # The draft survives a reload.
     page.reload()
@@ -216,3 +219,24 @@ def test_two_annotators_disagree_a_reviewer_adjudicates_and_gold_is_exported(liv
         ("bo", "correct_amount", "FAIL"),
         ("bo", "next_step", "PASS"),
     }
+
+
+def test_a_submitted_annotation_is_corrected_as_a_new_revision(live_server, new_page):
+    from ..labeling_helpers import annotate_directly
+
+    eval_set, rv, (output,) = labeling_setup(n_outputs=1)
+    mia = make_user("mia")
+    done = annotate_directly(
+        output, rv, mia, {"correct_amount": ("PASS", "refund of $40.00"), "next_step": ("PASS", "NONE")}
+    )
+    page = new_page()
+    log_in(page, live_server.url, "mia")
+    page.goto(live_server.url + f"/annotations/{done.pk}/")
+    expect(criterion(page, "correct_amount").get_by_label("FAIL", exact=True)).to_be_disabled()
+    page.get_by_role("link", name="Correct an answer").click()
+    page.keyboard.press("1")
+    page.keyboard.press("f")  # FAIL, cursor in the evidence box (already holding the old quote)
+    page.keyboard.press("Enter")  # saves the correction
+    expect(page.locator("#status-correct_amount")).to_contain_text("Saved as revision 2")
+    rows = list(Label.objects.filter(criterion__key="correct_amount").order_by("revision"))
+    assert [(x.outcome, x.revision, x.is_current) for x in rows] == [("PASS", 1, False), ("FAIL", 2, True)]
