@@ -142,14 +142,13 @@ def main() -> None:
         stdout=subprocess.PIPE,
         text=True,
     )
-    worker = None
+    workers: list[subprocess.Popen] = []
     try:
         port = int(fake.stdout.readline())
-        worker = run_bench(args, port, queue, Path(data_dir))
+        run_bench(args, port, queue, Path(data_dir), workers)
     finally:
-        if worker is not None and worker.poll() is None:
-            os.killpg(worker.pid, signal.SIGTERM)
-            worker.wait(timeout=60)
+        for worker in workers:
+            stop(worker)
         fake.terminate()
         fake.wait(timeout=10)
         forget_queue(services["CELERY_BROKER_URL"], queue)
@@ -159,7 +158,19 @@ def main() -> None:
         admin(services["DATABASE_URL"], f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
 
 
-def run_bench(args, port: int, queue: str, data_dir: Path):
+def stop(worker: subprocess.Popen) -> None:
+    """Warm shutdown of the worker and its pool; killed if it does not go within 30 s."""
+    if worker.poll() is not None:
+        return
+    os.killpg(worker.pid, signal.SIGTERM)
+    try:
+        worker.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+
+
+def run_bench(args, port: int, queue: str, data_dir: Path, workers: list) -> None:
     import django
 
     django.setup()
@@ -247,6 +258,7 @@ def run_bench(args, port: int, queue: str, data_dir: Path):
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    workers.append(worker)  # stopped by main() whatever happens from here on
     # WARNING level hides the banner's "ready": ping the worker instead.
     deadline = time.monotonic() + 120
     while not app.control.ping(destination=[f"bench-{os.getpid()}@{os.uname().nodename}"], timeout=1.0):
@@ -309,7 +321,6 @@ def run_bench(args, port: int, queue: str, data_dir: Path):
         )
         results.append(calls == 0)
     print("RESULT:", "PASS" if all(results) else "FAIL")
-    return worker
 
 
 def sdk_latency(port: int, n: int = 20) -> float:
