@@ -3,7 +3,19 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 
-from .models import Annotation, Case, Criterion, EvalSet, GoldLabel, Label, Output, Rubric, RubricVersion, User
+from .models import (
+    Annotation,
+    Case,
+    Criterion,
+    EvalSet,
+    GoldLabel,
+    Label,
+    LabelingQueue,
+    Output,
+    Rubric,
+    RubricVersion,
+    User,
+)
 
 
 @admin.register(User)
@@ -70,3 +82,9 @@ class LabelAdmin(admin.ModelAdmin):
 class GoldLabelAdmin(admin.ModelAdmin):
     list_display = ("output", "criterion", "outcome", "decided_by", "revision", "is_current", "decided_at")
     raw_id_fields = ("output",)
+
+
+@admin.register(LabelingQueue)
+class LabelingQueueAdmin(admin.ModelAdmin):
+    list_display = ("eval_set", "rubric_version", "is_current", "opened_by", "opened_at")
+    list_filter = ("is_current",)

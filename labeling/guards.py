@@ -20,31 +20,16 @@ from .access import has_role
 from .models import Annotation, Criterion, LabelingQueue, Output, Role, User
 
 
-def own_annotation(user: User, pk: int, *, for_update: bool = False, for_page: bool = False) -> Annotation:
+def own_annotation(user: User, pk: int, *, for_update: bool = False) -> Annotation:
     """The annotation with everything its page needs, if `user` made it; 404 otherwise.
 
     Also carries `queue_rubric_version_id`: the rubric version its eval set's queue uses now
-    (None when the queue is closed). With `for_page`, also what only the full page shows:
-    `done_in_queue` (this person's submitted annotations in the queue), `answer_number` and
-    `answers` (which of its case's outputs this is). All in the same query.
+    (None when the queue is closed), read in the same query.
     """
     queue = LabelingQueue.objects.filter(eval_set_id=OuterRef("output__case__eval_set_id"), is_current=True)
     qs = Annotation.objects.select_related("output__case__eval_set", "rubric_version__rubric").annotate(
-        queue_rubric_version_id=Subquery(queue.values("rubric_version_id")[:1])
+        queue_rubric_version_id=Subquery(queue.order_by().values("rubric_version_id")[:1])
     )
-    if for_page:
-        done = Annotation.objects.filter(
-            annotator_id=OuterRef("annotator_id"),
-            rubric_version_id=OuterRef("rubric_version_id"),
-            status=Annotation.Status.SUBMITTED,
-            output__case__eval_set_id=OuterRef("output__case__eval_set_id"),
-        )
-        siblings = Output.objects.filter(case_id=OuterRef("output__case_id"))
-        qs = qs.annotate(
-            done_in_queue=_count(done),
-            answers=_count(siblings),
-            answer_number=_count(siblings.filter(pk__lte=OuterRef("output_id"))),
-        )
     if for_update:
         # Lock only the annotation row: saves and submits of one annotation serialize, and a claim
         # cannot drop it meanwhile. NO KEY: labels being inserted for it (FK checks) are not blocked.

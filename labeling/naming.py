@@ -8,9 +8,11 @@ from .models import Output
 def output_names(output_ids) -> dict[int, str]:
     """How people tell outputs apart without seeing the agent version: "case-7", or "case-7 · answer 2"
     when the case has several outputs (one per agent version). One query for any number of outputs."""
-    cases = Output.objects.filter(pk__in=list(output_ids)).values("case_id")
     rows = (
-        Output.objects.filter(case_id__in=cases).order_by("case_id", "pk").values_list("pk", "case_id", "case__case_id")
+        Output.objects.filter(case__outputs__pk__in=list(output_ids))
+        .order_by("case_id", "pk")
+        .values_list("pk", "case_id", "case__case_id")
+        .distinct()
     )
     by_case: dict[int, list[tuple[int, str]]] = {}
     for pk, case_pk, case_id in rows:

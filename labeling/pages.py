@@ -86,18 +86,7 @@ def annotation_context(annotation: Annotation, *, correcting: bool = False, part
     context["transcript"] = transcript_parts(annotation.output)
     held = annotation.reserved_until
     context["reservation_lapsed"] = not submitted and held is not None and held <= timezone.now()
-    # Loaded with the annotation (guards.own_annotation(for_page=True)) where the caller did so.
-    if hasattr(annotation, "answers"):
-        context["output_name"] = output_name(context["case"].case_id, annotation.answer_number, annotation.answers)
-        context["done_in_queue"] = annotation.done_in_queue
-    else:
-        context["output_name"] = output_names([annotation.output_id])[annotation.output_id]
-        context["done_in_queue"] = Annotation.objects.filter(
-            annotator_id=annotation.annotator_id,
-            rubric_version_id=annotation.rubric_version_id,
-            status=Annotation.Status.SUBMITTED,
-            output__case__eval_set=eval_set,
-        ).count()
+    context["output_name"] = output_names([annotation.output_id])[annotation.output_id]
     return context
 
 

@@ -110,7 +110,7 @@ def _queues_context(failed_eval_set_id: int | None = None, failed_form: QueueMov
 @require_GET
 @role_required(*ALL_ROLES)
 def annotate(request: HttpRequest, pk: int) -> HttpResponse:
-    annotation = own_annotation(request.user, pk, for_page=True)
+    annotation = own_annotation(request.user, pk)
     correcting = request.GET.get("correct") == "1"
     return render(request, "labeling/annotate.html", annotation_context(annotation, correcting=correcting))
 
@@ -195,7 +195,7 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
                 ann.check_writable(annotation, form.cleaned_data["rubric_version"])
             ann.submit(annotation=annotation)
     except ann.LabelingError as exc:
-        context = annotation_context(own_annotation(request.user, pk, for_page=True))
+        context = annotation_context(own_annotation(request.user, pk))
         context["submit_error"] = exc.message
         for key in exc.keys:  # mark each criterion the refusal is about, where the person looks
             context["states_by_key"][key].error = "Needed before you submit (see the message at the top)."

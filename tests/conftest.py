@@ -7,6 +7,12 @@ from labeling.models import Role
 from .factories import make_user
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """PBKDF2 costs about a second per test user on this machine; the hasher is not what tests check."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def annotator(db):
     return make_user("ann", Role.ANNOTATOR)

@@ -47,6 +47,11 @@ def tab_to(page, name: str, limit: int = 40) -> None:
     raise AssertionError(f"Tab never reached {name!r}")
 
 
+def keys_ready(page) -> None:
+    """labeling.js has started (it marks the current criterion): keys pressed now are not lost."""
+    expect(page.locator("form.criterion.current")).to_have_count(1)
+
+
 def wait_saved(page, key: str) -> None:
     expect(page.locator(f"#status-{key}")).to_contain_text("Saved")
 
@@ -65,6 +70,7 @@ def test_an_annotator_labels_a_whole_case_with_the_keyboard_only(live_server, ne
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="case-001")).to_be_visible()
     expect(page.get_by_role("heading", name="Keyboard")).to_be_visible()  # the keys are documented on the page
+    keys_ready(page)
 
     # 1 correct_amount: PASS, the cursor lands in the evidence box, Enter saves and moves on.
     page.keyboard.press("p")
@@ -98,6 +104,7 @@ def test_an_annotator_labels_a_whole_case_with_the_keyboard_only(live_server, ne
 
     # The draft survives a reload.
     page.reload()
+    keys_ready(page)
     expect(criterion(page, "correct_amount").get_by_label("PASS", exact=True)).to_be_checked()
     expect(criterion(page, "grounded").get_by_label("Evidence for grounded")).to_have_value('"duplicate_charge": 40.0')
 
@@ -234,6 +241,8 @@ def test_a_submitted_annotation_is_corrected_as_a_new_revision(live_server, new_
     page.goto(live_server.url + f"/annotations/{done.pk}/")
     expect(criterion(page, "correct_amount").get_by_label("FAIL", exact=True)).to_be_disabled()
     page.get_by_role("link", name="Correct an answer").click()
+    expect(page.get_by_role("button", name="Save correction").first).to_be_visible()
+    keys_ready(page)
     page.keyboard.press("1")
     page.keyboard.press("f")  # FAIL, cursor in the evidence box (already holding the old quote)
     page.keyboard.press("Enter")  # saves the correction

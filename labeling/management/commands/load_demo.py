@@ -45,11 +45,24 @@ class Command(BaseCommand):
         quiet = {"stdout": open(os.devnull, "w"), "verbosity": 0}
         call_command("import_rubric", str(DEMO_DIR / "rubric.yaml"), **quiet)
         call_command("import_cases", "--eval-set", EVAL_SET, str(DEMO_DIR / "cases.jsonl"), **quiet)
-        call_command("import_labels", "--eval-set", EVAL_SET, "--rubric", RUBRIC, str(DEMO_DIR / "labels.jsonl"),
-                     **quiet)
+        call_command(
+            "import_labels", "--eval-set", EVAL_SET, "--rubric", RUBRIC, str(DEMO_DIR / "labels.jsonl"), **quiet
+        )
+        # The lead opens the labeling queue on this rubric version; ana finds work waiting.
+        call_command(
+            "open_queue",
+            "--eval-set",
+            EVAL_SET,
+            "--rubric",
+            RUBRIC,
+            "--by",
+            "lee",
+            "--reason",
+            "demo: label the refund-support outputs",
+            **quiet,
+        )
         call_command("add_judge", str(DEMO_DIR / "judge.json"), **quiet)
-        call_command("run_judge", "--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE, "--in-process",
-                     **quiet)
+        call_command("run_judge", "--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE, "--in-process", **quiet)
         self.stdout.write(f"Demo loaded: eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}.")
         self.stdout.write(f"Demo logins (password {password!r}):")
         for username, role, what in DEMO_USERS:
