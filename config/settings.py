@@ -186,12 +186,13 @@ CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
 if not CELERY_BROKER_URL:
     CELERY_BROKER_URL = "filesystem://"
     _broker_dir = DATA_DIR / "broker"
-    for _sub in ("queue", "processed"):
+    for _sub in ("queue", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
 elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "filesystem://", "memory://")):
