@@ -15,10 +15,12 @@ which is what the verdict cache relies on.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
+
+import orjson
 
 from labeling.transcript import render_json
 
@@ -54,8 +56,9 @@ class JudgeRequest:
     criteria: tuple[str, ...]
     template_version: str = "v1"
 
-    def canonical(self) -> str:
-        return json.dumps(
+    def canonical(self) -> bytes:
+        """Everything that makes the request what it is, as sorted-key JSON (UTF-8): what the cache key hashes."""
+        return orjson.dumps(
             {
                 "template": self.template_version,
                 "system": self.system,
@@ -63,13 +66,13 @@ class JudgeRequest:
                 "schema": self.schema,
                 "criteria": list(self.criteria),
             },
-            sort_keys=True,
-            ensure_ascii=False,
+            option=orjson.OPT_SORT_KEYS,
         )
 
-    @property
+    @cached_property
     def hash(self) -> str:
-        return hashlib.sha256(self.canonical().encode()).hexdigest()
+        # Computed once: a lane needs it for the cache key and again for the verdict rows.
+        return hashlib.sha256(self.canonical()).hexdigest()
 
 
 SYSTEM_V1 = """You are an evaluation judge. You grade one output of an AI agent against a rubric of narrow criteria.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 NONE_QUOTE = "NONE"
@@ -48,6 +49,11 @@ class Transcript:
         pieces.append(self.response)
         return pieces
 
+    @cached_property
+    def _normalized_parts(self) -> tuple[str, ...]:
+        # Once per transcript: a judge's answer is checked quote by quote, criterion by criterion.
+        return tuple(normalize_ws(piece) for piece in self.parts())
+
     def contains(self, quote: str) -> bool:
         """True when the quote is NONE or appears in one piece of the transcript."""
         needle = normalize_ws(quote)
@@ -55,7 +61,7 @@ class Transcript:
             return False
         if needle == NONE_QUOTE:
             return True
-        return any(needle in normalize_ws(piece) for piece in self.parts())
+        return any(needle in piece for piece in self._normalized_parts)
 
 
 def quote_pattern(quote: str) -> re.Pattern[str] | None:

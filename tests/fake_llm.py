@@ -69,6 +69,10 @@ class FakeLLM:
     calls: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
+    # time.monotonic() (system-wide on Linux, so comparable across processes) of the window's first request
+    # and last answer: a benchmark tells its start-up and tail from the time spent calling.
+    first_at: float | None = None
+    last_at: float | None = None
     requests: list[Recorded] = field(default_factory=list)
     _attempts: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -118,11 +122,14 @@ class FakeLLM:
 
     def _enter(self) -> None:
         with self._lock:
+            if self.first_at is None:
+                self.first_at = time.monotonic()
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
 
     def _leave(self) -> None:
         with self._lock:
+            self.last_at = time.monotonic()
             self.in_flight -= 1
 
     # -- behaviour -------------------------------------------------------------------------------
@@ -201,14 +208,26 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence per-request logging
         pass
 
+    def parse_request(self) -> bool:
+        # The latency counts from here (the request line has just arrived), so the server's own parsing and
+        # answering come out of L instead of adding to it: every answer leaves L after its request came in.
+        self.arrived = time.monotonic()
+        return super().parse_request()
+
     def do_GET(self) -> None:  # noqa: N802 - http.server naming
         """GET /_stats: counts for a benchmark that runs the server in another process (?reset=1 zeroes the peak)."""
         if self.path.split("?")[0] == "/_stats":
             fake = self.server_state
-            stats = {"calls": fake.calls, "max_in_flight": fake.max_in_flight}
+            stats = {
+                "calls": fake.calls,
+                "max_in_flight": fake.max_in_flight,
+                "first_at": fake.first_at,
+                "last_at": fake.last_at,
+            }
             if self.path.endswith("?reset=1"):
                 with fake._lock:
                     fake.max_in_flight = fake.in_flight
+                    fake.first_at = fake.last_at = None
             return self._send(200, stats)
         return self._send(404, {"error": {"message": "no such page", "type": "not_found"}})
 
@@ -227,18 +246,20 @@ class _Handler(BaseHTTPRequestHandler):
         fake._enter()
         try:
             reply = self._answer(fake, path, headers, body, attempt)
+            status, payload, extra = reply
+            data = json.dumps(payload).encode()
+            if fake.latency_s:
+                time.sleep(max(0.0, self.arrived + fake.latency_s - time.monotonic()))
         finally:
             # In flight until the answer starts going out: the client frees its slot only after reading it,
             # so a correct bound never shows more calls in flight here than it allows.
             fake._leave()
-        self._send(*reply)
+        self._send_bytes(status, data, extra)
 
     def _answer(self, fake: FakeLLM, path: str, headers: dict[str, str], body: dict, attempt: int) -> tuple:
-        """(status, payload, headers) of the reply, after the configured latency."""
+        """(status, payload, headers) of the reply; the configured latency is waited out by the caller."""
         text = "\n".join(_texts(body))
         behaviour, overrides = fake.plan(text, attempt)
-        if fake.latency_s:
-            time.sleep(fake.latency_s)
         if behaviour == "401echo":  # a careless provider that echoes the key it refused
             key = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
             error = {"message": f"Incorrect API key provided: {key}", "type": "authentication_error"}
@@ -296,7 +317,9 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _send(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+        self._send_bytes(status, json.dumps(payload).encode(), headers)
+
+    def _send_bytes(self, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -50,3 +51,58 @@ def test_embedded_default_serves_the_home_page(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_embedded_default_runs_the_demo_and_a_model_judge_on_sqlite(tmp_path):
+    """The portable (non-PostgreSQL) code paths of a judge run: claim, verdict insert, done marks, cache."""
+    from tests.fake_llm import FakeLLM
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ICEWATER_", "DATABASE_URL", "CELERY_"))}
+    env.update(ICEWATER_DATA_DIR=str(tmp_path), SMOKE_JUDGE_KEY="sk-smoke")
+
+    def manage(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        )
+
+    assert manage("migrate", "--noinput").returncode == 0
+    demo = manage("load_demo")  # runs the demo's instrument judge in process
+    assert demo.returncode == 0, demo.stderr
+    with FakeLLM() as fake:
+        judge = tmp_path / "judge.json"
+        judge.write_text(
+            '{"name": "smoke-llm", "backend": "openai", "model_id": "smoke-model", "api_key_env": "SMOKE_JUDGE_KEY", '
+            f'"base_url": "{fake.openai_base_url}", "max_concurrency": 4, "timeout_s": 10}}'
+        )
+        assert manage("add_judge", str(judge)).returncode == 0
+        args = (
+            "run_judge",
+            "--eval-set",
+            "refund-support-demo",
+            "--rubric",
+            "refund-support@1",
+            "--judge",
+            "smoke-llm",
+        )
+        first = manage(*args, "--in-process")
+        assert first.returncode == 0, first.stdout + first.stderr
+        calls = fake.calls
+        again = manage(*args, "--in-process")
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert fake.calls == calls  # the unchanged re-run came from the cache
+    assert calls == 80  # one call per output (per-output mode) for the demo's 80 outputs
+
+    def export(judge: str) -> list[dict]:
+        done = manage(
+            "export_data", "--eval-set", "refund-support-demo", "--rubric", "refund-support@1", "--judge", judge,
+            "--what", "verdicts",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+    # The current verdicts are the re-run's: five criteria for each of the 80 outputs, all from the cache
+    # (the fake judge says PASS to everything).
+    llm = export("smoke-llm")
+    assert len(llm) == 80 * 5 and {v["outcome"] for v in llm} == {"PASS"} and all(v["cache_hit"] for v in llm)
+    instruments = export("demo-instruments")
+    assert len(instruments) == 80 * 5 and {v["outcome"] for v in instruments} == {"PASS", "FAIL", "NOT_APPLICABLE"}

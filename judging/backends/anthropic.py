@@ -15,7 +15,7 @@ import anthropic
 
 from ..parse import clip
 from ..prompt import JudgeRequest
-from . import CallFailed, CallResult, redact, status_failure
+from . import CallFailed, CallResult, redact, status_failure, tls_context
 
 TOOL_NAME = "record_verdicts"
 TOOL_DESCRIPTION = (
@@ -35,6 +35,7 @@ class AnthropicBackend:
             base_url=config.base_url or None,
             timeout=config.timeout_s,
             max_retries=0,  # the runner retries, with the same rules for every backend
+            http_client=anthropic.DefaultHttpxClient(verify=tls_context()),
         )
 
     def call(self, request: JudgeRequest) -> CallResult:
