@@ -10,7 +10,9 @@ Then --annotators simulated annotators (threads, http.client, loopback only) eac
 until --duration runs out: Next -> labeling page -> save six criteria (htmx posts, quotes checked
 by the server) -> Submit (which also reserves their next output, as in the app). After every page
 load each annotator also asks for /healthz, the floor: a view with no session, no query, no
-template, measured under exactly the same load.
+template, measured under exactly the same load; and then for /hello ("hello_auth"), a second floor
+that is signed in: the same session and login checks as the page, with no query or template of its
+own, so the second ratio shows what the page adds on top of being a signed-in request.
 
 Printed per request type, p50 and p95 of
   server  the time gunicorn spent on the request (its access log, %(D)s: from parsing the request
@@ -200,6 +202,7 @@ def annotator(i, port, eval_set_id, start, duration, think, samples, lock, done,
             path = location.replace(f"http://127.0.0.1:{port}", "")
             _, _, page = client.request("page", "GET", path)
             client.request("hello", "GET", "/healthz")
+            client.request("hello_auth", "GET", "/hello")
             rv = re.search(r'name="rubric_version" value="(\d+)"', page).group(1)
             pk = path.strip("/").split("/")[-1]
             for key in CRITERIA:
@@ -232,6 +235,8 @@ def server_times(log: Path) -> dict[str, list[float]]:
         method, path, _status, micros = parts
         if path == "/healthz":
             kind = "hello"
+        elif path == "/hello":
+            kind = "hello_auth"
         elif path.endswith("/save"):
             kind = "save"
         elif path.endswith("/submit"):
@@ -365,7 +370,7 @@ def main() -> None:
             f"{sum(len(v) for v in samples.values()):,} requests"
         )
         print(f"{'request':<12}{'n':>7}  {'server p50':>10} {'p95':>8}  {'client p50':>10} {'p95':>8}   (ms)")
-        for kind in ("next", "page", "save", "submit", "hello"):
+        for kind in ("next", "page", "save", "submit", "hello", "hello_auth"):
             s, c = server_side.get(kind, []), samples.get(kind, [])
             print(
                 f"{kind:<12}{len(c):>7}  {percentile(s, 0.5) * 1e3:>10.1f} {percentile(s, 0.95) * 1e3:>8.1f}"
@@ -374,6 +379,8 @@ def main() -> None:
         for label, source in (("server", server_side), ("client", samples)):
             page, hello = statistics.median(source["page"]), statistics.median(source["hello"])
             print(f"page p50 / hello p50 ({label}): {page / hello:5.1f}x   (goal: within 5x)")
+        page, signed_in = statistics.median(server_side["page"]), statistics.median(server_side["hello_auth"])
+        print(f"page p50 / signed-in hello p50 (server): {page / signed_in:5.1f}x   (second floor: session and login)")
         save_p95 = percentile(server_side["save"], 0.95) * 1e3
         client_save_p95 = percentile(samples["save"], 0.95) * 1e3
         print(f"save p95: server {save_p95:.1f} ms, client {client_save_p95:.1f} ms   (goal: under 100 ms)")

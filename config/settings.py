@@ -146,6 +146,21 @@ def _database() -> dict:
 
 
 DATABASES = {"default": _database()}
+
+# "fragments" holds markup rendered from content that never changes once in use (labeling.fragments:
+# a rubric version's criterion forms), so a per-process memory cache is exact, needs no server and
+# costs no round trip. It must stay per process or be keyed by release: it holds rendered markup.
+# With DEBUG on it caches nothing, so an edited template shows at the next reload.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "icewater-default"},
+    "fragments": {
+        "BACKEND": "django.core.cache.backends.dummy.DummyCache"
+        if DEBUG
+        else "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "icewater-fragments",
+        "OPTIONS": {"MAX_ENTRIES": 1000},  # one entry per rubric version in use
+    },
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "labeling.User"
 LOGIN_URL = "login"
@@ -172,6 +187,8 @@ WHITENOISE_USE_FINDERS = True
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
+# Sessions live in the database (revocable on the server); labeling.sessions only reads them cheaper.
+SESSION_ENGINE = "labeling.sessions"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 SECURE_CONTENT_TYPE_NOSNIFF = True

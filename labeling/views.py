@@ -21,6 +21,7 @@ from . import adjudicate as adj
 from . import annotate as ann
 from . import queue as q
 from .access import ALL_ROLES, STAFF_ROLES, has_role, role_required
+from .annotation_page import labeling_page_context
 from .forms import AdjudicationForm, LabelForm, QueueMoveForm, SubmitForm
 from .guards import adjudicable_item, own_annotation
 from .models import Annotation, EvalSet, Role, RubricVersion
@@ -47,6 +48,14 @@ def home(request: HttpRequest) -> HttpResponse:
 def healthz(request: HttpRequest) -> HttpResponse:
     """Liveness for scripts and load balancers: no login, no data (also the benchmark's floor)."""
     return HttpResponse("ok", content_type="text/plain")
+
+
+@require_GET
+@role_required(*ALL_ROLES)
+def hello(request: HttpRequest) -> HttpResponse:
+    """The benchmark's second floor: signed in, through the session and role checks every page pays
+    for, with no query of its own and no template (bench/labeling_load.py)."""
+    return HttpResponse("hello", content_type="text/plain")
 
 
 # --- Queue -------------------------------------------------------------------------------------
@@ -110,9 +119,8 @@ def _queues_context(failed_eval_set_id: int | None = None, failed_form: QueueMov
 @require_GET
 @role_required(*ALL_ROLES)
 def annotate(request: HttpRequest, pk: int) -> HttpResponse:
-    annotation = own_annotation(request.user, pk)
     correcting = request.GET.get("correct") == "1"
-    return render(request, "labeling/annotate.html", annotation_context(annotation, correcting=correcting))
+    return render(request, "labeling/annotate.html", labeling_page_context(request, pk, correcting=correcting))
 
 
 @require_POST
@@ -195,7 +203,7 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
                 ann.check_writable(annotation, form.cleaned_data["rubric_version"])
             ann.submit(annotation=annotation)
     except ann.LabelingError as exc:
-        context = annotation_context(own_annotation(request.user, pk))
+        context = labeling_page_context(request, pk)
         context["submit_error"] = exc.message
         for key in exc.keys:  # mark each criterion the refusal is about, where the person looks
             context["states_by_key"][key].error = "Needed before you submit (see the message at the top)."

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -119,9 +120,18 @@ def test_standalone_it_prints_its_port_and_reports_its_call_count():
     )
     try:
         port = int(process.stdout.readline())
+        before = time.monotonic()
         post(f"http://127.0.0.1:{port}/v1/chat/completions", chat("Hi."))
+        after = time.monotonic()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stats", timeout=5) as response:
-            assert json.loads(response.read()) == {"calls": 1, "max_in_flight": 1}
+            stats = json.loads(response.read())
+        assert (stats["calls"], stats["max_in_flight"]) == (1, 1)
+        # The window's first request and last answer, on the clock every process on the machine shares.
+        assert before <= stats["first_at"] <= stats["last_at"] <= after
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stats?reset=1", timeout=5) as response:
+            json.loads(response.read())
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stats", timeout=5) as response:
+            assert json.loads(response.read()) == {"calls": 1, "max_in_flight": 0, "first_at": None, "last_at": None}
     finally:
         process.terminate()
         process.wait(timeout=10)
