@@ -7,12 +7,13 @@ HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
 .venv/bin/python manage.py migrate --noinput
 .venv/bin/python manage.py load_demo
-mkdir -p data
-.venv/bin/celery -A config worker --loglevel=WARNING --pool threads --concurrency 4 >data/worker.log 2>&1 &
+DATA=${ICEWATER_DATA_DIR:-data}
+mkdir -p "$DATA"
+.venv/bin/celery -A config worker --loglevel=WARNING --pool threads --concurrency 4 >"$DATA/worker.log" 2>&1 &
 worker=$!
 trap 'kill $worker 2>/dev/null || true' EXIT INT TERM
 echo
-echo "Icewater is running at http://$HOST:$PORT/  (Celery worker pid $worker, log data/worker.log)"
+echo "Icewater is running at http://$HOST:$PORT/  (Celery worker pid $worker, log $DATA/worker.log)"
 echo "Stop with Ctrl+C."
 .venv/bin/gunicorn config.wsgi:application --bind "$HOST:$PORT" --workers 2 --threads 4 --access-logfile - \
   --error-logfile - --log-level warning

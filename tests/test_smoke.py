@@ -106,3 +106,68 @@ def test_embedded_default_runs_the_demo_and_a_model_judge_on_sqlite(tmp_path):
     assert len(llm) == 80 * 5 and {v["outcome"] for v in llm} == {"PASS"} and all(v["cache_hit"] for v in llm)
     instruments = export("demo-instruments")
     assert len(instruments) == 80 * 5 and {v["outcome"] for v in instruments} == {"PASS", "FAIL", "NOT_APPLICABLE"}
+
+
+def test_make_run_serves_the_demo_and_its_worker_takes_judge_runs(tmp_path):
+    """scripts/run.sh (what `make run` starts): migrate, the demo, gunicorn, and a Celery worker on the
+    file-system broker that a judge run queued from the command line reaches."""
+    import http.cookiejar
+    import re
+    from urllib.parse import urlencode
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ICEWATER_", "DATABASE_URL", "CELERY_"))}
+    port = free_port()
+    env.update(ICEWATER_DATA_DIR=str(tmp_path), HOST="127.0.0.1", PORT=str(port))
+    app = subprocess.Popen(
+        ["bash", "scripts/run.sh"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # gunicorn and the worker in one process group, stopped together
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        deadline = time.monotonic() + 240  # migrate and load_demo come first
+        page = ""
+        while time.monotonic() < deadline and not page:
+            assert app.poll() is None, "scripts/run.sh exited early"
+            try:
+                with opener.open(f"{base}/accounts/login/", timeout=2) as response:
+                    page = response.read().decode()
+            except OSError:
+                time.sleep(0.5)
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        form = urlencode({"csrfmiddlewaretoken": token, "username": "lee", "password": "icewater-demo"}).encode()
+        with opener.open(urllib.request.Request(f"{base}/accounts/login/", data=form), timeout=10) as response:
+            home = response.read().decode()
+        assert "lee" in home and "Log in" not in home  # the demo's lead is signed in
+
+        # A judge run queued on the embedded broker is taken by the worker run.sh started.
+        done = subprocess.run(
+            [sys.executable, "manage.py", "run_judge", "--eval-set", "refund-support-demo", "--rubric",
+             "refund-support@1", "--judge", "demo-instruments", "--wait", "--timeout", "120", "--poll", "0.5"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "done" in done.stdout
+    finally:
+        stop_group(app)
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    """SIGTERM the process group and wait until every member (gunicorn, the worker) has gone."""
+    import signal
+
+    os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        process.poll()
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)
