@@ -22,7 +22,6 @@ import random
 import secrets
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _scratch import create_database, database_url, drop_database  # noqa: E402 - after the path is set
 
 WORDS = (
     "refund order charge charged twice duplicate customer policy business days amount account card bank "
@@ -92,16 +93,6 @@ def generate(path: Path, cases: int, versions: int, seed: int = 7) -> int:
                 }
                 out.write(json.dumps(record) + "\n")
     return cases * versions
-
-
-def database_url() -> str:
-    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        return os.environ["DATABASE_URL"]
-    env = subprocess.run(["bash", str(ROOT / "scripts/services.sh"), "env"], capture_output=True, text=True, check=True)
-    for line in env.stdout.splitlines():
-        if line.startswith("export DATABASE_URL="):
-            return line.split("=", 1)[1]
-    raise SystemExit("no PostgreSQL: start it with scripts/services.sh start")
 
 
 FLOOR_TABLE = """CREATE TABLE bench_floor (case_id text, agent_version text, input text, reference text, response text,
@@ -171,8 +162,7 @@ def main() -> None:
 
     base_url = database_url()
     scratch = f"icewater_bench_{os.getpid()}"
-    admin = psycopg.connect(base_url, autocommit=True)
-    admin.execute(f'CREATE DATABASE "{scratch}"')
+    admin = create_database(base_url, scratch)
     scratch_url = base_url.rsplit("/", 1)[0] + "/" + scratch
     workdir = Path(tempfile.mkdtemp(prefix="icewater-bench-"))
     try:
@@ -252,12 +242,7 @@ def main() -> None:
         connection.close()
     finally:
         signal.alarm(0)
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            [scratch],
-        )
-        admin.execute(f'DROP DATABASE IF EXISTS "{scratch}"')
-        admin.close()
+        drop_database(admin, scratch)
         shutil.rmtree(workdir, ignore_errors=True)
 
 

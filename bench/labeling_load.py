@@ -47,20 +47,12 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _scratch import create_database, database_url, drop_database  # noqa: E402 - after the path is set
+
 CRITERIA = ["correct_amount", "grounded", "within_policy", "next_step", "concise", "tone"]
 PASSWORD = "bench-password-1"
 OPENING = "Thanks for reaching out about order"  # every generated response starts with it: a valid quote
 OUTCOMES = ["PASS", "FAIL", "NOT_APPLICABLE", "ABSTAIN"]
-
-
-def database_url() -> str:
-    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        return os.environ["DATABASE_URL"]
-    env = subprocess.run(["bash", str(ROOT / "scripts/services.sh"), "env"], capture_output=True, text=True, check=True)
-    for line in env.stdout.splitlines():
-        if line.startswith("export DATABASE_URL="):
-            return line.split("=", 1)[1]
-    raise SystemExit("no PostgreSQL: start it with scripts/services.sh start")
 
 
 def free_port() -> int:
@@ -290,12 +282,9 @@ def main() -> None:
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError(f"bench exceeded {args.timeout}s")))
     signal.alarm(args.timeout)
 
-    import psycopg
-
     base_url = database_url()
     scratch = f"icewater_bench_label_{os.getpid()}"
-    admin = psycopg.connect(base_url, autocommit=True)
-    admin.execute(f'CREATE DATABASE "{scratch}"')
+    admin = create_database(base_url, scratch)
     workdir = Path(tempfile.mkdtemp(prefix="icewater-bench-label-"))
     server = None
     try:
@@ -397,12 +386,7 @@ def main() -> None:
                 server.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 server.kill()
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            [scratch],
-        )
-        admin.execute(f'DROP DATABASE IF EXISTS "{scratch}"')
-        admin.close()
+        drop_database(admin, scratch)
         shutil.rmtree(workdir, ignore_errors=True)
 
 

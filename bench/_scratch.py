@@ -1,0 +1,42 @@
+"""A scratch PostgreSQL database for a benchmark: found, created and dropped the same way by every script.
+
+Imported by the scripts next to it (`python bench/x.py` puts this folder on sys.path).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def database_url() -> str:
+    """DATABASE_URL when it names PostgreSQL, else the one `scripts/services.sh env` prints."""
+    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
+        return os.environ["DATABASE_URL"]
+    env = subprocess.run(["bash", str(ROOT / "scripts/services.sh"), "env"], capture_output=True, text=True, check=True)
+    for line in env.stdout.splitlines():
+        if line.startswith("export DATABASE_URL="):
+            return line.split("=", 1)[1]
+    raise SystemExit("no PostgreSQL: start it with scripts/services.sh start")
+
+
+def create_database(base_url: str, name: str):
+    """Create database `name`; return the autocommit admin connection that drop_database needs."""
+    import psycopg
+
+    admin = psycopg.connect(base_url, autocommit=True)
+    admin.execute(f'CREATE DATABASE "{name}"')
+    return admin
+
+
+def drop_database(admin, name: str) -> None:
+    """End every session still on `name` (a server that was killed leaves some), drop it, close `admin`."""
+    admin.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+        [name],
+    )
+    admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+    admin.close()
