@@ -118,7 +118,13 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--worker-processes", type=int, default=2, help="celery worker --concurrency")
     parser.add_argument("--lanes", type=int, default=None, help="lanes per Celery run (default: the runner's)")
+    parser.add_argument(
+        "--paths", default="celery,in-process", help="which paths to measure, comma-separated (default: both)"
+    )
     args = parser.parse_args()
+    args.paths = {p.strip() for p in args.paths.split(",") if p.strip()}
+    if not args.paths or args.paths - {"celery", "in-process"}:
+        parser.error("--paths takes celery, in-process or both, comma-separated")
 
     services = services_env()
     scratch = f"bench_judge_{os.getpid()}"
@@ -179,6 +185,7 @@ def run_bench(args, port: int, queue: str, data_dir: Path, workers: list) -> Non
     from config.celery import app
     from judging import runner
     from judging.models import JudgeConfig, JudgeRun, Verdict
+    from judging.warmup import warm_up
     from labeling.models import Case, EvalSet, Output
     from tests.factories import make_rubric_version
 
@@ -233,76 +240,83 @@ def run_bench(args, port: int, queue: str, data_dir: Path, workers: list) -> Non
         f"= {ceiling / bound:.3f} of the bound (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
     )
 
-    # Celery path: a real worker, its lanes bounded by the Redis limiter.
-    log = data_dir / "worker.log"
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--loglevel",
-            "WARNING",
-            "--concurrency",
-            str(args.worker_processes),
-            "-n",
-            f"bench-{os.getpid()}@%h",
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        cwd=ROOT,
-        env=os.environ.copy(),
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    workers.append(worker)  # stopped by main() whatever happens from here on
-    # WARNING level hides the banner's "ready": ping the worker instead.
-    deadline = time.monotonic() + 120
-    while not app.control.ping(destination=[f"bench-{os.getpid()}@{os.uname().nodename}"], timeout=1.0):
-        if worker.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"the worker did not start:\n{log.read_text()[-2000:]}")
-    scope = runner.Scope(eval_set, rubric, celery_judge)
     results = []
-    before = fake_calls(port, new_window=True)
-    run = runner.create_run(scope, mode=JudgeRun.Mode.CELERY)
-    cpu = tree_cpu_seconds(worker.pid)
-    started = time.monotonic()
-    runner.enqueue_lanes(run.pk, **({"lanes": args.lanes} if args.lanes else {}))
-    while True:
-        run.refresh_from_db(fields=["status"])
-        if not run.is_active:
-            break
-        time.sleep(0.02)
-    ended = time.monotonic()
-    cpu = tree_cpu_seconds(worker.pid) - cpu
-    results.append(report("celery", run, (started, ended), fake_calls(port) - before, bounds, Verdict, port))
-    print(
-        f"  celery worker CPU: {cpu * 1000 / run.total_items:.2f} ms per item "
-        f"({cpu / (ended - started):.2f} of a core; "
-        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
-    )
+    if "celery" in args.paths:
+        # Celery path: a real worker, its lanes bounded by the Redis limiter.
+        log = data_dir / "worker.log"
+        worker = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--loglevel",
+                "WARNING",
+                "--concurrency",
+                str(args.worker_processes),
+                "-n",
+                f"bench-{os.getpid()}@%h",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            cwd=ROOT,
+            env=os.environ.copy(),
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        workers.append(worker)  # stopped by main() whatever happens from here on
+        # WARNING level hides the banner's "ready": ping the worker instead.
+        deadline = time.monotonic() + 120
+        while not app.control.ping(destination=[f"bench-{os.getpid()}@{os.uname().nodename}"], timeout=1.0):
+            if worker.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the worker did not start:\n{log.read_text()[-2000:]}")
+        scope = runner.Scope(eval_set, rubric, celery_judge)
 
-    # In-process path: the same code in this process, with a local semaphore as the bound.
-    scope = runner.Scope(eval_set, rubric, local_judge)
-    before = fake_calls(port, new_window=True)
-    run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
-    cpu = time.process_time()
-    started = time.monotonic()
-    runner.run_in_process(run)
-    ended = time.monotonic()
-    cpu = time.process_time() - cpu
-    run.refresh_from_db()
-    results.append(report("in-process", run, (started, ended), fake_calls(port) - before, bounds, Verdict, port))
-    print(
-        f"  in-process CPU: {cpu * 1000 / run.total_items:.2f} ms per item in this process "
-        f"({cpu / (ended - started):.2f} of a core; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
-    )
+        before = fake_calls(port, new_window=True)
+        run = runner.create_run(scope, mode=JudgeRun.Mode.CELERY)
+        cpu = tree_cpu_seconds(worker.pid)
+        started = time.monotonic()
+        runner.enqueue_lanes(run.pk, **({"lanes": args.lanes} if args.lanes else {}))
+        while True:
+            run.refresh_from_db(fields=["status"])
+            if not run.is_active:
+                break
+            time.sleep(0.02)
+        ended = time.monotonic()
+        cpu = tree_cpu_seconds(worker.pid) - cpu
+        results.append(report("celery", run, (started, ended), fake_calls(port) - before, bounds, Verdict, port))
+        print(
+            f"  celery worker CPU: {cpu * 1000 / run.total_items:.2f} ms per item "
+            f"({cpu / (ended - started):.2f} of a core; "
+            f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+        )
+
+    if "in-process" in args.paths:
+        # In-process path: the same code in this process, with a local semaphore as the bound.
+        scope = runner.Scope(eval_set, rubric, local_judge)
+        before = fake_calls(port, new_window=True)
+        run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
+        warm_up()  # as `run_judge --in-process` does before its run, and a Celery worker when it starts
+        cpu = time.process_time()
+        started = time.monotonic()
+        runner.run_in_process(run)
+        ended = time.monotonic()
+        cpu = time.process_time() - cpu
+        run.refresh_from_db()
+        results.append(report("in-process", run, (started, ended), fake_calls(port) - before, bounds, Verdict, port))
+        print(
+            f"  in-process CPU: {cpu * 1000 / run.total_items:.2f} ms per item in this process "
+            f"({cpu / (ended - started):.2f} of a core; "
+            f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+        )
 
     # Unchanged data again, both paths: every verdict must come from the cache.
     for name, config in (("in-process", local_judge), ("celery", celery_judge)):
+        if name not in args.paths:
+            continue
         before = fake_calls(port, new_window=True)
         mode = JudgeRun.Mode.CELERY if name == "celery" else JudgeRun.Mode.IN_PROCESS
         run = runner.create_run(runner.Scope(eval_set, rubric, config), mode=mode)

@@ -195,6 +195,14 @@ _clients: dict[str, object] = {}
 _clients_lock = threading.Lock()
 
 
+def preload(broker_url: str) -> None:
+    """Connect to the limiter's Redis and load its scripts, so that a lane's first slot costs one round trip."""
+    if broker_url.startswith(("redis://", "rediss://")):
+        client = redis_client(broker_url)
+        for script in (_ACQUIRE, _RELEASE, _LEAVE):
+            client.script_load(script)
+
+
 def redis_client(url: str):
     """One connection pool per process and URL (lane threads share it)."""
     import redis

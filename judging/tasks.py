@@ -14,6 +14,7 @@ from celery import shared_task
 from celery.signals import worker_init, worker_process_init, worker_ready
 
 from . import runner
+from .warmup import warm_up, warm_up_limiter
 
 log = logging.getLogger(__name__)
 
@@ -35,32 +36,24 @@ def resume_runs() -> int:
 
 
 @worker_init.connect
-def _import_the_sdks_before_forking(sender=None, **kwargs) -> None:
-    # The SDKs take seconds of CPU to import; in the parent, once, every pool process inherits them
-    # instead of paying for the import at its first lane (measured: ~16% of a 2,000-item run).
-    import anthropic
-    import openai
-
-    from .backends import openai_compat, tls_context
-
-    # Building a client imports the HTTP transport modules the SDKs load lazily, and the shared TLS context
-    # reads the CA store: also once, here (measured: a quarter of a second of each pool process's first lane).
-    openai.OpenAI(api_key="warm-up", http_client=openai.DefaultHttpxClient(verify=tls_context())).close()
-    anthropic.Anthropic(api_key="warm-up", http_client=anthropic.DefaultHttpxClient(verify=tls_context())).close()
-    # The SDKs build their response models' validators at the first answer (~10 ms): here instead.
-    openai_compat.warm_up()
+def _warm_up_before_forking(sender=None, **kwargs) -> None:
+    # In the parent, once: every pool process inherits the imported SDKs and the TLS context.
+    warm_up()
+    # Connected now rather than at import, so that it runs after the handler Celery's Django fixup connects
+    # when the worker starts, which closes every database connection a pool process has.
+    worker_process_init.connect(_connect_before_the_first_task, weak=False)
 
 
-@worker_process_init.connect
 def _connect_before_the_first_task(sender=None, **kwargs) -> None:
-    # A pool process opens its database connection now rather than in its first lane (measured: 20-50 ms
-    # before that lane's first call); CONN_MAX_AGE keeps it open between tasks.
+    # A pool process opens its database and Redis connections now rather than in its first lane (measured:
+    # 20-50 ms each before that lane's first call); CONN_MAX_AGE and CELERY_DB_REUSE_MAX keep them open.
     from django.db import DatabaseError, connection
 
     try:
         connection.ensure_connection()
     except DatabaseError:  # the database is down: the first task connects (or fails) as it would have
         log.warning("judging: could not connect to the database at pool process start", exc_info=True)
+    warm_up_limiter()
 
 
 @worker_ready.connect

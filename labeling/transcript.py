@@ -21,11 +21,16 @@ def normalize_ws(text: str) -> str:
     return _WS.sub(" ", text).strip()
 
 
+# json.dumps with these options builds a new encoder at every call; one encoder, made once, writes the
+# same text (a judge lane renders every tool call of every output it grades).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+
+
 def render_json(value: Any) -> str:
     """Tool arguments and results as people read them: strings bare, the rest as JSON."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return _ENCODER.encode(value)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@ failures classified for the runner's retry rules, the key read from the variable
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -11,6 +13,7 @@ import pytest
 
 from judging.backends import CallFailed, Misconfigured, api_key_for, backend_for, retry_after_seconds
 from judging.backends.anthropic import TOOL_NAME
+from judging.backends.openai_compat import chat_result
 from judging.models import JudgeConfig
 from judging.prompt import CriterionSpec, Subject, build_request
 from tests import judging_helpers
@@ -147,3 +150,87 @@ def test_retry_after_reads_seconds_milliseconds_and_dates():
     assert retry_after_seconds({"retry-after": "soon"}) is None
     assert retry_after_seconds({"retry-after": "-4"}) == 0.0
     assert retry_after_seconds({}) is None
+
+
+class _NotAChatCompletion(http.server.BaseHTTPRequestHandler):
+    """A server that answers every POST with 200 and a body that is no chat completion (a proxy's login page)."""
+
+    body = b"<html>Please sign in</html>"
+
+    def do_POST(self):  # noqa: N802 - http.server naming
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_200_that_is_not_a_chat_completion_is_a_parse_failure_not_retried(judge_key):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NotAChatCompletion)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        cfg = JudgeConfig(
+            name="j",
+            backend="openai",
+            model_id="m",
+            api_key_env=KEY_ENV,
+            timeout_s=2,
+            base_url=f"http://127.0.0.1:{server.server_address[1]}/v1",
+        )
+        with pytest.raises(CallFailed) as failure:
+            backend_for(cfg).call(req())
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (failure.value.kind, failure.value.retryable) == ("parse", False)
+    assert failure.value.reason.startswith("the answer is not a chat completion")
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # A plain answer: text and the provider's token counts.
+        (
+            b'{"choices":[{"message":{"content":"{}","refusal":null},"finish_reason":"stop"}],'
+            b'"usage":{"prompt_tokens":12,"completion_tokens":3}}',
+            ("{}", None, 12, 3),
+        ),
+        # No choices at all: an empty answer (the parser makes it ERROR), counts kept.
+        (b'{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":0}}', ("", None, 5, 0)),
+        # A refusal, and the content filter stopping the answer, are refusals.
+        (b'{"choices":[{"message":{"content":null,"refusal":"No."}}]}', ("", "No.", None, None)),
+        (
+            b'{"choices":[{"message":{"content":"partial"},"finish_reason":"content_filter"}]}',
+            ("partial", "the provider's content filter stopped the answer", None, None),
+        ),
+        # Counts that are not whole numbers are not counts.
+        (
+            b'{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":true,"completion_tokens":"7"}}',
+            ("x", None, None, None),
+        ),
+    ],
+)
+def test_chat_result_reads_text_refusal_and_counts(body, expected):
+    result = chat_result(body)
+    assert (result.raw, result.refusal, result.tokens_in, result.tokens_out) == expected
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[1, 2]",
+        b'{"choices": "none"}',
+        b'{"choices": [42]}',
+        b'{"choices": [{"message": {"content": 42}}]}',
+        b'{"choices": [{"message": {"content": "x"}}], "usage": "many"}',
+    ],
+)
+def test_chat_result_refuses_what_is_not_a_chat_completion(body):
+    with pytest.raises(ValueError):
+        chat_result(body)

@@ -97,3 +97,18 @@ def test_a_cool_down_makes_the_next_slot_wait(kind, tmp_path, settings):
     with limiter.slot():
         waited = time.monotonic() - started
     assert waited >= 0.3  # a Retry-After is honored by everyone who shares the bound
+
+
+def test_preloading_puts_the_limiter_scripts_in_redis_and_ignores_other_brokers(settings):
+    import hashlib
+
+    from judging import limiter
+
+    client = redis_client(settings.CELERY_BROKER_URL)
+    client.script_flush()
+    shas = [hashlib.sha1(s.encode()).hexdigest() for s in (limiter._ACQUIRE, limiter._RELEASE, limiter._LEAVE)]  # noqa: S324 - Redis names scripts by SHA-1
+    assert client.script_exists(*shas) == [False, False, False]
+    limiter.preload("filesystem://")  # the embedded broker has no Redis: nothing to do, no error
+    assert client.script_exists(*shas) == [False, False, False]
+    limiter.preload(settings.CELERY_BROKER_URL)
+    assert client.script_exists(*shas) == [True, True, True]

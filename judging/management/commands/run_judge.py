@@ -10,6 +10,7 @@ from judging import runner
 from judging.backends import Misconfigured
 from judging.models import JudgeRun
 from judging.progress import progress_of
+from judging.warmup import warm_up
 
 # Exit codes: 1 the run ended without every verdict (cancelled, failed, timed out); 2 it could not start.
 EXIT_INCOMPLETE = 1
@@ -58,6 +59,7 @@ class Command(BaseCommand):
             raise CommandError(f"judge run {run.pk} failed to start: {run.error}", returncode=EXIT_MISCONFIGURED)
         self.say(options, f"judge run {run.pk}: {run.total_items} items, {run.expected_verdicts} verdicts to write")
         if options["in_process"]:
+            warm_up()  # what a Celery worker does when it starts
             runner.run_in_process(run)
         elif options["wait"]:
             self.follow(run, options)
