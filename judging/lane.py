@@ -52,7 +52,7 @@ from labeling.transcript import Transcript
 from . import cache, parse
 from .backends import Misconfigured, ModelBackend, backend_for
 from .backends.instruments import evaluate
-from .limiter import Limiter, LocalLimiter, limiter_for
+from .limiter import HeldSlots, Limiter, LocalLimiter, RedisLimiter, limiter_for
 from .models import ErrorKind, JudgeConfig, JudgeRun, RunItem, Verdict, VerdictOutcome
 from .prompt import CriterionSpec, JudgeRequest, Subject, build_request
 from .retry import call_with_retries, ms_since
@@ -157,7 +157,7 @@ class Lane:
     config: JudgeConfig
     criteria: list  # Criterion rows of the rubric version, in rubric order
     backend: ModelBackend | None
-    limiter: Limiter
+    limiter: LaneGate
     lane_id: str
     sleep: Callable[[float], object] | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
@@ -257,6 +257,7 @@ def work_lane(
         for thread in background:
             thread.join()
         lane.writer.flush()
+        lane.limiter.close()
         lane.release_unstarted()  # claimed but never started (the run was cancelled): free them at once
     if lane.failure is not None:
         raise lane.failure
@@ -289,10 +290,11 @@ def lane_threads(share: int, *, needs_model: bool) -> int:
 
 class LaneGate:
     """The lane's share of the bound, in front of the shared limiter: spare threads queue on a semaphore in
-    this process, never as waiters on Redis (each wait there costs several round trips)."""
+    this process, never as waiters on Redis (each wait there costs several round trips). On Redis the lane
+    keeps the slots it took for its next calls (limiter.HeldSlots) instead of two round trips per call."""
 
     def __init__(self, inner: Limiter, share: int):
-        self._inner = inner
+        self._inner: Limiter = HeldSlots(inner) if isinstance(inner, RedisLimiter) else inner
         self._semaphore = threading.BoundedSemaphore(max(1, share))
 
     @contextmanager
@@ -302,6 +304,11 @@ class LaneGate:
 
     def cool_down(self, seconds: float) -> None:
         self._inner.cool_down(seconds)
+
+    def close(self) -> None:
+        """Give back what the lane holds (its threads are done)."""
+        if isinstance(self._inner, HeldSlots):
+            self._inner.close()
 
 
 def _heartbeat(lane: Lane, stop: threading.Event) -> None:

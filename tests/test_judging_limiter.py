@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from judging.limiter import FileLimiter, LocalLimiter, RedisLimiter, redis_client
+from judging.lane import LaneGate
+from judging.limiter import FileLimiter, HeldSlots, LocalLimiter, RedisLimiter, redis_client
 
 
 def peak_holders(limiter, threads: int = 8, rounds: int = 5, hold_s: float = 0.02) -> int:
@@ -106,9 +107,118 @@ def test_preloading_puts_the_limiter_scripts_in_redis_and_ignores_other_brokers(
 
     client = redis_client(settings.CELERY_BROKER_URL)
     client.script_flush()
-    shas = [hashlib.sha1(s.encode()).hexdigest() for s in (limiter._ACQUIRE, limiter._RELEASE, limiter._LEAVE)]  # noqa: S324 - Redis names scripts by SHA-1
-    assert client.script_exists(*shas) == [False, False, False]
+    scripts = (limiter._ACQUIRE, limiter._RELEASE, limiter._LEAVE, limiter._RENEW)
+    shas = [hashlib.sha1(s.encode()).hexdigest() for s in scripts]  # noqa: S324 - Redis names scripts by SHA-1
+    assert client.script_exists(*shas) == [False] * 4
     limiter.preload("filesystem://")  # the embedded broker has no Redis: nothing to do, no error
-    assert client.script_exists(*shas) == [False, False, False]
+    assert client.script_exists(*shas) == [False] * 4
     limiter.preload(settings.CELERY_BROKER_URL)
-    assert client.script_exists(*shas) == [True, True, True]
+    assert client.script_exists(*shas) == [True] * 4
+
+
+# -- a lane's held slots on Redis ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def redis_slots(settings):
+    """A fresh RedisLimiter name with a limit of 3; yields (client, slots key, make a limiter)."""
+    client = redis_client(settings.CELERY_BROKER_URL)
+    name = f"{settings.DATABASES['default']['NAME']}:held-test"
+    keys = [f"icewater:judge-slots:{name}:{k}" for k in ("slots", "cooldown", "wake", "waiting")]
+    client.delete(*keys)
+    yield client, keys[0], lambda: RedisLimiter(client, name=name, limit=3, lease_s=5)
+    client.delete(*keys)
+
+
+def test_two_lanes_holding_slots_never_exceed_the_bound_together(redis_slots):
+    _, _, make = redis_slots
+    shared = make()
+    lanes = [LaneGate(shared, 3), LaneGate(shared, 3)]  # each lane would take the whole bound
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def work(gate) -> None:
+        for _ in range(6):
+            with gate.slot():
+                with lock:
+                    state["now"] += 1
+                    state["peak"] = max(state["peak"], state["now"])
+                time.sleep(0.01)
+                with lock:
+                    state["now"] -= 1
+
+    threads = [threading.Thread(target=work, args=(lanes[i % 2],)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    for gate in lanes:
+        gate.close()
+    assert state["peak"] == 3  # the bound is reached and never passed
+
+
+def test_a_lane_reuses_its_slots_instead_of_asking_redis_each_call(redis_slots, monkeypatch):
+    client, slots_key, make = redis_slots
+    limiter = make()
+    asked = []
+    acquire = limiter.acquire
+    monkeypatch.setattr(limiter, "acquire", lambda: asked.append(1) or acquire())
+    held = HeldSlots(limiter)
+    try:
+        for _ in range(20):
+            with held.slot():
+                assert client.zcard(slots_key) == 1
+        assert len(asked) == 1 and held.held() == 1
+    finally:
+        held.close()
+    assert client.zcard(slots_key) == 0  # closing gives everything back
+
+
+def test_slots_nobody_uses_go_back_to_redis(redis_slots, monkeypatch):
+    client, slots_key, make = redis_slots
+    monkeypatch.setattr(HeldSlots, "KEEP_S", 0.05)
+    held = HeldSlots(make())
+    try:
+        with held.slot():
+            pass
+        assert client.zcard(slots_key) == 1  # kept for the next call
+        deadline = time.monotonic() + 5
+        while client.zcard(slots_key) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert client.zcard(slots_key) == 0 and held.held() == 0  # idle for a round: another lane may have it
+    finally:
+        held.close()
+
+
+def test_held_slots_are_renewed_and_a_lost_one_is_dropped(redis_slots, monkeypatch):
+    client, slots_key, make = redis_slots
+    monkeypatch.setattr(HeldSlots, "KEEP_S", 0.05)
+    held = HeldSlots(make())
+    try:
+        with held.slot():
+            ((token, expiry),) = client.zrange(slots_key, 0, -1, withscores=True)
+            time.sleep(0.2)  # a few keeper rounds while the call is in flight
+            assert client.zscore(slots_key, token) > expiry  # the lease moved on
+            client.zrem(slots_key, token)  # as if it had run out during a stall: someone else's now
+            time.sleep(0.2)
+            assert held.held() == 0
+        assert held.held() == 0  # not put back in the lane's pool after the call either
+    finally:
+        held.close()
+
+
+def test_another_workers_cool_down_reaches_a_lane_that_holds_slots(redis_slots, monkeypatch):
+    _, _, make = redis_slots
+    monkeypatch.setattr(HeldSlots, "KEEP_S", 0.05)
+    held = HeldSlots(make())
+    try:
+        with held.slot():
+            pass  # the lane now holds an idle slot: it would not ask Redis again
+        make().cool_down(0.6)  # a 429 seen by a worker elsewhere
+        time.sleep(0.15)  # the keeper's round reads it
+        started = time.monotonic()
+        with held.slot():
+            waited = time.monotonic() - started
+        assert waited >= 0.3
+    finally:
+        held.close()
