@@ -98,7 +98,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "labeling.auth.AuthenticationMiddleware",  # Django's, with the user read along with the session
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -187,8 +187,10 @@ WHITENOISE_USE_FINDERS = True
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
-# Sessions live in the database (revocable on the server); labeling.sessions only reads them cheaper.
+# Sessions live in the database (revocable on the server); labeling.sessions reads a session and its
+# user in one query, and labeling.auth lets Django's own checks decide on that user.
 SESSION_ENGINE = "labeling.sessions"
+AUTHENTICATION_BACKENDS = ["labeling.auth.SessionUserBackend"]
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 SECURE_CONTENT_TYPE_NOSNIFF = True

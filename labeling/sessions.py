@@ -1,34 +1,95 @@
-"""Database sessions (Django's db backend), with the per-request read written as one SQL statement.
+"""Database sessions (Django's db backend) whose per-request read also brings the signed-in user.
 
-Every signed-in request reads its session row. Through the ORM that read costs several times more
-CPU building the query than the database spends answering it, on every page, save and submit.
-Only that read changes: the same table, the same row, the same expiry condition. Sessions stay on
-the server, so they stay revocable there: logging out deletes the row and the next request with
-the old cookie finds nothing (tests/test_labeling_sessions.py). Creating, saving, rotating and
-deleting sessions are Django's own code, unchanged.
+Every signed-in request reads its session row and then its user: two queries, and through the ORM
+the second costs several times more CPU building the query than the database spends answering it.
+Here the session table (labeling.models.Session) keeps the signed-in user's id in a column, written
+whenever Django saves the session, and the read is one SQL statement joining the user's row. The
+user is only offered to the authentication backend (labeling.auth); Django's own checks decide,
+unchanged: the id in the signed session data must match, the backend must be configured, the account
+must be active, and the session's password hash must verify. Sessions stay on the server, so they
+stay revocable there: logging out deletes the row (tests/test_labeling_sessions.py). Creating,
+saving, rotating and deleting sessions are Django's own code.
 """
 
 from __future__ import annotations
 
+from functools import cache
+
+from django.contrib.auth import SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
+from django.core.exceptions import ValidationError
 from django.db import connections, router
 from django.utils import timezone
 
 
 class SessionStore(DatabaseSessionStore):
+    # The user row read with the session, or None; see labeling.auth.
+    preloaded_user = None
+
+    @classmethod
+    def get_model_class(cls):
+        from .models import Session
+
+        return Session
+
+    def create_model_instance(self, data):
+        session = super().create_model_instance(data)
+        session.user_id = _user_id(data.get(SESSION_KEY))
+        return session
+
     def _get_session_from_db(self):
         """The unexpired session with this key, or None (and the key forgotten), as Django's does."""
         model = self.model
-        connection = connections[router.db_for_read(model)]
+        alias = router.db_for_read(model)
+        connection = connections[alias]
+        fields, columns = _user_columns(alias)
+        user_table = connection.ops.quote_name(model._meta.get_field("user").related_model._meta.db_table)
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT session_data FROM {connection.ops.quote_name(model._meta.db_table)} "  # noqa: S608 - a table name
-                "WHERE session_key = %s AND expire_date > %s",
+                f"SELECT s.session_data, {columns} FROM {connection.ops.quote_name(model._meta.db_table)} s "  # noqa: S608 - names from the models
+                f"LEFT JOIN {user_table} u ON u.id = s.user_id "
+                "WHERE s.session_key = %s AND s.expire_date > %s",
                 [self.session_key, now],
             )
             row = cursor.fetchone()
         if row is None:
             self._session_key = None
             return None
+        self.preloaded_user = _user(alias, fields, row[1:])
         return model(session_key=self.session_key, session_data=row[0])
+
+
+def _user_id(value) -> int | None:
+    from .models import User
+
+    try:
+        return User._meta.pk.to_python(value) if value is not None else None
+    except ValidationError:
+        return None
+
+
+@cache
+def _user_columns(alias: str) -> tuple[list, str]:
+    """The user's concrete fields and their columns in the joined read (prefixed u.)."""
+    from .models import User
+
+    fields = list(User._meta.concrete_fields)
+    quote = connections[alias].ops.quote_name
+    return fields, ", ".join(f"u.{quote(f.column)}" for f in fields)
+
+
+def _user(alias: str, fields: list, values) -> object | None:
+    """A User from the joined columns, converted as the ORM converts them (None when nobody is signed in)."""
+    from .models import User
+
+    if values[0] is None:
+        return None
+    connection = connections[alias]
+    converted = []
+    for field, value in zip(fields, values, strict=True):
+        col = field.get_col(User._meta.db_table)
+        for converter in connection.ops.get_db_converters(col) + field.get_db_converters(connection):
+            value = converter(value, col, connection)
+        converted.append(value)
+    return User.from_db(alias, [f.attname for f in fields], converted)

@@ -148,8 +148,8 @@ def test_progress_costs_the_same_queries_whatever_the_run_size(client, reviewer,
     client.force_login(reviewer)
     url = reverse("judging:run_progress", args=[judged.pk])
     client.get(url)
-    # session, user, the run, its refresh, items aggregate, outcome counts, flags, error reasons
-    with django_assert_num_queries(8):
+    # the session with its user, the run, its refresh, items aggregate, outcome counts, flags, error reasons
+    with django_assert_num_queries(7):
         client.get(url)
     output = make_output(judged.eval_set, case_id="c2", response="More.")
     for c in judged.rubric_version.criteria.all():
@@ -162,7 +162,7 @@ def test_progress_costs_the_same_queries_whatever_the_run_size(client, reviewer,
             judge_config_hash="h",
             outcome="FAIL",
         )
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(7):
         client.get(url)
 
 
@@ -176,7 +176,7 @@ def test_verdicts_are_browsable_with_filters_and_escaped(client, reviewer, judge
     assert "1 verdict." in client.get(url, {"criterion": "correct_amount"}).content.decode()
     assert "No verdicts match" in client.get(url, {"flag": "quote_not_found"}).content.decode()
     assert "2 verdicts." in client.get(url, {"outcome": "BOGUS"}).content.decode()  # unknown filter values are ignored
-    with django_assert_num_queries(6):  # session, user, run, criteria, count, page of verdicts (one join)
+    with django_assert_num_queries(5):  # session with user, run, criteria, count, page of verdicts (one join)
         client.get(url)
 
 

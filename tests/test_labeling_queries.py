@@ -73,13 +73,13 @@ def test_the_labeling_page_save_and_submit_do_not_grow_with_criteria_or_outputs(
     assert small[:5] == large[:5]
     # Submit then claims the next output: with nothing left (small) it stops earlier than with outputs left.
     assert large[5] - small[5] <= 6
-    # Pinned, so that a change that adds a query per page load is noticed. A fresh case: session, user,
-    # and one query for the annotation with everything around it; plus the criteria the first time a
-    # rubric version is shown in this process; plus the annotator's own labels once there are some.
+    # Pinned, so that a change that adds a query per page load is noticed. A fresh case: the session with
+    # its user, and one query for the annotation with everything around it; plus the criteria the first
+    # time a rubric version is shown in this process; plus the annotator's own labels once there are some.
     first_page, page, answered_page, save, resave, _ = large
-    assert page == 3
-    assert first_page == answered_page == 4
-    assert save == resave == 7
+    assert page == 2
+    assert first_page == answered_page == 3
+    assert save == resave == 6
 
 
 def adjudication_page_queries(client, reviewer, criteria, n_outputs):
@@ -107,4 +107,4 @@ def test_the_adjudication_page_queue_and_progress_do_not_grow_with_criteria_or_o
     large = adjudication_page_queries(client, reviewer, **LARGE)
     assert small == large
     page, queue, progress = large
-    assert page == 7
+    assert page == 6  # the session with its user, then the page's own five
