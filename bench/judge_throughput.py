@@ -7,11 +7,14 @@ the bound, and a run of 2,000 items (one call each, per-output mode) must reach 
 of it. The script also measures, in the same run, the real latency of one call through the
 SDK (L plus the client's own overhead) and prints the ratio to the bound that gives as well.
 Finally it re-runs unchanged data and prints the model calls made: the cache must make it 0.
+Each path starts warm, as it does in use: the Celery worker warms up when it starts, and the
+in-process run is preceded by the warm-up `run_judge --in-process` does (judging/warmup.py).
 
 Needs the running PostgreSQL and Redis (`bash scripts/services.sh start`); it creates a scratch
 database and drops it at the end. Usage:
 
     .venv/bin/python bench/judge_throughput.py [--items 2000] [--concurrency 16] [--latency 0.1]
+                                               [--paths celery,in-process]
 """
 
 from __future__ import annotations

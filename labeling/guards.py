@@ -11,33 +11,94 @@ Views fetch through these helpers, never with a bare `get_object_or_404`:
 
 from __future__ import annotations
 
+import functools
+
 from django.core.exceptions import PermissionDenied
+from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from .access import has_role
-from .models import Annotation, Criterion, LabelingQueue, Output, Role, User
+from .models import Annotation, Case, Criterion, EvalSet, LabelingQueue, Output, Role, Rubric, RubricVersion, User
 
 
 def own_annotation(user: User, pk: int, *, for_update: bool = False) -> Annotation:
-    """The annotation with everything its page needs, if `user` made it; 404 otherwise.
+    """The annotation with its output, case, eval set, rubric version and rubric, if `user` made it; 404 otherwise.
 
     Also carries `queue_rubric_version_id`: the rubric version its eval set's queue uses now
-    (None when the queue is closed), read in the same query.
+    (None when the queue is closed), read in the same query. `for_update` locks the annotation
+    row only: saves and submits of one annotation serialize, and a claim cannot drop it
+    meanwhile; NO KEY, so labels being inserted for it (FK checks) are not blocked.
+
+    One SQL statement, as select_related would write it: built through the ORM this query cost
+    about 8 ms a save or submit on the benchmark machine against ~2 ms written out (measured),
+    the difference being the queryset's compilation and the planner's work on its joins.
     """
-    queue = LabelingQueue.objects.filter(eval_set_id=OuterRef("output__case__eval_set_id"), is_current=True)
-    qs = Annotation.objects.select_related("output__case__eval_set", "rubric_version__rubric").annotate(
-        queue_rubric_version_id=Subquery(queue.order_by().values("rubric_version_id")[:1])
-    )
-    if for_update:
-        # Lock only the annotation row: saves and submits of one annotation serialize, and a claim
-        # cannot drop it meanwhile. NO KEY: labels being inserted for it (FK checks) are not blocked.
-        qs = qs.select_for_update(of=("self",), no_key=True)
-    annotation = qs.filter(pk=pk, annotator=user).first()
-    if annotation is None:
+    sql, columns = _own_annotation_sql(connection.vendor, for_update and connection.features.has_select_for_update)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [pk, user.pk])
+        row = cursor.fetchone()
+    if row is None:
         raise Http404("No such annotation of yours. If it was a draft, its reservation may have lapsed.")
+    objects = {}
+    at = 0
+    for alias, model, fields in columns:
+        objects[alias] = _instance(model, fields, row[at : at + len(fields)])
+        at += len(fields)
+    annotation, output, case = objects["a"], objects["o"], objects["c"]
+    case.eval_set = objects["e"]
+    output.case = case
+    annotation.output = output
+    objects["rv"].rubric = objects["r"]
+    annotation.rubric_version = objects["rv"]
+    annotation.queue_rubric_version_id = row[at]
     return annotation
+
+
+# (alias, model) of own_annotation's statement, joined in this order.
+_OWN_TABLES = (
+    ("a", Annotation, None),
+    ("o", Output, "o.id = a.output_id"),
+    ("c", Case, "c.id = o.case_id"),
+    ("e", EvalSet, "e.id = c.eval_set_id"),
+    ("rv", RubricVersion, "rv.id = a.rubric_version_id"),
+    ("r", Rubric, "r.id = rv.rubric_id"),
+)
+
+
+@functools.cache
+def _own_annotation_sql(vendor: str, lock: bool) -> tuple[str, list]:
+    quote = connection.ops.quote_name
+    columns, select, joins = [], [], []
+    for alias, model, on in _OWN_TABLES:
+        fields = list(model._meta.concrete_fields)
+        columns.append((alias, model, fields))
+        select += [f"{alias}.{quote(f.column)}" for f in fields]
+        table = f"{quote(model._meta.db_table)} {alias}"
+        joins.append(table if on is None else f"JOIN {table} ON {on}")
+    queue = (
+        f"(SELECT q.rubric_version_id FROM {quote(LabelingQueue._meta.db_table)} q "  # noqa: S608 - names from the models
+        "WHERE q.eval_set_id = c.eval_set_id AND q.is_current LIMIT 1)"
+    )
+    sql = (
+        f"SELECT {', '.join(select)}, {queue} FROM {' '.join(joins)} "  # noqa: S608 - names from the models
+        "WHERE a.id = %s AND a.annotator_id = %s"
+    )
+    if lock:
+        sql += " FOR NO KEY UPDATE OF a"
+    return sql, columns
+
+
+def _instance(model, fields: list, values):
+    """A model instance from its columns, converted as the ORM converts them (Model.from_db, as querysets do)."""
+    converted = []
+    for field, value in zip(fields, values, strict=True):
+        col = field.get_col(model._meta.db_table)
+        for converter in connection.ops.get_db_converters(col) + field.get_db_converters(connection):
+            value = converter(value, col, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, [f.attname for f in fields], converted)
 
 
 def _count(qs) -> Coalesce:
