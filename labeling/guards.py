@@ -21,6 +21,7 @@ from django.http import Http404
 
 from .access import has_role
 from .models import Annotation, Case, Criterion, EvalSet, LabelingQueue, Output, Role, Rubric, RubricVersion, User
+from .rows import instance
 
 
 def own_annotation(user: User, pk: int, *, for_update: bool = False) -> Annotation:
@@ -44,7 +45,7 @@ def own_annotation(user: User, pk: int, *, for_update: bool = False) -> Annotati
     objects = {}
     at = 0
     for alias, model, fields in columns:
-        objects[alias] = _instance(model, fields, row[at : at + len(fields)])
+        objects[alias] = instance(model, fields, row[at : at + len(fields)])
         at += len(fields)
     annotation, output, case = objects["a"], objects["o"], objects["c"]
     case.eval_set = objects["e"]
@@ -88,17 +89,6 @@ def _own_annotation_sql(vendor: str, lock: bool) -> tuple[str, list]:
     if lock:
         sql += " FOR NO KEY UPDATE OF a"
     return sql, columns
-
-
-def _instance(model, fields: list, values):
-    """A model instance from its columns, converted as the ORM converts them (Model.from_db, as querysets do)."""
-    converted = []
-    for field, value in zip(fields, values, strict=True):
-        col = field.get_col(model._meta.db_table)
-        for converter in connection.ops.get_db_converters(col) + field.get_db_converters(connection):
-            value = converter(value, col, connection)
-        converted.append(value)
-    return model.from_db(connection.alias, [f.attname for f in fields], converted)
 
 
 def _count(qs) -> Coalesce:

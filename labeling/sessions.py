@@ -21,6 +21,8 @@ from django.core.exceptions import ValidationError
 from django.db import connections, router
 from django.utils import timezone
 
+from .rows import instance
+
 
 class SessionStore(DatabaseSessionStore):
     # The user row read with the session, or None; see labeling.auth.
@@ -80,16 +82,7 @@ def _user_columns(alias: str) -> tuple[list, str]:
 
 
 def _user(alias: str, fields: list, values) -> object | None:
-    """A User from the joined columns, converted as the ORM converts them (None when nobody is signed in)."""
+    """A User from the joined columns (None when nobody is signed in)."""
     from .models import User
 
-    if values[0] is None:
-        return None
-    connection = connections[alias]
-    converted = []
-    for field, value in zip(fields, values, strict=True):
-        col = field.get_col(User._meta.db_table)
-        for converter in connection.ops.get_db_converters(col) + field.get_db_converters(connection):
-            value = converter(value, col, connection)
-        converted.append(value)
-    return User.from_db(alias, [f.attname for f in fields], converted)
+    return None if values[0] is None else instance(User, fields, values, alias)
