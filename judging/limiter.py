@@ -227,8 +227,11 @@ class HeldSlots:
         self._keeper.join(timeout=10)
         with self._lock:
             tokens, self._held, self._idle = list(self._held), set(), []
-        for token in tokens:
-            self._limiter.release(token)
+        try:
+            for token in tokens:
+                self._limiter.release(token)
+        except Exception:  # Redis is gone: the leases run out on their own  # noqa: BLE001
+            logging.getLogger(__name__).warning("judge slots: could not give the slots back", exc_info=True)
 
     def _keep(self) -> None:
         while not self._stop.wait(self.KEEP_S):

@@ -222,3 +222,24 @@ def test_another_workers_cool_down_reaches_a_lane_that_holds_slots(redis_slots, 
         assert waited >= 0.3
     finally:
         held.close()
+
+
+def test_closing_a_lane_when_redis_is_gone_does_not_fail_the_lane():
+    class Unreachable:  # a RedisLimiter whose Redis went away after the slot was taken
+        def acquire(self):
+            return "token"
+
+        def release(self, token):
+            raise ConnectionError("Redis is gone")
+
+        def renew(self, tokens):
+            raise ConnectionError("Redis is gone")
+
+        def cool_down(self, seconds):
+            pass
+
+    held = HeldSlots(Unreachable())
+    with held.slot():
+        pass
+    held.close()  # logs and returns: the slot's lease runs out on its own
+    assert held.held() == 0
