@@ -191,6 +191,7 @@ def run_bench(args, port: int, queue: str, data_dir: Path, workers: list) -> Non
     from judging.warmup import warm_up
     from labeling.models import Case, EvalSet, Output
     from tests.factories import make_rubric_version
+    from tests.judging_helpers import celery_worker_argv
 
     call_command("migrate", verbosity=0)
     eval_set = EvalSet.objects.create(name="bench")
@@ -248,22 +249,7 @@ def run_bench(args, port: int, queue: str, data_dir: Path, workers: list) -> Non
         # Celery path: a real worker, its lanes bounded by the Redis limiter.
         log = data_dir / "worker.log"
         worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "--loglevel",
-                "WARNING",
-                "--concurrency",
-                str(args.worker_processes),
-                "-n",
-                f"bench-{os.getpid()}@%h",
-                "--without-gossip",
-                "--without-mingle",
-            ],
+            celery_worker_argv(f"bench-{os.getpid()}", concurrency=args.worker_processes, loglevel="WARNING"),
             cwd=ROOT,
             env=os.environ.copy(),
             stdout=log.open("wb"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from judging import runner
@@ -67,3 +69,23 @@ class Sleeps:
 
     def __call__(self, seconds: float) -> None:
         self.calls.append(seconds)
+
+
+def celery_worker_argv(name: str, *, concurrency: int, loglevel: str) -> list[str]:
+    """The command of a real Celery worker for this project (tests and bench/judge_throughput.py start one)."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "worker",
+        "--loglevel",
+        loglevel,
+        "--concurrency",
+        str(concurrency),
+        "-n",
+        f"{name}@%h",
+        "--without-gossip",
+        "--without-mingle",
+    ]

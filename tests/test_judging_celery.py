@@ -10,7 +10,6 @@ import io
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -25,7 +24,7 @@ from judging import runner
 from judging.models import JudgeRun, RunItem, Verdict
 from tests import judging_helpers
 from tests.factories import make_rubric_version
-from tests.judging_helpers import KEY_ENV, KEY_VALUE, RESPONSE, make_judge, make_scope
+from tests.judging_helpers import KEY_ENV, KEY_VALUE, RESPONSE, celery_worker_argv, make_judge, make_scope
 
 # Fixtures shared by the judging tests (tests/conftest.py belongs to the foundation).
 fake_llm = judging_helpers.fake_llm
@@ -57,22 +56,7 @@ class Worker:
         }
         env.pop("ICEWATER_TEST_DB_NAME", None)
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "--loglevel",
-                "INFO",
-                "--concurrency",
-                str(concurrency),
-                "-n",
-                f"{self.name}@%h",
-                "--without-gossip",
-                "--without-mingle",
-            ],
+            celery_worker_argv(self.name, concurrency=concurrency, loglevel="INFO"),
             cwd=ROOT,
             env=env,
             stdout=self.log.open("wb"),
