@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from labeling.models import Annotation, Criterion
 
-from .factories import make_user
+from .factories import make_output, make_user
 from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
     all_answers,
     annotate_directly,
@@ -108,3 +108,35 @@ def test_the_adjudication_page_queue_and_progress_do_not_grow_with_criteria_or_o
     assert small == large
     page, queue, progress = large
     assert page == 6  # the session with its user, then the page's own five
+
+
+@pytest.mark.parametrize("page", [False, True])
+def test_own_annotation_reads_what_the_orm_reads_and_only_for_its_annotator(page):
+    from django.http import Http404
+
+    from labeling.guards import own_annotation
+
+    eval_set, rv, outputs = labeling_setup(n_outputs=1)
+    second = make_output(eval_set, case_id="case-001", agent_version="v2")  # the case's answer 2 of 2
+    me, other = make_user(), make_user()
+    mine = annotate_directly(second, rv, me, all_answers(rv), submit=False)
+    got = own_annotation(me, mine.pk, page=page)
+    # The reference: the same rows through the ORM.
+    expected = Annotation.objects.select_related("output__case__eval_set", "rubric_version__rubric").get(pk=mine.pk)
+    pairs = [
+        (got, expected),
+        (got.output, expected.output),
+        (got.output.case, expected.output.case),
+        (got.output.case.eval_set, expected.output.case.eval_set),
+        (got.rubric_version, expected.rubric_version),
+        (got.rubric_version.rubric, expected.rubric_version.rubric),
+    ]
+    for ours, theirs in pairs:
+        for field in type(theirs)._meta.concrete_fields:
+            # Deferred fields (the eval set's and rubric's besides their names) load on access, with the same value.
+            assert getattr(ours, field.attname) == getattr(theirs, field.attname), field
+    assert got.queue_rubric_version_id == rv.pk
+    if page:
+        assert (got.answers, got.answer_number, got.has_labels) == (2, 2, True)
+    with pytest.raises(Http404):
+        own_annotation(other, mine.pk, page=page)  # the blind rule: someone else's annotation does not exist
