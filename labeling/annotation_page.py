@@ -1,13 +1,17 @@
-"""What the labeling page shows, read with as few queries as possible: it is the page an annotator
-opens for every case, all day long.
+"""The labeling page, read with as few queries as possible: it is the page an annotator opens for every
+case, all day long.
 
 One query (guards.own_annotation with page=True, the statement save and submit use too) reads the
 annotation (only the requesting annotator's: anyone else gets a 404, the blind rule), its output and
 case, eval set, rubric version, the rubric version the queue uses now, the output's name and whether
-any label is saved yet. The annotator's current labels
-are a second query, made only when there are some. The criteria come from the per-rubric-version
-cache of labeling.fragments (one more query when it is cold), which also holds each criterion's
-unanswered form, so a freshly opened case renders almost no template.
+any label is saved yet. The annotator's current labels are a second query, made only when there are
+some. The criteria come from the per-rubric-version cache of labeling.fragments (one more query when
+it is cold).
+
+A freshly opened case (a draft with nothing saved, still held, under the queue's rubric version) is
+nearly every page view, and its page differs between cases only in a few values: it is filled in
+from a shell rendered once per rubric version and person (labeling.page_shell). Every other state
+is rendered by the template from `labeling_page_context`; tests check that both give the same page.
 
 The save endpoint keeps using pages.annotation_context (under the row lock of guards.own_annotation):
 it needs the ORM objects to write, and answers with one criterion's partial only.
@@ -15,18 +19,68 @@ it needs the ORM objects to write, and answers with one criterion's partial only
 
 from __future__ import annotations
 
-from django.http import HttpRequest
+from django.contrib.messages import get_messages
+from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import get_token
+from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
+from . import page_shell
 from . import queue as q
 from .annotate import CriterionState
 from .fragments import criterion_forms
 from .guards import own_annotation
 from .models import Annotation, Label
 from .naming import output_name
-from .pages import OUTCOMES, transcript_parts
+from .pages import OUTCOMES, held_until, transcript_parts
+
+
+def labeling_page(request: HttpRequest, pk: int, *, correcting: bool = False) -> HttpResponse:
+    """The requesting annotator's annotation `pk` (404 if not theirs), from the shell when it is a fresh case."""
+    annotation = own_annotation(request.user, pk, page=True)
+    if not correcting and is_fresh(annotation):
+        return HttpResponse(page_shell.fill(request, annotation, page_values(request, annotation)))
+    return render(request, "labeling/annotate.html", labeling_page_context(request, annotation, correcting=correcting))
+
+
+def is_fresh(annotation: Annotation) -> bool:
+    """A held draft with no label yet, under the rubric version its queue uses: the page page_shell fills in."""
+    held = annotation.reserved_until
+    return (
+        annotation.status == Annotation.Status.DRAFT
+        and annotation.queue_rubric_version_id == annotation.rubric_version_id
+        and not annotation.has_labels
+        and held is not None
+        and held > timezone.now()
+    )
+
+
+def page_values(request: HttpRequest, annotation: Annotation) -> dict:
+    """What differs between two cases' pages besides the rubric and the person: the values page_shell fills in,
+    as the template would print them (raw; page_shell escapes the text ones)."""
+    case = annotation.output.case
+    return {
+        "annotation_pk": annotation.pk,
+        "output_name": output_name(case.case_id, annotation.answer_number, annotation.answers),
+        "eval_set_name": case.eval_set.name,
+        "held_until": held_until(annotation.reserved_until),
+        # One masked token for the whole page, as {% csrf_token %} gives.
+        "csrf_token": get_token(request),
+        "save_url": reverse("labeling:save_label", args=[annotation.pk]),
+        "submit_url": reverse("labeling:submit", args=[annotation.pk]),
+        "transcript_html": render_to_string(
+            "labeling/_transcript.html", {"transcript": transcript_parts(annotation.output)}
+        ),
+        "messages_html": messages_html(request),
+    }
+
+
+def messages_html(request: HttpRequest) -> str:
+    """The messages waiting for this request, as base.html's `messages` partial shows them (and then gone)."""
+    waiting = get_messages(request)
+    return render_to_string("base.html#messages", {"messages": waiting}) if waiting else ""
 
 
 def _current_labels(annotation_pk: int) -> dict[int, Label]:
@@ -47,9 +101,9 @@ def _current_labels(annotation_pk: int) -> dict[int, Label]:
     }
 
 
-def labeling_page_context(request: HttpRequest, pk: int, *, correcting: bool = False) -> dict:
-    """Everything annotate.html shows for the requesting annotator's annotation `pk` (404 if not theirs)."""
-    annotation = own_annotation(request.user, pk, page=True)
+def labeling_page_context(request: HttpRequest, annotation: Annotation, *, correcting: bool = False) -> dict:
+    """Everything annotate.html shows for `annotation` (read by guards.own_annotation with page=True)."""
+    values = page_values(request, annotation)
     output, rubric_version = annotation.output, annotation.rubric_version
     stale = annotation.queue_rubric_version_id != annotation.rubric_version_id
     submitted = annotation.status == Annotation.Status.SUBMITTED
@@ -57,22 +111,20 @@ def labeling_page_context(request: HttpRequest, pk: int, *, correcting: bool = F
     locked = stale or (submitted and not correcting)
     labels = _current_labels(annotation.pk) if annotation.has_labels else {}
     forms = criterion_forms(rubric_version, label_criteria=labels.keys())
-    save_url = reverse("labeling:save_label", args=[annotation.pk])
-    csrf_token = get_token(request)  # one masked token for the whole page, as {% csrf_token %} gives
     states = []
     for number, form in enumerate(forms, start=1):
         # The cached form stands in for the Criterion: it carries what the partial shows of one.
         state = CriterionState(criterion=form, label=labels.get(form.pk), number=number)
         if state.label is None and not locked and not correcting:
             # Unanswered: the cached form, with this request's two values put in.
-            state.blank_html = form.render_blank(save_url=save_url, csrf_token=csrf_token)
+            state.blank_html = form.render_blank(save_url=values["save_url"], csrf_token=values["csrf_token"])
         states.append(state)
     answered = sum(1 for s in states if s.label)
     held = annotation.reserved_until
     return {
+        **values,
         "annotation": annotation,
         "output": output,
-        "output_name": output_name(output.case.case_id, annotation.answer_number, annotation.answers),
         "case": output.case,
         "eval_set": output.case.eval_set,
         "rubric_version": rubric_version,
@@ -87,9 +139,6 @@ def labeling_page_context(request: HttpRequest, pk: int, *, correcting: bool = F
         "answered": answered,
         "answered_pct": round(100 * answered / len(states)) if states else 0,
         "outcomes": OUTCOMES,
-        "save_url": save_url,
-        "csrf_token": csrf_token,
         "reservation_minutes": int(q.RESERVATION.total_seconds() // 60),
-        "transcript": transcript_parts(output),
         "reservation_lapsed": not submitted and held is not None and held <= timezone.now(),
     }

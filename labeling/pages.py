@@ -1,10 +1,8 @@
 """What the labeling and adjudication pages render, built with a fixed number of queries.
 
 Kept apart from views.py so the views stay thin and the query budget of each page
-is visible in one place: the labeling page is the annotation (with output, case,
-eval set, rubric version, rubric and the queue's current version in one query), the
-criteria, the annotator's own labels, the output's name and one count; never one
-query per criterion or output.
+is visible in one place; never one query per criterion or output. The labeling page
+itself is labeling.annotation_page's; here is what the save endpoint answers with.
 """
 
 from __future__ import annotations
@@ -52,22 +50,24 @@ def transcript_parts(output: Output, quotes: dict[str, str] | None = None) -> di
     }
 
 
-def annotation_context(annotation: Annotation, *, correcting: bool = False, partial: bool = False) -> dict:
-    """Everything the labeling page shows. `partial`: only what one criterion's swap needs (fewer queries)."""
-    eval_set = annotation.output.case.eval_set
+def held_until(reserved_until) -> str:
+    """Until when a case is held, as its page says it ("14:05", in the current time zone); "" if it is not."""
+    if reserved_until is None:
+        return ""
+    # What the template filter time:"H:i" prints (24-hour, zero-padded), without its formatter's cost.
+    return timezone.localtime(reserved_until).strftime("%H:%M")
+
+
+def annotation_context(annotation: Annotation, *, correcting: bool = False) -> dict:
+    """What the save endpoint's answer (one criterion's partial, and the reservation out of band) shows.
+    The whole labeling page is labeling.annotation_page's."""
     stale = annotation.queue_rubric_version_id != annotation.rubric_version_id
-    # The queue row is only needed to say where the queue went (guards loaded its version id).
-    queue = q.current_queue(eval_set.pk) if stale and not partial else None
     submitted = annotation.status == Annotation.Status.SUBMITTED
     states = criterion_states(annotation)
     criteria = [state.criterion for state in states]
-    context = {
+    return {
         "annotation": annotation,
-        "output": annotation.output,
-        "case": annotation.output.case,
-        "eval_set": eval_set,
         "rubric_version": annotation.rubric_version,
-        "queue": queue,
         "stale": stale,
         "submitted": submitted,
         "correcting": correcting and submitted and not stale,
@@ -75,19 +75,11 @@ def annotation_context(annotation: Annotation, *, correcting: bool = False, part
         "criteria_by_key": {c.key: c for c in criteria},
         "states": states,
         "states_by_key": {s.criterion.key: s for s in states},
-        "answered": sum(1 for s in states if s.label),
-        "answered_pct": round(100 * sum(1 for s in states if s.label) / len(states)) if states else 0,
         "outcomes": OUTCOMES,
         "save_url": reverse("labeling:save_label", args=[annotation.pk]),
         "reservation_minutes": int(q.RESERVATION.total_seconds() // 60),
+        "held_until": held_until(annotation.reserved_until),
     }
-    if partial:
-        return context
-    context["transcript"] = transcript_parts(annotation.output)
-    held = annotation.reserved_until
-    context["reservation_lapsed"] = not submitted and held is not None and held <= timezone.now()
-    context["output_name"] = output_names([annotation.output_id])[annotation.output_id]
-    return context
 
 
 def adjudication_context(

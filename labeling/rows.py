@@ -1,8 +1,11 @@
-"""Model instances from rows of hand-written SQL, converted exactly as a queryset converts its columns.
+"""Rows of hand-written SQL, read as prepared statements, and model instances made from them exactly as
+a queryset converts its columns.
 
 The few reads on every request's path (the session with its user, the annotation a page, save or
 submit opens) are written out as SQL, because building them through the ORM cost more than running
-them; this keeps what they return ordinary model instances (Model.from_db, as querysets make them).
+them; `instance` keeps what they return ordinary model instances (Model.from_db, as querysets make
+them), and `fetchone` runs them as prepared statements on PostgreSQL, because planning them at every
+request cost more again than running them.
 """
 
 from __future__ import annotations
@@ -10,6 +13,35 @@ from __future__ import annotations
 from functools import cache
 
 from django.db import connections
+
+
+def fetchone(connection, sql: str, params: list) -> tuple | None:
+    """The first row of `sql`, run on `connection` (a Django connection wrapper) as a prepared statement when
+    it is PostgreSQL with prepared statements on (settings: ICEWATER_DB_PREPARED), as a plain query otherwise.
+
+    Prepared per connection by psycopg on first use (server-side binding, keyed by the text and the
+    parameter types), then only executed: the plan is made once per connection, not per request. The
+    cursor is Django's wrapper all the same, so errors are Django's. While Django logs queries (DEBUG,
+    assertNumQueries) the statement runs unprepared: psycopg does not keep a prepared statement's
+    text where Django's log reads it, and a log of None would hide what ran.
+    """
+    if (
+        connection.vendor != "postgresql"
+        or connection.settings_dict["OPTIONS"].get("prepare_threshold") is None
+        or connection.queries_logged
+    ):
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone()
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    with connection.wrap_database_errors:
+        raw = ServerBindingCursor(connection.connection)
+    with connection.make_cursor(raw) as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
 
 
 def instance(model, fields: list, values, alias: str = "default"):

@@ -21,7 +21,7 @@ from django.core.exceptions import ValidationError
 from django.db import connections, router
 from django.utils import timezone
 
-from .rows import instance
+from .rows import fetchone, instance
 
 
 class SessionStore(DatabaseSessionStore):
@@ -47,14 +47,13 @@ class SessionStore(DatabaseSessionStore):
         fields, columns = _user_columns(alias)
         user_table = connection.ops.quote_name(model._meta.get_field("user").related_model._meta.db_table)
         now = connection.ops.adapt_datetimefield_value(timezone.now())
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT s.session_data, {columns} FROM {connection.ops.quote_name(model._meta.db_table)} s "  # noqa: S608 - names from the models
-                f"LEFT JOIN {user_table} u ON u.id = s.user_id "
-                "WHERE s.session_key = %s AND s.expire_date > %s",
-                [self.session_key, now],
-            )
-            row = cursor.fetchone()
+        row = fetchone(
+            connection,
+            f"SELECT s.session_data, {columns} FROM {connection.ops.quote_name(model._meta.db_table)} s "  # noqa: S608 - names from the models
+            f"LEFT JOIN {user_table} u ON u.id = s.user_id "
+            "WHERE s.session_key = %s AND s.expire_date > %s",
+            [self.session_key, now],
+        )
         if row is None:
             self._session_key = None
             return None

@@ -21,7 +21,7 @@ from . import adjudicate as adj
 from . import annotate as ann
 from . import queue as q
 from .access import ALL_ROLES, STAFF_ROLES, has_role, role_required
-from .annotation_page import labeling_page_context
+from .annotation_page import labeling_page, labeling_page_context
 from .forms import AdjudicationForm, LabelForm, QueueMoveForm, SubmitForm
 from .guards import adjudicable_item, own_annotation
 from .models import Annotation, EvalSet, Role, RubricVersion
@@ -119,8 +119,7 @@ def _queues_context(failed_eval_set_id: int | None = None, failed_form: QueueMov
 @require_GET
 @role_required(*ALL_ROLES)
 def annotate(request: HttpRequest, pk: int) -> HttpResponse:
-    correcting = request.GET.get("correct") == "1"
-    return render(request, "labeling/annotate.html", labeling_page_context(request, pk, correcting=correcting))
+    return labeling_page(request, pk, correcting=request.GET.get("correct") == "1")
 
 
 @require_POST
@@ -135,7 +134,7 @@ def save_label(request: HttpRequest, pk: int) -> HttpResponse:
             # Said in words on the criterion (htmx shows no error page): most often a lapsed hold.
             return HttpResponse(LOST_DRAFT, status=404, content_type="text/plain")
         correcting = annotation.status == Annotation.Status.SUBMITTED
-        context = annotation_context(annotation, correcting=correcting, partial=True)
+        context = annotation_context(annotation, correcting=correcting)
         form = LabelForm(request.POST, criteria=context["criteria_by_key"], transcript=Transcript.of(annotation.output))
         state, status = _save(form, annotation, context)
     if not request.htmx:
@@ -203,7 +202,7 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
                 ann.check_writable(annotation, form.cleaned_data["rubric_version"])
             ann.submit(annotation=annotation)
     except ann.LabelingError as exc:
-        context = labeling_page_context(request, pk)
+        context = labeling_page_context(request, own_annotation(request.user, pk, page=True))
         context["submit_error"] = exc.message
         for key in exc.keys:  # mark each criterion the refusal is about, where the person looks
             context["states_by_key"][key].error = "Needed before you submit (see the message at the top)."
