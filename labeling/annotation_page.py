@@ -1,12 +1,12 @@
 """The labeling page, read with as few queries as possible: it is the page an annotator opens for every
 case, all day long.
 
-One query (guards.own_annotation with page=True, the statement save and submit use too) reads the
-annotation (only the requesting annotator's: anyone else gets a 404, the blind rule), its output and
-case, eval set, rubric version, the rubric version the queue uses now, the output's name and whether
-any label is saved yet. The annotator's current labels are a second query, made only when there are
-some. The criteria come from the per-rubric-version cache of labeling.fragments (one more query when
-it is cold).
+One query (guards.own_annotation with page=True, the statement save and submit use too; on PostgreSQL
+part of the session's own read, see read_with_session) reads the annotation (only the requesting
+annotator's: anyone else gets a 404, the blind rule), its output and case, eval set, rubric version,
+the rubric version the queue uses now, the output's name and whether any label is saved yet. The
+annotator's current labels are a second query, made only when there are some. The criteria come from
+the per-rubric-version cache of labeling.fragments (one more query when it is cold).
 
 A freshly opened case (a draft with nothing saved, still held, under the queue's rubric version) is
 nearly every page view, and its page differs between cases only in a few values: it is filled in
@@ -19,27 +19,44 @@ it needs the ORM objects to write, and answers with one criterion's partial only
 
 from __future__ import annotations
 
+from functools import cache, wraps
+
 from django.contrib.messages import get_messages
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import render
 from django.template.loader import render_to_string
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 from django.utils import timezone
 
 from . import page_shell
 from . import queue as q
 from .annotate import CriterionState
 from .fragments import criterion_forms
-from .guards import own_annotation
+from .guards import own_annotation, page_along
 from .models import Annotation, Label
 from .naming import output_name
 from .pages import OUTCOMES, held_until, transcript_parts
+from .sessions import read_along
+
+
+def read_with_session(view):
+    """Outermost on the labeling page's view (before the login check reads the session): the page's annotation
+    is read in the same statement as the session (labeling.sessions.read_along), one round trip instead of two."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, pk: int, *args, **kwargs) -> HttpResponse:
+        read_along(request.session, page_along(pk))
+        return view(request, pk, *args, **kwargs)
+
+    return wrapped
 
 
 def labeling_page(request: HttpRequest, pk: int, *, correcting: bool = False) -> HttpResponse:
     """The requesting annotator's annotation `pk` (404 if not theirs), from the shell when it is a fresh case."""
-    annotation = own_annotation(request.user, pk, page=True)
+    # The row the session read brought (read_with_session) is used only if it is `pk` and this user's.
+    annotation = own_annotation(request.user, pk, page=True, row=getattr(request.session, "along_row", None))
     if not correcting and is_fresh(annotation):
         return HttpResponse(page_shell.fill(request, annotation, page_values(request, annotation)))
     return render(request, "labeling/annotate.html", labeling_page_context(request, annotation, correcting=correcting))
@@ -68,13 +85,33 @@ def page_values(request: HttpRequest, annotation: Annotation) -> dict:
         "held_until": held_until(annotation.reserved_until),
         # One masked token for the whole page, as {% csrf_token %} gives.
         "csrf_token": get_token(request),
-        "save_url": reverse("labeling:save_label", args=[annotation.pk]),
-        "submit_url": reverse("labeling:submit", args=[annotation.pk]),
+        "save_url": annotation_url("labeling:save_label", annotation.pk),
+        "submit_url": annotation_url("labeling:submit", annotation.pk),
         "transcript_html": render_to_string(
             "labeling/_transcript.html", {"transcript": transcript_parts(annotation.output)}
         ),
         "messages_html": messages_html(request),
     }
+
+
+def annotation_url(name: str, pk: int) -> str:
+    """reverse(name, args=[pk]) for one of the annotation's URLs, from the URL reversed once per process (and
+    script prefix) with a stand-in id: reversing costs more than a page's other values together (profiled)."""
+    head, tail = _url_around_id(name, get_script_prefix())
+    return f"{head}{int(pk)}{tail}"
+
+
+@cache
+def _url_around_id(name: str, prefix: str) -> tuple[str, str]:
+    url = reverse(name, args=[_STAND_IN])
+    head, found, tail = url.partition(str(_STAND_IN))
+    if not found or _STAND_IN_TEXT in tail:
+        raise ImproperlyConfigured(f"{name}'s URL does not hold the annotation id once: {url}")
+    return head, tail
+
+
+_STAND_IN = 987654321012
+_STAND_IN_TEXT = str(_STAND_IN)
 
 
 def messages_html(request: HttpRequest) -> str:

@@ -36,7 +36,9 @@ from .models import (
 from .rows import fetchone, instance
 
 
-def own_annotation(user: User, pk: int, *, for_update: bool = False, page: bool = False) -> Annotation:
+def own_annotation(
+    user: User, pk: int, *, for_update: bool = False, page: bool = False, row: tuple | None = None
+) -> Annotation:
     """The annotation with its output, case, eval set, rubric version and rubric, if `user` made it; 404 otherwise.
 
     Also carries `queue_rubric_version_id`: the rubric version its eval set's queue uses now
@@ -50,10 +52,14 @@ def own_annotation(user: User, pk: int, *, for_update: bool = False, page: bool 
     about 8 ms a save or submit on the benchmark machine against ~2 ms written out (measured),
     the difference being the queryset's compilation and the planner's work on its joins. It runs
     as a prepared statement (rows.fetchone), so PostgreSQL plans it once per connection.
+
+    `row`: the page's row as the session read already brought it (page_along); used only if it is
+    this annotation and `user` made it, read again otherwise.
     """
     lock = for_update and connection.features.has_select_for_update
     sql, columns = _own_annotation_sql(connection.vendor, lock, page)
-    row = fetchone(connection, sql, [pk, user.pk])
+    if row is None or row[0] != pk or row[_ANNOTATOR_AT] != user.pk:
+        row = fetchone(connection, sql, [pk, user.pk])
     if row is None:
         raise Http404("No such annotation of yours. If it was a draft, its reservation may have lapsed.")
     objects = {}
@@ -90,8 +96,23 @@ _OWN_NAMED = (
 )
 
 
+# Where the annotation's own id and annotator are in the statement's row (the annotation's columns come first).
+_ANNOTATOR_AT = [f.attname for f in Annotation._meta.concrete_fields].index("annotator_id")
+assert Annotation._meta.concrete_fields[0].attname == "id"
+
+
+def page_along(pk: int) -> tuple[str, list, int] | None:
+    """own_annotation's page read of annotation `pk`, written to ride along with the session's read
+    (labeling.sessions.read_along: its annotator is the session's user, `s.user_id`), as (sql, params,
+    number of columns); None where the database cannot (SQLite has no LATERAL join)."""
+    if connection.vendor != "postgresql":
+        return None
+    sql, columns = _own_annotation_sql(connection.vendor, False, True, along=True)
+    return sql, [pk], sum(len(fields) for _, _, fields in columns) + 4
+
+
 @functools.cache
-def _own_annotation_sql(vendor: str, lock: bool, page: bool) -> tuple[str, list]:
+def _own_annotation_sql(vendor: str, lock: bool, page: bool, along: bool = False) -> tuple[str, list]:
     quote = connection.ops.quote_name
     columns, select, joins = [], [], []
     for alias, model, on in _OWN_TABLES:
@@ -103,19 +124,22 @@ def _own_annotation_sql(vendor: str, lock: bool, page: bool) -> tuple[str, list]
     for alias, model, key in _OWN_NAMED:
         columns.append((alias, model, [model._meta.pk, model._meta.get_field("name")]))
         select += [key, f"(SELECT {alias}.name FROM {quote(model._meta.db_table)} {alias} WHERE {alias}.id = {key})"]  # noqa: S608 - names from the models
-    queue = (
+    select.append(
         f"(SELECT q.rubric_version_id FROM {quote(LabelingQueue._meta.db_table)} q "  # noqa: S608 - names from the models
         "WHERE q.eval_set_id = c.eval_set_id AND q.is_current LIMIT 1)"
     )
     if page:
         outputs, labels = quote(Output._meta.db_table), quote(Label._meta.db_table)
-        queue += (
-            f", (SELECT COUNT(*) FROM {outputs} s WHERE s.case_id = o.case_id)"  # noqa: S608 - names from the models
-            f", (SELECT COUNT(*) FROM {outputs} s WHERE s.case_id = o.case_id AND s.id <= o.id)"
-            f", EXISTS (SELECT 1 FROM {labels} l WHERE l.annotation_id = a.id AND l.is_current)"
-        )
+        select += [
+            f"(SELECT COUNT(*) FROM {outputs} sib WHERE sib.case_id = o.case_id)",  # noqa: S608 - names from the models
+            f"(SELECT COUNT(*) FROM {outputs} sib WHERE sib.case_id = o.case_id AND sib.id <= o.id)",  # noqa: S608
+            f"EXISTS (SELECT 1 FROM {labels} l WHERE l.annotation_id = a.id AND l.is_current)",  # noqa: S608
+        ]
+    if along:  # a subquery of the session read: every column named, the annotator is the session's user
+        named = ", ".join(f"{item} AS c{i}" for i, item in enumerate(select))
+        return f"SELECT {named} FROM {' '.join(joins)} WHERE a.id = %s AND a.annotator_id = s.user_id", columns  # noqa: S608 - names from the models
     sql = (
-        f"SELECT {', '.join(select)}, {queue} FROM {' '.join(joins)} "  # noqa: S608 - names from the models
+        f"SELECT {', '.join(select)} FROM {' '.join(joins)} "  # noqa: S608 - names from the models
         "WHERE a.id = %s AND a.annotator_id = %s"
     )
     if lock:

@@ -15,8 +15,8 @@ Why it cannot mix people or cases up:
   output, label or token (it is built here, from placeholders and the rubric version only).
 - Placeholders are "<icewater:...>" safe strings. Everything from data is autoescaped when rendered,
   so data can never print as a placeholder; the values put in are escaped here (the transcript and
-  the messages come rendered, escaped, by their templates), and one pass over the shell puts them
-  all in, so a value is never searched for placeholders itself.
+  the messages come rendered, escaped, by their templates). The shell is kept split at its
+  placeholders, so a value is never searched for placeholders itself.
 - tests/test_labeling_page_shell.py checks the filled-in page is byte for byte the template's page.
 
 The cache is the per-process "fragments" alias (settings.CACHES), like labeling.fragments.
@@ -59,7 +59,7 @@ PLACEHOLDERS = {
 # Rendered by their templates, escaped there; the other values are text and escaped in fill().
 _HTML = {"transcript_html", "messages_html"}
 _BY_TEXT = {str(p): key for key, p in PLACEHOLDERS.items()}
-_PATTERN = re.compile(r"<icewater:[a-z-]+>")
+_PATTERN = re.compile(r"(<icewater:[a-z-]+>)")  # one group: split() keeps the placeholders
 
 # Bumped when annotate.html or base.html change in a way a long-lived shared cache could serve stale
 # (the per-process cache starts empty with every deploy anyway).
@@ -70,15 +70,22 @@ def fill(request: HttpRequest, annotation: Annotation, values: dict) -> str:
     """The page of fresh `annotation` for the requesting person: their cached shell with `values` put in."""
     cache = caches["fragments"]
     key = cache_key(annotation.rubric_version, request.user)
-    shell = cache.get(key)
-    if shell is None:
-        shell = _render(request, annotation.rubric_version)
-        cache.set(key, shell, TIMEOUT_S)
-    text = {
-        str(placeholder): values[name] if name in _HTML else escape(values[name])
-        for name, placeholder in PLACEHOLDERS.items()
-    }
-    return _PATTERN.sub(lambda match: text[match[0]], shell)
+    parts = cache.get(key)
+    if parts is None:
+        parts = _split(_render(request, annotation.rubric_version))
+        cache.set(key, parts, TIMEOUT_S)
+    text = {name: values[name] if name in _HTML else escape(values[name]) for name in PLACEHOLDERS}
+    # parts alternate: markup, a value's name, markup, ...; the values are never searched for placeholders.
+    page = list(parts)
+    page[1::2] = [text[name] for name in parts[1::2]]
+    return "".join(page)
+
+
+def _split(shell: str) -> tuple[str, ...]:
+    """The shell as markup and value names, alternating (starting and ending with markup)."""
+    pieces = _PATTERN.split(shell)
+    pieces[1::2] = [_BY_TEXT[p] for p in pieces[1::2]]
+    return tuple(pieces)
 
 
 def cache_key(rubric_version: RubricVersion, user) -> str:

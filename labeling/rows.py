@@ -13,6 +13,8 @@ from __future__ import annotations
 from functools import cache
 
 from django.db import connections
+from django.db.models.base import ModelState
+from django.db.models.signals import post_init, pre_init
 
 
 def fetchone(connection, sql: str, params: list) -> tuple | None:
@@ -46,7 +48,12 @@ def fetchone(connection, sql: str, params: list) -> tuple | None:
 
 def instance(model, fields: list, values, alias: str = "default"):
     """`model` from the values of its `fields` (concrete fields, in the model's order), as read from database
-    `alias`; the model's other fields are deferred (the ORM loads them if something asks)."""
+    `alias`; the model's other fields are deferred (the ORM loads them if something asks).
+
+    What Model.from_db makes, without running Model.__init__ when no pre_init or post_init receiver
+    listens for `model`: __init__ only sets each value as an attribute, and the page's statements bring
+    seven instances a request (tests/test_labeling_rows.py compares the two, field by field).
+    """
     connection = connections[alias]
     names = tuple(f.attname for f in fields)
     converted = list(values)
@@ -55,7 +62,13 @@ def instance(model, fields: list, values, alias: str = "default"):
         for converter in converters:
             value = converter(value, col, connection)
         converted[i] = value
-    return model.from_db(alias, names, converted)
+    if pre_init.has_listeners(model) or post_init.has_listeners(model):
+        return model.from_db(alias, names, converted)
+    new = object.__new__(model)
+    state = new._state = ModelState()
+    state.adding, state.db = False, alias
+    new.__dict__.update(zip(names, converted, strict=True))
+    return new
 
 
 @cache

@@ -27,6 +27,9 @@ from .rows import fetchone, instance
 class SessionStore(DatabaseSessionStore):
     # The user row read with the session, or None; see labeling.auth.
     preloaded_user = None
+    # A read that rides along with the session's (read_along) and the row it brought (None if none matched).
+    along: tuple[str, list, int] | None = None
+    along_row: tuple | None = None
 
     @classmethod
     def get_model_class(cls):
@@ -47,18 +50,39 @@ class SessionStore(DatabaseSessionStore):
         fields, columns = _user_columns(alias)
         user_table = connection.ops.quote_name(model._meta.get_field("user").related_model._meta.db_table)
         now = connection.ops.adapt_datetimefield_value(timezone.now())
+        along, params, width = self.along or ("", [], 0)
+        if along:
+            columns += "".join(f", x.c{i}" for i in range(width))
+            along = f"LEFT JOIN LATERAL ({along}) x ON TRUE "
         row = fetchone(
             connection,
             f"SELECT s.session_data, {columns} FROM {connection.ops.quote_name(model._meta.db_table)} s "  # noqa: S608 - names from the models
-            f"LEFT JOIN {user_table} u ON u.id = s.user_id "
+            f"LEFT JOIN {user_table} u ON u.id = s.user_id {along}"
             "WHERE s.session_key = %s AND s.expire_date > %s",
-            [self.session_key, now],
+            [*params, self.session_key, now],
         )
         if row is None:
             self._session_key = None
             return None
-        self.preloaded_user = _user(alias, fields, row[1:])
+        self.preloaded_user = _user(alias, fields, row[1 : 1 + len(fields)])
+        if width and row[1 + len(fields)] is not None:  # its first column is a primary key: NULL means no row
+            self.along_row = row[1 + len(fields) :]
         return model(session_key=self.session_key, session_data=row[0])
+
+
+def read_along(session, read: tuple[str, list, int] | None) -> None:
+    """Have `read` ride along with `session`'s read from the database, in the same statement and round trip:
+    (sql, params, width), a one-row SELECT naming its columns c0..c<width-1>, in which `s.user_id` is the
+    session's user (a LATERAL subquery of the session read). Its row, if any, is `session.along_row` after the
+    session is read. Nothing happens when the session is already read, is not this module's, or `read` is None:
+    the caller reads on its own then.
+
+    Why: each round trip to the database costs a wake-up of the database process and of this one, and the
+    labeling page otherwise makes two (its session, then its annotation). The row is only a candidate: the
+    caller still checks it belongs to the user Django's authentication then accepts (guards.own_annotation).
+    """
+    if read is not None and isinstance(session, SessionStore) and not hasattr(session, "_session_cache"):
+        session.along = read
 
 
 def _user_id(value) -> int | None:

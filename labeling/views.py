@@ -21,7 +21,7 @@ from . import adjudicate as adj
 from . import annotate as ann
 from . import queue as q
 from .access import ALL_ROLES, STAFF_ROLES, has_role, role_required
-from .annotation_page import labeling_page, labeling_page_context
+from .annotation_page import labeling_page, labeling_page_context, read_with_session
 from .forms import AdjudicationForm, LabelForm, QueueMoveForm, SubmitForm
 from .guards import adjudicable_item, own_annotation
 from .models import Annotation, EvalSet, Role, RubricVersion
@@ -117,6 +117,7 @@ def _queues_context(failed_eval_set_id: int | None = None, failed_form: QueueMov
 
 
 @require_GET
+@read_with_session
 @role_required(*ALL_ROLES)
 def annotate(request: HttpRequest, pk: int) -> HttpResponse:
     return labeling_page(request, pk, correcting=request.GET.get("correct") == "1")

@@ -9,11 +9,14 @@ from datetime import timedelta
 import pytest
 from django.core.cache import caches
 from django.db import connection
+from django.http import Http404
 from django.test import Client
 from django.utils import timezone
 
 from labeling import annotation_page, page_shell
+from labeling.guards import own_annotation, page_along
 from labeling.models import Annotation, Role
+from labeling.sessions import SessionStore, read_along
 
 from .factories import make_output
 from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
@@ -183,16 +186,54 @@ def test_pages_that_are_not_fresh_come_from_the_template(client, annotator, lead
     assert fills == []
 
 
-def test_the_shell_page_runs_two_queries_once_warm(client, annotator, django_assert_num_queries):
+def test_the_shell_page_runs_one_statement_once_warm(client, annotator, django_assert_num_queries):
     eval_set, rv, outputs = labeling_setup()
     mine = claim(client, annotator, eval_set)
     client.get(page_url(mine))  # renders the criteria and the shell once
-    with django_assert_num_queries(2):  # the session with its user; the annotation with everything it shows
+    # The session with its user and the annotation with everything it shows: one statement on PostgreSQL.
+    with django_assert_num_queries(1 if connection.vendor == "postgresql" else 2):
         assert client.get(page_url(mine)).status_code == 200
 
 
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="a LATERAL join is a PostgreSQL matter")
+def test_the_annotation_that_rides_along_with_the_session_is_only_ever_its_annotators(
+    client, annotator, annotator2, django_assert_num_queries
+):
+    eval_set, rv, outputs = labeling_setup(n_outputs=2)
+    mine = claim(client, annotator, eval_set)
+    theirs = claim(Client(), annotator2, eval_set)
+
+    def along_row(user, pk):
+        session = SessionStore(client.cookies["sessionid"].value)
+        read_along(session, page_along(pk))
+        session.load()
+        assert session.preloaded_user.pk == user.pk
+        return session.along_row
+
+    row = along_row(annotator, mine.pk)
+    with django_assert_num_queries(0):  # the row it brought is the page's row: nothing more to read
+        annotation = own_annotation(annotator, mine.pk, page=True, row=row)
+    assert (annotation.pk, annotation.output_id, annotation.has_labels) == (mine.pk, mine.output_id, False)
+    assert annotation.output.case.eval_set.name == eval_set.name and annotation.rubric_version.ref == rv.ref
+
+    assert along_row(annotator, theirs.pk) is None  # another annotator's annotation does not ride along
+    # A row offered for another annotation or another user is not trusted: it is read again (and refused).
+    with pytest.raises(Http404):
+        own_annotation(annotator2, mine.pk, page=True, row=row)
+    with django_assert_num_queries(1):
+        assert own_annotation(annotator2, theirs.pk, page=True, row=row).pk == theirs.pk
+
+    # Through the page: another annotator's id is a 404; a session whose password hash no longer verifies
+    # is signed out before its row could be used.
+    assert client.get(page_url(theirs)).status_code == 404
+    annotator.set_password("a-brand-new-password-1")
+    annotator.save()
+    response = client.get(page_url(mine))
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are a PostgreSQL matter")
-def test_the_session_and_annotation_reads_are_prepared_statements_on_postgresql(client, annotator, settings):
+def test_the_session_and_annotation_reads_are_prepared_statements_on_postgresql(client, annotator):
     def prepared() -> list[str]:
         with connection.cursor() as cursor:
             cursor.execute("SELECT statement FROM pg_prepared_statements")
@@ -207,14 +248,33 @@ def test_the_session_and_annotation_reads_are_prepared_statements_on_postgresql(
     if options.get("prepare_threshold") is None:
         pytest.fail("PostgreSQL connections should allow prepared statements (settings: ICEWATER_DB_PREPARED)")
 
-    # Negative control first: with prepared statements off, the same page prepares nothing.
+    # Negative control first: with prepared statements off, the same page and save prepare nothing.
     saved = options.pop("prepare_threshold")
     try:
-        page = client.get(page_url(mine)).content.decode()
+        assert "0</span>/2 answered" in client.get(page_url(mine)).content.decode()
+        assert answer(client, mine, rv, "next_step").status_code == 302
         assert prepared() == []
     finally:
         options["prepare_threshold"] = saved
-    assert same_token(client.get(page_url(mine)).content.decode()) == same_token(page)
+    assert answer(client, mine, rv, "correct_amount").status_code == 302
+    assert "2</span>/2 answered" in client.get(page_url(mine)).content.decode()
     statements = prepared()
-    assert any(s.startswith("SELECT s.session_data") for s in statements), statements
-    assert any(s.startswith('SELECT a."id"') for s in statements), statements
+    # The page's one statement: the session, its user and the annotation (LATERAL); the save's annotation read.
+    assert any(s.startswith("SELECT s.session_data") and "LEFT JOIN LATERAL" in s for s in statements), statements
+    assert any(s.startswith('SELECT a."id"') and "FOR NO KEY UPDATE" in s for s in statements), statements
+
+
+def test_annotation_urls_are_what_reverse_gives_also_under_a_script_prefix():
+    from django.urls import reverse, set_script_prefix
+
+    from labeling.annotation_page import annotation_url
+
+    try:
+        for prefix in ("/", "/icewater/"):
+            set_script_prefix(prefix)
+            for name in ("labeling:save_label", "labeling:submit"):
+                for pk in (1, 42, 987654321):
+                    assert annotation_url(name, pk) == reverse(name, args=[pk])
+            assert annotation_url("labeling:submit", 42).startswith(prefix)
+    finally:
+        set_script_prefix("/")
