@@ -24,20 +24,21 @@ from functools import cache, wraps
 from django.contrib.messages import get_messages
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
-from django.middleware.csrf import get_token
 from django.shortcuts import render
-from django.template.loader import render_to_string
 from django.urls import get_script_prefix, reverse
 from django.utils import timezone
+
+from config.context_processors import render_messages
 
 from . import page_shell
 from . import queue as q
 from .annotate import CriterionState
+from .csrf import page_token
 from .fragments import criterion_forms
 from .guards import own_annotation, page_along
 from .models import Annotation, Label
 from .naming import output_name
-from .pages import OUTCOMES, held_until, transcript_parts
+from .pages import OUTCOMES, held_until, transcript_html, transcript_parts
 from .sessions import read_along
 
 
@@ -83,14 +84,13 @@ def page_values(request: HttpRequest, annotation: Annotation) -> dict:
         "output_name": output_name(case.case_id, annotation.answer_number, annotation.answers),
         "eval_set_name": case.eval_set.name,
         "held_until": held_until(annotation.reserved_until),
-        # One masked token for the whole page, as {% csrf_token %} gives.
-        "csrf_token": get_token(request),
+        # One masked token for the whole page, as {% csrf_token %} gives (Django's, masked more cheaply).
+        "csrf_token": page_token(request),
         "save_url": annotation_url("labeling:save_label", annotation.pk),
         "submit_url": annotation_url("labeling:submit", annotation.pk),
-        "transcript_html": render_to_string(
-            "labeling/_transcript.html", {"transcript": transcript_parts(annotation.output)}
-        ),
-        "messages_html": messages_html(request),
+        "transcript_html": transcript_html(transcript_parts(annotation.output)),
+        # Rendered here, not left to base.html's lazy one: the shell has a placeholder in its place.
+        "messages_html": render_messages(get_messages(request)),
     }
 
 
@@ -112,12 +112,6 @@ def _url_around_id(name: str, prefix: str) -> tuple[str, str]:
 
 _STAND_IN = 987654321012
 _STAND_IN_TEXT = str(_STAND_IN)
-
-
-def messages_html(request: HttpRequest) -> str:
-    """The messages waiting for this request, as base.html's `messages` partial shows them (and then gone)."""
-    waiting = get_messages(request)
-    return render_to_string("base.html#messages", {"messages": waiting}) if waiting else ""
 
 
 def _current_labels(annotation_pk: int) -> dict[int, Label]:

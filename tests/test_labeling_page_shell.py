@@ -278,3 +278,32 @@ def test_annotation_urls_are_what_reverse_gives_also_under_a_script_prefix():
             assert annotation_url("labeling:submit", 42).startswith(prefix)
     finally:
         set_script_prefix("/")
+
+
+def test_messages_show_once_escaped_and_wait_through_a_partial(client, annotator):
+    from django.contrib.messages import constants
+    from django.contrib.messages.storage.base import Message
+
+    from config.context_processors import render_messages
+
+    assert render_messages([]) == ""
+    html = render_messages([Message(constants.SUCCESS, "Saved <b>x</b> & y"), Message(constants.ERROR, "No")])
+    assert html == (
+        '\n    <ul class="messages" role="status">\n'
+        '      <li class="msg msg-success">Saved &lt;b&gt;x&lt;/b&gt; &amp; y</li><li class="msg msg-error">No</li>\n'
+        "    </ul>\n    "
+    )
+
+    eval_set, rv, outputs = labeling_setup(n_outputs=2)
+    mine = claim(client, annotator, eval_set)
+    for key, (outcome, evidence) in all_answers(rv).items():
+        answer(client, mine, rv, key, outcome, evidence)
+    client.post(submit_url(mine), {"rubric_version": rv.pk})  # "Submitted case-001." waits for the next page
+    following = Annotation.objects.filter(annotator=annotator).latest("pk")
+    # An htmx save answers with one criterion's partial: the message is not printed there, so it still waits.
+    data = {"criterion": "next_step", "outcome": "PASS", "evidence": "NONE", "rubric_version": rv.pk}
+    partial = client.post(save_url(following), data, HTTP_HX_REQUEST="true").content.decode()
+    assert "Submitted" not in partial
+    home = client.get("/").content.decode()  # a page through base.html (not the labeling page's own path)
+    assert f'<li class="msg msg-success">Submitted {mine.output.case.case_id}.</li>' in home
+    assert "msg-success" not in client.get("/").content.decode()  # shown once

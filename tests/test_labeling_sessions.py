@@ -12,6 +12,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from labeling import sessions
 from labeling.models import Session
 from labeling.sessions import SessionStore
 
@@ -106,3 +107,27 @@ def test_the_signed_in_floor_needs_a_login_and_reads_no_data(client, annotator, 
         response = client.get(reverse("labeling:hello"))
     assert response.status_code == 200 and response.content == b"hello"
     assert client.post(reverse("labeling:hello")).status_code == 405
+
+
+def test_decoded_sessions_are_remembered_by_their_signed_text_and_handed_out_as_copies(caplog):
+    store = SessionStore()
+    store["question"] = "six by nine"
+    store["answers"] = [42]
+    store.save()
+    text = Session.objects.get(session_key=store.session_key).session_data
+    first = SessionStore().decode(text)
+    assert first == {"question": "six by nine", "answers": [42]} and text in sessions._DECODED
+    first["answers"].append(54)  # a caller changing its copy changes nobody else's
+    assert SessionStore().decode(text) == {"question": "six by nine", "answers": [42]}
+
+    store["question"] = "life"
+    store.save()  # changed data is other text, decoded afresh
+    changed = Session.objects.get(session_key=store.session_key).session_data
+    assert changed != text and SessionStore(store.session_key).load()["question"] == "life"
+
+    # Negative control: text with a bad signature is refused (and logged) every time, never remembered.
+    forged = text[:-3] + ("AAA" if not text.endswith("AAA") else "BBB")
+    for _ in range(2):
+        assert SessionStore().decode(forged) == {}
+    assert forged not in sessions._DECODED
+    assert [r.getMessage() for r in caplog.records].count("Session data corrupted") == 2
