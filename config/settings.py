@@ -157,7 +157,8 @@ def _database() -> dict:
 DATABASES = {"default": _database()}
 
 # "fragments" holds markup rendered from content that never changes once in use (labeling.fragments:
-# a rubric version's criterion forms), so a per-process memory cache is exact, needs no server and
+# a rubric version's criterion forms; labeling.page_shell: a rubric version's labeling page for one
+# person, keyed by what it shows of them), so a per-process memory cache is exact, needs no server and
 # costs no round trip. It must stay per process or be keyed by release: it holds rendered markup.
 # With DEBUG on it caches nothing, so an edited template shows at the next reload.
 CACHES = {
@@ -167,7 +168,8 @@ CACHES = {
         if DEBUG
         else "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "icewater-fragments",
-        "OPTIONS": {"MAX_ENTRIES": 1000},  # one entry per rubric version in use
+        # One entry per rubric version in use, and one (~25 KB) per rubric version and person labeling it.
+        "OPTIONS": {"MAX_ENTRIES": 1000},
     },
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
