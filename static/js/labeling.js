@@ -66,9 +66,13 @@
     return checkedOf(form) !== (form.dataset.savedOutcome || "") || (ev && ev.value.trim() !== (ev.dataset.saved || ""));
   };
   // One save at a time per criterion: a save asked for while one is in flight runs after its swap
-  // (htmx would drop a queued request, since the swap replaces the form it belongs to).
+  // (htmx would drop a queued request, since the swap replaces the form it belongs to), and one asked
+  // for between a swap and its settling runs when it settles: htmx wires the new form's triggers
+  // then, and until then the new form still wears the old one's classes, htmx-request included
+  // (so it must be asked first: read as "in flight", the save would wait for a swap that never comes).
   const save = (form) => {
-    if (form.classList.contains("htmx-request")) form._resave = true;
+    if (form._settling) form._resaveOnSettle = true;
+    else if (form.classList.contains("htmx-request")) form._resave = true;
     else htmx.trigger(form, "submit"); // both modes listen for it (corrections save on submit only)
   };
 
@@ -230,8 +234,10 @@
     const resave = keep.resave || changed;
     updateCount();
     if (keep.key === currentKey) showQuote(form);
-    // htmx wires the new form's triggers when it settles, so a save asked for now would be lost.
+    // htmx wires the new form's triggers when it settles, so a save asked for now would be lost:
+    // it waits for the settling (save() knows by _settling).
     form._resaveOnSettle = resave;
+    form._settling = true;
   });
   document.body.addEventListener("htmx:afterSettle", (e) => {
     const form = e.detail.elt;
@@ -239,6 +245,7 @@
     if (form && form.matches && form.matches("form.criterion")) {
       form.classList.toggle("current", form.dataset.key === currentKey);
     }
+    if (form) form._settling = false;
     if (form && form._resaveOnSettle) {
       form._resaveOnSettle = false;
       save(form);

@@ -249,3 +249,34 @@ def test_a_submitted_annotation_is_corrected_as_a_new_revision(live_server, new_
     expect(page.locator("#status-correct_amount")).to_contain_text("Saved as revision 2")
     rows = list(Label.objects.filter(criterion__key="correct_amount").order_by("revision"))
     assert [(x.outcome, x.revision, x.is_current) for x in rows] == [("PASS", 1, False), ("FAIL", 2, True)]
+
+
+def test_a_save_asked_for_between_a_swap_and_its_settling_is_not_lost(live_server, new_page):
+    """htmx wires a swapped-in form's triggers when it settles (20 ms later), and until then the new form
+    wears the old one's classes (htmx-request too): a key pressed in between used to queue a save behind a
+    request that had already ended (the keyboard test's rare failure). Pressed there on purpose here."""
+    eval_set, rv, outputs = labeling_setup(n_outputs=1, criteria=FOUR)
+    make_user("kim")
+    page = new_page()
+    log_in(page, live_server.url, "kim")
+    page.get_by_role("button", name="Next").first.click()
+    keys_ready(page)
+    page.keyboard.press("f")  # correct_amount is current: FAIL, and the cursor lands in its evidence box
+    page.keyboard.type("NONE")
+    # When that save's answer is swapped in, and before it settles: type a quote and press Esc (which saves).
+    page.evaluate(
+        """() => {
+          document.body.addEventListener("htmx:afterSwap", () => {
+            setTimeout(() => {
+              const ev = document.querySelector("#criterion-correct_amount textarea[name=evidence]");
+              ev.focus();
+              ev.value = "refund of $40.00";
+              ev.dispatchEvent(new KeyboardEvent("keydown", {key: "Escape", bubbles: true}));
+            }, 0);
+          }, {once: true});
+        }"""
+    )
+    page.keyboard.press("Enter")
+    expect(page.locator("#status-correct_amount")).to_contain_text("the quote is in the transcript")
+    label = Label.objects.get(criterion__key="correct_amount", is_current=True)
+    assert (label.outcome, label.evidence) == ("FAIL", "refund of $40.00")
