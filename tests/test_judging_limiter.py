@@ -130,6 +130,15 @@ def redis_slots(settings):
     client.delete(*keys)
 
 
+@pytest.fixture
+def quick_lane(redis_slots, monkeypatch):
+    """A lane holding slots of `redis_slots`' limiter whose keeper runs every 50 ms; closed after the test."""
+    monkeypatch.setattr(HeldSlots, "KEEP_S", 0.05)
+    held = HeldSlots(redis_slots[2]())
+    yield held
+    held.close()
+
+
 def test_two_lanes_holding_slots_never_exceed_the_bound_together(redis_slots):
     _, _, make = redis_slots
     shared = make()
@@ -174,54 +183,42 @@ def test_a_lane_reuses_its_slots_instead_of_asking_redis_each_call(redis_slots, 
     assert client.zcard(slots_key) == 0  # closing gives everything back
 
 
-def test_slots_nobody_uses_go_back_to_redis(redis_slots, monkeypatch):
-    client, slots_key, make = redis_slots
-    monkeypatch.setattr(HeldSlots, "KEEP_S", 0.05)
-    held = HeldSlots(make())
-    try:
-        with held.slot():
-            pass
-        assert client.zcard(slots_key) == 1  # kept for the next call
-        deadline = time.monotonic() + 5
-        while client.zcard(slots_key) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert client.zcard(slots_key) == 0 and held.held() == 0  # idle for a round: another lane may have it
-    finally:
-        held.close()
+def test_slots_nobody_uses_go_back_to_redis(redis_slots, quick_lane):
+    client, slots_key, _ = redis_slots
+    held = quick_lane
+    with held.slot():
+        pass
+    assert client.zcard(slots_key) == 1  # kept for the next call
+    deadline = time.monotonic() + 5
+    while client.zcard(slots_key) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert client.zcard(slots_key) == 0 and held.held() == 0  # idle for a round: another lane may have it
 
 
-def test_held_slots_are_renewed_and_a_lost_one_is_dropped(redis_slots, monkeypatch):
-    client, slots_key, make = redis_slots
-    monkeypatch.setattr(HeldSlots, "KEEP_S", 0.05)
-    held = HeldSlots(make())
-    try:
-        with held.slot():
-            ((token, expiry),) = client.zrange(slots_key, 0, -1, withscores=True)
-            time.sleep(0.2)  # a few keeper rounds while the call is in flight
-            assert client.zscore(slots_key, token) > expiry  # the lease moved on
-            client.zrem(slots_key, token)  # as if it had run out during a stall: someone else's now
-            time.sleep(0.2)
-            assert held.held() == 0
-        assert held.held() == 0  # not put back in the lane's pool after the call either
-    finally:
-        held.close()
+def test_held_slots_are_renewed_and_a_lost_one_is_dropped(redis_slots, quick_lane):
+    client, slots_key, _ = redis_slots
+    held = quick_lane
+    with held.slot():
+        ((token, expiry),) = client.zrange(slots_key, 0, -1, withscores=True)
+        time.sleep(0.2)  # a few keeper rounds while the call is in flight
+        assert client.zscore(slots_key, token) > expiry  # the lease moved on
+        client.zrem(slots_key, token)  # as if it had run out during a stall: someone else's now
+        time.sleep(0.2)
+        assert held.held() == 0
+    assert held.held() == 0  # not put back in the lane's pool after the call either
 
 
-def test_another_workers_cool_down_reaches_a_lane_that_holds_slots(redis_slots, monkeypatch):
+def test_another_workers_cool_down_reaches_a_lane_that_holds_slots(redis_slots, quick_lane):
     _, _, make = redis_slots
-    monkeypatch.setattr(HeldSlots, "KEEP_S", 0.05)
-    held = HeldSlots(make())
-    try:
-        with held.slot():
-            pass  # the lane now holds an idle slot: it would not ask Redis again
-        make().cool_down(0.6)  # a 429 seen by a worker elsewhere
-        time.sleep(0.15)  # the keeper's round reads it
-        started = time.monotonic()
-        with held.slot():
-            waited = time.monotonic() - started
-        assert waited >= 0.3
-    finally:
-        held.close()
+    held = quick_lane
+    with held.slot():
+        pass  # the lane now holds an idle slot: it would not ask Redis again
+    make().cool_down(0.6)  # a 429 seen by a worker elsewhere
+    time.sleep(0.15)  # the keeper's round reads it
+    started = time.monotonic()
+    with held.slot():
+        waited = time.monotonic() - started
+    assert waited >= 0.3
 
 
 def test_closing_a_lane_when_redis_is_gone_does_not_fail_the_lane():

@@ -12,13 +12,14 @@ from django.test import Client
 
 from labeling.annotate import CriterionState
 from labeling.fragments import CriterionForm, cache_key, criterion_forms
-from labeling.models import Annotation, Criterion, Label
+from labeling.models import Criterion, Label
 
 from .factories import make_rubric_version
 from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
-    fast_passwords,
+    claim_via_next as claim,
+)
+from .labeling_helpers import (
     labeling_setup,
-    next_url,
     open_queue,
     page_url,
     save_url,
@@ -36,12 +37,6 @@ def empty_fragments():
 
 def legends(page: str) -> list[str]:
     return re.findall(r"<legend>.*?<code>(.*?)</code></legend>", page)
-
-
-def claim(client: Client, user, eval_set) -> Annotation:
-    client.force_login(user)
-    client.post(next_url(eval_set))
-    return Annotation.objects.filter(annotator=user).latest("pk")
 
 
 def test_a_new_rubric_version_shows_its_own_criteria_and_an_old_annotation_keeps_its_own(

@@ -19,14 +19,15 @@ from labeling.models import Annotation, Role
 from labeling.sessions import SessionStore, read_along
 
 from .factories import make_output
-from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
+from .labeling_helpers import (
     all_answers,
-    fast_passwords,
     labeling_setup,
-    next_url,
     page_url,
     save_url,
     submit_url,
+)
+from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
+    claim_via_next as claim,
 )
 
 pytestmark = pytest.mark.django_db
@@ -56,12 +57,6 @@ def fills(monkeypatch):
 def answer(client: Client, annotation: Annotation, rv, key: str, outcome: str = "PASS", evidence: str = "NONE"):
     data = {"criterion": key, "outcome": outcome, "evidence": evidence, "rubric_version": rv.pk}
     return client.post(save_url(annotation), data)
-
-
-def claim(client: Client, user, eval_set) -> Annotation:
-    client.force_login(user)
-    client.post(next_url(eval_set))
-    return Annotation.objects.filter(annotator=user).latest("pk")
 
 
 def template_page(client: Client, annotation: Annotation, monkeypatch) -> str:
