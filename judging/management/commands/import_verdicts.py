@@ -1,9 +1,10 @@
-"""python manage.py import_verdicts: verdicts judged elsewhere (JSONL, or an ADK .evalset_result.json)."""
+"""python manage.py import_verdicts: verdicts judged elsewhere (JSONL, ADK .evalset_result.json, Inspect AI log)."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from judging.inspect_scores import ScoreMapping
 from judging.io import import_verdicts
 from labeling.io.errors import ImportFailed
 from labeling.io.readers import open_source
@@ -14,7 +15,9 @@ class Command(BaseCommand):
         "Import verdicts produced elsewhere for an eval set, rubric version and judge config (created with "
         "backend 'imported' if missing). JSONL: {case_id, agent_version, criterion, outcome, evidence, raw}, "
         "plus the optional fields export_data writes; or a Google ADK .evalset_result.json, whose per-rubric "
-        "scores (rubric_id = criterion key) become verdicts. Atomic: a bad file writes nothing. docs/formats.md."
+        "scores (rubric_id = criterion key) become verdicts; or an Inspect AI log (.eval / .json), each scorer's "
+        "scores give a criterion's verdicts (C=PASS, I=FAIL, anything else ERROR). Atomic: a bad file writes "
+        "nothing. docs/formats.md."
     )
 
     def add_arguments(self, parser):
@@ -27,9 +30,31 @@ class Command(BaseCommand):
             metavar="V",
             help="for records without agent_version (ADK results) when a case has outputs of several versions",
         )
+        parser.add_argument(
+            "--scorer",
+            action="append",
+            default=[],
+            metavar="NAME=CRITERION",
+            help="Inspect AI logs: the scorer NAME grades CRITERION (default: the criterion of the same key)",
+        )
+        parser.add_argument(
+            "--skip-scorer", action="append", default=[], metavar="NAME", help="Inspect AI logs: leave this scorer out"
+        )
+        parser.add_argument(
+            "--score",
+            action="append",
+            default=[],
+            metavar="VALUE=OUTCOME",
+            help="Inspect AI logs: the score VALUE means OUTCOME (defaults: C=PASS, I=FAIL, PASS, FAIL, true, false; "
+            "any other value is an ERROR verdict)",
+        )
         parser.add_argument("file")
 
     def handle(self, *args, **options):
+        try:
+            mapping = ScoreMapping.parse(options["scorer"], options["score"], options["skip_scorer"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         try:
             with open_source(options["file"]) as source:
                 report = import_verdicts(
@@ -38,6 +63,7 @@ class Command(BaseCommand):
                     rubric_ref=options["rubric"],
                     judge_name=options["judge"],
                     default_agent_version=options["agent_version"],
+                    score_mapping=mapping,
                 )
         except FileNotFoundError:
             raise CommandError(f"{options['file']}: no such file") from None
