@@ -169,7 +169,13 @@ def test_an_inspect_log_calibrates_end_to_end(refund_logs, offline):
     call_command("import_cases", "--eval-set", "refunds", str(refund_logs["eval"]), stdout=io.StringIO())
     make_rubric_version("refund", "1", criteria=CRITERIA)
     gold = [  # the people say r-003 is right after all: the grader's I there is a false fail
-        {"case_id": c, "agent_version": INSPECT_MODEL, "criterion": "correct_amount", "adjudicator": "lee", "outcome": o}
+        {
+            "case_id": c,
+            "agent_version": INSPECT_MODEL,
+            "criterion": "correct_amount",
+            "adjudicator": "lee",
+            "outcome": o,
+        }
         for c, o in [("r-001", "PASS"), ("r-002", "FAIL"), ("r-003", "PASS")]
     ]
     from labeling.io import import_labels
