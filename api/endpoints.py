@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from ninja import NinjaAPI, Query, Schema
-from ninja.errors import AuthenticationError, ValidationError
+from ninja import NinjaAPI, Query, Schema, Status
+from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from calibration import api as gate_api
 from calibration.export import to_json
@@ -27,7 +27,7 @@ from judging.models import JudgeRun
 from judging.progress import Progress, progress_of
 from labeling.io import import_cases
 
-from .auth import NO_TOKEN, ApiError, TokenAuth, require
+from .auth import NO_TOKEN, ApiError, TokenAuth
 from .models import Scope
 from .pushes import body_source, run_import
 
@@ -37,8 +37,8 @@ api = NinjaAPI(
     description="Push outputs and verdicts, run judges, read calibration reports and ask the release gate. "
     "Authenticate with 'Authorization: Bearer <API token>'; see docs/api.md.",
     urls_namespace="api",
-    auth=TokenAuth(),
 )
+PUSH, JUDGE, REPORT = TokenAuth(Scope.PUSH), TokenAuth(Scope.JUDGE), TokenAuth(Scope.REPORT)
 
 
 # -- errors -----------------------------------------------------------------------------------------------
@@ -68,6 +68,14 @@ def _bad_input(request: HttpRequest, exc: ValidationError) -> JsonResponse:
     return _error(
         400, "bad parameters: " + "; ".join(f"{p['field']}: {p['message']}" for p in problems), problems=problems
     )
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> JsonResponse:
+    message = str(exc)
+    if message.startswith("Cannot parse request body"):  # ninja's words for a JSON body that is not JSON
+        message = "the body is not valid JSON: send a JSON object (Content-Type: application/json)"
+    return _error(exc.status_code, message)
 
 
 class Problem(Schema):
@@ -107,18 +115,23 @@ PUSH_BODY = {
 # -- pushes -----------------------------------------------------------------------------------------------
 
 
-@api.post("/outputs", response={200: PushOut, 201: PushOut, 413: ErrorOut, **ERRORS}, openapi_extra=PUSH_BODY)
+@api.post(
+    "/outputs", auth=PUSH, response={200: PushOut, 201: PushOut, 413: ErrorOut, **ERRORS}, openapi_extra=PUSH_BODY
+)
 def push_outputs(
     request: HttpRequest, eval_set: str, agent_version: str | None = None, filename: str = "outputs.jsonl"
 ):
     """Push cases and outputs into an eval set (created if missing), as `import_cases` does: all or nothing."""
-    require(request, Scope.PUSH)
-    return run_import(
-        import_cases, body_source(request, filename), eval_set_name=eval_set, default_agent_version=agent_version
+    return Status(
+        *run_import(
+            import_cases, body_source(request, filename), eval_set_name=eval_set, default_agent_version=agent_version
+        )
     )
 
 
-@api.post("/verdicts", response={200: PushOut, 201: PushOut, 413: ErrorOut, **ERRORS}, openapi_extra=PUSH_BODY)
+@api.post(
+    "/verdicts", auth=PUSH, response={200: PushOut, 201: PushOut, 413: ErrorOut, **ERRORS}, openapi_extra=PUSH_BODY
+)
 def push_verdicts(
     request: HttpRequest,
     eval_set: str,
@@ -131,19 +144,20 @@ def push_verdicts(
     skip_scorer: list[str] = Query([]),  # noqa: B008
 ):
     """Push verdicts judged elsewhere, as `import_verdicts` does (scorer/score/skip_scorer: Inspect AI logs)."""
-    require(request, Scope.PUSH)
     try:
         mapping = ScoreMapping.parse(scorer, score, skip_scorer)
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
-    return run_import(
-        import_verdicts,
-        body_source(request, filename),
-        eval_set_name=eval_set,
-        rubric_ref=rubric,
-        judge_name=judge,
-        default_agent_version=agent_version,
-        score_mapping=mapping,
+    return Status(
+        *run_import(
+            import_verdicts,
+            body_source(request, filename),
+            eval_set_name=eval_set,
+            rubric_ref=rubric,
+            judge_name=judge,
+            default_agent_version=agent_version,
+            score_mapping=mapping,
+        )
     )
 
 
@@ -165,10 +179,9 @@ def progress_body(progress: Progress) -> dict:
     return body
 
 
-@api.post("/judge-runs", response={202: dict, **ERRORS, 503: ErrorOut})
+@api.post("/judge-runs", auth=JUDGE, response={202: dict, **ERRORS, 503: ErrorOut})
 def start_judge_run(request: HttpRequest, payload: RunIn):
     """Queue a judge run on the Celery workers (as `run_judge` does); follow it with GET /api/judge-runs/{id}."""
-    require(request, Scope.JUDGE)
     try:
         scope = runner.resolve(
             eval_set=payload.eval_set, rubric=payload.rubric, judge=payload.judge, agent_version=payload.agent_version
@@ -180,13 +193,12 @@ def start_judge_run(request: HttpRequest, payload: RunIn):
     run.refresh_from_db(fields=["status", "error"])
     if run.status == JudgeRun.Status.FAILED:
         raise ApiError(503, f"judge run {run.pk} could not start: {run.error}", run_id=run.pk)
-    return 202, progress_body(progress_of(run))
+    return Status(202, progress_body(progress_of(run)))
 
 
-@api.get("/judge-runs/{run_id}", response={200: dict, **ERRORS})
+@api.get("/judge-runs/{run_id}", auth=JUDGE, response={200: dict, **ERRORS})
 def judge_run_progress(request: HttpRequest, run_id: int):
     """How far a judge run has got: items, verdicts per outcome, the most frequent ERROR reasons."""
-    require(request, Scope.JUDGE)
     run = JudgeRun.objects.filter(pk=run_id).first()
     if run is None:
         raise ApiError(404, f"there is no judge run {run_id}")
@@ -196,7 +208,7 @@ def judge_run_progress(request: HttpRequest, run_id: int):
 # -- calibration and the gate -----------------------------------------------------------------------------
 
 
-@api.get("/calibration-report", response={200: dict, **ERRORS})
+@api.get("/calibration-report", auth=REPORT, response={200: dict, **ERRORS})
 def report(
     request: HttpRequest,
     eval_set: str,
@@ -206,7 +218,6 @@ def report(
     by: str | None = None,
 ):
     """The calibration report: the same JSON as `calibration_report --format json` (by=agent_version splits it)."""
-    require(request, Scope.REPORT)
     if by not in (None, "agent_version"):
         raise ApiError(400, f"by must be agent_version (or left out), not {by!r}")
     if by and agent_version:
