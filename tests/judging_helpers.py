@@ -11,8 +11,9 @@ from judging.models import JudgeConfig, JudgeRun
 from tests.factories import make_eval_set, make_output, make_rubric_version
 from tests.fake_llm import FakeLLM
 
-# A key that must never show up anywhere but in the Authorization header the fake server sees.
-KEY_ENV = "ICEWATER_TEST_JUDGE_KEY"
+# A key that must never show up anywhere but in the Authorization header the fake server sees. Its
+# variable is on the tests' key allowlist (conftest.py; the Celery worker gets it in its environment).
+KEY_ENV = "JUDGE_TEST_API_KEY"
 KEY_VALUE = "sk-test-7Hq2-NEVER-STORE-THIS-a91f"
 RESPONSE = "I have issued a refund of $40.00. You will see it within 5 business days."
 
