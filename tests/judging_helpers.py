@@ -17,6 +17,24 @@ KEY_ENV = "JUDGE_TEST_API_KEY"
 KEY_VALUE = "sk-test-7Hq2-NEVER-STORE-THIS-a91f"
 RESPONSE = "I have issued a refund of $40.00. You will see it within 5 business days."
 
+# The judge config form as the lead's page posts it (every field, the model's defaults).
+CONFIG_FORM = {
+    "name": "gpt-judge",
+    "backend": "openai",
+    "model_id": "gpt-x-2026",
+    "api_key_env": "OPENAI_API_KEY",
+    "base_url": "",
+    "temperature": "0",
+    "max_output_tokens": "1024",
+    "mode": "per_output",
+    "samples": "1",
+    "max_concurrency": "4",
+    "timeout_s": "60",
+    "max_retries": "4",
+    "prompt_template_version": "v1",
+    "instruments": "{}",
+}
+
 
 @pytest.fixture
 def fake_llm():

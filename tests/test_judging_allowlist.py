@@ -22,7 +22,7 @@ from judging.backends import CallFailed, Misconfigured, api_key_for, backend_for
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from judging.prompt import CriterionSpec, Subject, build_request
 from tests import judging_helpers
-from tests.judging_helpers import KEY_ENV, KEY_VALUE, make_judge, make_scope
+from tests.judging_helpers import CONFIG_FORM, KEY_ENV, KEY_VALUE, make_judge, make_scope
 from tests.test_settings import ROOT, load_settings
 
 fake_llm = judging_helpers.fake_llm
@@ -136,22 +136,7 @@ def test_the_operator_lists_are_read_from_the_environment(tmp_path):
 # -- the form, add_judge, the admin --------------------------------------------------------------------
 
 
-FORM = {
-    "name": "exfil",
-    "backend": "openai",
-    "model_id": "gpt-x-2026",
-    "api_key_env": "OPENAI_API_KEY",
-    "base_url": "",
-    "temperature": "0",
-    "max_output_tokens": "1024",
-    "mode": "per_output",
-    "samples": "1",
-    "max_concurrency": "4",
-    "timeout_s": "60",
-    "max_retries": "4",
-    "prompt_template_version": "v1",
-    "instruments": "{}",
-}
+FORM = {**CONFIG_FORM, "name": "exfil"}
 
 
 @pytest.mark.django_db
