@@ -1,19 +1,24 @@
-"""Who is calling the API: a bearer API token, checked for each endpoint's scope.
+"""Who is calling the API: a bearer token (calibration's GateToken, the one token concept), checked for
+each endpoint's scope and for the rubric version and eval sets the lead limited it to.
 
 Session cookies are not accepted (the API needs no CSRF token because of that): a browser that
-is logged in is not a CI system. A missing, unknown or revoked token is a 401, a token without
-the endpoint's scope a 403, each with a message that says what to do.
+is logged in is not a CI system. A missing, unknown or revoked token is a 401; a token without
+the endpoint's scope, or asking about another rubric version or an eval set its pattern does
+not match, a 403. Each message says what to do, and names only what the caller named or the
+token's own scope, never what else exists.
 """
 
 from __future__ import annotations
+
+import fnmatch
 
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from calibration.models import hash_token
+from calibration.models import GateToken, hash_token
 
-from .models import ApiToken
+NO_TOKEN = "send a token as 'Authorization: Bearer <token>' (a lead creates one on the gate page, /calibration/gates/)"
 
 
 class ApiError(Exception):
@@ -24,11 +29,6 @@ class ApiError(Exception):
         self.status = status
         self.message = message
         self.extra = extra
-
-
-NO_TOKEN = (
-    "send an API token as 'Authorization: Bearer <token>' (a lead creates one on the API tokens page, /api/tokens/)"
-)
 
 
 class TokenAuth(HttpBearer):
@@ -42,14 +42,15 @@ class TokenAuth(HttpBearer):
         super().__init__()
         self.scope = scope
 
-    def __call__(self, request: HttpRequest) -> ApiToken:
+    def __call__(self, request: HttpRequest) -> GateToken:
         scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not secret.strip():
             raise ApiError(401, NO_TOKEN)
         return self.authenticate(request, secret.strip())
 
-    def authenticate(self, request: HttpRequest, token: str) -> ApiToken:
-        found = ApiToken.objects.filter(token_hash=hash_token(token)).first()
+    def authenticate(self, request: HttpRequest, token: str) -> GateToken:
+        tokens = GateToken.objects.select_related("rubric_version__rubric")
+        found = tokens.filter(token_hash=hash_token(token)).first()
         if found is None:
             raise ApiError(401, f"unknown token; {NO_TOKEN}")
         if not found.is_active:
@@ -60,5 +61,15 @@ class TokenAuth(HttpBearer):
                 f"this token may not {self.scope} (its scopes: {', '.join(found.scopes) or 'none'}); "
                 f"a lead can create a token with the {self.scope} scope",
             )
-        ApiToken.objects.filter(pk=found.pk).update(last_used_at=timezone.now())
+        GateToken.objects.filter(pk=found.pk).update(last_used_at=timezone.now())
         return found
+
+
+def check_scope(request: HttpRequest, *, eval_set: str, rubric: str | None = None) -> None:
+    """ApiError 403 unless the eval set (and rubric version, when the call names one) are within the token's."""
+    token: GateToken = request.auth  # type: ignore[attr-defined]
+    if rubric is not None and rubric != token.rubric_version.ref:
+        raise ApiError(403, f"this token is for {token.rubric_version.ref} only, not {rubric!r}")
+    # Case-sensitive like the names themselves, as the gate matches them.
+    if not fnmatch.fnmatchcase(eval_set, token.eval_set_pattern):
+        raise ApiError(403, f"this token is for eval sets whose names match {token.eval_set_pattern!r} only")

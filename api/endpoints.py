@@ -3,8 +3,8 @@
 Every endpoint calls the same domain function as the command line (the importers, the judge
 runner, the calibration report, the gate), so the API has the same checks, atomicity and
 messages. Errors are JSON {"error": message, ...details} with the status that fits (400 bad
-input, 401 no usable token, 403 wrong scope, 404 unknown name, 409 the gate cannot decide,
-413 too large); docs/api.md lists them.
+input, 401 no usable token, 403 outside the token's scope, 404 unknown name, never followed by
+the names that exist, 409 the gate cannot decide, 413 too large); docs/api.md lists them.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from calibration import api as gate_api
 from calibration.export import to_json
 from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
+from calibration.models import TokenScope as Scope
 from calibration.report import calibration_report, segmented_report
 from judging import runner
 from judging.backends import Misconfigured
@@ -27,8 +28,7 @@ from judging.models import JudgeRun
 from judging.progress import Progress, progress_of
 from labeling.io import import_cases
 
-from .auth import NO_TOKEN, ApiError, TokenAuth
-from .models import Scope
+from .auth import NO_TOKEN, ApiError, TokenAuth, check_scope
 from .pushes import body_source, run_import
 
 api = NinjaAPI(
@@ -38,7 +38,7 @@ api = NinjaAPI(
     "Authenticate with 'Authorization: Bearer <API token>'; see docs/api.md.",
     urls_namespace="api",
 )
-PUSH, JUDGE, REPORT = TokenAuth(Scope.PUSH), TokenAuth(Scope.JUDGE), TokenAuth(Scope.REPORT)
+PUSH, JUDGE, REPORT, GATE = (TokenAuth(s) for s in (Scope.PUSH, Scope.JUDGE, Scope.REPORT, Scope.GATE))
 
 
 # -- errors -----------------------------------------------------------------------------------------------
@@ -122,6 +122,7 @@ def push_outputs(
     request: HttpRequest, eval_set: str, agent_version: str | None = None, filename: str = "outputs.jsonl"
 ):
     """Push cases and outputs into an eval set (created if missing), as `import_cases` does: all or nothing."""
+    check_scope(request, eval_set=eval_set)
     return Status(
         *run_import(
             import_cases, body_source(request, filename), eval_set_name=eval_set, default_agent_version=agent_version
@@ -144,6 +145,7 @@ def push_verdicts(
     skip_scorer: list[str] = Query([]),  # noqa: B008
 ):
     """Push verdicts judged elsewhere, as `import_verdicts` does (scorer/score/skip_scorer: Inspect AI logs)."""
+    check_scope(request, eval_set=eval_set, rubric=rubric)
     try:
         mapping = ScoreMapping.parse(scorer, score, skip_scorer)
     except ValueError as exc:
@@ -171,6 +173,22 @@ class RunIn(Schema):
     agent_version: str = ""
 
 
+def _named(eval_set: str, rubric: str, judge: str) -> tuple:
+    """The eval set, rubric version and judge config by name; ApiError 404 naming what was asked.
+
+    As at the HTTP gate, the message does not list the names that exist: a token holder learns
+    nothing beyond what it named and its token's scope.
+    """
+    try:
+        return (
+            eval_set_named(eval_set, say_known=False),
+            rubric_version_named(rubric, say_known=False),
+            judge_named(judge, say_known=False),
+        )
+    except UnknownName as exc:
+        raise ApiError(404, str(exc)) from None
+
+
 def progress_body(progress: Progress) -> dict:
     body = dataclasses.asdict(progress)
     for key in ("started_at", "finished_at"):
@@ -182,10 +200,9 @@ def progress_body(progress: Progress) -> dict:
 @api.post("/judge-runs", auth=JUDGE, response={202: dict, **ERRORS, 503: ErrorOut})
 def start_judge_run(request: HttpRequest, payload: RunIn):
     """Queue a judge run on the Celery workers (as `run_judge` does); follow it with GET /api/judge-runs/{id}."""
+    check_scope(request, eval_set=payload.eval_set, rubric=payload.rubric)
     try:
-        scope = runner.resolve(
-            eval_set=payload.eval_set, rubric=payload.rubric, judge=payload.judge, agent_version=payload.agent_version
-        )
+        scope = runner.Scope(*_named(payload.eval_set, payload.rubric, payload.judge), payload.agent_version)
         # The judge's API key lives where the workers run, not necessarily here: the lane checks it.
         run = runner.start_run(scope, check_api_key=False)
     except Misconfigured as exc:
@@ -199,9 +216,10 @@ def start_judge_run(request: HttpRequest, payload: RunIn):
 @api.get("/judge-runs/{run_id}", auth=JUDGE, response={200: dict, **ERRORS})
 def judge_run_progress(request: HttpRequest, run_id: int):
     """How far a judge run has got: items, verdicts per outcome, the most frequent ERROR reasons."""
-    run = JudgeRun.objects.filter(pk=run_id).first()
+    run = JudgeRun.objects.select_related("eval_set", "rubric_version__rubric").filter(pk=run_id).first()
     if run is None:
         raise ApiError(404, f"there is no judge run {run_id}")
+    check_scope(request, eval_set=run.eval_set.name, rubric=run.rubric_version.ref)
     return progress_body(progress_of(run))
 
 
@@ -218,18 +236,12 @@ def report(
     by: str | None = None,
 ):
     """The calibration report: the same JSON as `calibration_report --format json` (by=agent_version splits it)."""
+    check_scope(request, eval_set=eval_set, rubric=rubric)
     if by not in (None, "agent_version"):
         raise ApiError(400, f"by must be agent_version (or left out), not {by!r}")
     if by and agent_version:
         raise ApiError(400, "by=agent_version and agent_version exclude each other: pick one")
-    try:
-        scope = {
-            "eval_set": eval_set_named(eval_set),
-            "rubric_version": rubric_version_named(rubric),
-            "judge_config": judge_named(judge),
-        }
-    except UnknownName as exc:
-        raise ApiError(404, str(exc)) from None
+    scope = dict(zip(("eval_set", "rubric_version", "judge_config"), _named(eval_set, rubric, judge), strict=True))
     built = segmented_report(**scope) if by else calibration_report(**scope, agent_version=agent_version)
     return HttpResponse(to_json(built), content_type="application/json")
 
@@ -258,9 +270,9 @@ GATE_BODY = {
 }
 
 
-@api.post("/gate", auth=None, response={200: dict, 400: dict, 401: dict, 403: dict, 409: dict}, openapi_extra=GATE_BODY)
+@api.post("/gate", auth=GATE, response={200: dict, 400: dict, 401: dict, 403: dict, 409: dict}, openapi_extra=GATE_BODY)
 def gate(request: HttpRequest):
-    """The release gate, with a gate token ('Authorization: Bearer icw_...'): /calibration/api/gate itself.
+    """The release gate: /calibration/api/gate itself (the token's rubric version, eval set pattern and policy).
 
     200 with the decision (read "passed"), 409 when it cannot decide; every decision is recorded.
     """

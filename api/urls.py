@@ -1,22 +1,12 @@
-"""/api/: the JSON API (api/endpoints.py, with /api/docs and /api/openapi.json) and the lead's token page."""
+"""/api/: the JSON API (api/endpoints.py), with its browsable docs at /api/docs and schema at /api/openapi.json.
+
+Tokens are made on the gate page (calibration:gates), where a lead gives each its scopes.
+"""
 
 from __future__ import annotations
 
-from django.urls import include, path
+from django.urls import path
 
-from . import views
 from .endpoints import api
 
-token_urls = (
-    [
-        path("", views.tokens, name="tokens"),
-        path("new", views.create_token, name="create"),
-        path("<int:token>/revoke", views.revoke_token, name="revoke"),
-    ],
-    "api_tokens",
-)
-
-urlpatterns = [
-    path("tokens/", include(token_urls)),
-    path("", api.urls),
-]
+urlpatterns = [path("", api.urls)]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from calibration.models import GateResult, GateToken, hash_token
+from calibration.models import GateResult
 from judging.models import JudgeRun
 from labeling.models import Output
 
@@ -52,17 +52,12 @@ def ci(client, lead, live_server, tmp_path):
     rubric = make_rubric_version("refund-support", "1")
     judge = make_judge("ci-instruments", model_id="", backend="instrument", instruments=INSTRUMENTS)
     mark_as_gating(rubric, judge, ["correct_amount"], make_eval_set("calibration"), by=lead)
-    gate_secret = GateToken.new_secret()
-    GateToken.objects.create(
-        project="refund-bot CI", rubric=rubric.rubric, token_hash=hash_token(gate_secret), hint="x", created_by=lead
-    )
     script = tmp_path / "ci_gate.py"
     script.write_text(example_code())
     env = {
         **os.environ,
         "ICEWATER_URL": live_server.url,
-        "ICEWATER_API_TOKEN": create_token(client, lead, ["push", "judge"]),
-        "ICEWATER_GATE_TOKEN": gate_secret,
+        "ICEWATER_TOKEN": create_token(client, lead, ["push", "judge", "gate"], rubric, pattern="rc-*"),
         "EVAL_SET": "rc-42",
         "RUBRIC": "refund-support@1",
         "JUDGE": "ci-instruments",

@@ -31,7 +31,12 @@ def world(lead):
 def create_token(client, lead, rubric_version, pattern: str = "rc-*") -> str:
     """Create a token the way a lead does, through the page, and read it off the page."""
     client.force_login(lead)
-    data = {"project": "refund-bot CI", "rubric_version": rubric_version.pk, "eval_set_pattern": pattern}
+    data = {
+        "project": "refund-bot CI",
+        "rubric_version": rubric_version.pk,
+        "eval_set_pattern": pattern,
+        "scopes": "gate",
+    }
     response = client.post(reverse("calibration:create_token"), data)
     assert response.status_code == 200 and response["Cache-Control"] == "no-store"
     body = response.content.decode()
