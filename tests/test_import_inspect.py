@@ -154,3 +154,22 @@ def test_a_log_with_several_epochs_is_refused(offline, tmp_path):
         import_log(two)
     assert "the log has 2 epochs" in str(exc.value)
     assert row_counts()["EvalSet"] == 0
+
+
+@pytest.mark.parametrize("agent_version,expected", [("", INSPECT_MODEL), ("v7", "v7")])
+def test_the_upload_page_takes_a_log_and_names_outputs_like_the_command(
+    client, lead, refund_logs, offline, agent_version, expected
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    client.force_login(lead)
+    data = {
+        "kind": "cases",
+        "cases-eval_set": "refunds",
+        "cases-agent_version": agent_version,
+        "cases-file": SimpleUploadedFile("run.eval", refund_logs["eval"].read_bytes()),
+    }
+    page = client.post(reverse("labeling:upload"), data).content.decode()
+    assert "3 outputs created" in page
+    assert set(Output.objects.values_list("agent_version", flat=True)) == {expected}
