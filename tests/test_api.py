@@ -116,7 +116,7 @@ def test_every_endpoint_refuses_a_missing_unknown_or_wrongly_scoped_token(
 ):
     missing = call(client, method, path, None, **query)
     assert missing.status_code == 401 and "Authorization: Bearer" in missing.json()["error"]
-    unknown = call(client, method, path, "icwapi_not-a-token", **query)
+    unknown = call(client, method, path, "icw_not-a-token", **query)
     assert unknown.status_code == 401 and "unknown token" in unknown.json()["error"]
     other = next(t for s, t in tokens.items() if s != scope)
     wrong = call(client, method, path, other, **query)
