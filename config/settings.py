@@ -55,7 +55,10 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 DATA_DIR = Path(env_str("ICEWATER_DATA_DIR", str(BASE_DIR / "data")))
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+try:
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+except OSError as exc:
+    raise ImproperlyConfigured(f"ICEWATER_DATA_DIR={str(DATA_DIR)!r} cannot be created ({exc.strerror})") from None
 
 DEBUG = env_bool("ICEWATER_DEBUG", default="DATABASE_URL" not in os.environ)
 
@@ -65,7 +68,10 @@ def _secret_key() -> str:
     if key:
         return key
     if not DEBUG:
-        raise ImproperlyConfigured("ICEWATER_SECRET_KEY must be set when ICEWATER_DEBUG is off")
+        raise ImproperlyConfigured(
+            "ICEWATER_SECRET_KEY must be set when debug is off (setting DATABASE_URL turns debug off unless "
+            "ICEWATER_DEBUG=1); make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
     # Embedded development default: a random key kept beside the SQLite file, never in the repo.
     path = DATA_DIR / "secret_key"
     if not path.exists():
@@ -125,21 +131,33 @@ TEMPLATES = [
 ]
 
 
+# Every SQLite database gets these, the embedded default and a DATABASE_URL=sqlite:///... alike: several
+# writers (gunicorn's workers and threads, the Celery worker) share the file. Without them 8 annotators
+# saving at once got "database is locked" on about 30% of requests.
+# - timeout: a writer waits this many seconds for the lock instead of failing at once.
+# - IMMEDIATE: a transaction takes the write lock when it begins. A DEFERRED one that reads and then
+#   writes must upgrade its lock, and SQLite refuses that at once, whatever the timeout, when another
+#   connection is writing (the wait could deadlock).
+# - WAL: readers no longer block the writer nor it them, so a page load never holds up a save. Kept in
+#   the file once set; it needs a local disk (not NFS). synchronous stays at SQLite's FULL: a
+#   submitted label must survive a power cut.
+SQLITE_OPTIONS = {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL"}
+
+
 def _database() -> dict:
     url = env_str("DATABASE_URL")
     if not url:
-        return {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "icewater.sqlite3",
-            # Several writers (web + worker) share the file: wait instead of failing at once.
-            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
-        }
+        name = DATA_DIR / "icewater.sqlite3"
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name, "OPTIONS": dict(SQLITE_OPTIONS)}
     try:
         config = dj_database_url.parse(url, conn_max_age=env_int("ICEWATER_DB_CONN_MAX_AGE", 60, minimum=0))
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
     if config.get("ENGINE") not in {"django.db.backends.postgresql", "django.db.backends.sqlite3"}:
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...) or SQLite (sqlite:///...)")
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        # Options written in the URL (sqlite:///x?timeout=60) override ours, one by one.
+        config["OPTIONS"] = {**SQLITE_OPTIONS, **config.get("OPTIONS", {})}
     if config["ENGINE"] == "django.db.backends.postgresql" and env_bool("ICEWATER_DB_PREPARED", True):
         # Lets labeling.rows.fetchone keep the few statements every request runs (the session with its
         # user, the annotation a page or save opens) prepared on the connection: PostgreSQL then plans
