@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "csp",
     "axes",
     "labeling",
     "judging",
@@ -102,6 +103,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -258,9 +260,54 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp), on every response, debug or not: every script, style sheet,
+# image, font, fetch and form target comes from this site, nothing inline. The templates and
+# static/js hold no inline script, event handler or style attribute (bar widths are pct-N classes,
+# icewater.css); htmx is told by <meta name="htmx-config"> (base.html) not to inject its indicator
+# <style> and not to evaluate code from attributes. A transcript that got past escaping still could
+# not run script. Django's debug 404/500 pages are left without it (django-csp's own exemption).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+# Behind a proxy that ends TLS, Django sees plain HTTP unless it may trust the proxy's header saying
+# the browser used https. Set ICEWATER_PROXY_SSL_HEADER (e.g. X-Forwarded-Proto) only when the proxy
+# sets that header itself, overwriting whatever the client sent.
+_proxy_ssl_header = env_str("ICEWATER_PROXY_SSL_HEADER").strip()
+if _proxy_ssl_header:
+    if not all(ch.isalnum() or ch == "-" for ch in _proxy_ssl_header):
+        raise ImproperlyConfigured(f"ICEWATER_PROXY_SSL_HEADER={_proxy_ssl_header!r} is not a header name")
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https")
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("ICEWATER_SECURE_COOKIES", True)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+if not DEBUG and SESSION_COOKIE_SECURE:
+    # Secure cookies mean the site is served over https: browsers are then told to use nothing else.
+    # One year, the max-age the HSTS preload list asks for and Mozilla's guidelines use; Django sends
+    # it on https responses only. Preloading is the whole domain owner's call: not asked for here.
+    SECURE_HSTS_SECONDS = env_int("ICEWATER_HSTS_SECONDS", 365 * 24 * 3600, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    # Django redirects http to https itself only when it can tell them apart behind the proxy;
+    # without the proxy's header every request looks like http and the redirect would loop.
+    SECURE_SSL_REDIRECT = bool(_proxy_ssl_header)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # a load balancer's plain-http health check
+SILENCED_SYSTEM_CHECKS = [
+    # security.W021 (HSTS preload not set): putting a domain on the browsers' preload list binds every
+    # subdomain of it, for months; that is the domain owner's decision, not this app's.
+    "security.W021",
+]
+if not DEBUG and SESSION_COOKIE_SECURE and not _proxy_ssl_header:
+    # security.W008 (SECURE_SSL_REDIRECT off): without a trusted proxy header Django cannot tell https
+    # from http behind the TLS proxy, so that proxy is what redirects http to https (docs/security.md).
+    SILENCED_SYSTEM_CHECKS.append("security.W008")
 
 # Celery: Redis when CELERY_BROKER_URL is set, otherwise a broker on the file
 # system that needs no server (the embedded default).
