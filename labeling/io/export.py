@@ -23,6 +23,7 @@ from django.db.models import Prefetch
 
 from ..models import Annotation, EvalSet, GoldLabel, Label, Output, RubricVersion
 from .cases import CASE_FIELDS, OUTPUT_FIELDS
+from .fields import csv_safe
 from .labels import AGREEMENT
 from .rubrics import find_version
 
@@ -177,7 +178,7 @@ def _cell(value) -> str:
         return ""
     if isinstance(value, dict | list):
         return _dumps(value)
-    return str(value)
+    return csv_safe(str(value))
 
 
 def export_data(
