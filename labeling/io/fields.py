@@ -130,12 +130,12 @@ def check_nesting(text: str | bytes) -> None:
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
     obj = dict(pairs)
     if len(obj) != len(pairs):
-        raise _RepeatedKey
+        raise RepeatedKey
     return obj
 
 
-class _RepeatedKey(Exception):
-    """Raised inside the parser; the caller then locates the key (only on this rare path)."""
+class RepeatedKey(Exception):
+    """Raised inside a parser at a repeated key; the caller then finds where it is (find_shape_error)."""
 
 
 # NaN, Infinity and 1e400 are accepted by Python's json but are not JSON numbers (jsonb refuses them).
@@ -158,7 +158,7 @@ def parse_json(text: str) -> Any:
     check_nesting(text)
     try:
         value = _decoder.decode(text)
-    except _RepeatedKey:
+    except RepeatedKey:
         raise find_shape_error(text) or ShapeError("", DUPLICATE_KEY) from None
     if ("\\ud" in text or "\\uD" in text) and not encodable(value):
         raise ValueError("an unpaired \\uD800-\\uDFFF escape is not valid Unicode")

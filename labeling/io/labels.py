@@ -202,8 +202,8 @@ def iter_records(
 def _whole_object(first: bytes) -> bool:
     try:
         return isinstance(f.parse_json(first.decode("utf-8", "replace")), dict)
-    except f.ShapeError:
-        return True  # a whole record refused for its shape: the JSONL reader says where
+    except f.ShapeError:  # a whole value refused for its shape: the reader of its kind says where
+        return first[:1] == b"{"
     except ValueError:
         return False
 

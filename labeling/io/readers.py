@@ -31,10 +31,12 @@ from .fields import (
     DUPLICATE_KEY,
     MAX_NESTING,
     TOO_DEEP,
+    RepeatedKey,
     ShapeError,
     check_nesting,
     csv_unsafe,
     encodable,
+    find_shape_error,
     finite_float,
     format_path,
     parse_json_bytes,
@@ -218,11 +220,11 @@ def line_of(value: Any, default: int | None = None) -> int | None:
     return getattr(value, "line", default)
 
 
-def load_json_document(text: str, problems: Problems) -> Any:
+def load_json_document(text: str, problems: Problems, root: str = "") -> Any:
     """Parse a whole JSON document; objects and arrays become Obj/Arr carrying their line.
 
-    Duplicate keys in an object are problems (json.loads would keep the last one silently), and so is
-    nesting deeper than MAX_NESTING (refused before parsing, which would otherwise recurse that deep).
+    A key twice in one object is refused (json.loads would keep the last one silently), and so is nesting
+    deeper than MAX_NESTING (before parsing, which would otherwise recurse that deep): fields.ShapeError.
     """
     newlines = [m.start() for m in re.finditer("\n", text)]
 
@@ -232,19 +234,17 @@ def load_json_document(text: str, problems: Problems) -> Any:
     try:
         check_nesting(text)
     except ShapeError as exc:
-        raise problems.fatal(line_at(exc.offset), exc.path or None, exc.message) from None
+        raise problems.fatal(line_at(exc.offset), _rooted(root, exc.path), exc.message) from None
 
     dec = json.JSONDecoder(parse_constant=reject_json_constant, parse_float=finite_float)
 
     def parse_object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo=None):
         start = s_and_end[1] - 1
         pairs, end = json_decoder.JSONObject(s_and_end, strict, scan_once, None, list, memo)
-        obj = Obj()
+        obj = Obj(pairs)
+        if len(obj) != len(pairs):
+            raise RepeatedKey
         obj.line = line_at(start)
-        for key, value in pairs:
-            if key in obj:
-                problems.add(obj.line, key, DUPLICATE_KEY)
-            obj[key] = value
         return obj, end
 
     def parse_array(s_and_end, scan_once):
@@ -259,6 +259,9 @@ def load_json_document(text: str, problems: Problems) -> Any:
     dec.scan_once = json_scanner.py_make_scanner(dec)
     try:
         value = dec.decode(text)
+    except RepeatedKey:
+        exc = find_shape_error(text) or ShapeError("", DUPLICATE_KEY)  # where: the same walk as for JSON lines
+        raise problems.fatal(line_at(exc.offset), _rooted(root, exc.path), exc.message) from None
     except json.JSONDecodeError as exc:
         raise problems.fatal(exc.lineno, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     except ValueError as exc:
@@ -266,6 +269,11 @@ def load_json_document(text: str, problems: Problems) -> Any:
     if ("\\ud" in text or "\\uD" in text) and not encodable(value):
         raise problems.fatal(None, None, "contains an unpaired \\uD800-\\uDFFF escape, which is not valid Unicode")
     return value
+
+
+def _rooted(root: str, path: str) -> str | None:
+    """A path inside a document as its reader's messages name it: `root` ("tasks") before a leading index."""
+    return (root + path if path.startswith("[") else path) or None
 
 
 class _LineLoader(yaml.SafeLoader):
