@@ -17,13 +17,13 @@ from django.urls import reverse
 
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from labeling.io import import_cases, import_rubric
-from labeling.io.fields import MAX_NESTING
 from labeling.models import Case, Label, Output
 
 from .io_helpers import data_source, row_counts
 
 pytestmark = pytest.mark.django_db
 REF = "refund-support@1"
+MAX_NESTING = 64  # the limit docs/formats.md states (labeling.io.fields.MAX_NESTING)
 DEEP = 1000
 TWICE = "this key appears twice in the same object"
 TOO_DEEP = f"is nested more than {MAX_NESTING} levels deep"
@@ -280,6 +280,9 @@ def test_a_line_just_past_the_limit_is_refused_although_the_fast_parser_would_re
 
 
 def test_nesting_up_to_the_limit_is_imported(refunds, tmp_path):
+    from labeling.io.fields import MAX_NESTING as limit
+
+    assert limit == MAX_NESTING
     # The record is one level, its metadata the other 63.
     path = tmp_path / "cases.jsonl"
     path.write_text('{"case_id": "c1", "input": "Q", "metadata": ' + objects(MAX_NESTING - 1) + "}\n")
