@@ -7,6 +7,7 @@ import json
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from judging.io import EXPORT_COLUMNS, export_verdicts
 from judging.models import JudgeConfig, JudgeRun, Verdict
@@ -368,7 +369,7 @@ def test_other_fields_of_a_verdict_count_as_its_content_too(tmp_path, judged_set
     assert Verdict.objects.count() == 1
 
 
-def test_a_changed_verdict_comes_in_only_as_a_new_run_the_user_names(tmp_path, judged_set):
+def test_a_changed_verdict_comes_in_only_as_a_new_run_the_user_names(tmp_path, judged_set, client, lead):
     run_command(
         *IMPORT,
         write(tmp_path, "v1.jsonl", jsonl(line("c1", "correct_amount", "FAIL"), line("c1", "next_step", "PASS"))),
@@ -379,6 +380,8 @@ def test_a_changed_verdict_comes_in_only_as_a_new_run_the_user_names(tmp_path, j
     assert f"2 verdicts imported as run {run.pk} 'second opinion'" in out
     assert run.verdicts.count() == 2 and JudgeRun.objects.count() == 2
     assert current_outcomes()[("c1", "default", "correct_amount")] == "PASS"  # the new run supersedes, item by item
+    client.force_login(lead)
+    assert "“second opinion”" in client.get(reverse("judging:run", args=[run.pk])).content.decode()
     counts = (JudgeRun.objects.count(), Verdict.objects.count())
     again = run_command(*IMPORT, "--new-run", "second opinion", second)
     assert f'already there as run {run.pk} "second opinion"; nothing imported' in again
