@@ -221,20 +221,20 @@ SPIKY_CASES = [
     {"case_id": "@case", "input": "\rstarts with a carriage return", "reference": "''two quotes"},
     {"case_id": "'tis", "agent_version": "default", "input": "Where is my refund? ünïcödé", "response": "''"},
 ]
+LABEL_KEYS = ("case_id", "agent_version", "criterion", "annotator", "outcome", "evidence")
 SPIKY_LABELS = [
-    {"case_id": "=1+1", "agent_version": "-v1", "criterion": "correct_amount", "annotator": "-maria", "outcome": "PASS",
-     "evidence": "+SUM(A1:A2)"},
-    {"case_id": "=1+1", "agent_version": "-v1", "criterion": "correct_amount", "annotator": "@li", "outcome": "PASS",
-     "evidence": "=HYPERLINK"},
-    {"case_id": "=1+1", "agent_version": "-v1", "criterion": "next_step", "annotator": "-maria", "outcome": "FAIL",
-     "evidence": "NONE"},
-    {"case_id": "=1+1", "agent_version": "-v1", "criterion": "next_step", "annotator": "@li", "outcome": "PASS",
-     "evidence": "'tis the reference"},
-    {"case_id": "=1+1", "agent_version": "'v2", "criterion": "within_policy", "annotator": "-maria", "outcome": "FAIL",
-     "evidence": "\tindented"},
-    {"case_id": "=1+1", "agent_version": "'v2", "criterion": "within_policy", "annotator": "@li", "outcome": "FAIL",
-     "evidence": "\tindented"},
-    {"case_id": "'tis", "criterion": "correct_amount", "annotator": "-maria", "outcome": "ABSTAIN", "evidence": "ünï"},
+    *(
+        dict(zip(LABEL_KEYS, row, strict=True))
+        for row in [
+            ("=1+1", "-v1", "correct_amount", "-maria", "PASS", "+SUM(A1:A2)"),
+            ("=1+1", "-v1", "correct_amount", "@li", "PASS", "=HYPERLINK"),
+            ("=1+1", "-v1", "next_step", "-maria", "FAIL", "NONE"),
+            ("=1+1", "-v1", "next_step", "@li", "PASS", "'tis the reference"),
+            ("=1+1", "'v2", "within_policy", "-maria", "FAIL", "\tindented"),
+            ("=1+1", "'v2", "within_policy", "@li", "FAIL", "\tindented"),
+            ("'tis", "default", "correct_amount", "-maria", "ABSTAIN", "ünï"),
+        ]
+    ),
     {"case_id": "=1+1", "agent_version": "-v1", "criterion": "next_step", "adjudicator": "@rey", "outcome": "FAIL",
      "rationale": "=because\nthe tool said so"},
 ]  # fmt: skip

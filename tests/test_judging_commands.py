@@ -604,18 +604,8 @@ def test_export_takes_each_verdict_from_the_latest_run_that_has_it(tmp_path):
     judge_in_process(scope)
     # A later import, asked for as a run of its own, changes one verdict; everything else still reads from the first.
     path = write(tmp_path, "v.jsonl", jsonl(line("case-002", "next_step", "PASS", "No idea.")))
-    run_command(
-        "import_verdicts",
-        "--eval-set",
-        scope.eval_set.name,
-        "--rubric",
-        "refund@1",
-        "--judge",
-        "inst",
-        "--new-run",
-        "second opinion",
-        path,
-    )
+    scope_args = ("--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "inst")
+    run_command("import_verdicts", *scope_args, "--new-run", "second opinion", path)
     out = io.StringIO()
     export_verdicts(
         eval_set=scope.eval_set,
