@@ -1,4 +1,4 @@
-"""Verdicts in and out of Icewater: JSONL (and CSV out), and Google ADK eval results in.
+"""Verdicts in and out of Icewater: JSONL and CSV both ways, and Google ADK eval results in.
 
 Export writes the current verdicts (judging/reading.py) of an eval set x rubric version x
 judge config, one record per output, criterion and sample:
@@ -7,12 +7,14 @@ judge config, one record per output, criterion and sample:
      "error_reason", "latency_ms", "tokens_in", "tokens_out", "cache_hit"}
 
 Import reads that format back (only case_id, agent_version, criterion, outcome are required;
-evidence and raw are expected, the rest optional) or an ADK `.evalset_result.json`, whose
-rubric-based metrics' per-rubric scores become verdicts: rubric_id is the criterion key,
-score 1 is PASS, 0 is FAIL, and a missing score (or a criterion with no score) is ERROR.
-An import is atomic with line-numbered errors, creates the judge config (backend
-"imported") when it does not exist, and records one finished run, so imported verdicts
-read exactly like judged ones. Importing the same verdicts again changes nothing.
+evidence and raw are expected, the rest optional), as JSONL or as the CSV the export writes, or
+an ADK `.evalset_result.json`, whose rubric-based metrics' per-rubric scores become verdicts:
+rubric_id is the criterion key, score 1 is PASS, 0 is FAIL, and a missing score (or a criterion
+with no score) is ERROR. An import is atomic with line-numbered errors, creates the judge config
+(backend "imported") when it does not exist, and records one finished run, so imported verdicts
+read exactly like judged ones. Importing the same verdicts again changes nothing; a verdict
+already there with different content is an error (never an overwrite) unless the user names a
+new run for the file (`new_run`, `import_verdicts --new-run LABEL`).
 """
 
 from __future__ import annotations
@@ -582,10 +584,11 @@ def _write(
     by_outcome = {o: sum(1 for _, r in todo if r.outcome == o) for o in OUTCOMES}
     not_found = sum(1 for v in rows if v.evidence_found is False)
     unchanged = len(resolved) - len(todo)
+    named = f' "{new_run}"' if new_run else ""
     summary = (
         f'{source.name} -> eval set "{eval_set.name}", {rv.ref}, judge "{judge.name}"'
         f"{' (created, backend imported)' if created_judge else ''}: {plural(len(rows), 'verdict')} imported as run "
-        f"{run.pk}{f' {new_run!r}' if new_run else ''} ("
+        f"{run.pk}{named} ("
         + ", ".join(f"{o} {n}" for o, n in by_outcome.items())
         + ")"
         + (f"; {unchanged:,} already there." if unchanged else ".")

@@ -377,7 +377,7 @@ def test_a_changed_verdict_comes_in_only_as_a_new_run_the_user_names(tmp_path, j
     second = write(tmp_path, "v2.jsonl", jsonl(line("c1", "correct_amount", "PASS"), line("c1", "next_step", "PASS")))
     out = run_command(*IMPORT, "--new-run", "second opinion", second)
     run = JudgeRun.objects.get(label="second opinion")
-    assert f"2 verdicts imported as run {run.pk} 'second opinion'" in out
+    assert f'2 verdicts imported as run {run.pk} "second opinion"' in out
     assert run.verdicts.count() == 2 and JudgeRun.objects.count() == 2
     assert current_outcomes()[("c1", "default", "correct_amount")] == "PASS"  # the new run supersedes, item by item
     client.force_login(lead)

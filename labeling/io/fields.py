@@ -39,7 +39,7 @@ def finite_float(text: str) -> float:
 # a RecursionError at 600-1,000 levels (PyYAML spends several frames per level), orjson's writer at 255.
 MAX_NESTING = 64
 DUPLICATE_KEY = (
-    "this key appears twice in the same object; a JSON reader would silently keep only the last value, so write it once"
+    "this key appears twice in the same object; most readers would silently keep only the last value, so write it once"
 )
 TOO_DEEP = (
     f"is nested more than {MAX_NESTING} levels deep (objects and lists inside each other); "
