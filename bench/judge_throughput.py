@@ -142,6 +142,7 @@ def main() -> None:
         ICEWATER_DEBUG="0",
         DJANGO_SETTINGS_MODULE="config.settings",
         BENCH_JUDGE_KEY="bench-key-not-secret",
+        ICEWATER_JUDGE_KEY_VARS="BENCH_JUDGE_KEY",
     )
     os.environ.pop("ICEWATER_TEST_DB_NAME", None)
     admin(services["DATABASE_URL"], f'CREATE DATABASE "{scratch}"')

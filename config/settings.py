@@ -15,6 +15,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from judging import allowlist
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -244,6 +246,14 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # every this many tasks instead, and config/celery.py drops broken or CONN_MAX_AGE-old ones before each
 # task, as Django does around a request.
 CELERY_DB_REUSE_MAX = 1000
+
+# What a judge config may read its API key from and send it to: operator allowlists (the rule, the
+# defaults and why: judging/allowlist.py; docs/judging.md). A reserved name listed here stops the start.
+JUDGE_KEY_VARS = env_list("ICEWATER_JUDGE_KEY_VARS", list(allowlist.DEFAULT_KEY_VARS))
+JUDGE_BASE_URL_HOSTS = env_list("ICEWATER_JUDGE_BASE_URL_HOSTS", list(allowlist.DEFAULT_BASE_URL_HOSTS))
+_judge_lists_problem = allowlist.operator_list_problem(JUDGE_KEY_VARS, JUDGE_BASE_URL_HOSTS)
+if _judge_lists_problem:
+    raise ImproperlyConfigured(_judge_lists_problem)
 
 LOGGING = {
     "version": 1,
