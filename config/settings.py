@@ -222,6 +222,11 @@ WHITENOISE_USE_FINDERS = True
 # Uploads are parsed as a stream; this only bounds what Django keeps in memory per file.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# The largest file the upload page imports (labeling.upload_views.UploadLimit). The import runs inside the web
+# request, which must end well before the web worker's timeout (gunicorn's default: 30 s). The slowest import,
+# labels into SQLite, ran at about 1 MB a second on the 2-core development machine (200,000 labels, 26 MB, in
+# 25 s), so 10 MB stays near a third of that timeout. The command line has no limit.
+ICEWATER_UPLOAD_MAX_BYTES = env_int("ICEWATER_UPLOAD_MAX_MB", 10, minimum=1) * 1024 * 1024
 
 # Sessions live in the database (revocable on the server); labeling.sessions reads a session and its
 # user in one query, and labeling.auth lets Django's own checks decide on that user.
