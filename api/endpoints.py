@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from csp.decorators import csp_update
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -31,12 +32,17 @@ from labeling.io import import_cases
 from .auth import NO_TOKEN, ApiError, TokenAuth, check_scope
 from .pushes import body_source, run_import
 
+# Swagger UI's stylesheet draws its icons as data: SVG images; the site's policy allows images from 'self' only.
+# An image cannot run anything, so the docs page alone may also show data: images (scripts stay 'self' only).
+DOCS_CSP = csp_update({"img-src": ["data:"]})
+
 api = NinjaAPI(
     title="Icewater API",
     version="1",
     description="Push outputs and verdicts, run judges, read calibration reports and ask the release gate. "
     "Authenticate with 'Authorization: Bearer <API token>'; see docs/api.md.",
     urls_namespace="api",
+    docs_decorator=DOCS_CSP,
 )
 PUSH, JUDGE, REPORT, GATE = (TokenAuth(s) for s in (Scope.PUSH, Scope.JUDGE, Scope.REPORT, Scope.GATE))
 
