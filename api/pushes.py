@@ -20,10 +20,11 @@ from .auth import ApiError
 
 
 def max_push_bytes() -> int:
-    # A push is held in memory by the web process while it is imported, so it is bounded by what Django
-    # itself lets a request body hold (settings.DATA_UPLOAD_MAX_MEMORY_SIZE, 10 MiB: about 10,000 outputs
-    # of a kilobyte). Larger sets go in several pushes (each is atomic) or through import_cases, which streams.
-    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    # The upload page's limit (settings.ICEWATER_UPLOAD_MAX_BYTES, ICEWATER_UPLOAD_MAX_MB, 10 MB by default): a
+    # push is imported inside the request, as an upload is, and must end well before the web worker's timeout
+    # (the derivation is beside the setting). Larger sets go in several pushes (each is atomic) or through
+    # import_cases on the server, which has no limit.
+    return settings.ICEWATER_UPLOAD_MAX_BYTES
 
 
 def body_source(request: HttpRequest, filename: str) -> Source:
@@ -33,14 +34,16 @@ def body_source(request: HttpRequest, filename: str) -> Source:
     except ValueError:
         raise ApiError(400, "the Content-Length header is not a number") from None
     limit = max_push_bytes()
-    if length > limit:
+    # Read from the stream, not request.body, so that this limit (not DATA_UPLOAD_MAX_MEMORY_SIZE) decides,
+    # and one byte more than allowed, so that a body longer than its Content-Length says is caught too.
+    body = request.read(limit + 1) if length <= limit else b""
+    if length > limit or len(body) > limit:
         raise ApiError(
             413,
-            f"the body is {length:,} bytes; a push may be at most {limit:,} bytes: split it into several pushes "
-            "(each is all or nothing) or import the file on the server with manage.py",
+            f"the body is {max(length, len(body)):,} bytes or more; a push may be at most {limit:,} bytes: split it "
+            "into several pushes (each is all or nothing) or import the file on the server with manage.py",
             limit_bytes=limit,
         )
-    body = request.body
     if request.content_type == "application/json":
         return Source(name="records", stream=io.BytesIO(_records_as_jsonl(body)))
     return Source(name=filename, stream=io.BytesIO(body))

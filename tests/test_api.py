@@ -189,17 +189,20 @@ def test_garbage_pushes_get_a_helpful_error_and_write_nothing(
 
 
 def test_a_push_above_the_limit_is_refused_with_the_limit(client, tokens, settings):
-    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    settings.ICEWATER_UPLOAD_MAX_BYTES = 1000
     big = jsonl(*({**OUTPUT, "case_id": f"r-{i:03d}"} for i in range(30)))
     assert len(big) > 1000
     response = call(client, "POST", "/api/outputs", tokens["push"], big, "application/x-ndjson", eval_set="rc-1")
     assert response.status_code == 413
     body = response.json()
-    assert body["limit_bytes"] == 1000 and "a push may be at most 1,000 bytes" in body["error"]
+    assert body["limit_bytes"] == 1000 and "or more; a push may be at most 1,000 bytes" in body["error"]
     assert "split it into several pushes" in body["error"]
     assert row_counts()["EvalSet"] == 0
     small = call(client, "POST", "/api/outputs", tokens["push"], jsonl(OUTPUT), "application/x-ndjson", eval_set="a")
     assert small.status_code == 201  # the negative control: under the limit it goes through
+    settings.ICEWATER_UPLOAD_MAX_BYTES, settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100_000, 100
+    raised = call(client, "POST", "/api/outputs", tokens["push"], big, "application/x-ndjson", eval_set="b")
+    assert raised.status_code == 201  # the upload limit decides, not Django's in-memory form-data cap
 
 
 def test_an_inspect_log_can_be_pushed_as_outputs_and_as_verdicts(client, tokens, refund_logs, offline):
