@@ -40,7 +40,8 @@ api = NinjaAPI(
     title="Icewater API",
     version="1",
     description="Push outputs and verdicts, run judges, read calibration reports and ask the release gate. "
-    "Authenticate with 'Authorization: Bearer <API token>'; see docs/api.md.",
+    "Authenticate with 'Authorization: Bearer <token>' (a token a lead made on the gate page, with the endpoint's "
+    "scope); see docs/api.md.",
     urls_namespace="api",
     docs_decorator=DOCS_CSP,
 )

@@ -28,7 +28,7 @@ offline = inspect_helpers.offline
 refund_logs = inspect_helpers.refund_logs
 
 OUTPUT = {"case_id": "r-001", "agent_version": "v2", "input": "Refund order 1234?", "response": "Refunded $40.00."}
-ENDPOINTS = [  # (method, path, scope, query) of every endpoint that takes an API token
+ENDPOINTS = [  # (method, path, scope, query) of every endpoint
     ("POST", "/api/outputs", "push", {"eval_set": "rc-1"}),
     ("POST", "/api/verdicts", "push", {"eval_set": "rc-1", "rubric": "refund@1", "judge": "j"}),
     ("POST", "/api/judge-runs", "judge", {}),
