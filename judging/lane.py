@@ -1,7 +1,7 @@
 """A lane: one worker's share of a judge run (a Celery task), or the whole run with --in-process.
 
-The lane's own thread does all the database work. It claims a few pending items at a time
-(SELECT ... FOR UPDATE SKIP LOCKED, with a lease), answers at once what instruments or the cache
+The lane's own thread does all the database work. It claims as many items as its pool has room
+for (SELECT ... FOR UPDATE SKIP LOCKED, with a lease), answers at once what instruments or the cache
 can answer, and hands every item that needs the model to a thread pool as wide as the lane's share
 of the judge config's max_concurrency; each call attempt also holds a slot of the config's limiter,
 so the bound holds across lanes and workers. Whenever answers come in it claims more to keep the
@@ -133,10 +133,8 @@ def work_lane(
     from .runner import LANES_PER_RUN, fail_run, finish_if_complete
 
     run = JudgeRun.objects.select_related("judge_config", "rubric_version__rubric").filter(pk=run_id).first()
-    if run is None:
-        return None
-    if not run.is_active:
-        return run.status
+    if run is None or not run.is_active:
+        return run.status if run else None
     if JudgeRun.objects.filter(pk=run_id, status=JudgeRun.Status.QUEUED).update(
         status=JudgeRun.Status.RUNNING, started_at=timezone.now()
     ):
@@ -228,12 +226,9 @@ def claim(lane: Lane, limit: int) -> list[RunItem]:
         items = list(running.filter(state=RunItem.State.PENDING)[:limit])
         if not items:
             items = list(running.filter(state=RunItem.State.CLAIMED, lease_until__lt=now)[:limit])
-        RunItem.objects.filter(pk__in=[i.pk for i in items]).update(
-            state=RunItem.State.CLAIMED,
-            lane=lane.lane_id,
-            lease_until=now + timedelta(seconds=LEASE_S),
-            claims=F("claims") + 1,
-        )
+        lease = now + timedelta(seconds=LEASE_S)
+        claimed = RunItem.objects.filter(pk__in=[i.pk for i in items])
+        claimed.update(state=RunItem.State.CLAIMED, lane=lane.lane_id, lease_until=lease, claims=F("claims") + 1)
     return items
 
 
@@ -370,15 +365,14 @@ def write(lane: Lane, finished: list[Work]) -> None:
             now = timezone.now()
             for work in finished:
                 # The spend adds up when an item was worked twice: both calls were paid for.
-                RunItem.objects.filter(pk=work.item.pk).update(
-                    state=RunItem.State.DONE,
-                    lease_until=None,
-                    finished_at=now,
-                    model_calls=F("model_calls") + work.model_calls,
-                    tokens_in=F("tokens_in") + work.tokens_in,
-                    tokens_out=F("tokens_out") + work.tokens_out,
-                    cache_hit=work.cache_hit,
-                )
+                spend = {name: F(name) + getattr(work, name) for name in ("model_calls", "tokens_in", "tokens_out")}
+                done = {
+                    "state": RunItem.State.DONE,
+                    "lease_until": None,
+                    "finished_at": now,
+                    "cache_hit": work.cache_hit,
+                }
+                RunItem.objects.filter(pk=work.item.pk).update(**done, **spend)
     except DatabaseError:
         log.exception("judge run %s: could not write %s items; they go back to pending", lane.run.pk, len(finished))
         for work in finished:

@@ -403,7 +403,7 @@ def test_an_item_worked_twice_writes_its_verdicts_once(fake_llm, judge_key):
     run = judge_in_process(scope)
     before = [(v.pk, v.outcome, v.raw_output) for v in verdicts(run)]
     # A second delivery of the same work (a lane that lost its lease while its call was in flight):
-    # the model is asked again, and ON CONFLICT DO NOTHING keeps the first write.
+    # the model is asked again, and the unique (run, output, criterion, sample) keeps the first write.
     RunItem.objects.filter(run=run).update(state="pending")
     JudgeRun.objects.filter(pk=run.pk).update(status="running")
     runner.run_in_process(run)
