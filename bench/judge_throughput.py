@@ -29,22 +29,11 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
-from _scratch import ROOT, create_database, database_url, drop_database
+from _scratch import ROOT, create_database, database_url, drop_database, service_url
 
 sys.path.insert(0, str(ROOT))
 # The goal of issue 12: at least this share of the C / L bound.
 REQUIRED_RATIO = 0.90
-
-
-def broker_url() -> str:
-    """CELERY_BROKER_URL, else the one `scripts/services.sh env` prints."""
-    if os.environ.get("CELERY_BROKER_URL", "").startswith("redis"):
-        return os.environ["CELERY_BROKER_URL"]
-    env = subprocess.run(["bash", str(ROOT / "scripts/services.sh"), "env"], capture_output=True, text=True, check=True)
-    for line in env.stdout.splitlines():
-        if line.startswith("export CELERY_BROKER_URL="):
-            return line.split("=", 1)[1].strip("'\"")
-    raise SystemExit("no Redis: start it with scripts/services.sh start")
 
 
 def fake_stats(port: int, reset: bool = False) -> dict:
@@ -70,7 +59,7 @@ def main() -> None:
     scratch, queue = f"bench_judge_{os.getpid()}", f"icewater-bench-{os.getpid()}"
     os.environ.update(
         DATABASE_URL=urlparse(base)._replace(path=f"/{scratch}").geturl(),
-        CELERY_BROKER_URL=broker_url(),
+        CELERY_BROKER_URL=service_url("CELERY_BROKER_URL", "redis", "Redis"),
         ICEWATER_CELERY_QUEUE=queue,
         ICEWATER_DATA_DIR=tempfile.mkdtemp(prefix="icewater-bench-"),
         ICEWATER_SECRET_KEY=os.environ.get("ICEWATER_SECRET_KEY", "bench-only-secret-key"),
@@ -220,7 +209,11 @@ def run_bench(args, port: int) -> bool:
                 f"{stats['max_in_flight']} in flight; status {run.status}"
             )
             if attempt == "first run":
-                passed = run.status == JudgeRun.Status.DONE and verdicts == run.expected_verdicts and rate >= REQUIRED_RATIO * bound
+                passed = (
+                    run.status == JudgeRun.Status.DONE
+                    and verdicts == run.expected_verdicts
+                    and rate >= REQUIRED_RATIO * bound
+                )
                 line += f"; {rate / bound:.3f} of the bound -> {'ok' if passed else 'TOO SLOW'}"
                 if stats["first_at"] and stats["last_at"]:
                     # The fake stamps with the same system-wide monotonic clock: where the time went around calls.
