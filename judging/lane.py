@@ -1,11 +1,11 @@
 """A lane: one worker's share of a judge run (a Celery task), or the whole run with --in-process.
 
-The lane's own thread does all the database work. It claims as many items as its pool has room
-for (SELECT ... FOR UPDATE SKIP LOCKED, with a lease), answers at once what instruments or the cache
-can answer, and hands every item that needs the model to a thread pool as wide as the lane's share
-of the judge config's max_concurrency; each call attempt also holds a slot of the config's limiter,
-so the bound holds across lanes and workers. Whenever answers come in it claims more to keep the
-pool busy, and writes the finished items: their verdicts and their "done" in one transaction.
+The lane's own thread does all the database work. It claims a few items (SELECT ... FOR UPDATE SKIP
+LOCKED, with a lease), answers at once what instruments or the cache can answer, and hands every
+item that needs the model to a thread pool as wide as the lane's share of the judge config's
+max_concurrency; each call attempt also holds a slot of the config's limiter, so the bound holds
+across lanes and workers. Whenever answers come in it claims more, so that every pool thread has its
+next item waiting, and writes the finished items: their verdicts and their "done" in one transaction.
 Every HEARTBEAT_S it renews its leases and looks whether the run was cancelled.
 
 Crash safety: a verdict and its item's "done" are committed together, so an item is either done
@@ -55,6 +55,9 @@ LEASE_S = 10.0
 MAX_CLAIMS = 5
 # How often a lane with nothing to do looks again while other lanes still hold items (they may be dead).
 WAIT_FOR_LEASES_S = 0.5
+# Items a lane keeps handed to its pool, per pool thread: one being asked and one waiting, so that a thread
+# whose answer came in starts its next call at once instead of waiting for the lane's thread to claim one.
+QUEUED_PER_THREAD = 2
 
 
 @dataclass
@@ -172,8 +175,9 @@ def _work(lane: Lane, pool: ThreadPoolExecutor) -> None:
             last_beat = time.monotonic()
             heartbeat(lane)
         claimed = []
-        if not lane.cancelled.is_set() and len(asking) < lane.threads:
-            claimed = claim(lane, lane.threads - len(asking))
+        room = QUEUED_PER_THREAD * lane.threads - len(asking)
+        if not lane.cancelled.is_set() and room > 0:
+            claimed = claim(lane, room)
         finished = []
         for work in prepare(lane, claimed):
             if work.request is None:
