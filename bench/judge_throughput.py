@@ -66,6 +66,7 @@ def main() -> None:
         ICEWATER_DEBUG="0",
         DJANGO_SETTINGS_MODULE="config.settings",
         BENCH_JUDGE_KEY="bench-key-not-secret",
+        ICEWATER_JUDGE_KEY_VARS="BENCH_JUDGE_KEY",
     )
     os.environ.pop("ICEWATER_TEST_DB_NAME", None)
     admin = create_database(base, scratch)

@@ -11,7 +11,12 @@ import os
 
 from celery import Celery
 
+from config.startup import exit_on_bad_settings
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# `celery -A config worker` imports this module first; Celery reads the settings later, inside its option
+# parsing, where a bad one becomes a 100-line traceback. Checked here it is one line and exit status 2.
+exit_on_bad_settings()
 
 app = Celery("icewater")
 app.config_from_object("django.conf:settings", namespace="CELERY")

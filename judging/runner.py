@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from labeling.models import EvalSet, Output, Rubric, RubricVersion
 
-from .backends import Misconfigured, api_key_for
+from .backends import Misconfigured, api_key_for, config_refusal
 from .backends.instruments import validate_instruments
 from .models import JudgeConfig, JudgeRun, RunItem
 from .prompt import TEMPLATE_VERSIONS
@@ -119,6 +119,9 @@ def check(scope: Scope, *, check_api_key: bool = True) -> None:
     if model_keys:
         if not config.model_id:
             raise Misconfigured(f"judge {config.name} has no model_id")
+        refusal = config_refusal(config)  # in every process: the allowlists are the operator's, not the shell's
+        if refusal:
+            raise Misconfigured(refusal)
         if check_api_key:
             api_key_for(config)
     if not outputs_in(scope).exists():

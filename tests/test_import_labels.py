@@ -12,7 +12,7 @@ from labeling.io import ImportFailed, import_cases, import_labels, import_rubric
 from labeling.io.labels import strict_majority
 from labeling.models import Annotation, GoldLabel, Label, Role, User
 
-from .factories import make_user
+from .factories import make_user, password_login
 from .io_helpers import DATA, data_source, dump_gold, dump_labels, jsonl, row_counts, source
 
 pytestmark = pytest.mark.django_db
@@ -84,7 +84,7 @@ def test_unknown_people_become_accounts_that_cannot_log_in(refunds, client):
     assert all(not u.is_active and not u.has_usable_password() for u in users.values())
     assert users["maria"].role == Role.ANNOTATOR and users["sam"].role == Role.REVIEWER
     assert "cannot log in until a lead activates them (add_user NAME --role ...): li, maria, sam" in str(report)
-    assert not client.login(username="maria", password="")
+    assert not password_login(client, "maria", "")
 
 
 def test_existing_accounts_are_used_as_they_are(refunds):
