@@ -342,11 +342,6 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env_str("ICEWATER_CELERY_QUEUE", "icewater")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Celery's Django fixup closes every database connection before and after each task unless this is set;
-# a judge lane then paid a new connection (~20 ms, measured) before its first model call. It closes them
-# every this many tasks instead, and config/celery.py drops broken or CONN_MAX_AGE-old ones before each
-# task, as Django does around a request.
-CELERY_DB_REUSE_MAX = 1000
 
 # What a judge config may read its API key from and send it to: operator allowlists (the rule, the
 # defaults and why: judging/allowlist.py; docs/judging.md). A reserved name listed here stops the start.
