@@ -106,7 +106,7 @@ def test_labels_for_an_existing_reviewer_lead_or_superuser_are_refused_with_line
     with pytest.raises(ImportFailed) as failed:
         run(data_source("labels.jsonl"))
     (message,) = failed.value.messages  # once for the person, at their first label line
-    assert "line 1, field \"annotator\"" in message
+    assert 'line 1, field "annotator"' in message
     assert '"maria" is a' in message and "only annotators give labels" in message
     assert row_counts() == before  # nothing half-written, not even the new accounts
 
