@@ -29,12 +29,12 @@ OUTCOMES = OUTCOME_KEYS  # (value, label people see, key that picks it on the la
 def transcript_parts(output: Output, quotes: dict[str, str] | None = None, *, full: bool = False) -> dict:
     """Input, tool calls with results, response (quotable, optionally highlighted) and the reference (not quotable),
     each a transcript.Shown for templates/labeling/_transcript.html. Unless `full`, long texts and many tool
-    calls are cut (PREVIEW_CHARS, PREVIEW_TOOL_CALLS); `cut` says whether anything was."""
+    calls are cut (PREVIEW_CHARS, PREVIEW_TOOL_CALLS)."""
     quotes = quotes or {}
     limit = None if full else PREVIEW_CHARS
     calls = list(output.tool_calls or [])
     shown_calls = calls if full else calls[:PREVIEW_TOOL_CALLS]
-    parts = {
+    return {
         "input": show(output.case.input, quotes, limit),
         "tool_calls": [
             {
@@ -48,10 +48,6 @@ def transcript_parts(output: Output, quotes: dict[str, str] | None = None, *, fu
         "response": show(output.response, quotes, limit),
         "reference": show(output.case.reference, {}, limit),
     }
-    texts = [parts["input"], parts["response"], parts["reference"]]
-    texts += [text for call in parts["tool_calls"] for text in call.values()]
-    parts["cut"] = bool(parts["tool_calls_hidden"]) or any(text.cut for text in texts)
-    return parts
 
 
 def full_url(request: HttpRequest) -> str:
