@@ -107,25 +107,9 @@ def check_writable(annotation: Annotation, posted_rubric_version_id: int | None)
     )
 
 
-_UNREAD = object()
-
-
-def save_label(
-    *,
-    annotation: Annotation,
-    criterion: Criterion,
-    outcome: str,
-    evidence: str,
-    current: Label | None | object = _UNREAD,
-) -> Label:
-    """Store one criterion's answer: in place for a draft, as a new revision after submission.
-
-    `current` is the criterion's current label if the caller has already read it under the
-    annotation lock (None when there is none); by default it is read here.
-    """
-    if current is _UNREAD:
-        current = Label.objects.filter(annotation=annotation, criterion=criterion, is_current=True).first()
-    assert current is None or isinstance(current, Label)
+def save_label(*, annotation: Annotation, criterion: Criterion, outcome: str, evidence: str) -> Label:
+    """Store one criterion's answer: in place for a draft, as a new revision after submission."""
+    current = Label.objects.filter(annotation=annotation, criterion=criterion, is_current=True).first()
     if annotation.status == Annotation.Status.DRAFT:
         hold = timezone.now() + RESERVATION
         if annotation.reserved_until is None or annotation.reserved_until < hold - RESERVATION_REFRESH:

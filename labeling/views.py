@@ -120,18 +120,21 @@ def annotate(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @labeler_required
 def save_label(request: HttpRequest, pk: int) -> HttpResponse:
-    with transaction.atomic():
-        try:
-            annotation = own_annotation(request.user, pk, for_update=True)
-        except Http404:
-            if not request.htmx:
-                raise
-            # Said in words on the criterion (htmx shows no error page): most often a lapsed hold.
-            return HttpResponse(LOST_DRAFT, status=404, content_type="text/plain")
+    try:
+        annotation = own_annotation(request.user, pk)
         correcting = annotation.status == Annotation.Status.SUBMITTED
         context = annotation_context(request, annotation, correcting=correcting, partial=True)
         form = LabelForm(request.POST, criteria=context["criteria_by_key"], transcript=Transcript.of(annotation.output))
-        state, status = _save(form, annotation, context)
+        form.is_valid()  # before the transaction: it holds the row lock, on SQLite the whole database's write lock
+        with transaction.atomic():
+            # Read again under the lock: a submit, a lapsed hold or a moved queue may have come in between.
+            context["annotation"] = annotation = own_annotation(request.user, pk, for_update=True)
+            state, status = _save(form, annotation, context)
+    except Http404:
+        if not request.htmx:
+            raise
+        # Said in words on the criterion (htmx shows no error page): most often a lapsed hold.
+        return HttpResponse(LOST_DRAFT, status=404, content_type="text/plain")
     if not request.htmx:
         if status != 200:
             messages.error(request, state.error if state else "Nothing was saved.")
@@ -155,7 +158,8 @@ LOST_DRAFT = (
 
 
 def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.CriterionState | None, int]:
-    """Validate and store one criterion; on refusal return what was typed with the reason, nothing stored."""
+    """Store one criterion of the locked `annotation` (`form` already validated); on refusal return what was
+    typed with the reason, nothing stored."""
     state = context["states_by_key"].get(form.data.get("criterion", ""))
     if not form.is_valid():
         if state is not None:
@@ -171,7 +175,6 @@ def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.C
     try:
         state.label = ann.save_label(
             annotation=annotation,
-            current=state.label,
             criterion=form.cleaned_data["criterion"],
             outcome=form.cleaned_data["outcome"],
             evidence=form.cleaned_data["evidence"],

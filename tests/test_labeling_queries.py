@@ -68,7 +68,7 @@ def labeling_page_queries(client, criteria, n_outputs):
 # must agree), while one more field or join is not a test change. The page: the session, its user, the
 # annotation with everything around it, the criteria with the annotator's labels, the output's name.
 PAGE_AT_MOST = 6
-SAVE_AT_MOST = 8  # the session, its user, the locked annotation, the criteria with labels, the writes
+SAVE_AT_MOST = 10  # the session, its user, the annotation, its criteria and labels, then locked: it again, the writes
 SUBMIT_AT_MOST = 20  # the submit itself, then Next reserving the following output
 
 
