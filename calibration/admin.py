@@ -15,6 +15,9 @@ class GatingMarkAdmin(admin.ModelAdmin):
         "judge_config",
         "tier",
         "override",
+        "min_pass_rate",
+        "max_error_rate",
+        "confidence",
         "marked_by",
         "marked_at",
         "revoked_at",
@@ -29,7 +32,16 @@ class GatingMarkAdmin(admin.ModelAdmin):
 
 @admin.register(GateToken)
 class GateTokenAdmin(admin.ModelAdmin):
-    list_display = ("project", "rubric", "hint", "created_by", "created_at", "last_used_at", "revoked_at")
+    list_display = (
+        "project",
+        "rubric_version",
+        "eval_set_pattern",
+        "hint",
+        "created_by",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    )
     readonly_fields = ("token_hash", "hint", "created_by", "created_at", "last_used_at")
 
     def has_add_permission(self, request) -> bool:

@@ -5,9 +5,11 @@
          -d '{"eval_set": "rc-42", "rubric": "refund@3", "judge": "gpt-judge"}'
 
 200 with the gate's JSON (the same as `manage.py gate --format json`) when it decided (pass or fail:
-read "passed"); 409 with {"passed": null, "error": ...} when it cannot decide; 400 for a bad body;
-401 for a missing, unknown or revoked token; 403 when the token belongs to another rubric. Session
-cookies are not accepted here, which is why the view needs no CSRF token.
+read "passed"); 409 with {"passed": null, "error": ...} when it cannot decide; 400 for a bad body or a
+threshold looser than the lead's policy (callers may only tighten it); 401 for a missing, unknown or
+revoked token; 403 when the rubric version or eval set is outside the token's scope. No message names
+anything the token holder did not name or cannot already gate on. Session cookies are not accepted
+here, which is why the view needs no CSRF token.
 """
 
 from __future__ import annotations
@@ -20,16 +22,17 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from .forms import GateApiForm
-from .gate import GateRequest, gate_and_record
-from .lookup import UnknownName, parse_rubric_ref
+from .gate import GateRequest, gate_and_record, undecided_dict
 from .models import GateResult, GateToken, hash_token
+from .policy import PolicyRefused
 
 
 def _token(request: HttpRequest) -> GateToken | None:
     scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
         return None
-    return GateToken.objects.select_related("rubric").filter(token_hash=hash_token(secret.strip())).first()
+    tokens = GateToken.objects.select_related("rubric_version__rubric")
+    return tokens.filter(token_hash=hash_token(secret.strip())).first()
 
 
 def _error(status: int, message: str, **extra) -> JsonResponse:
@@ -52,16 +55,16 @@ def gate(request: HttpRequest) -> JsonResponse:
     form = GateApiForm(body)
     if not form.is_valid():
         return _error(400, "bad parameters", fields={k: [str(e) for e in v] for k, v in form.errors.items()})
-    try:
-        rubric_name, _ = parse_rubric_ref(form.cleaned_data["rubric"])
-    except UnknownName as exc:
-        return _error(400, str(exc))
-    if rubric_name != token.rubric.name:
-        return _error(403, f"this token may only gate on the rubric {token.rubric.name!r}")
-    GateToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
     d = form.cleaned_data
-    request_ = GateRequest(d["eval_set"], d["rubric"], d["judge"], d["agent_version"] or None, d["thresholds"])
-    outcome = gate_and_record(request_, source=GateResult.Source.HTTP, token=token)
+    refusal = token.scope_refusal(rubric_ref=d["rubric"], eval_set_name=d["eval_set"])
+    if refusal:
+        return _error(403, refusal)
+    GateToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    request_ = GateRequest(d["eval_set"], d["rubric"], d["judge"], d["agent_version"] or None, d["tightening"])
+    try:
+        outcome = gate_and_record(request_, source=GateResult.Source.HTTP, token=token)
+    except PolicyRefused as exc:
+        return _error(400, str(exc))
     if outcome.decision is None:
-        return _error(409, outcome.reason, passed=None)
+        return JsonResponse(undecided_dict(outcome.reason), status=409)
     return JsonResponse(outcome.decision.as_dict())

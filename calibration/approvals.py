@@ -15,6 +15,7 @@ from labeling.access import has_role
 from labeling.models import EvalSet, Role, RubricVersion, User
 
 from .models import GatingMark
+from .policy import GateThresholds
 from .report import calibration_report
 
 
@@ -60,12 +61,15 @@ def mark_gating(
     reason: str,
     override: bool = False,
     agent_version: str | None = None,
+    policy: GateThresholds | None = None,
 ) -> list[GatingMark]:
     """Mark criteria as gating on the evidence of a fresh calibration report on `eval_set`.
 
     Only a `gate`-tier criterion may be marked without `override`; with it, a non-gate criterion is
-    marked and the mark says it was an override. The report row relied on is stored with the mark.
+    marked and the mark says it was an override. The report row relied on is stored with the mark, and so
+    is the gate policy (`policy`, the defaults if None) that callers of the gate may only tighten.
     """
+    policy = policy or GateThresholds()
     reason = _check_lead_and_reason(by, reason)
     if rubric_version.status != RubricVersion.Status.APPROVED:
         raise ApprovalRefused(f"{rubric_version.ref} is not approved; approve the rubric version before gating on it")
@@ -109,6 +113,7 @@ def mark_gating(
                 override=row.tier != "gate",
                 reason=reason,
                 figures={**row.as_dict(), **report.meta()},
+                **policy.as_dict(),
                 marked_by=by,
             )
             for row in rows

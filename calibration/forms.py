@@ -7,9 +7,18 @@ import math
 from django import forms
 
 from judging.models import JudgeConfig
-from labeling.models import EvalSet, Rubric, RubricVersion
+from labeling.models import EvalSet, RubricVersion
 
-from .gate import DEFAULT_CONFIDENCE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MIN_PASS_RATE, GateThresholds
+from .lookup import UnknownName, parse_rubric_ref
+from .models import GateToken
+from .policy import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MAX_ERROR_RATE,
+    DEFAULT_MIN_PASS_RATE,
+    FIELDS,
+    GateThresholds,
+    Tightening,
+)
 
 REASON_HELP = "Why, in words someone can check later (this is kept with the approval)."
 
@@ -24,15 +33,42 @@ class ReasonForm(forms.Form):
         return reason
 
 
+class _Rate(forms.FloatField):
+    def to_python(self, value):
+        value = super().to_python(value)
+        if value is not None and (math.isnan(value) or math.isinf(value)):
+            raise forms.ValidationError("Enter a finite number.")
+        return value
+
+
 class GatingForm(ReasonForm):
-    """Mark one criterion as gating. The choices carry each criterion's tier on this report."""
+    """Mark one criterion as gating, with the gate policy it must meet. The choices carry each criterion's
+    tier on this report."""
 
     criterion = forms.ChoiceField()
     override = forms.BooleanField(
         required=False, label="Override: gate on it although it is not in the gate tier (the reason must say why)"
     )
+    min_pass_rate = _Rate(
+        required=False,
+        initial=DEFAULT_MIN_PASS_RATE,
+        label="Minimum pass rate",
+        help_text=f"The Wilson lower bound must reach it (default {DEFAULT_MIN_PASS_RATE:g}).",
+    )
+    max_error_rate = _Rate(
+        required=False,
+        initial=DEFAULT_MAX_ERROR_RATE,
+        label="Maximum ERROR rate",
+        help_text=f"Judge ERRORs among all verdicts (default {DEFAULT_MAX_ERROR_RATE:g}).",
+    )
+    confidence = _Rate(
+        required=False,
+        initial=DEFAULT_CONFIDENCE,
+        label="Confidence",
+        help_text=f"Of the Wilson lower bound (default {DEFAULT_CONFIDENCE:g}). CI may only tighten these three.",
+    )
 
-    field_order = ["criterion", "override", "reason"]
+    field_order = ["criterion", "override", "min_pass_rate", "max_error_rate", "confidence", "reason"]
 
     def __init__(self, *args, rows=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -40,6 +76,9 @@ class GatingForm(ReasonForm):
         self.fields["criterion"].choices = [("", "choose a criterion")] + [
             (key, f"{key} ({tier})") for key, tier in self.tiers.items()
         ]
+
+    def policy_fields(self) -> list:
+        return [self[name] for name in FIELDS]
 
     def clean(self):
         data = super().clean()
@@ -50,6 +89,11 @@ class GatingForm(ReasonForm):
                 f"{key} is in the {self.tiers.get(key)} tier: only gate-tier criteria can gate. Tick override and "
                 "write why if you must.",
             )
+        if not set(FIELDS) & set(self.errors):
+            try:  # a value left empty is the default
+                data["policy"] = GateThresholds(**{k: data[k] for k in FIELDS if data.get(k) is not None})
+            except ValueError as exc:
+                self.add_error(None, str(exc))
         return data
 
 
@@ -71,7 +115,17 @@ class CompareForm(forms.Form):
 
 class TokenForm(forms.Form):
     project = forms.CharField(max_length=200, help_text="Who uses the token, e.g. the CI pipeline's name.")
-    rubric = forms.ModelChoiceField(Rubric.objects.all(), help_text="The token may only gate on this rubric.")
+    rubric_version = forms.ModelChoiceField(
+        RubricVersion.objects.select_related("rubric").exclude(status=RubricVersion.Status.RETIRED),
+        label="Rubric version",
+        help_text="The token may only gate on this rubric version.",
+    )
+    eval_set_pattern = forms.CharField(
+        max_length=200,
+        initial=GateToken.ANY_EVAL_SET,
+        label="Eval sets",
+        help_text="Only eval sets whose names match, e.g. rc-* (* any characters, ? one); * for every one.",
+    )
 
     def clean_project(self) -> str:
         project = self.cleaned_data["project"].strip()
@@ -79,17 +133,16 @@ class TokenForm(forms.Form):
             raise forms.ValidationError("Name the project.")
         return project
 
-
-class _Rate(forms.FloatField):
-    def to_python(self, value):
-        value = super().to_python(value)
-        if value is not None and (math.isnan(value) or math.isinf(value)):
-            raise forms.ValidationError("Enter a finite number.")
-        return value
+    def clean_eval_set_pattern(self) -> str:
+        pattern = self.cleaned_data["eval_set_pattern"].strip()
+        if not pattern or not pattern.isprintable():
+            raise forms.ValidationError("Give a pattern of printable characters, e.g. rc-* (or * for every eval set).")
+        return pattern
 
 
 class GateApiForm(forms.Form):
-    """The HTTP gate's parameters, the same as the command's flags."""
+    """The HTTP gate's parameters, the same as the command's flags. The three thresholds are optional and may
+    only tighten the lead's policy (checked by the gate, which knows the policy)."""
 
     eval_set = forms.CharField(max_length=200)
     rubric = forms.CharField(max_length=310)
@@ -99,15 +152,20 @@ class GateApiForm(forms.Form):
     max_error_rate = _Rate(required=False)
     confidence = _Rate(required=False)
 
+    def clean_rubric(self) -> str:
+        try:
+            parse_rubric_ref(self.cleaned_data["rubric"])
+        except UnknownName as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return self.cleaned_data["rubric"]
+
     def clean(self):
         data = super().clean()
         if self.errors:
             return data
         try:
-            data["thresholds"] = GateThresholds(
-                DEFAULT_MIN_PASS_RATE if data.get("min_pass_rate") is None else data["min_pass_rate"],
-                DEFAULT_MAX_ERROR_RATE if data.get("max_error_rate") is None else data["max_error_rate"],
-                DEFAULT_CONFIDENCE if data.get("confidence") is None else data["confidence"],
+            data["tightening"] = Tightening(
+                data.get("min_pass_rate"), data.get("max_error_rate"), data.get("confidence")
             )
         except ValueError as exc:
             raise forms.ValidationError(str(exc))

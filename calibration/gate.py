@@ -8,6 +8,9 @@ its limits (the most negative of lower bound - minimum pass rate and maximum err
 rate); if it passed, the criterion whose lower bound is closest to the minimum (then the one closest
 to the maximum error rate). Ties go to the earlier criterion in rubric order.
 
+Each gating criterion is held to the policy the lead stored with its mark (calibration/policy.py); a
+caller may only tighten it, and a looser value is refused (PolicyRefused) before anything is stored.
+
 Cannot decide (exit 2) is not a failure of the agent: no approved gating criteria, a gating
 criterion with no verdicts at all, or a name that matches nothing.
 """
@@ -26,37 +29,14 @@ from . import data
 from .lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
 from .metrics import BINARY, ERROR, PASS, fmt, wilson_interval
 from .models import GateResult, GateToken, GatingMark
+from .policy import GateThresholds, Tightening
 from .reading import current_verdicts
-
-# PROVISIONAL (2026-11-30): the defaults the issue names. 0.90 is a product decision, not derived
-# from data: "at worst 9 in 10 outputs pass this criterion" with 95% confidence. 0.02 follows the
-# background (000): "fail the run outright if the error rate passes a few percent, since a degraded
-# judge invalidates every other number"; two percent is the strict end of "a few".
-DEFAULT_MIN_PASS_RATE = 0.90
-DEFAULT_MAX_ERROR_RATE = 0.02
-DEFAULT_CONFIDENCE = 0.95
 
 EXIT_PASSED, EXIT_FAILED, EXIT_UNDECIDED = 0, 1, 2
 
 
 class CannotDecide(Exception):
     """The gate has nothing it may decide on; the message says why and what to do."""
-
-
-@dataclass(frozen=True)
-class GateThresholds:
-    min_pass_rate: float = DEFAULT_MIN_PASS_RATE
-    max_error_rate: float = DEFAULT_MAX_ERROR_RATE
-    confidence: float = DEFAULT_CONFIDENCE
-
-    def __post_init__(self) -> None:
-        for name in ("min_pass_rate", "max_error_rate"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or math.isnan(value) or not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name.replace('_', '-')} must be a number from 0 to 1, got {value!r}")
-        c = self.confidence
-        if not isinstance(c, int | float) or math.isnan(c) or not 0.0 < c < 1.0:
-            raise ValueError(f"confidence must be a number strictly between 0 and 1, got {c!r}")
 
 
 @dataclass(frozen=True)
@@ -72,6 +52,7 @@ class GateCriterion:
     met: bool
     pass_margin: float  # lower bound - minimum pass rate (-inf without PASS/FAIL verdicts)
     error_margin: float  # maximum error rate - error rate
+    thresholds: GateThresholds  # what applied: the lead's policy, tightened by the caller
 
     @property
     def binding_key(self) -> tuple:
@@ -81,7 +62,7 @@ class GateCriterion:
 
     def as_dict(self) -> dict:
         keys = ("criterion", "n", "passes", "errors", "pass_rate", "wilson_lower", "error_rate", "met")
-        return {k: getattr(self, k) for k in keys}
+        return {**{k: getattr(self, k) for k in keys}, **self.thresholds.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -89,7 +70,7 @@ class GateDecision:
     passed: bool
     binding_criterion: str | None
     criteria: tuple[GateCriterion, ...]
-    thresholds: GateThresholds
+    tightening: Tightening
 
     @property
     def met_count(self) -> int:
@@ -113,21 +94,28 @@ class GateDecision:
         }
 
 
+def undecided_dict(reason: str) -> dict:
+    """The answer when the gate cannot decide: the same for `gate --format json` and the HTTP API."""
+    return {"passed": None, "error": reason}
+
+
 def evaluate(
     verdicts: pd.DataFrame,
-    gating: list[tuple[object, str]],
-    thresholds: GateThresholds,
+    gating: list[tuple[object, str, GateThresholds]],
+    tightening: Tightening,
     outputs: int | None = None,
 ) -> GateDecision:
-    """Pure: current verdicts (criterion, judge) of the gating criteria -> the decision.
+    """Pure: current verdicts (criterion, judge) of the gating criteria, each with the lead's policy -> the
+    decision. PolicyRefused if `tightening` loosens any criterion's policy.
 
     `outputs` is how many outputs the release candidate has; a gating criterion with fewer verdicts
     than that cannot be decided (an incomplete run could otherwise pass on the part that was judged).
     """
+    applied = {key: tightening.applied_to(policy, key) for _, key, policy in gating}
     if not gating:
         raise CannotDecide("no criteria are approved as gating for this rubric version and judge config")
     by_criterion = {crit: g["judge"] for crit, g in verdicts.groupby("criterion", sort=False)}
-    missing = [key for crit, key in gating if crit not in by_criterion]
+    missing = [key for crit, key, _ in gating if crit not in by_criterion]
     if len(missing) == len(gating):
         raise CannotDecide("there are no verdicts for any gating criterion: run the judge on this eval set first")
     if missing:
@@ -135,7 +123,7 @@ def evaluate(
     if outputs is not None:
         short = [
             f"{key} ({outputs - len(by_criterion[crit])} of {outputs})"
-            for crit, key in gating
+            for crit, key, _ in gating
             if len(by_criterion[crit]) < outputs
         ]
         if short:
@@ -144,7 +132,8 @@ def evaluate(
                 "(finish it, or pass --agent-version to gate one agent version)"
             )
     rows = []
-    for crit, key in gating:
+    for crit, key, _ in gating:
+        thresholds = applied[key]
         outcomes = by_criterion[crit]
         total = len(outcomes)
         passes, n = int(outcomes.eq(PASS).sum()), int(outcomes.isin(BINARY).sum())
@@ -166,15 +155,18 @@ def evaluate(
                 met=pass_margin >= 0 and error_margin >= 0,
                 pass_margin=pass_margin,
                 error_margin=error_margin,
+                thresholds=thresholds,
             )
         )
     binding = min(rows, key=lambda r: r.binding_key)  # min() keeps the first of equals: rubric order
-    return GateDecision(all(r.met for r in rows), binding.criterion, tuple(rows), thresholds)
+    return GateDecision(all(r.met for r in rows), binding.criterion, tuple(rows), tightening)
 
 
-def gating_criteria(rubric_version: RubricVersion, judge_config: JudgeConfig) -> list[tuple[int, str]]:
+def gating_criteria(rubric_version: RubricVersion, judge_config: JudgeConfig) -> list[tuple[int, str, GateThresholds]]:
+    """(criterion id, key, the lead's policy) of every gating criterion, in rubric order."""
     marks = GatingMark.objects.for_instrument(rubric_version, judge_config).order_by("criterion__order", "criterion_id")
-    return list(marks.values_list("criterion_id", "criterion__key"))
+    rows = marks.values_list("criterion_id", "criterion__key", "min_pass_rate", "max_error_rate", "confidence")
+    return [(crit, key, GateThresholds(*policy)) for crit, key, *policy in rows]
 
 
 def run_gate(
@@ -182,7 +174,7 @@ def run_gate(
     eval_set: EvalSet,
     rubric_version: RubricVersion,
     judge_config: JudgeConfig,
-    thresholds: GateThresholds,
+    tightening: Tightening,
     agent_version: str | None = None,
 ) -> GateDecision:
     gating = gating_criteria(rubric_version, judge_config)
@@ -194,9 +186,9 @@ def run_gate(
         )
     scope = data.Scope(eval_set, rubric_version, agent_version)
     verdicts = current_verdicts(data.load_verdicts(scope, judge_config))
-    ids = {crit for crit, _ in gating}
+    ids = {crit for crit, _, _ in gating}
     outputs = len(data.load_agent_versions(scope))
-    return evaluate(verdicts[verdicts["criterion"].isin(ids)], gating, thresholds, outputs=outputs)
+    return evaluate(verdicts[verdicts["criterion"].isin(ids)], gating, tightening, outputs=outputs)
 
 
 @dataclass(frozen=True)
@@ -205,7 +197,7 @@ class GateRequest:
     rubric: str
     judge: str
     agent_version: str | None
-    thresholds: GateThresholds
+    tightening: Tightening
 
 
 @dataclass(frozen=True)
@@ -222,16 +214,21 @@ class GateOutcome:
 
 
 def gate_and_record(request: GateRequest, *, source: str, token: GateToken | None = None) -> GateOutcome:
-    """Resolve the names, run the gate, and store the result (also when it cannot decide)."""
+    """Resolve the names, run the gate, and store the result (also when it cannot decide).
+
+    PolicyRefused (a looser threshold than the lead's) propagates and nothing is stored. Over HTTP an
+    unknown name is not followed by the names that exist (a token holder learns nothing beyond its scope).
+    """
     resolved: dict = {}
     decision, reason = None, ""
+    say_known = source != GateResult.Source.HTTP
     try:
-        resolved["eval_set"] = eval_set_named(request.eval_set)
-        resolved["rubric_version"] = rubric_version_named(request.rubric)
-        resolved["judge_config"] = judge_named(request.judge)
-        if token is not None and resolved["rubric_version"].rubric_id != token.rubric_id:
-            raise CannotDecide(f"this token is for the rubric {token.rubric.name!r}, not {request.rubric!r}")
-        decision = run_gate(**resolved, thresholds=request.thresholds, agent_version=request.agent_version)
+        resolved["eval_set"] = eval_set_named(request.eval_set, say_known=say_known)
+        resolved["rubric_version"] = rubric_version_named(request.rubric, say_known=say_known)
+        resolved["judge_config"] = judge_named(request.judge, say_known=say_known)
+        if token is not None and resolved["rubric_version"].pk != token.rubric_version_id:
+            raise CannotDecide(f"this token may only gate on {token.rubric_version.ref}")
+        decision = run_gate(**resolved, tightening=request.tightening, agent_version=request.agent_version)
     except (UnknownName, CannotDecide) as exc:
         reason = str(exc)
     record = GateResult.objects.create(
@@ -247,9 +244,9 @@ def gate_and_record(request: GateRequest, *, source: str, token: GateToken | Non
         rubric_ref=request.rubric,
         judge_name=request.judge,
         agent_version=request.agent_version or "",
-        min_pass_rate=request.thresholds.min_pass_rate,
-        max_error_rate=request.thresholds.max_error_rate,
-        confidence=request.thresholds.confidence,
+        min_pass_rate=request.tightening.min_pass_rate,
+        max_error_rate=request.tightening.max_error_rate,
+        confidence=request.tightening.confidence,
         binding_criterion=(decision.binding_criterion or "") if decision else "",
         met_count=decision.met_count if decision else 0,
         gating_count=decision.gating_count if decision else 0,
@@ -265,16 +262,18 @@ def render_text(outcome: GateOutcome) -> str:
     if outcome.decision is None:
         return f"CANNOT DECIDE: {outcome.reason}"
     d = outcome.decision
-    t = d.thresholds
     lines = [
-        f"{'PASSED' if d.passed else 'FAILED'}: every gating criterion must have a {t.confidence:.0%} Wilson lower "
-        f"bound >= {t.min_pass_rate:g} and an ERROR rate <= {t.max_error_rate:g}",
-        f"{'criterion':<28} {'n':>6} {'passes':>7} {'pass rate':>9} {'lower':>7} {'errors':>6} {'err rate':>8}  met",
+        f"{'PASSED' if d.passed else 'FAILED'}: every gating criterion must have a Wilson lower bound (at its "
+        f"confidence) >= its minimum pass rate and an ERROR rate <= its maximum ({d.tightening.describe()})",
+        f"{'criterion':<28} {'n':>6} {'passes':>7} {'pass rate':>9} {'lower':>7} {'min':>5} {'conf':>5} "
+        f"{'errors':>6} {'err rate':>8} {'max':>5}  met",
     ]
     for c in d.criteria:
+        t = c.thresholds
         lines.append(
             f"{c.criterion:<28} {c.n:>6} {c.passes:>7} {fmt(c.pass_rate):>9} {fmt(c.wilson_lower):>7} "
-            f"{c.errors:>6} {fmt(c.error_rate):>8}  {'yes' if c.met else 'NO'}"
+            f"{t.min_pass_rate:>5g} {t.confidence:>5g} {c.errors:>6} {fmt(c.error_rate):>8} {t.max_error_rate:>5g}  "
+            f"{'yes' if c.met else 'NO'}"
         )
     lines.append(f"binding criterion: {d.binding_criterion}")
     lines.append(f"{d.met_count} of {d.gating_count} criteria met (information only: the gate is conjunctive)")

@@ -1,6 +1,7 @@
 """Finding eval sets, rubric versions and judge configs by the names people type.
 
-Commands and the HTTP gate take names, not ids; a typo gets a message that says what exists.
+Commands and the HTTP gate take names, not ids; on the command line a typo gets a message that says
+what exists. The HTTP gate passes `say_known=False`: a token holder must not learn the other names.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from labeling.models import EvalSet, RubricVersion
 
 
 class UnknownName(Exception):
-    """A name that matches nothing; the message lists what does exist."""
+    """A name that matches nothing; the message lists what does exist unless told not to."""
 
 
-def _known(values: list[str], limit: int = 8) -> str:
+def _known(values, limit: int = 8) -> str:
+    values = list(values)
     if not values:
         return "there are none yet"
     shown = ", ".join(values[:limit])
@@ -21,11 +23,15 @@ def _known(values: list[str], limit: int = 8) -> str:
     return f"known: {shown}{more}"
 
 
-def eval_set_named(name: str) -> EvalSet:
+def _unknown(what: str, name: str, known, say_known: bool) -> UnknownName:
+    # `known` is a lazy queryset: it is read only when the message lists it.
+    return UnknownName(f"unknown {what} {name!r}" + (f" ({_known(known)})" if say_known else ""))
+
+
+def eval_set_named(name: str, *, say_known: bool = True) -> EvalSet:
     found = EvalSet.objects.filter(name=name).first()
     if found is None:
-        names = list(EvalSet.objects.order_by("name").values_list("name", flat=True))
-        raise UnknownName(f"unknown eval set {name!r} ({_known(names)})")
+        raise _unknown("eval set", name, EvalSet.objects.order_by("name").values_list("name", flat=True), say_known)
     return found
 
 
@@ -36,18 +42,19 @@ def parse_rubric_ref(ref: str) -> tuple[str, str]:
     return name, version
 
 
-def rubric_version_named(ref: str) -> RubricVersion:
+def rubric_version_named(ref: str, *, say_known: bool = True) -> RubricVersion:
     name, version = parse_rubric_ref(ref)
     found = RubricVersion.objects.select_related("rubric").filter(rubric__name=name, version=version).first()
     if found is None:
-        refs = [rv.ref for rv in RubricVersion.objects.select_related("rubric").order_by("rubric__name", "version")]
-        raise UnknownName(f"unknown rubric version {ref!r} ({_known(refs)})")
+        versions = RubricVersion.objects.select_related("rubric").order_by("rubric__name", "version")
+        raise _unknown("rubric version", ref, (rv.ref for rv in versions), say_known)
     return found
 
 
-def judge_named(name: str) -> JudgeConfig:
+def judge_named(name: str, *, say_known: bool = True) -> JudgeConfig:
     found = JudgeConfig.objects.filter(name=name).first()
     if found is None:
-        names = list(JudgeConfig.objects.order_by("name").values_list("name", flat=True))
-        raise UnknownName(f"unknown judge config {name!r} ({_known(names)})")
+        raise _unknown(
+            "judge config", name, JudgeConfig.objects.order_by("name").values_list("name", flat=True), say_known
+        )
     return found

@@ -6,6 +6,7 @@ rubric edit or a judge change starts with no approvals: it is a new instrument.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import secrets
 
@@ -14,7 +15,9 @@ from django.db import models
 from django.db.models import Q
 
 from judging.models import JudgeConfig
-from labeling.models import Criterion, EvalSet, Rubric, RubricVersion
+from labeling.models import Criterion, EvalSet, RubricVersion
+
+from .policy import DEFAULT_CONFIDENCE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MIN_PASS_RATE, GateThresholds
 
 
 class GatingMarkQuerySet(models.QuerySet):
@@ -37,7 +40,8 @@ class GatingMark(models.Model):
     """A lead's decision that one criterion, graded by one judge config, may gate releases.
 
     It keeps the calibration it relied on (eval set and the report row's figures), who decided,
-    when and why. An override (the criterion was not in the `gate` tier) stays marked as one.
+    when and why, and the gate policy the lead set for it (calibration/policy.py: callers of the gate
+    may only tighten it). An override (the criterion was not in the `gate` tier) stays marked as one.
     Revoking keeps the row, so the history of what gated when is never lost.
     """
 
@@ -53,6 +57,11 @@ class GatingMark(models.Model):
     reason = models.TextField()
     # The report row the decision was made on (the calibration_report JSON keys) plus computed_at.
     figures = models.JSONField(default=dict)
+    # The lead's gate policy for this criterion. Marks made before it was stored got the defaults, which
+    # is what the gate applied to a caller that asked for nothing.
+    min_pass_rate = models.FloatField(default=DEFAULT_MIN_PASS_RATE)
+    max_error_rate = models.FloatField(default=DEFAULT_MAX_ERROR_RATE)
+    confidence = models.FloatField(default=DEFAULT_CONFIDENCE)
     marked_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     marked_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -77,6 +86,10 @@ class GatingMark(models.Model):
         kind = "override" if self.override else self.tier
         return f"{self.criterion.key} gates {self.rubric_version_id}/{self.judge_config_id} ({kind})"
 
+    @property
+    def policy(self) -> GateThresholds:
+        return GateThresholds(self.min_pass_rate, self.max_error_rate, self.confidence)
+
 
 def hash_token(token: str) -> str:
     # Tokens are 256 random bits, so a fast hash is enough (no dictionary to attack); we only ever
@@ -85,15 +98,18 @@ def hash_token(token: str) -> str:
 
 
 class GateToken(models.Model):
-    """A bearer token a CI system uses to ask the release gate, for one project (a rubric).
+    """A bearer token a CI system uses to ask the release gate, scoped to what the lead chose: one rubric
+    version, and the eval sets whose names match a pattern (shell-style: `rc-*`, `*` for any).
 
     Only the SHA-256 of the token is stored; the token itself is shown once, when created.
     """
 
     TOKEN_PREFIX = "icw_"
+    ANY_EVAL_SET = "*"
 
     project = models.CharField(max_length=200)
-    rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="gate_tokens")
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="gate_tokens")
+    eval_set_pattern = models.CharField(max_length=200, default=ANY_EVAL_SET)
     token_hash = models.CharField(max_length=64, unique=True)
     # The first characters, so people can tell their tokens apart without the secret.
     hint = models.CharField(max_length=16)
@@ -118,6 +134,16 @@ class GateToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    def scope_refusal(self, *, rubric_ref: str, eval_set_name: str) -> str | None:
+        """Why this token may not ask about that rubric version and eval set (None: it may). It names only
+        the token's own scope, never what else exists."""
+        if rubric_ref != self.rubric_version.ref:
+            return f"this token may only gate on {self.rubric_version.ref}"
+        # Case-sensitive like the names themselves; fnmatchcase, not fnmatch, which follows the OS.
+        if not fnmatch.fnmatchcase(eval_set_name, self.eval_set_pattern):
+            return f"this token may only gate eval sets whose names match {self.eval_set_pattern!r}"
+        return None
 
 
 class GateResult(models.Model):
@@ -146,9 +172,12 @@ class GateResult(models.Model):
     judge_config = models.ForeignKey(
         JudgeConfig, null=True, blank=True, on_delete=models.PROTECT, related_name="gate_results"
     )
-    min_pass_rate = models.FloatField()
-    max_error_rate = models.FloatField()
-    confidence = models.FloatField()
+    # What the caller asked for, to tighten the lead's policy (null: nothing, the lead's values applied).
+    # Results from before the policy was stored hold the thresholds the caller chose then. The thresholds
+    # that applied to each criterion are in `result`.
+    min_pass_rate = models.FloatField(null=True, blank=True)
+    max_error_rate = models.FloatField(null=True, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
     binding_criterion = models.CharField(max_length=100, blank=True)
     met_count = models.PositiveIntegerField(default=0)
     gating_count = models.PositiveIntegerField(default=0)

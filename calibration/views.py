@@ -19,6 +19,7 @@ from django_htmx.http import HttpResponseClientRefresh
 
 from judging.models import JudgeConfig, JudgeRun
 from labeling.access import STAFF_ROLES, has_role, role_required
+from labeling.io.export import attachment_header
 from labeling.models import Criterion, EvalSet, Output, Role, RubricVersion
 
 from . import drilldown as dd
@@ -117,8 +118,8 @@ def report_export(request: HttpRequest, eval_set: int, rubric_version: int, judg
     report = calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=_agent_version(request))
     body, content_type = (to_json(report), "application/json") if fmt == "json" else (to_csv(report), "text/csv")
     response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
-    name = f"calibration-{es.name}-{rv.rubric.name}@{rv.version}-{jc.name}.{fmt}".replace('"', "")
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    name = f"calibration-{es.name}-{rv.rubric.name}@{rv.version}-{jc.name}.{fmt}"
+    response["Content-Disposition"] = attachment_header(name)
     return response
 
 
@@ -212,6 +213,7 @@ def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, j
                 reason=form.cleaned_data["reason"],
                 override=form.cleaned_data["override"],
                 agent_version=_agent_version(request),
+                policy=form.cleaned_data["policy"],
             )
             messages.success(request, f"{form.cleaned_data['criterion']} now gates releases with {jc.name}.")
             if request.htmx:
@@ -256,7 +258,7 @@ def _back(request: HttpRequest, default: str) -> str:
 @role_required(*STAFF_ROLES)
 def gates(request: HttpRequest) -> HttpResponse:
     results = GateResult.objects.select_related("token")[:50]
-    tokens = GateToken.objects.select_related("rubric", "created_by", "revoked_by")
+    tokens = GateToken.objects.select_related("rubric_version__rubric", "created_by", "revoked_by")
     context = {"results": results, "tokens": tokens, "form": TokenForm(), "is_lead": has_role(request.user, Role.LEAD)}
     return render(request, "calibration/gates.html", context)
 
@@ -265,19 +267,20 @@ def gates(request: HttpRequest) -> HttpResponse:
 @role_required(Role.LEAD)
 def create_token(request: HttpRequest) -> HttpResponse:
     form = TokenForm(request.POST)
-    secret = None
+    secret = created = None
     if form.is_valid():
         secret = GateToken.new_secret()
-        GateToken.objects.create(
+        created = GateToken.objects.create(
             project=form.cleaned_data["project"],
-            rubric=form.cleaned_data["rubric"],
+            rubric_version=form.cleaned_data["rubric_version"],
+            eval_set_pattern=form.cleaned_data["eval_set_pattern"],
             token_hash=hash_token(secret),
             hint=secret[:8],
             created_by=request.user,
         )
         form = TokenForm()
-    tokens = GateToken.objects.select_related("rubric", "created_by", "revoked_by")
-    context = {"tokens": tokens, "form": form, "secret": secret, "is_lead": True}
+    tokens = GateToken.objects.select_related("rubric_version__rubric", "created_by", "revoked_by")
+    context = {"tokens": tokens, "form": form, "secret": secret, "created": created, "is_lead": True}
     if request.htmx:  # htmx swaps only 2xx answers, and the errors must be seen
         response = render(request, "calibration/gates.html#token-panel", context)
     else:

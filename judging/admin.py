@@ -2,13 +2,21 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from .forms import JudgeConfigForm
 from .models import JudgeConfig, JudgeRun, RunItem, Verdict
 
 
 @admin.register(JudgeConfig)
 class JudgeConfigAdmin(admin.ModelAdmin):
+    # The lead's form, so the admin checks what the page and add_judge check (the key and host allowlists too).
+    form = JudgeConfigForm
     list_display = ("name", "backend", "model_id", "mode", "samples", "content_hash")
     readonly_fields = ("content_hash",)
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.created_by = request.user
+        super().save_model(request, obj, form, change)
 
     def get_readonly_fields(self, request, obj=None):
         # A config that runs or verdicts use is a fixed instrument: everything is read-only.

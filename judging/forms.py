@@ -6,15 +6,16 @@ import re
 from urllib.parse import urlparse
 
 from django import forms
+from django.conf import settings
 
 from labeling.models import EvalSet, RubricVersion
 
+from .allowlist import ENV_NAME_RE, base_url_refusal, key_var_refusal
 from .backends.instruments import validate_instruments
 from .models import JudgeConfig
 from .prompt import TEMPLATE_VERSIONS
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]*$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Bounds that catch typos (a timeout of 6000 s, 500 samples) without getting in the way.
 MAX_SAMPLES = 15
 MAX_CONCURRENCY = 256
@@ -53,8 +54,9 @@ class JudgeConfigForm(forms.ModelForm):
         fields = CONFIG_FIELDS
         help_texts = {
             "api_key_env": "The NAME of the environment variable that holds the key (e.g. OPENAI_API_KEY), "
-            "never the key itself.",
-            "base_url": "Leave empty for the provider's own API; e.g. http://localhost:11434/v1 for Ollama.",
+            "never the key itself; one the operator allows in ICEWATER_JUDGE_KEY_VARS.",
+            "base_url": "Leave empty for the provider's own API; e.g. http://localhost:11434/v1 for Ollama. "
+            "Its host must be one the operator allows in ICEWATER_JUDGE_BASE_URL_HOSTS.",
             "model_id": "Pinned, e.g. gpt-4.1-2025-04-14 rather than gpt-4.1.",
         }
 
@@ -73,6 +75,9 @@ class JudgeConfigForm(forms.ModelForm):
                 "Give the NAME of an environment variable (like OPENAI_API_KEY), not the key itself: "
                 "keys are never stored."
             )
+        problem = key_var_refusal(value, settings.JUDGE_KEY_VARS) if value else None
+        if problem:
+            raise forms.ValidationError(f"{problem}.")
         return value
 
     def clean_base_url(self) -> str:
@@ -85,6 +90,9 @@ class JudgeConfigForm(forms.ModelForm):
                 raise forms.ValidationError(
                     "Must not carry credentials: put the key in the variable api_key_env names."
                 )
+            problem = base_url_refusal(value, settings.JUDGE_BASE_URL_HOSTS)
+            if problem:
+                raise forms.ValidationError(f"{problem}.")
         return value
 
     def clean_temperature(self) -> float:

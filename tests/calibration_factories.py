@@ -222,8 +222,9 @@ def bulk_verdicts(
     return outputs
 
 
-def mark_as_gating(rubric_version, judge, keys: list[str], eval_set, by: User | None = None) -> None:
-    """Approve the rubric version and mark criteria gating directly (for gate tests, not approval tests)."""
+def mark_as_gating(rubric_version, judge, keys: list[str], eval_set, by: User | None = None, **policy) -> None:
+    """Approve the rubric version and mark criteria gating directly (for gate tests, not approval tests).
+    `policy`: min_pass_rate, max_error_rate, confidence (the model's defaults otherwise)."""
     from calibration.models import GatingMark
 
     by = by or User.objects.filter(username="lee").first() or make_user("lee", Role.LEAD)
@@ -243,6 +244,7 @@ def mark_as_gating(rubric_version, judge, keys: list[str], eval_set, by: User | 
             reason="calibrated in tests",
             figures={},
             marked_by=by,
+            **policy,
         )
 
 

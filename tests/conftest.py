@@ -5,12 +5,19 @@ import pytest
 from labeling.models import Role
 
 from .factories import make_user
+from .judging_helpers import KEY_ENV
 
 
 @pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     """PBKDF2 costs about a second per test user on this machine; the hasher is not what tests check."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def judge_test_key_allowed(settings):
+    """The operator's allowlist as a deployment would set it: the provider defaults plus the tests' variable."""
+    settings.JUDGE_KEY_VARS = [*settings.JUDGE_KEY_VARS, KEY_ENV]
 
 
 @pytest.fixture

@@ -11,10 +11,29 @@ from judging.models import JudgeConfig, JudgeRun
 from tests.factories import make_eval_set, make_output, make_rubric_version
 from tests.fake_llm import FakeLLM
 
-# A key that must never show up anywhere but in the Authorization header the fake server sees.
-KEY_ENV = "ICEWATER_TEST_JUDGE_KEY"
+# A key that must never show up anywhere but in the Authorization header the fake server sees. Its
+# variable is on the tests' key allowlist (conftest.py; the Celery worker gets it in its environment).
+KEY_ENV = "JUDGE_TEST_API_KEY"
 KEY_VALUE = "sk-test-7Hq2-NEVER-STORE-THIS-a91f"
 RESPONSE = "I have issued a refund of $40.00. You will see it within 5 business days."
+
+# The judge config form as the lead's page posts it (every field, the model's defaults).
+CONFIG_FORM = {
+    "name": "gpt-judge",
+    "backend": "openai",
+    "model_id": "gpt-x-2026",
+    "api_key_env": "OPENAI_API_KEY",
+    "base_url": "",
+    "temperature": "0",
+    "max_output_tokens": "1024",
+    "mode": "per_output",
+    "samples": "1",
+    "max_concurrency": "4",
+    "timeout_s": "60",
+    "max_retries": "4",
+    "prompt_template_version": "v1",
+    "instruments": "{}",
+}
 
 
 @pytest.fixture

@@ -266,3 +266,63 @@ def test_an_override_without_a_written_reason_is_refused(world):
     with pytest.raises(CommandError, match="a reason is required"):
         gating("next_step", reason="   ", extra=("--override",))
     assert not GatingMark.objects.exists()
+
+
+# --- the gate policy is the lead's, set with the mark ------------------------------------------------
+
+
+def test_the_lead_sets_the_gate_policy_with_the_mark_and_the_defaults_are_named(world):
+    approve_rubric()
+    policy = ("--min-pass-rate", "0.97", "--max-error-rate", "0.01", "--confidence", "0.99")
+    out = gating("correct_amount", extra=policy)
+    mark = GatingMark.objects.get()
+    assert (mark.min_pass_rate, mark.max_error_rate, mark.confidence) == (0.97, 0.01, 0.99)
+    assert "policy: lower bound >= 0.97 at 0.99, ERROR rate <= 0.01" in out
+    mark.revoked_at = mark.marked_at
+    mark.save()
+    gating("correct_amount")  # no flags: the documented defaults
+    default = GatingMark.objects.active().get()
+    assert (default.min_pass_rate, default.max_error_rate, default.confidence) == (0.90, 0.02, 0.95)
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (("--min-pass-rate", "1.5"), "min-pass-rate must be a number from 0 to 1"),
+        (("--confidence", "1"), "confidence must be a number strictly between 0 and 1"),
+        (("--max-error-rate", "nan"), "max-error-rate must be a number from 0 to 1"),
+    ],
+)
+def test_a_bad_gate_policy_is_refused_and_nothing_is_marked(world, extra, message):
+    approve_rubric()
+    with pytest.raises(CommandError, match=message):
+        gating("correct_amount", extra=extra)
+    assert not GatingMark.objects.exists()
+
+
+def test_a_gate_policy_without_gating_is_refused(world):
+    with pytest.raises(CommandError, match="only apply to --gating"):
+        approve("--rubric", "refund@1", "--by", "lead", "--reason", "r", "--min-pass-rate", "0.95")
+    assert RubricVersion.objects.get().status == "draft"
+
+
+def test_the_lead_sets_the_gate_policy_on_the_page_and_sees_it(client, world, lead):
+    es, rv, judge = world
+    approve_rubric()
+    client.force_login(lead)
+    url = reverse("calibration:mark_gating", args=[es.pk, rv.pk, judge.pk])
+    page = client.get(report_url(*world)).content.decode()
+    assert 'name="min_pass_rate" value="0.9"' in page and 'name="confidence" value="0.95"' in page
+    bad = {"criterion": "correct_amount", "reason": "gate tier", "min_pass_rate": "1.2", "confidence": "high"}
+    response = client.post(url, bad, HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert "Enter a number" in body and not GatingMark.objects.exists()
+    response = client.post(url, {**bad, "confidence": "0.95"}, HTTP_HX_REQUEST="true")
+    assert "min-pass-rate must be a number from 0 to 1" in response.content.decode()
+    assert not GatingMark.objects.exists()
+    good = {**bad, "min_pass_rate": "0.93", "max_error_rate": "0.01", "confidence": "0.975"}
+    assert client.post(url, good)["Location"] == report_url(*world)
+    mark = GatingMark.objects.get()
+    assert (mark.min_pass_rate, mark.max_error_rate, mark.confidence) == (0.93, 0.01, 0.975)
+    page = client.get(report_url(*world)).content.decode()
+    assert "gate policy: lower bound ≥ 0.93 at 0.975 confidence, ERROR rate ≤ 0.01" in page

@@ -62,12 +62,12 @@ def test_a_new_token_is_shown_once_in_the_panel(live_server, new_page, calibrate
     page.goto(live_server.url + "/calibration/gates/")
     panel = page.locator("#token-panel")
     panel.get_by_label("Project").fill("   ")  # passes the browser's "required", not the server
-    panel.get_by_label("Rubric").select_option(label="refund")
+    panel.get_by_label("Rubric version").select_option(label="refund@1")
     panel.get_by_role("button", name="Create token").click()
     expect(page.locator("#token-panel").get_by_text("This field is required.")).to_be_visible()
     assert not GateToken.objects.exists()
     page.locator("#token-panel").get_by_label("Project").fill("refund-bot CI")
-    page.locator("#token-panel").get_by_label("Rubric").select_option(label="refund")
+    page.locator("#token-panel").get_by_label("Rubric version").select_option(label="refund@1")
     page.locator("#token-panel").get_by_role("button", name="Create token").click()
     secret = page.locator("#new-token").inner_text()
     assert secret.startswith("icw_") and GateToken.objects.get().hint == secret[:8]

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.django_db
 
 KEYS = ["passed", "binding_criterion", "met_count", "gating_count", "criteria"]
 CRITERION_KEYS = ["criterion", "n", "passes", "errors", "pass_rate", "wilson_lower", "error_rate", "met"]
+POLICY_KEYS = ["min_pass_rate", "max_error_rate", "confidence"]  # the thresholds that applied
 
 
 @pytest.fixture
@@ -55,8 +56,9 @@ def test_35_of_35_passes_clear_0_90_and_34_of_34_do_not(world):
     code, out, _ = gate(*std_args())
     result = json.loads(out)
     assert code == 0 and result["passed"] is True
-    assert list(result) == KEYS and list(result["criteria"][0]) == CRITERION_KEYS
+    assert list(result) == KEYS and list(result["criteria"][0]) == CRITERION_KEYS + POLICY_KEYS
     c = result["criteria"][0]
+    assert [c[k] for k in POLICY_KEYS] == [0.90, 0.02, 0.95]  # the lead's (default) policy
     assert (c["n"], c["passes"], c["errors"], c["pass_rate"], c["error_rate"]) == (35, 35, 0, 1.0, 0.0)
     assert c["wilson_lower"] == pytest.approx(proportion_confint(35, 35, alpha=0.05, method="wilson")[0])
 
@@ -69,16 +71,48 @@ def test_35_of_35_passes_clear_0_90_and_34_of_34_do_not(world):
     assert result["binding_criterion"] == "correct_amount"
 
 
-def test_the_confidence_and_minimum_flags_move_the_bound(world):
+def test_the_leads_policy_sets_the_bound_and_the_flags_only_tighten_it(world):
     cal, rc, rv, judge = world
-    mark_as_gating(rv, judge, ["correct_amount"], cal)
+    mark_as_gating(rv, judge, ["correct_amount"], cal, min_pass_rate=0.8, confidence=0.8)
     bulk_verdicts(rc, rv, judge, {"correct_amount": {"PASS": 45, "FAIL": 5}})
-    code, out, _ = gate(*std_args(), "--confidence", "0.8", "--min-pass-rate", "0.8")
+    code, out, _ = gate(*std_args())
     c = json.loads(out)["criteria"][0]
     assert c["wilson_lower"] == pytest.approx(proportion_confint(45, 50, alpha=0.2, method="wilson")[0])
-    assert code == 0
-    code, _, _ = gate(*std_args(), "--confidence", "0.99", "--min-pass-rate", "0.8")
+    assert code == 0 and (c["min_pass_rate"], c["confidence"]) == (0.8, 0.8)
+    code, out, _ = gate(*std_args(), "--confidence", "0.99")
     assert code == 1  # 45/50 at 99%: lower bound 0.75
+    assert json.loads(out)["criteria"][0]["confidence"] == 0.99
+
+
+@pytest.mark.parametrize(
+    "flag,value,message",
+    [
+        ("--min-pass-rate", "0.85", "min_pass_rate 0.85 is below the lead's 0.9 for correct_amount"),
+        ("--max-error-rate", "0.05", "max_error_rate 0.05 is above the lead's 0.02 for correct_amount"),
+        ("--confidence", "0.9", "confidence 0.9 is below the lead's 0.95 for correct_amount"),
+    ],
+)
+def test_a_looser_threshold_than_the_leads_is_refused_and_nothing_is_stored(world, flag, value, message):
+    cal, rc, rv, judge = world
+    mark_as_gating(rv, judge, ["correct_amount"], cal)
+    bulk_verdicts(rc, rv, judge, {"correct_amount": {"PASS": 45, "FAIL": 5}})  # fails at 0.9, passes looser
+    with pytest.raises(CommandError, match="a caller may only tighten the gate policy") as exc:
+        call_command("gate", *std_args(), flag, value, stdout=io.StringIO())
+    assert message in str(exc.value) and exc.value.returncode == 2
+    assert not GateResult.objects.exists()
+
+
+def test_each_criterion_is_held_to_its_own_policy_and_a_tightening_must_suit_all(world):
+    cal, rc, rv, judge = world
+    mark_as_gating(rv, judge, ["correct_amount"], cal, min_pass_rate=0.8)
+    mark_as_gating(rv, judge, ["next_step"], cal, min_pass_rate=0.95)
+    bulk_verdicts(rc, rv, judge, {"correct_amount": {"PASS": 190, "FAIL": 10}, "next_step": {"PASS": 200}})
+    code, out, _ = gate(*std_args())
+    assert code == 0 and [c["min_pass_rate"] for c in json.loads(out)["criteria"]] == [0.8, 0.95]
+    with pytest.raises(CommandError, match="min_pass_rate 0.9 is below the lead's 0.95 for next_step"):
+        call_command("gate", *std_args(), "--min-pass-rate", "0.9", stdout=io.StringIO())
+    code, out, _ = gate(*std_args(), "--min-pass-rate", "0.97")
+    assert code == 1 and [c["min_pass_rate"] for c in json.loads(out)["criteria"]] == [0.97, 0.97]
 
 
 def test_error_rate_counts_every_verdict_and_is_not_a_fail(world):
@@ -170,9 +204,12 @@ def test_it_cannot_decide_without_approved_criteria_or_verdicts(world, change, e
         bulk_verdicts(rc, rv, judge, {"correct_amount": {"PASS": 100}, "next_step": {"PASS": 100}})
     code, out, err = gate(*std_args())
     assert code == 2
-    assert out == ""
     assert expected in err
-    assert GateResult.objects.get().decision == GateResult.Decision.UNDECIDED
+    record = GateResult.objects.get()
+    assert record.decision == GateResult.Decision.UNDECIDED
+    # The same answer as the HTTP API's 409: CI that reads JSON gets the reason, not an empty stdout.
+    assert json.loads(out) == {"passed": None, "error": record.reason} and expected in record.reason
+    assert gate(*std_args("text"))[1] == ""  # text goes to stderr only
 
 
 @pytest.mark.parametrize(
@@ -191,7 +228,7 @@ def test_unknown_names_cannot_be_decided_and_say_what_exists(world, args, messag
     base = dict(zip(std_args()[::2], std_args()[1::2], strict=True))
     base.update(dict(zip(args[::2], args[1::2], strict=True)))
     code, out, err = gate(*[x for kv in base.items() for x in kv])
-    assert (code, out) == (2, "")
+    assert code == 2 and json.loads(out)["passed"] is None and message in json.loads(out)["error"]
     assert message in err
     record = GateResult.objects.get()
     assert record.decision == "undecided" and message in record.reason
@@ -231,6 +268,9 @@ def test_every_decision_is_stored(world):
     assert (passed.decision, failed.decision) == ("passed", "failed")
     assert passed.source == "cli" and passed.binding_criterion == "correct_amount"
     assert passed.result["criteria"][0]["passes"] == 50 and failed.min_pass_rate == 0.99
+    assert passed.min_pass_rate is None  # nothing asked: the lead's policy applied, as the result says
+    applied = [r.result["criteria"][0]["min_pass_rate"] for r in (passed, failed)]
+    assert applied == [0.9, 0.99]
     assert passed.rubric_version == rv and passed.judge_config == judge and passed.eval_set == rc
 
 
@@ -267,3 +307,4 @@ def test_the_real_process_exit_codes(world):
     undecided = run("--judge", "nobody")
     assert undecided.returncode == 2 and "unknown judge config" in undecided.stderr
     assert run("--confidence", "2").returncode == 2
+    assert run("--min-pass-rate", "0.5").returncode == 2  # looser than the lead's 0.9: refused

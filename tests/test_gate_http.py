@@ -1,4 +1,5 @@
-"""The release gate over HTTP with per-project tokens, and the page of gate results."""
+"""The release gate over HTTP with per-project tokens scoped to a rubric version and eval set pattern, and the
+page of gate results."""
 
 from __future__ import annotations
 
@@ -27,18 +28,21 @@ def world(lead):
     return cal, rc, rv, judge
 
 
-@pytest.fixture
-def token(client, world, lead) -> str:
+def create_token(client, lead, rubric_version, pattern: str = "rc-*") -> str:
     """Create a token the way a lead does, through the page, and read it off the page."""
     client.force_login(lead)
-    response = client.post(
-        reverse("calibration:create_token"), {"project": "refund-bot CI", "rubric": world[2].rubric.pk}
-    )
+    data = {"project": "refund-bot CI", "rubric_version": rubric_version.pk, "eval_set_pattern": pattern}
+    response = client.post(reverse("calibration:create_token"), data)
     assert response.status_code == 200 and response["Cache-Control"] == "no-store"
     body = response.content.decode()
     start = body.index('id="new-token">') + len('id="new-token">')
     client.logout()
     return body[start : body.index("<", start)]
+
+
+@pytest.fixture
+def token(client, world, lead) -> str:
+    return create_token(client, lead, world[2])
 
 
 def ask(client, secret: str | None, body, **headers):
@@ -77,8 +81,44 @@ def test_ci_asks_the_gate_with_the_token(client, token):
 def test_the_gate_cannot_decide_over_http_either(client, token):
     response = ask(client, token, {**GOOD, "judge": "nobody"})
     assert response.status_code == 409
-    assert response.json()["passed"] is None and "unknown judge config 'nobody'" in response.json()["error"]
+    assert response.json() == {"passed": None, "error": "unknown judge config 'nobody'"}
     assert GateResult.objects.get().decision == "undecided"
+
+
+@pytest.mark.parametrize(
+    "change,error",
+    [
+        ({"judge": "nobody"}, "unknown judge config 'nobody'"),
+        ({"eval_set": "rc-404"}, "unknown eval set 'rc-404'"),
+    ],
+)
+def test_an_unknown_name_over_http_does_not_list_the_names_that_exist(client, token, change, error):
+    make_eval_set("rc-secret-launch")
+    make_judge("internal-judge-b")
+    response = ask(client, token, {**GOOD, **change})
+    body = response.content.decode()
+    assert response.status_code == 409 and response.json()["error"] == error
+    for other in ("(known", "cal", "rc-1", "rc-secret-launch", "gpt-judge", "internal-judge-b"):
+        assert other not in body
+    assert GateResult.objects.get().reason == error
+
+
+def test_a_looser_threshold_over_http_is_refused_with_400_and_nothing_is_stored(client, token):
+    for loose in ({"min_pass_rate": 0.5}, {"max_error_rate": 0.5}, {"confidence": 0.5}):
+        response = ask(client, token, {**GOOD, **loose})
+        assert response.status_code == 400
+        assert "a caller may only tighten the gate policy" in response.json()["error"]
+        assert f"{next(iter(loose))} 0.5" in response.json()["error"]
+    assert not GateResult.objects.exists()
+    tighter = ask(client, token, {**GOOD, "min_pass_rate": 0.92, "max_error_rate": 0.01, "confidence": 0.96})
+    assert tighter.status_code == 200
+    assert {k: tighter.json()["criteria"][0][k] for k in ("min_pass_rate", "max_error_rate", "confidence")} == {
+        "min_pass_rate": 0.92,
+        "max_error_rate": 0.01,
+        "confidence": 0.96,
+    }
+    record = GateResult.objects.get()
+    assert (record.min_pass_rate, record.max_error_rate, record.confidence) == (0.92, 0.01, 0.96)
 
 
 @pytest.mark.parametrize(
@@ -107,8 +147,31 @@ def test_a_revoked_token_stops_working(client, token, lead):
 def test_a_token_only_gates_its_own_project(client, token):
     make_rubric_version("billing", "1")
     response = ask(client, token, {**GOOD, "rubric": "billing@1"})
-    assert response.status_code == 403 and "only gate on the rubric 'refund'" in response.json()["error"]
+    assert response.status_code == 403 and response.json() == {"error": "this token may only gate on refund@1"}
     assert not GateResult.objects.exists()
+
+
+def test_a_token_for_rubric_version_1_cannot_gate_version_2(client, token, world, lead):
+    cal, _, _, judge = world
+    rv2 = make_rubric_version("refund", "2")
+    mark_as_gating(rv2, judge, ["correct_amount"], cal, by=lead)
+    bulk_verdicts(make_eval_set("rc-2"), rv2, judge, {"correct_amount": {"PASS": 50}})
+    v2 = {**GOOD, "rubric": "refund@2", "eval_set": "rc-2"}
+    response = ask(client, token, v2)
+    assert response.status_code == 403 and response.json()["error"] == "this token may only gate on refund@1"
+    assert not GateResult.objects.exists()
+    assert ask(client, create_token(client, lead, rv2), v2).status_code == 200  # the positive control
+
+
+def test_a_token_only_gates_the_eval_sets_its_pattern_matches(client, token, world):
+    cal = world[0]
+    bulk_verdicts(cal, world[2], world[3], {"correct_amount": {"PASS": 50}})
+    response = ask(client, token, {**GOOD, "eval_set": "cal"})
+    assert response.status_code == 403
+    assert response.json()["error"] == "this token may only gate eval sets whose names match 'rc-*'"
+    assert ask(client, token, {**GOOD, "eval_set": "RC-1"}).status_code == 403  # names are case-sensitive
+    assert not GateResult.objects.exists()
+    assert ask(client, token, GOOD).status_code == 200
 
 
 @pytest.mark.parametrize(
@@ -138,20 +201,19 @@ def test_only_post_and_no_session_login(client, token, lead):
 
 def test_token_management_is_for_leads(client, world, reviewer, lead):
     client.force_login(reviewer)
-    assert (
-        client.post(reverse("calibration:create_token"), {"project": "x", "rubric": world[2].rubric.pk}).status_code
-        == 403
-    )
+    data = {"project": "x", "rubric_version": world[2].pk, "eval_set_pattern": "*"}
+    assert client.post(reverse("calibration:create_token"), data).status_code == 403
     assert not GateToken.objects.exists()
     client.force_login(lead)
-    response = client.post(reverse("calibration:create_token"), {"project": " ", "rubric": 999}, HTTP_HX_REQUEST="true")
+    garbage = {"project": " ", "rubric_version": 999, "eval_set_pattern": "rc-\n*"}
+    response = client.post(reverse("calibration:create_token"), garbage, HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and not GateToken.objects.exists()  # htmx swaps only 2xx
     body = response.content.decode()
     assert body.lstrip().startswith('<section class="card" id="token-panel">')
     assert "This field is required" in body or "Name the project" in body
-    assert "Select a valid choice" in body
+    assert "Select a valid choice" in body and "Give a pattern of printable characters" in body
     token = GateToken.objects.create(
-        project="p", rubric=world[2].rubric, token_hash="0" * 64, hint="icw_abcd", created_by=lead
+        project="p", rubric_version=world[2], token_hash="0" * 64, hint="icw_abcd", created_by=lead
     )
     client.force_login(reviewer)
     client.post(reverse("calibration:revoke_token", args=[token.pk]))
@@ -162,9 +224,11 @@ def test_token_management_is_for_leads(client, world, reviewer, lead):
 def test_the_gate_results_page_shows_every_decision(client, token, reviewer):
     ask(client, token, GOOD)
     ask(client, token, {**GOOD, "min_pass_rate": 0.999})
-    ask(client, token, {**GOOD, "eval_set": "nope"})
+    ask(client, token, {**GOOD, "eval_set": "rc-nope"})
     client.force_login(reviewer)
     body = client.get(reverse("calibration:gates")).content.decode()
     assert body.count("decision-passed") == 1 and body.count("decision-failed") == 1
-    assert "Cannot decide: unknown eval set &#x27;nope&#x27;" in body
+    assert "Cannot decide: unknown eval set &#x27;rc-nope&#x27;" in body
     assert "refund-bot CI" in body and "1 of 1" in body and "0 of 1" in body
+    assert "<code>refund@1</code></td><td><code>rc-*</code>" in body  # the token's scope
+    assert "the lead's policy, the caller asked for min pass rate 0.999" in body

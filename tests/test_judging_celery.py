@@ -53,6 +53,7 @@ class Worker:
             "ICEWATER_CELERY_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE,
             "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
             KEY_ENV: KEY_VALUE,
+            "ICEWATER_JUDGE_KEY_VARS": KEY_ENV,
         }
         env.pop("ICEWATER_TEST_DB_NAME", None)
         self.process = subprocess.Popen(

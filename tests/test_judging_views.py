@@ -12,7 +12,16 @@ from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
 from judging.nav import nav_items
 from tests import judging_helpers
 from tests.factories import make_eval_set, make_output, make_rubric_version
-from tests.judging_helpers import KEY_ENV, KEY_VALUE, RESPONSE, Sleeps, judge_in_process, make_judge, make_scope
+from tests.judging_helpers import (
+    CONFIG_FORM,
+    KEY_ENV,
+    KEY_VALUE,
+    RESPONSE,
+    Sleeps,
+    judge_in_process,
+    make_judge,
+    make_scope,
+)
 
 # Fixtures shared by the judging tests (tests/conftest.py belongs to the foundation).
 fake_llm = judging_helpers.fake_llm
@@ -195,22 +204,8 @@ def test_a_verdict_page_shows_raw_output_and_highlights_the_quote(client, review
 def test_a_lead_creates_a_judge_config_and_bad_input_is_explained(client, lead):
     client.force_login(lead)
     url = reverse("judging:config_new")
-    data = {
-        "name": "claude-judge",
-        "backend": "anthropic",
-        "model_id": "claude-x-2026",
-        "api_key_env": "sk-ant-123",
-        "base_url": "",
-        "temperature": "0",
-        "max_output_tokens": "1024",
-        "mode": "per_output",
-        "samples": "1",
-        "max_concurrency": "4",
-        "timeout_s": "60",
-        "max_retries": "4",
-        "prompt_template_version": "v1",
-        "instruments": "{}",
-    }
+    data = {**CONFIG_FORM, "name": "claude-judge", "backend": "anthropic", "model_id": "claude-x-2026"}
+    data["api_key_env"] = "sk-ant-123"
     response = client.post(url, data)
     assert response.status_code == 400
     assert "not the key itself" in response.content.decode() and not JudgeConfig.objects.exists()

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from labeling.models import User
 
+from .factories import password_login
 from .labeling_helpers import fast_passwords  # noqa: F401 - an autouse fixture
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +26,7 @@ def signed_in(client: Client) -> bool:
 
 def logged_in_client(username: str = "ann") -> Client:
     client = Client()
-    assert client.login(username=username, password="pw-for-tests-1")
+    assert password_login(client, username)
     assert signed_in(client)
     return client
 

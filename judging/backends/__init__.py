@@ -5,7 +5,10 @@ the runner owns retries, backoff, Retry-After and the concurrency bound, so the 
 are the same for every backend. A failed attempt raises CallFailed, saying whether
 trying again can help. The API key is read from the environment variable the judge
 config names, at the moment the backend is built, and is never stored or logged;
-`redact` scrubs it from any text that might echo it.
+`redact` scrubs it from any text that might echo it. Only a variable and a base URL host the
+operator allows (judging/allowlist.py) are ever used: a config that breaks the rule, stored before
+it or after the operator narrowed a list, gets a backend that sends nothing and answers every call
+with a non-retryable failure, so its items become ERROR saying why.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from django.conf import settings
+
+from ..allowlist import base_url_refusal, key_var_refusal
 from ..prompt import JudgeRequest
 
 
@@ -49,10 +55,26 @@ class ModelBackend(Protocol):
     def call(self, request: JudgeRequest) -> CallResult: ...
 
 
+def config_refusal(config) -> str | None:
+    """Why the operator's allowlists forbid this config's key variable or base URL (None: they allow both)."""
+    if config.api_key_env:
+        problem = key_var_refusal(config.api_key_env, settings.JUDGE_KEY_VARS)
+        if problem:
+            return f"judge {config.name}: api_key_env {problem}"
+    problem = base_url_refusal(config.base_url, settings.JUDGE_BASE_URL_HOSTS)
+    if problem:
+        return f"judge {config.name}: base_url {problem}"
+    return None
+
+
 def api_key_for(config) -> str | None:
-    """The key from the variable the config names; Misconfigured (naming the variable, never a value) if unset."""
+    """The key from the variable the config names; Misconfigured (naming the variable, never a value) if the
+    operator does not allow that variable or it is unset."""
     if not config.api_key_env:
         return None
+    problem = key_var_refusal(config.api_key_env, settings.JUDGE_KEY_VARS)
+    if problem:
+        raise Misconfigured(f"judge {config.name}: api_key_env {problem}")
     key = os.environ.get(config.api_key_env, "")
     if not key:
         raise Misconfigured(
@@ -70,7 +92,21 @@ def tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
+class RefusedBackend:
+    """Stands in for a config the allowlists forbid: reads no key, sends nothing, and fails every call."""
+
+    def __init__(self, config, reason: str):
+        self.model_id = config.model_id
+        self.reason = f"not sent: {reason}"
+
+    def call(self, request: JudgeRequest) -> CallResult:
+        raise CallFailed("rejected", self.reason, retryable=False)
+
+
 def backend_for(config) -> ModelBackend:
+    refusal = config_refusal(config)
+    if refusal:
+        return RefusedBackend(config, refusal)
     # Each SDK is imported only when a config uses it: the anthropic package alone takes seconds to import.
     if config.backend == "openai":
         from .openai_compat import OpenAIBackend

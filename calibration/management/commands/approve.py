@@ -1,8 +1,9 @@
-"""python manage.py approve --rubric NAME@VERSION [--judge NAME --eval-set CALIBRATION_SET --gating KEY,KEY]
---by USER --reason TEXT [--override] [--agent-version V]
+"""python manage.py approve --rubric NAME@VERSION [--judge NAME --eval-set CALIBRATION_SET --gating KEY,KEY
+[--min-pass-rate R] [--max-error-rate R] [--confidence C]] --by USER --reason TEXT [--override] [--agent-version V]
 
 Without --judge: approve the rubric version. With --judge, --eval-set and --gating: mark those criteria as
-gating for that (approved) rubric version and judge config, on a fresh calibration report of the eval set.
+gating for that (approved) rubric version and judge config, on a fresh calibration report of the eval set,
+with the gate policy they must meet (defaults: calibration/policy.py); callers of the gate may only tighten it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from calibration.approvals import ApprovalRefused, approve_rubric_version, mark_gating
 from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
+from calibration.policy import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MAX_ERROR_RATE,
+    DEFAULT_MIN_PASS_RATE,
+    FIELDS,
+    GateThresholds,
+)
 from labeling.models import User
 
 
@@ -26,6 +34,12 @@ class Command(BaseCommand):
         parser.add_argument("--by", required=True, help="username of the lead who decides")
         parser.add_argument("--reason", required=True, help="why, in words someone can check later")
         parser.add_argument("--override", action="store_true", help="allow criteria outside the gate tier")
+        for flag, default, what in (
+            ("--min-pass-rate", DEFAULT_MIN_PASS_RATE, "the Wilson lower bound must reach"),
+            ("--max-error-rate", DEFAULT_MAX_ERROR_RATE, "the ERROR rate must stay at or under"),
+            ("--confidence", DEFAULT_CONFIDENCE, "of the Wilson lower bound"),
+        ):
+            parser.add_argument(flag, type=float, help=f"gate policy with --gating: {what} (default {default:g})")
 
     def handle(self, *args, **opts):
         gating_parts = [opts["judge"], opts["eval_set"], opts["gating"]]
@@ -35,6 +49,13 @@ class Command(BaseCommand):
             raise CommandError("--override only applies to --gating")
         if opts["agent_version"] and not opts["gating"]:
             raise CommandError("--agent-version only applies to --gating")
+        asked = {name: opts[name] for name in FIELDS if opts[name] is not None}
+        if asked and not opts["gating"]:
+            raise CommandError("--min-pass-rate, --max-error-rate and --confidence only apply to --gating")
+        try:
+            policy = GateThresholds(**asked)
+        except ValueError as exc:
+            raise CommandError(str(exc))
         user = User.objects.filter(username=opts["by"]).first()
         if user is None:
             raise CommandError(f"unknown user {opts['by']!r}")
@@ -53,6 +74,7 @@ class Command(BaseCommand):
                 reason=opts["reason"],
                 override=opts["override"],
                 agent_version=opts["agent_version"],
+                policy=policy,
             )
         except (UnknownName, ApprovalRefused) as exc:
             raise CommandError(str(exc))
@@ -62,5 +84,6 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"gating: {mark.criterion.key} ({mark.tier}{note}, kappa "
                 f"{'undefined' if kappa is None else f'{kappa:.3f}'}, n {mark.figures.get('n')}) "
-                f"with {mark.judge_config.name} on {rubric_version.ref}"
+                f"with {mark.judge_config.name} on {rubric_version.ref}; policy: lower bound >= {mark.min_pass_rate:g} "
+                f"at {mark.confidence:g}, ERROR rate <= {mark.max_error_rate:g}"
             )

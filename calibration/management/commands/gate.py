@@ -1,7 +1,10 @@
 """python manage.py gate --eval-set NAME --rubric NAME@VERSION --judge NAME [--agent-version V]
-[--min-pass-rate 0.9] [--max-error-rate 0.02] [--confidence 0.95] --format json|text
+[--min-pass-rate R] [--max-error-rate R] [--confidence C] --format json|text
 
-Exit 0 passed, 1 failed, 2 cannot decide. Every decision is stored (the gate results page shows them).
+Each gating criterion is held to the policy the lead stored with its mark; the three flags may only
+tighten it (a looser value is refused, exit 2, nothing stored). Exit 0 passed, 1 failed, 2 cannot decide
+(with --format json the same {"passed": null, "error": ...} as the HTTP API). Every decision is stored
+(the gate results page shows them).
 """
 
 from __future__ import annotations
@@ -11,16 +14,11 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration.gate import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_MAX_ERROR_RATE,
-    DEFAULT_MIN_PASS_RATE,
-    GateRequest,
-    GateThresholds,
-    gate_and_record,
-    render_text,
-)
+from calibration.gate import EXIT_UNDECIDED, GateRequest, gate_and_record, render_text, undecided_dict
 from calibration.models import GateResult
+from calibration.policy import PolicyRefused, Tightening
+
+TIGHTEN = "only tightens the lead's policy of each gating criterion (default: the lead's)"
 
 
 class Command(BaseCommand):
@@ -31,21 +29,25 @@ class Command(BaseCommand):
         parser.add_argument("--rubric", required=True, help="NAME@VERSION")
         parser.add_argument("--judge", required=True, help="judge config name")
         parser.add_argument("--agent-version", help="gate only the outputs of this agent version")
-        parser.add_argument("--min-pass-rate", type=float, default=DEFAULT_MIN_PASS_RATE)
-        parser.add_argument("--max-error-rate", type=float, default=DEFAULT_MAX_ERROR_RATE)
-        parser.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE)
+        parser.add_argument("--min-pass-rate", type=float, help=f"a higher minimum pass rate; {TIGHTEN}")
+        parser.add_argument("--max-error-rate", type=float, help=f"a lower maximum ERROR rate; {TIGHTEN}")
+        parser.add_argument("--confidence", type=float, help=f"a higher confidence; {TIGHTEN}")
         parser.add_argument("--format", choices=["json", "text"], default="text")
 
     def handle(self, *args, **opts):
         try:
-            thresholds = GateThresholds(opts["min_pass_rate"], opts["max_error_rate"], opts["confidence"])
+            tightening = Tightening(opts["min_pass_rate"], opts["max_error_rate"], opts["confidence"])
         except ValueError as exc:
-            raise CommandError(str(exc), returncode=2)
-        request = GateRequest(opts["eval_set"], opts["rubric"], opts["judge"], opts["agent_version"], thresholds)
-        outcome = gate_and_record(request, source=GateResult.Source.CLI)
+            raise CommandError(str(exc), returncode=EXIT_UNDECIDED)
+        request = GateRequest(opts["eval_set"], opts["rubric"], opts["judge"], opts["agent_version"], tightening)
+        try:
+            outcome = gate_and_record(request, source=GateResult.Source.CLI)
+        except PolicyRefused as exc:
+            raise CommandError(str(exc), returncode=EXIT_UNDECIDED)
         if outcome.decision is None:
-            # Nothing to print on stdout: CI reads the exit code, people read the reason.
-            self.stderr.write(f"cannot decide: {outcome.reason}")
+            self.stderr.write(f"cannot decide: {outcome.reason}")  # people read this; CI reads the exit code
+            if opts["format"] == "json":
+                self.stdout.write(json.dumps(undecided_dict(outcome.reason), indent=2))
         elif opts["format"] == "json":
             self.stdout.write(json.dumps(outcome.decision.as_dict(), indent=2))
         else:
