@@ -176,3 +176,28 @@ class GateApiForm(forms.Form):
         except ValueError as exc:
             raise forms.ValidationError(str(exc))
         return data
+
+
+class CaseFilterForm(forms.Form):
+    """The eval set page's filters (GET). A bad value is reported, never silently dropped."""
+
+    q = forms.CharField(required=False, max_length=200, label="Search case id and text")
+    agent_version = forms.ChoiceField(required=False, label="Agent version")
+    rubric_version = forms.ModelChoiceField(queryset=RubricVersion.objects.none(), required=False)
+    judge = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), required=False, label="Judge config")
+    show = forms.ChoiceField(required=False, label="Show")
+
+    def __init__(self, *args, agent_versions: list[str], rubric_versions, judges, show_choices, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["agent_version"].choices = [("", "Every agent version")] + [(v, v) for v in agent_versions]
+        self.fields["rubric_version"].queryset = rubric_versions
+        self.fields["rubric_version"].empty_label = None
+        self.fields["judge"].queryset = judges
+        self.fields["judge"].empty_label = "Any judge"
+        self.fields["show"].choices = show_choices
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("show") in ("false-pass", "false-fail") and not cleaned.get("judge"):
+            self.add_error("judge", "Choose a judge config: false passes and false fails are that judge's.")
+        return cleaned

@@ -31,6 +31,8 @@ from .report import calibration_report
 from .svg import confusion_cells, kappa_chart, opacity
 
 DRILLDOWN_PAGE_SIZE = 10
+# Gate results per page, newest first (GateResult's ordering): each carries a per-criterion table.
+GATE_HISTORY_PAGE_SIZE = 50
 
 
 def _instrument(eval_set: int, rubric_version: int, judge: int) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
@@ -257,9 +259,17 @@ def _back(request: HttpRequest, default: str) -> str:
 
 @role_required(*STAFF_ROLES)
 def gates(request: HttpRequest) -> HttpResponse:
-    results = GateResult.objects.select_related("token")[:50]
+    page = Paginator(GateResult.objects.select_related("token"), GATE_HISTORY_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     tokens = GateToken.objects.select_related("rubric_version__rubric", "created_by", "revoked_by")
-    context = {"results": results, "tokens": tokens, "form": TokenForm(), "is_lead": has_role(request.user, Role.LEAD)}
+    context = {
+        "results": page.object_list,
+        "page": page,
+        "tokens": tokens,
+        "form": TokenForm(),
+        "is_lead": has_role(request.user, Role.LEAD),
+    }
     return render(request, "calibration/gates.html", context)
 
 
@@ -285,7 +295,8 @@ def create_token(request: HttpRequest) -> HttpResponse:
     if request.htmx:  # htmx swaps only 2xx answers, and the errors must be seen
         response = render(request, "calibration/gates.html#token-panel", context)
     else:
-        context["results"] = GateResult.objects.select_related("token")[:50]
+        context["page"] = Paginator(GateResult.objects.select_related("token"), GATE_HISTORY_PAGE_SIZE).get_page(1)
+        context["results"] = context["page"].object_list
         response = render(request, "calibration/gates.html", context, status=200 if secret else 422)
     response["Cache-Control"] = "no-store"  # the page holds the only copy of the secret
     return response
