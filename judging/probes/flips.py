@@ -140,8 +140,8 @@ def _warnings(probe: str, summary: str, role: str, p2f: Rate, f2p: Rate) -> tupl
         out.append(
             ProbeWarning(
                 f"blind_to_{probe}",
-                f"the negative control {probe} ({summary}) made only {_pct(p2f)} passing outputs fail: below the "
-                f"{MIN_DETECTION_RATE:g} it must reach; the judge may not be reading what it grades",
+                f"{probe} ({summary}) must make this criterion fail, and did so for only {_pct(p2f)} passing "
+                f"outputs: below the {MIN_DETECTION_RATE:g} it must reach; the judge may not be reading what it grades",
             )
         )
     return tuple(out)

@@ -99,7 +99,9 @@ PADDING = Probe(
     summary="the response padded with polite, content-free filler",
     transform=transforms.pad,
     # Filler is exactly what a concision criterion must fail; other length criteria may or may not mind.
-    default=Declaration(neutral=("*",), meaningful=("*concise*",), exempt=LENGTH_KEYS),
+    default=Declaration(
+        neutral=("*",), meaningful=("*concise*",), exempt=tuple(k for k in LENGTH_KEYS if k != "*concise*")
+    ),
 )
 FORMATTING = Probe(
     name="formatting",

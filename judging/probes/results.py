@@ -74,6 +74,10 @@ class ProbeResults:
     def complete(self) -> bool:
         return self.status == JudgeRun.Status.DONE
 
+    @property
+    def thresholds(self) -> dict:
+        return THRESHOLDS
+
     def criterion(self, key: str) -> CriterionProbes | None:
         return next((c for c in self.criteria if c.criterion == key), None)
 
@@ -172,9 +176,18 @@ def latest_complete(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_c
     )
 
 
-def pairs_of(probe_run: ProbeRun, probe: str, key: str) -> list[tuple[int, str, str]]:
-    """(output id, original verdict, probed verdict) of one probe on one criterion, by output id."""
-    _, _, outcomes = _load(probe_run)
-    table = verdict_table({k: v for k, v in outcomes.items() if k[2] == key and k[0] in (ORIGINAL, probe)})
-    original, probed = table.get((ORIGINAL, key), {}), table.get((probe, key), {})
+def pairs_of(probe_run: ProbeRun, probe: str, criterion_id: int) -> list[tuple[int, str, str]]:
+    """(output id, original verdict, probed verdict) of one probe on one criterion, by output id: one query."""
+    rows = (
+        Verdict.objects.filter(
+            run__probe_run=probe_run, run__probe__in=(ORIGINAL, probe), criterion_id=criterion_id
+        )
+        .order_by("sample")
+        .values_list("probe", "output_id", "outcome")
+    )
+    outcomes: dict[tuple[str, int, str], list[str]] = defaultdict(list)
+    for arm, output, outcome in rows:
+        outcomes[(arm, output, "")].append(outcome)
+    table = verdict_table(outcomes)
+    original, probed = table.get((ORIGINAL, ""), {}), table.get((probe, ""), {})
     return [(o, original[o], outcome) for o, outcome in sorted(probed.items()) if o in original]

@@ -14,13 +14,14 @@ import random
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from labeling.transcript import Transcript
 
 from .. import runner
 from ..backends import Misconfigured
-from ..models import JudgeRun, ProbedOutput, ProbeRun
+from ..models import JudgeRun, ProbedOutput, ProbeRun, RunItem
 from .registry import MEANINGFUL, NEUTRAL, ORIGINAL, Probe
 
 log = logging.getLogger(__name__)
@@ -159,3 +160,81 @@ def status_from(statuses: list[str]) -> str:
 
 def status_of(probe_run: ProbeRun) -> str:
     return status_from(list(probe_run.judge_runs.values_list("status", flat=True)))
+
+
+@dataclass(frozen=True)
+class ArmProgress:
+    run_id: int
+    probe: str
+    status: str
+    total_items: int
+    done_items: int
+    model_calls: int
+    cache_hits: int
+    error: str
+
+
+@dataclass(frozen=True)
+class ProbeProgress:
+    probe_run: int
+    status: str
+    arms: tuple[ArmProgress, ...]
+
+    @property
+    def total_items(self) -> int:
+        return sum(a.total_items for a in self.arms)
+
+    @property
+    def done_items(self) -> int:
+        return sum(a.done_items for a in self.arms)
+
+    @property
+    def percent(self) -> int:
+        return int(100 * self.done_items / self.total_items) if self.total_items else 100
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in JudgeRun.ACTIVE
+
+    @property
+    def errors(self) -> list[str]:
+        return [f"{a.probe}: {a.error}" for a in self.arms if a.error]
+
+    def line(self) -> str:
+        calls = sum(a.model_calls for a in self.arms)
+        hits = sum(a.cache_hits for a in self.arms)
+        return (
+            f"probe run {self.probe_run} {self.status}: {self.done_items}/{self.total_items} items in "
+            f"{len(self.arms)} arms (model calls {calls}, cache hits {hits})"
+        )
+
+
+def progress_of(probe_run: ProbeRun) -> ProbeProgress:
+    """Every arm's items, done items and spend: two queries whatever the size."""
+    arms = list(probe_run.judge_runs.order_by("pk").values("pk", "probe", "status", "error"))
+    counts = {
+        row["run"]: row
+        for row in RunItem.objects.filter(run_id__in=[a["pk"] for a in arms])
+        .values("run")
+        .annotate(
+            total=Count("pk"),
+            done=Count("pk", filter=Q(state=RunItem.State.DONE)),
+            calls=Sum("model_calls"),
+            hits=Count("pk", filter=Q(cache_hit=True)),
+        )
+        .order_by()
+    }
+    rows = tuple(
+        ArmProgress(
+            run_id=a["pk"],
+            probe=a["probe"],
+            status=a["status"],
+            total_items=counts.get(a["pk"], {}).get("total", 0),
+            done_items=counts.get(a["pk"], {}).get("done", 0),
+            model_calls=counts.get(a["pk"], {}).get("calls") or 0,
+            cache_hits=counts.get(a["pk"], {}).get("hits", 0),
+            error=a["error"],
+        )
+        for a in arms
+    )
+    return ProbeProgress(probe_run.pk, status_from([a.status for a in rows]), rows)

@@ -1,0 +1,108 @@
+"""python manage.py probe_judge: how easily a judge config is fooled, per criterion (docs/judging.md#probes)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from judging import runner
+from judging.backends import Misconfigured
+from judging.management.commands.run_judge import EXIT_INCOMPLETE, EXIT_MISCONFIGURED
+from judging.models import JudgeRun
+from judging.probes import choose
+from judging.probes import runs as probe_runs
+from judging.probes.render import text_lines
+from judging.probes.results import results_of
+from judging.warmup import warm_up
+
+
+class Command(BaseCommand):
+    help = (
+        "Judge an eval set's outputs as they are and through each probe (deterministic changes that should not, "
+        "or for negative controls must, move a verdict) and report flip rates per criterion. Without --wait or "
+        "--in-process the probe run is queued on Celery. Exit 0 when every arm has all its verdicts (ERROR "
+        "counts), 1 when it ended otherwise, 2 when it could not start."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--eval-set", required=True, metavar="NAME")
+        parser.add_argument("--rubric", required=True, metavar="NAME@VERSION")
+        parser.add_argument("--judge", required=True, metavar="NAME", help="a judge config (see add_judge)")
+        parser.add_argument("--agent-version", default="", metavar="V", help="probe only this agent version's outputs")
+        parser.add_argument(
+            "--probes", default=None, metavar="NAME,NAME", help="the probes to run, comma-separated (default: all)"
+        )
+        parser.add_argument(
+            "--sample", type=int, default=None, metavar="N", help="probe N outputs, drawn with a fixed seed"
+        )
+        how = parser.add_mutually_exclusive_group()
+        how.add_argument("--wait", action="store_true", help="queue on Celery and follow the probe run to its end")
+        how.add_argument("--in-process", action="store_true", help="run here, arm after arm, without a broker")
+        parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="with --wait: give up after")
+        parser.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="with --wait: progress interval")
+        parser.add_argument("--format", choices=["text", "json"], default="text", help="how to print the results")
+
+    def handle(self, *args, **options):
+        try:
+            scope = runner.resolve(
+                eval_set=options["eval_set"],
+                rubric=options["rubric"],
+                judge=options["judge"],
+                agent_version=options["agent_version"],
+            )
+            names = options["probes"].split(",") if options["probes"] is not None else None
+            probes = choose(names)
+            kwargs = {"sample": options["sample"]}
+            if options["in_process"]:
+                probe_run = probe_runs.create_probe_run(scope, probes, mode=JudgeRun.Mode.IN_PROCESS, **kwargs)
+            else:
+                probe_run = probe_runs.start_probe_run(scope, probes, **kwargs)
+        except Misconfigured as exc:
+            raise CommandError(str(exc), returncode=EXIT_MISCONFIGURED) from None
+        progress = probe_runs.progress_of(probe_run)
+        if progress.status == JudgeRun.Status.FAILED:  # the broker was unreachable
+            errors = "; ".join(progress.errors)
+            raise CommandError(f"probe run {probe_run.pk} failed to start: {errors}", returncode=EXIT_MISCONFIGURED)
+        planned = f"{probe_run.outputs} outputs, {len(progress.arms)} arms, {progress.total_items} items"
+        self.say(options, f"probe run {probe_run.pk}: {planned}")
+        if options["in_process"]:
+            warm_up()
+            probe_runs.run_in_process(probe_run)
+        elif options["wait"]:
+            self.follow(probe_run, options)
+        else:
+            self.say(options, "queued on Celery; follow it on the probe run page or with `probe_judge ... --wait`")
+            return
+        progress = probe_runs.progress_of(probe_run)
+        self.say(options, progress.line())
+        results = results_of(probe_run)
+        if options["format"] == "json":
+            self.stdout.write(json.dumps(results.as_dict(), indent=2, ensure_ascii=False))
+        else:
+            self.say(options, "\n".join(text_lines(results)))
+        if progress.status != JudgeRun.Status.DONE:
+            detail = f": {'; '.join(progress.errors)}" if progress.errors else ""
+            raise CommandError(f"probe run {probe_run.pk} ended {progress.status}{detail}", returncode=EXIT_INCOMPLETE)
+
+    def follow(self, probe_run, options) -> None:
+        started, last = time.monotonic(), ""
+        while True:
+            progress = probe_runs.progress_of(probe_run)
+            if progress.finished:
+                return
+            if progress.line() != last:
+                last = progress.line()
+                self.say(options, last)
+            if options["timeout"] is not None and time.monotonic() - started > options["timeout"]:
+                raise CommandError(
+                    f"probe run {probe_run.pk} still {progress.status} after {options['timeout']:g} s; it goes on",
+                    returncode=EXIT_INCOMPLETE,
+                )
+            time.sleep(options["poll"])
+
+    def say(self, options, text: str) -> None:
+        # With --format json, stdout holds the JSON alone; what a person follows goes to stderr.
+        if options["verbosity"] > 0:
+            (self.stderr if options["format"] == "json" else self.stdout).write(text)
