@@ -225,7 +225,9 @@ PADDING_FOR_BILLING = Probe(
 )
 BROKEN = Probe("broken", 1, "raises", lambda t: 1 / 0, Declaration(neutral=("*",)))
 SHAPELESS = Probe("shapeless", 1, "returns a dict", lambda t: {"response": "x"}, Declaration(neutral=("*",)))
-IDENTITY = Probe("identity", 1, "changes nothing", lambda t: Transcript(t.input, t.tool_calls, t.response), Declaration())
+IDENTITY = Probe(
+    "identity", 1, "changes nothing", lambda t: Transcript(t.input, t.tool_calls, t.response), Declaration()
+)
 
 
 def test_a_user_adds_probes_by_dotted_path_and_may_replace_a_builtin_one(settings):
