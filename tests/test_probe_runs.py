@@ -18,44 +18,17 @@ from judging.probes.results import latest_complete, pairs_of, results_of
 from judging.reading import current_verdicts
 from labeling.transcript import Transcript
 from tests import judging_helpers
-from tests.factories import make_rubric_version
 from tests.judging_helpers import RESPONSE, judge_in_process, make_judge, make_scope
+from tests.probe_helpers import make_instrumented, probe_in_process
 
 fake_llm = judging_helpers.fake_llm
 judge_key = judging_helpers.judge_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CRITERIA = [
-    {"key": "correct_amount", "definition": "The amount stated matches the reference."},
-    {"key": "next_step", "definition": "Says when the money arrives."},
-    {"key": "substance", "definition": "A substantial answer."},
-    {"key": "amount_noted", "definition": "Mentions the amount."},
-]
-INSTRUMENTS = {
-    "correct_amount": {"kind": "reference_values_contained", "pattern": r"\$\d+\.\d{2}"},
-    "next_step": {"kind": "regex_must_match", "pattern": r"within \d+ business days"},
-    # Fooled by padding by design: a long answer passes, whatever it says.
-    "substance": {"kind": "min_length", "min_words": 30},
-    # Ignores its input: only a negative control can show it.
-    "amount_noted": {"kind": "constant", "outcome": "PASS"},
-}
-RIGHT = "I have issued a refund of $40.00. You will see it within 5 business days."  # reference: $40.00
-WRONG = "I have issued a refund of $45.00. You will see it within 5 business days."
-NO_NEXT_STEP = "Refund of $40.00 done."
-RESPONSES = [RIGHT] * 6 + [WRONG] * 2 + [NO_NEXT_STEP] * 2
-
-
-def probe_in_process(scope, names, **kwargs) -> ProbeRun:
-    probe_run = probe_runs.create_probe_run(scope, choose(names), mode=JudgeRun.Mode.IN_PROCESS, **kwargs)
-    probe_runs.run_in_process(probe_run)
-    return probe_run
-
-
 @pytest.fixture
 def instrumented():
-    judge = make_judge(name="instruments", backend="instrument", instruments=INSTRUMENTS)
-    return make_scope(judge, responses=RESPONSES, rubric=make_rubric_version(name="refund", criteria=CRITERIA))
+    return make_instrumented()
 
 
 def counts(cell):
