@@ -29,9 +29,9 @@ NO_NEXT_STEP = "Refund of $40.00 done."
 RESPONSES = [RIGHT] * 6 + [WRONG] * 2 + [NO_NEXT_STEP] * 2
 
 
-def make_instrumented(name: str = "refund", eval_set=None) -> runner.Scope:
-    """10 outputs, the four criteria above (rubric NAME@1) and the instrument judge `instruments`."""
-    judge = make_judge(name="instruments", backend="instrument", instruments=INSTRUMENTS)
+def make_instrumented(name: str = "refund", eval_set=None, judge: str = "instruments") -> runner.Scope:
+    """10 outputs, the four criteria above (rubric NAME@1) and the instrument judge JUDGE."""
+    judge = make_judge(name=judge, backend="instrument", instruments=INSTRUMENTS)
     rubric = make_rubric_version(name=name, criteria=CRITERIA)
     return make_scope(judge, responses=RESPONSES, rubric=rubric, eval_set=eval_set)
 

@@ -51,13 +51,10 @@ def test_probe_judge_json_is_the_results_alone_on_stdout(instrumented):
     assert "probe run" in err  # progress went to stderr
 
 
-def test_without_a_flag_the_probe_run_is_queued_on_celery(
-    instrumented, django_capture_on_commit_callbacks, monkeypatch
-):
+def test_without_a_flag_the_probe_run_is_queued_on_celery(instrumented, monkeypatch):
     queued = []
     monkeypatch.setattr("judging.runner.enqueue_lanes", lambda run_id, lanes=2: queued.append(run_id) or True)
-    with django_capture_on_commit_callbacks(execute=True):
-        out, _ = probe_judge(*SCOPE, "--probes", "padding")
+    out, _ = probe_judge(*SCOPE, "--probes", "padding")
     assert "queued on Celery" in out
     assert sorted(queued) == sorted(JudgeRun.objects.values_list("pk", flat=True)) and len(queued) == 2
     assert set(JudgeRun.objects.values_list("mode", "status")) == {("celery", "queued")}
