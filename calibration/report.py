@@ -443,8 +443,8 @@ def calibration_report(
     judge_config: JudgeConfig,
     agent_version: str | None = None,
 ) -> CalibrationReport:
-    """The report for one eval set x rubric version x judge config (five queries, whatever the size, and
-    up to four for its probe run)."""
+    """The report for one eval set x rubric version x judge config (five queries, whatever the size, one
+    for the newest complete probe run and three more when there is one)."""
     scope = data.Scope(eval_set, rubric_version, agent_version)
     rows = build_rows(
         criteria=_criteria_pairs(rubric_version),
