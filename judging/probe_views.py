@@ -17,7 +17,7 @@ from labeling.models import Criterion, Role
 from . import runner
 from .backends import Misconfigured
 from .forms import StartProbeRunForm
-from .models import ProbeRun
+from .models import JudgeRun, ProbeRun
 from .probes import choose
 from .probes import pages as probe_pages
 from .probes import runs as probe_runs
@@ -49,8 +49,12 @@ def start(request: HttpRequest) -> HttpResponse:
         except Misconfigured as exc:
             form.add_error(None, str(exc))
         else:
-            planned = f"{probe_run.outputs} outputs, {len(probes)} probes"
-            messages.success(request, f"Probe run {probe_run.pk} queued: {planned}.")
+            progress = probe_runs.progress_of(probe_run)
+            if progress.status == JudgeRun.Status.FAILED:  # the broker was unreachable: the page says why
+                messages.error(request, f"Probe run {probe_run.pk} could not start: {'; '.join(progress.errors)}")
+            else:
+                planned = f"{probe_run.outputs} outputs, {len(probes)} probes"
+                messages.success(request, f"Probe run {probe_run.pk} queued: {planned}.")
             return redirect("judging:probe_run", probe_run_id=probe_run.pk)
     return render(request, "judging/probes.html", probe_pages.index_context(request.user, form), status=400)
 

@@ -212,3 +212,16 @@ def test_the_judge_pages_keep_probe_arms_apart_and_show_what_an_arm_judged(clien
     assert PADDING_BEFORE[:40] in page and "as the <code>padding</code> probe changed it" in page
     listing = client.get(reverse("judging:probes")).content.decode()
     assert reverse("judging:probe_run", args=[probe_run.pk]) in listing and "Done" in listing
+
+
+def test_an_unreachable_broker_fails_the_probe_run_and_says_so(client, lead, monkeypatch):
+    scope = make_instrumented(eval_set=make_eval_set("probed"))
+
+    def no_broker(*args, **kwargs):
+        raise ConnectionRefusedError("no broker")
+
+    monkeypatch.setattr("judging.tasks.run_lane.delay", no_broker)
+    client.force_login(lead)
+    response = client.post(reverse("judging:start_probe_run"), start_form(scope), follow=True)
+    assert "could not start" in response.content.decode() and "Celery broker" in response.content.decode()
+    assert probe_runs.status_of(ProbeRun.objects.get()) == "failed"
