@@ -6,7 +6,9 @@ item that needs the model to a thread pool as wide as the lane's share of the ju
 max_concurrency; each call attempt also holds a slot of the config's limiter, so the bound holds
 across lanes and workers. Whenever answers come in it claims more, so that every pool thread has its
 next item waiting, and writes the finished items: their verdicts and their "done" in one transaction.
-Every HEARTBEAT_S it renews its leases and looks whether the run was cancelled.
+Every HEARTBEAT_S it renews its leases and looks whether the run was cancelled. In a probe's arm of a
+probe run (judging/probes/) the judge is shown, and its quotes are checked against, the probed transcript
+stored for the output (ProbedOutput) instead of the output's own.
 
 Crash safety: a verdict and its item's "done" are committed together, so an item is either done
 with all its verdicts or still claimed; an item whose lane stopped renewing its lease is claimed

@@ -1,5 +1,6 @@
 """python manage.py approve --rubric NAME@VERSION [--judge NAME --eval-set CALIBRATION_SET --gating KEY,KEY
-[--min-pass-rate R] [--max-error-rate R] [--confidence C]] --by USER --reason TEXT [--override] [--agent-version V]
+[--min-pass-rate R] [--max-error-rate R] [--confidence C] [--require-clean-probes]] --by USER --reason TEXT
+[--override] [--agent-version V]
 
 Without --judge: approve the rubric version. With --judge, --eval-set and --gating: mark those criteria as
 gating for that (approved) rubric version and judge config, on a fresh calibration report of the eval set,
