@@ -86,7 +86,8 @@ def _report_context(request, es, rv, judge, gating_form=None) -> dict:
 @role_required(*STAFF_ROLES)
 def index(request: HttpRequest) -> HttpResponse:
     combos = (
-        JudgeRun.objects.values(
+        JudgeRun.objects.filter(probe_run__isnull=True)  # a probe run's verdicts never count for calibration
+        .values(
             "eval_set_id",
             "eval_set__name",
             "rubric_version_id",
