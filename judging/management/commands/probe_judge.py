@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from judging import runner
 from judging.backends import Misconfigured
-from judging.management.commands.run_judge import EXIT_INCOMPLETE, EXIT_MISCONFIGURED
+from judging.management.commands.run_judge import EXIT_INCOMPLETE, EXIT_MISCONFIGURED, add_run_arguments
 from judging.models import JudgeRun
 from judging.probes import choose
 from judging.probes import runs as probe_runs
@@ -27,21 +27,13 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--eval-set", required=True, metavar="NAME")
-        parser.add_argument("--rubric", required=True, metavar="NAME@VERSION")
-        parser.add_argument("--judge", required=True, metavar="NAME", help="a judge config (see add_judge)")
-        parser.add_argument("--agent-version", default="", metavar="V", help="probe only this agent version's outputs")
+        add_run_arguments(parser, what="probe run")
         parser.add_argument(
             "--probes", default=None, metavar="NAME,NAME", help="the probes to run, comma-separated (default: all)"
         )
         parser.add_argument(
             "--sample", type=int, default=None, metavar="N", help="probe N outputs, drawn with a fixed seed"
         )
-        how = parser.add_mutually_exclusive_group()
-        how.add_argument("--wait", action="store_true", help="queue on Celery and follow the probe run to its end")
-        how.add_argument("--in-process", action="store_true", help="run here, arm after arm, without a broker")
-        parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="with --wait: give up after")
-        parser.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="with --wait: progress interval")
         parser.add_argument("--format", choices=["text", "json"], default="text", help="how to print the results")
 
     def handle(self, *args, **options):

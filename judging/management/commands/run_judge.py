@@ -17,6 +17,23 @@ EXIT_INCOMPLETE = 1
 EXIT_MISCONFIGURED = 2
 
 
+def add_run_arguments(parser, *, what: str = "run") -> None:
+    """The scope of a run and how to run it (probe_judge takes the same)."""
+    parser.add_argument("--eval-set", required=True, metavar="NAME")
+    parser.add_argument("--rubric", required=True, metavar="NAME@VERSION")
+    parser.add_argument("--judge", required=True, metavar="NAME", help="a judge config (see add_judge)")
+    parser.add_argument("--agent-version", default="", metavar="V", help="judge only this agent version's outputs")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--wait", action="store_true", help=f"queue on Celery and follow the {what} to its end")
+    how.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run here with the same concurrency and retry rules, without a broker (CI on one machine)",
+    )
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="with --wait: give up after")
+    parser.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="with --wait: progress interval")
+
+
 class Command(BaseCommand):
     help = (
         "Run a judge over an eval set (optionally one agent version) with a rubric version. Without --wait or "
@@ -26,19 +43,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--eval-set", required=True, metavar="NAME")
-        parser.add_argument("--rubric", required=True, metavar="NAME@VERSION")
-        parser.add_argument("--judge", required=True, metavar="NAME", help="a judge config (see add_judge)")
-        parser.add_argument("--agent-version", default="", metavar="V", help="judge only this agent version's outputs")
-        how = parser.add_mutually_exclusive_group()
-        how.add_argument("--wait", action="store_true", help="queue on Celery and follow the run to its end")
-        how.add_argument(
-            "--in-process",
-            action="store_true",
-            help="run here with the same concurrency and retry rules, without a broker (CI on one machine)",
-        )
-        parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="with --wait: give up after")
-        parser.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="with --wait: progress interval")
+        add_run_arguments(parser)
 
     def handle(self, *args, **options):
         try:
