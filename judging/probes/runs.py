@@ -86,8 +86,9 @@ def create_probe_run(
     runner.check(scope, check_api_key=check_api_key)
     rv = scope.rubric_version
     keys = list(rv.criteria.order_by("order").values_list("key", flat=True))
-    chosen = set(sample_ids(list(runner.outputs_in(scope).values_list("pk", flat=True)), sample))
-    outputs = [o for o in runner.outputs_in(scope).select_related("case") if o.pk in chosen]
+    every = list(runner.outputs_in(scope).select_related("case"))
+    chosen = set(sample_ids([o.pk for o in every], sample))
+    outputs = [o for o in every if o.pk in chosen]
     arms = _arms(probes, outputs)
     with transaction.atomic():
         probe_run = ProbeRun.objects.create(
