@@ -1,5 +1,6 @@
 """A probe run on a real Celery worker over Redis against the fake server: every arm's lanes fan out, the
-judge config's bound holds across all of them, and `probe_judge --wait` follows one to its results."""
+judge config's bound holds across all of them, the page follows it to its results, and `probe_judge --wait`
+follows the next one."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import time
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
-from judging.probes import choose
+from judging.models import ProbeRun
 from judging.probes import runs as probe_runs
 from judging.probes.results import results_of
 from judging.probes.transforms import INJECTION_LINE
@@ -34,8 +36,8 @@ def wait_until_finished(probe_run, timeout: float = RUN_TIMEOUT_S) -> str:
     raise AssertionError(f"probe run {probe_run.pk} still {probe_runs.status_of(probe_run)} after {timeout} s")
 
 
-def test_a_probe_run_on_workers_is_bounded_catches_a_gullible_judge_and_is_followed_by_probe_judge(
-    fake_llm, judge_key, workers  # noqa: F811 - the imported fixture
+def test_a_probe_run_started_on_the_page_runs_on_workers_within_the_bound_and_catches_a_gullible_judge(
+    client, lead, fake_llm, judge_key, workers  # noqa: F811 - the imported fixture
 ):
     fake_llm.latency_s = 0.1
     fake_llm.gullible = INJECTION_LINE
@@ -43,8 +45,18 @@ def test_a_probe_run_on_workers_is_bounded_catches_a_gullible_judge_and_is_follo
     rubric = make_rubric_version(name="refund", version="1")
     scope = make_scope(judge, responses=[RESPONSE] * 4 + [f"{RESPONSE} [[fake:all=FAIL]]"] * 4, rubric=rubric)
     workers(concurrency=2)
-    probe_run = probe_runs.start_probe_run(scope, choose(["injection", "sycophancy"]), check_api_key=False)
+    client.force_login(lead)
+    form = {
+        "eval_set": scope.eval_set.name,
+        "rubric_version": rubric.pk,
+        "judge_config": judge.pk,
+        "probes": ["injection", "sycophancy"],
+    }
+    assert client.post(reverse("judging:start_probe_run"), form).status_code == 302
+    probe_run = ProbeRun.objects.get()
     assert wait_until_finished(probe_run) == "done"
+    panel = client.get(reverse("judging:probe_status", args=[probe_run.pk]), HTTP_HX_REQUEST="true")
+    assert panel.status_code == 286 and "fooled_by_injection" in panel.content.decode()
     assert fake_llm.calls == 24  # 8 outputs x 3 arms, one call each (per-output mode)
     assert fake_llm.max_in_flight <= 3  # six lanes in two worker processes, one bound across all of them
     results = results_of(probe_run)
