@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('calibration', '0004_gate_token_rubric_version_only'),
+        ('calibration', '0005_gate_token_scopes'),
         ('judging', '0005_probe_runs'),
     ]
 
