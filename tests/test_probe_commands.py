@@ -105,3 +105,14 @@ def test_a_bad_probe_setting_stops_the_command_before_anything_is_written(instru
     with pytest.raises(CommandError, match="ICEWATER_PROBES: cannot import 'mycompany.probes.SHOUTING'") as caught:
         probe_judge(*SCOPE, "--in-process")
     assert caught.value.returncode == 2 and not ProbeRun.objects.exists()
+
+
+def test_waiting_for_a_probe_run_no_worker_takes_gives_up_saying_so(instrumented, monkeypatch):
+    monkeypatch.setattr("judging.runner.enqueue_lanes", lambda run_id, lanes=2: True)  # queued, never taken
+    with pytest.raises(CommandError) as caught:
+        probe_judge(*SCOPE, "--probes", "padding", "--wait", "--timeout", "0.2", "--poll", "0.05")
+    pk = ProbeRun.objects.get().pk
+    assert str(caught.value) == (
+        f"probe run {pk} still queued after 0.2 s (is a Celery worker running on this queue?); it goes on"
+    )
+    assert caught.value.returncode == 1

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
 
 from django.core.management.base import BaseCommand, CommandError
 
 from judging import runner
 from judging.backends import Misconfigured
-from judging.management.commands.run_judge import EXIT_INCOMPLETE, EXIT_MISCONFIGURED, add_run_arguments
+from judging.management.commands.run_judge import EXIT_INCOMPLETE, EXIT_MISCONFIGURED, add_run_arguments, follow
 from judging.models import JudgeRun
 from judging.probes import choose
 from judging.probes import runs as probe_runs
@@ -63,7 +62,7 @@ class Command(BaseCommand):
             warm_up()
             probe_runs.run_in_process(probe_run)
         elif options["wait"]:
-            self.follow(probe_run, options)
+            follow(lambda: probe_runs.progress_of(probe_run), f"probe run {probe_run.pk}", options, self.say)
         else:
             self.say(options, "queued on Celery; follow it on the probe run page or with `probe_judge ... --wait`")
             return
@@ -77,22 +76,6 @@ class Command(BaseCommand):
         if progress.status != JudgeRun.Status.DONE:
             detail = f": {'; '.join(progress.errors)}" if progress.errors else ""
             raise CommandError(f"probe run {probe_run.pk} ended {progress.status}{detail}", returncode=EXIT_INCOMPLETE)
-
-    def follow(self, probe_run, options) -> None:
-        started, last = time.monotonic(), ""
-        while True:
-            progress = probe_runs.progress_of(probe_run)
-            if progress.finished:
-                return
-            if progress.line() != last:
-                last = progress.line()
-                self.say(options, last)
-            if options["timeout"] is not None and time.monotonic() - started > options["timeout"]:
-                raise CommandError(
-                    f"probe run {probe_run.pk} still {progress.status} after {options['timeout']:g} s; it goes on",
-                    returncode=EXIT_INCOMPLETE,
-                )
-            time.sleep(options["poll"])
 
     def say(self, options, text: str) -> None:
         # With --format json, stdout holds the JSON alone; what a person follows goes to stderr.
