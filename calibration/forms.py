@@ -19,6 +19,7 @@ from .policy import (
     GateThresholds,
     Tightening,
 )
+from .probes import status_label
 
 REASON_HELP = "Why, in words someone can check later (this is kept with the approval)."
 
@@ -68,17 +69,33 @@ class GatingForm(ReasonForm):
         help_text=f"Of the Wilson lower bound (default {DEFAULT_CONFIDENCE:g}). CI may only tighten these three.",
     )
 
-    field_order = ["criterion", "override", "min_pass_rate", "max_error_rate", "confidence", "reason"]
+    require_clean_probes = forms.BooleanField(
+        required=False,
+        label="Require a clean probe run",
+        help_text="Refuse the mark, and later the gate, while the newest probe run on this eval set warns about "
+        "the criterion or did not measure it.",
+    )
 
-    def __init__(self, *args, rows=(), **kwargs):
+    field_order = [
+        "criterion",
+        "override",
+        "min_pass_rate",
+        "max_error_rate",
+        "confidence",
+        "require_clean_probes",
+        "reason",
+    ]
+
+    def __init__(self, *args, rows=(), probes=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.tiers = {r.criterion: r.tier for r in rows if not r.gating}
+        # Beside each tier, what the newest probe run says (calibration/probes.py).
         self.fields["criterion"].choices = [("", "choose a criterion")] + [
-            (key, f"{key} ({tier})") for key, tier in self.tiers.items()
+            (key, f"{key} ({tier}; {status_label(probes, key)})") for key, tier in self.tiers.items()
         ]
 
     def policy_fields(self) -> list:
-        return [self[name] for name in FIELDS]
+        return [self[name] for name in (*FIELDS, "require_clean_probes")]
 
     def clean(self):
         data = super().clean()

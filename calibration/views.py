@@ -80,7 +80,7 @@ def _report_context(request, es, rv, judge, gating_form=None) -> dict:
         "marks": marks,
         "agent_version": agent_version,
         "agent_versions": sorted(versions),
-        "gating_form": gating_form or GatingForm(rows=report.rows),
+        "gating_form": gating_form or GatingForm(rows=report.rows, probes=report.probes),
         "is_lead": has_role(request.user, Role.LEAD),
     }
 
@@ -88,7 +88,8 @@ def _report_context(request, es, rv, judge, gating_form=None) -> dict:
 @role_required(*STAFF_ROLES)
 def index(request: HttpRequest) -> HttpResponse:
     combos = (
-        JudgeRun.objects.values(
+        JudgeRun.objects.filter(probe_run__isnull=True)  # a probe run's verdicts never count for calibration
+        .values(
             "eval_set_id",
             "eval_set__name",
             "rubric_version_id",
@@ -203,7 +204,7 @@ def approve_rubric(request: HttpRequest, rubric_version: int) -> HttpResponse:
 def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
     es, rv, jc = _instrument(eval_set, rubric_version, judge)
     report = calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=_agent_version(request))
-    form = GatingForm(request.POST, rows=report.rows)
+    form = GatingForm(request.POST, rows=report.rows, probes=report.probes)
     if form.is_valid():
         try:
             mark_gating(
@@ -216,6 +217,7 @@ def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, j
                 override=form.cleaned_data["override"],
                 agent_version=_agent_version(request),
                 policy=form.cleaned_data["policy"],
+                require_clean_probes=form.cleaned_data["require_clean_probes"],
             )
             messages.success(request, f"{form.cleaned_data['criterion']} now gates releases with {jc.name}.")
             if request.htmx:
