@@ -8,6 +8,7 @@ shows the MAX_GRID_COLUMNS most recently run instruments per eval set: each colu
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from django.db.models import Max
@@ -16,6 +17,7 @@ from django.urls import reverse
 from judging.models import JudgeConfig, JudgeRun
 from labeling.models import EvalSet, RubricVersion
 
+from .models import GatingMark
 from .report import CriterionReport, calibration_report
 
 # A lead compares a handful of judges or rubric edits at a time; beyond six columns the table no longer fits
@@ -45,6 +47,7 @@ class Column:
     rubric_version: RubricVersion
     judge_config: JudgeConfig
     url: str
+    gating: int  # active gating marks of this instrument
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ def overview_grids(instruments: list[Instrument] | None = None, max_columns: int
     eval_sets = EvalSet.objects.in_bulk({i.eval_set_id for i in instruments})
     versions = RubricVersion.objects.select_related("rubric").in_bulk({i.rubric_version_id for i in instruments})
     judges = JudgeConfig.objects.in_bulk({i.judge_config_id for i in instruments})
+    gating = Counter(GatingMark.objects.active().values_list("rubric_version_id", "judge_config_id"))
     by_set: dict[int, list[Instrument]] = {}
     for i in instruments:
         by_set.setdefault(i.eval_set_id, []).append(i)
@@ -74,7 +78,7 @@ def overview_grids(instruments: list[Instrument] | None = None, max_columns: int
                 {r.criterion: r for r in calibration_report(eval_set=es, rubric_version=rv, judge_config=jc).rows}
             )
             url = reverse("calibration:report", args=[es.pk, rv.pk, jc.pk])
-            columns.append(Column(rv, jc, url))
+            columns.append(Column(rv, jc, url, gating[(rv.pk, jc.pk)]))
         keys = list(dict.fromkeys(key for report in reports for key in report))
         rows = [(key, [report.get(key) for report in reports]) for key in keys]
         grids.append(Grid(es, columns, rows, len(by_set[es.pk]) - len(shown)))

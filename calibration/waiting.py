@@ -20,7 +20,7 @@ class Waiting:
     disagreements: int  # two labels, no gold: in the adjudication queue
     disputes: int  # gold disputed by a lead or reviewer: back in the adjudication queue
     labeled_once: int  # one submitted label: waits for a second annotator
-    unlabeled: int  # no submitted label yet
+    unlabeled: int  # no submitted label and no gold yet
 
     @property
     def for_reviewers(self) -> int:
@@ -52,12 +52,12 @@ def waiting_counts(states: pd.DataFrame, criteria: list[tuple[int, str]], output
     out = {}
     for crit_id, key in criteria:
         mine = states[states["criterion"] == crit_id] if len(states) else states
-        labeled = int((mine["n_labels"] > 0).sum()) if len(mine) else 0
+        seen = len(mine)  # outputs with a label or a gold label (imported gold needs no labels)
         out[key] = Waiting(
             disagreements=int((mine["state"] == DISAGREED).sum()) if len(mine) else 0,
             disputes=int(disputes.get(key, 0)),
             labeled_once=int(((mine["state"] == AWAITING) & (mine["n_labels"] == 1)).sum()) if len(mine) else 0,
-            unlabeled=max(outputs - labeled, 0),
+            unlabeled=max(outputs - seen, 0),
         )
     return out
 
