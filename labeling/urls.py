@@ -6,7 +6,6 @@ from . import upload_views, views
 
 app_name = "labeling"
 urlpatterns = [
-    path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("hello", views.hello, name="hello"),
     path("import/", upload_views.upload, name="upload"),

@@ -76,7 +76,7 @@ def test_the_save_partial_and_my_work_show_only_my_own_answers(client, annotator
     data = {"criterion": "next_step", "outcome": "PASS", "evidence": "NONE", "rubric_version": rv.pk}
     r = client.post(save_url(mine), data, HTTP_HX_REQUEST="true")
     assert_blind(r.content.decode())
-    for name in ("labeling:my_work", "labeling:home"):
+    for name in ("labeling:my_work", "home"):
         assert_blind(client.get(reverse(name)).content.decode())
 
 
