@@ -29,15 +29,16 @@ from .views import instrument_or_404, safe_next
 
 
 def gate_initial(query) -> dict:
-    """What the gate form starts with: what the link asked for, else the newest gating instrument and the
-    newest eval set its judge ran on (the release candidate most likely next)."""
+    """What the gate form starts with: what the link asked for, else the newest gating instrument (or the newest
+    run's, before anything gates) and the newest eval set its judge ran on (the release candidate most likely
+    next)."""
     initial = {k: query[k] for k in ("eval_set", "rubric_version", "judge_config", "agent_version") if query.get(k)}
     if "rubric_version" not in initial or "judge_config" not in initial:
-        mark = GatingMark.objects.active().order_by("-marked_at").first()
-        if mark is None:
+        newest = GatingMark.objects.active().order_by("-marked_at").first() or JudgeRun.objects.first()
+        if newest is None:
             return initial
-        initial.setdefault("rubric_version", mark.rubric_version_id)
-        initial.setdefault("judge_config", mark.judge_config_id)
+        initial.setdefault("rubric_version", newest.rubric_version_id)
+        initial.setdefault("judge_config", newest.judge_config_id)
     if "eval_set" not in initial:
         run = JudgeRun.objects.filter(
             rubric_version_id=initial["rubric_version"], judge_config_id=initial["judge_config"]
