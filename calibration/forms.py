@@ -228,7 +228,14 @@ class GateRunForm(forms.Form):
 class DisputeForm(forms.Form):
     """Dispute the gold label of one output of a drilldown (the criterion is the drilldown's)."""
 
-    output = forms.IntegerField(min_value=1, error_messages={"invalid": "Reload the page: the output is missing."})
+    output = forms.IntegerField(
+        min_value=1,
+        error_messages={
+            "required": "Reload the page: the output is missing.",
+            "invalid": "Reload the page: the output is missing.",
+            "min_value": "Reload the page: the output is missing.",
+        },
+    )
     reason = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Write why you doubt this gold label."},
