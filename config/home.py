@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from calibration.inbox import lead_inbox
-from labeling.access import ALL_ROLES, STAFF_ROLES, has_role, role_required
+from labeling.access import ALL_ROLES, STAFF_ROLES, gives_blind_labels, has_role, role_required
 from labeling.inbox import adjudications_waiting
 from labeling.models import EvalSet, Role, RubricVersion
 from labeling.progress import my_queues
@@ -20,10 +20,13 @@ from labeling.queue import open_queues
 
 @role_required(*ALL_ROLES)
 def home(request: HttpRequest) -> HttpResponse:
-    """Each role's next action first; staff also see the open queues, eval sets and rubric versions."""
+    """Each role's next action first: an annotator's queues; a reviewer's adjudications; a lead's decisions
+    and adjudications. Staff also see the open queues, eval sets and rubric versions."""
     user = request.user
     staff, lead = has_role(user, *STAFF_ROLES), has_role(user, Role.LEAD)
-    context = {"my_queues": my_queues(user), "staff": staff, "is_lead": lead}
+    context = {"staff": staff, "is_lead": lead}
+    if gives_blind_labels(user):  # only annotators label (the blind rule per person, docs/labeling.md)
+        context["my_queues"] = my_queues(user)
     if staff:
         context["adjudications"] = adjudications_waiting(user)
         context["eval_sets"] = EvalSet.objects.annotate(n_cases=Count("cases", distinct=True)).order_by("name")

@@ -126,9 +126,9 @@ def test_the_overview_costs_a_report_per_column_whatever_the_data(client, lead, 
         client.get(reverse("calibration:index"))
     # A report is five queries; a column adds at most that, and the data's size nothing.
     assert len(two_columns) <= len(one_column) + 5, [q["sql"][:90] for q in two_columns]
-    # Session, instruments, their eval sets, versions and judges, gating marks, one report (5), the rubric
-    # versions card, the compare form's five pickers.
-    assert len(one_column) <= 17, [q["sql"][:90] for q in one_column]
+    # Session and user, instruments, their eval sets, versions and judges, gating marks, one report (5), the
+    # rubric versions card, the compare form's five pickers.
+    assert len(one_column) <= 18, [q["sql"][:90] for q in one_column]
 
 
 # --- Compare opens with sensible defaults ------------------------------------------------------------------
