@@ -143,6 +143,7 @@ class GateRow:
     pass_x: float | None
     lower_x: float | None
     min_x: float
+    min_label: str
     below_w: float  # width of the "below the minimum" band
     error_w: float
     error_max_x: float
@@ -204,6 +205,7 @@ def gate_rows(criteria: list[dict]) -> list[GateRow]:
                 pass_x=None if rate is None else _x(rate, axis_min),
                 lower_x=None if lower is None else _x(lower, axis_min),
                 min_x=_x(minimum, axis_min),
+                min_label=f"min {minimum:g}",
                 below_w=round(_x(minimum, axis_min) - GATE_LEFT, 1),
                 error_w=round(min(error / scale, 1.0) * span, 1),
                 error_max_x=round(ERROR_LEFT + min(max_error / scale, 1.0) * span, 1),
