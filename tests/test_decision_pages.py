@@ -180,3 +180,29 @@ def test_annotators_get_none_of_it(client, annotator, world):
     client.force_login(annotator)
     for url in (report_url(*world), reverse("calibration:index"), reverse("calibration:compare")):
         assert client.get(url).status_code == 403
+
+
+def test_every_new_page_refuses_annotators_and_sends_switched_off_accounts_to_log_in(
+    client, annotator, outsider, lead, world
+):
+    from calibration.models import GateResult
+
+    es, rv, judge = world
+    result = GateResult.objects.create(
+        decision="failed", source="cli", eval_set_name="x", rubric_ref="r@1", judge_name="j"
+    )
+    gets = [reverse("calibration:gate_run"), reverse("calibration:gate_result", args=[result.pk])]
+    posts = [
+        reverse("calibration:gate_run"),
+        reverse("calibration:dispute_gold", args=[es.pk, rv.pk, judge.pk, "correct_amount", "false-pass"]),
+    ]
+    for user, expected in ((annotator, 403), (outsider, 302)):
+        client.force_login(user)
+        for url in gets:
+            assert client.get(url).status_code == expected, (user, url)
+        for url in posts:
+            assert client.post(url, {"output": 1, "reason": "x", "eval_set": es.pk}).status_code == expected, (
+                user,
+                url,
+            )
+    assert GateResult.objects.count() == 1
