@@ -9,7 +9,7 @@ call one domain function, redirect or render.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -17,7 +17,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from judging.models import JudgeRun
 from labeling.access import STAFF_ROLES, has_role, role_required
 from labeling.disputes import DisputeRefused, raise_dispute
-from labeling.models import Criterion, Output, Role
+from labeling.models import Output, Role
 
 from . import drilldown as dd
 from .forms import DisputeForm, GateRunForm
@@ -25,7 +25,7 @@ from .gate import GateRequest, gate_and_record
 from .models import GateResult, GatingMark
 from .policy import PolicyRefused
 from .svg import gate_rows
-from .views import instrument_or_404, safe_next
+from .views import cell_or_404, safe_next
 
 
 def gate_initial(query) -> dict:
@@ -100,10 +100,7 @@ def _command(record: GateResult) -> str:
 @role_required(*STAFF_ROLES)
 def dispute_gold(request: HttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
     """From a false-pass / false-fail drilldown: send one output's gold label back to adjudication."""
-    if cell not in dd.CELLS:
-        raise Http404("no such cell")
-    es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
-    criterion = get_object_or_404(Criterion, rubric_version=rv, key=key)
+    es, rv, jc, criterion = cell_or_404(eval_set, rubric_version, judge, key, cell)
     back = safe_next(request, reverse("calibration:drilldown", args=[es.pk, rv.pk, jc.pk, key, cell]))
     form = DisputeForm(request.POST)
     if not form.is_valid():

@@ -146,7 +146,24 @@ class TokenForm(forms.Form):
         return pattern
 
 
-class GateApiForm(forms.Form):
+class TighteningMixin:
+    """cleaned_data["tightening"] from a form's three optional thresholds; whether they loosen the lead's policy
+    is the gate's to check, since it knows the policy."""
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            data["tightening"] = Tightening(
+                data.get("min_pass_rate"), data.get("max_error_rate"), data.get("confidence")
+            )
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc))
+        return data
+
+
+class GateApiForm(TighteningMixin, forms.Form):
     """The HTTP gate's parameters, the same as the command's flags. The three thresholds are optional and may
     only tighten the lead's policy (checked by the gate, which knows the policy)."""
 
@@ -165,25 +182,13 @@ class GateApiForm(forms.Form):
             raise forms.ValidationError(str(exc)) from None
         return self.cleaned_data["rubric"]
 
-    def clean(self):
-        data = super().clean()
-        if self.errors:
-            return data
-        try:
-            data["tightening"] = Tightening(
-                data.get("min_pass_rate"), data.get("max_error_rate"), data.get("confidence")
-            )
-        except ValueError as exc:
-            raise forms.ValidationError(str(exc))
-        return data
-
 
 class _RefChoice(forms.ModelChoiceField):
     def label_from_instance(self, obj: RubricVersion) -> str:
         return f"{obj.ref} ({obj.get_status_display().lower()})"
 
 
-class GateRunForm(forms.Form):
+class GateRunForm(TighteningMixin, forms.Form):
     """The gate page: the same parameters as `manage.py gate` and the HTTP API, picked from what exists.
     The thresholds are optional and may only tighten the lead's policy (the gate refuses a looser one)."""
 
@@ -211,18 +216,6 @@ class GateRunForm(forms.Form):
 
     def threshold_fields(self) -> list:
         return [self[name] for name in FIELDS]
-
-    def clean(self):
-        data = super().clean()
-        if set(FIELDS) & set(self.errors):
-            return data
-        try:
-            data["tightening"] = Tightening(
-                data.get("min_pass_rate"), data.get("max_error_rate"), data.get("confidence")
-            )
-        except ValueError as exc:
-            raise forms.ValidationError(str(exc))
-        return data
 
 
 class DisputeForm(forms.Form):

@@ -135,12 +135,17 @@ def report_export(request: HttpRequest, eval_set: int, rubric_version: int, judg
     return response
 
 
-@role_required(*STAFF_ROLES)
-def drilldown(request: HttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
+def cell_or_404(eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
+    """The instrument, criterion and confusion cell of a drilldown URL; 404 for any part that does not exist."""
     if cell not in dd.CELLS:
         raise Http404("no such cell")
     es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
-    criterion = get_object_or_404(Criterion, rubric_version=rv, key=key)
+    return es, rv, jc, get_object_or_404(Criterion, rubric_version=rv, key=key)
+
+
+@role_required(*STAFF_ROLES)
+def drilldown(request: HttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
+    es, rv, jc, criterion = cell_or_404(eval_set, rubric_version, judge, key, cell)
     ids = dd.cell_output_ids(
         eval_set=es,
         rubric_version=rv,

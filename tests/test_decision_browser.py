@@ -16,18 +16,11 @@ from labeling.groups import sync_role_group
 from labeling.models import GoldDispute, LabelingQueue, Role, RubricVersion
 
 from .browser.conftest import chromium, new_page, screenshot  # noqa: F401 - fixtures
+from .browser.test_labeling_browser import log_in
 from .calibration_factories import bulk_calibration, bulk_verdicts, calibration_set, make_judge, mark_as_gating
 from .factories import make_eval_set, make_output, make_rubric_version, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-def log_in(page, base: str, username: str) -> None:
-    page.goto(base + "/accounts/login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill("pw-for-tests-1")
-    page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_role("heading", name="Icewater")).to_be_visible()
 
 
 @pytest.fixture
