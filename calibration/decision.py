@@ -33,7 +33,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .metrics import GATE_MIN_KAPPA, HUMAN_MIN_KAPPA, MIN_N, TREND_MIN_KAPPA
+from .metrics import GATE_MIN_KAPPA, MIN_N, TREND_MIN_KAPPA
 
 MAY_GATE = "may_gate"
 MORE_LABELS = "more_labels"
@@ -124,17 +124,14 @@ def criterion_verdict(row) -> CriterionVerdict:
     low = row.kappa_ci[0] if row.kappa_ci else None
     codes = set(row.warning_codes)
     if "humans_disagree" in codes:
-        agreement = (
-            f"annotators A and B agree at kappa {_k(row.human_kappa)}"
-            if row.human_kappa is not None
-            else f"their agreement is below {HUMAN_MIN_KAPPA:g}"
-        )
+        # The report's own warning says how far people agree (by whichever ceiling the report uses).
+        said = next((w.message for w in getattr(row, "warnings", ()) if w.code == "humans_disagree"), "")
         return CriterionVerdict(
             key,
             CANNOT,
             WHY_PEOPLE,
-            f"people disagree with each other ({agreement}): gold is noisy, "
-            "so no judge can be calibrated on it; sharpen the definition and its examples in a new rubric version",
+            "people disagree with each other, so gold is noisy and no judge can be calibrated on it; sharpen the "
+            "definition and its examples in a new rubric version" + (f" ({said})" if said else ""),
         )
     if n == 0:
         return CriterionVerdict(

@@ -19,12 +19,16 @@ from calibration.decision import (
     decide,
     label_budget,
 )
+from calibration.metrics import Finding
 from calibration.waiting import waiting_counts
 
 
 def row(key="correct_amount", n=200, kappa=0.71, ci=(0.62, 0.8), tier="gate", codes=(), human=0.8):
+    warnings = [
+        Finding(code, f"people agree only at kappa {human}" if code == "humans_disagree" else code) for code in codes
+    ]
     return SimpleNamespace(
-        criterion=key, n=n, kappa=kappa, kappa_ci=ci, tier=tier, warning_codes=list(codes), human_kappa=human
+        criterion=key, n=n, kappa=kappa, kappa_ci=ci, tier=tier, warning_codes=list(codes), warnings=warnings
     )
 
 
