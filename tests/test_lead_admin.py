@@ -95,3 +95,15 @@ def test_annotators_and_reviewers_stay_out_of_the_admin(client, reviewer, annota
     for user in (reviewer, annotator):
         client.force_login(user)
         assert client.get(reverse("admin:index")).status_code == 302
+
+
+def test_a_lead_adds_an_annotator_account_but_cannot_add_a_lead(client, lee):
+    client.force_login(lee)
+    url = reverse("admin:labeling_user_add")
+    form = {"username": "newbie", "password1": "a long enough pw 1", "password2": "a long enough pw 1"}
+    refused = client.post(url, {**form, "role": "lead"})
+    assert refused.status_code == 200 and "Select a valid choice" in refused.content.decode()
+    assert not User.objects.filter(username="newbie").exists()
+    assert client.post(url, {**form, "role": "annotator"}).status_code == 302
+    newbie = User.objects.get(username="newbie")
+    assert newbie.role == Role.ANNOTATOR and not newbie.is_staff and not newbie.groups.exists()
