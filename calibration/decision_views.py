@@ -34,14 +34,15 @@ def gate_initial(query) -> dict:
     next)."""
     initial = {k: query[k] for k in ("eval_set", "rubric_version", "judge_config", "agent_version") if query.get(k)}
     if "rubric_version" not in initial or "judge_config" not in initial:
-        newest = GatingMark.objects.active().order_by("-marked_at").first() or JudgeRun.objects.first()
+        runs = JudgeRun.objects.filter(probe_run__isnull=True)  # a probe arm is no release candidate
+        newest = GatingMark.objects.active().order_by("-marked_at").first() or runs.first()
         if newest is None:
             return initial
         initial.setdefault("rubric_version", newest.rubric_version_id)
         initial.setdefault("judge_config", newest.judge_config_id)
     if "eval_set" not in initial:
         run = JudgeRun.objects.filter(
-            rubric_version_id=initial["rubric_version"], judge_config_id=initial["judge_config"]
+            rubric_version_id=initial["rubric_version"], judge_config_id=initial["judge_config"], probe_run__isnull=True
         ).first()  # newest first (the model's ordering)
         if run is not None:
             initial["eval_set"] = run.eval_set_id

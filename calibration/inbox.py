@@ -2,7 +2,7 @@
 
 Six kinds, in the order they appear:
 
-  draft          a rubric version still a draft (approve it, or replace it)         -> the calibration overview
+  draft          a rubric version still a draft (approve it, or replace it)         -> the rubric version's page
   no_queue       an eval set nobody is labeling (open a queue if people should)     -> Queues
   uncalibrated   a finished judge run on a labeled eval set with no gating decision -> its calibration report
                  (a mark or a revocation) made since it finished
@@ -71,11 +71,10 @@ def _report_url(eval_set_id: int, rubric_version_id: int, judge_id: int, anchor:
 
 def drafts() -> list[Line]:
     versions = RubricVersion.objects.filter(status=RubricVersion.Status.DRAFT).select_related("rubric")
-    index = reverse("calibration:index")
     return [
         Line(
             f"{rv.ref} is a draft: no criterion of it can gate",
-            f"{index}#rv-{rv.pk}",
+            reverse("labeling:rubric_version", args=[rv.pk]),  # its diff, its approval, its queue button
             "Approve or replace",
             rv.created_at,
         )
@@ -106,7 +105,7 @@ def uncalibrated_runs() -> list[Line]:
         calibration_eval_set=OuterRef("eval_set"),
     ).filter(Q(marked_at__gte=OuterRef("finished_at")) | Q(revoked_at__gte=OuterRef("finished_at")))
     runs = (
-        JudgeRun.objects.filter(status=JudgeRun.Status.DONE)
+        JudgeRun.objects.filter(status=JudgeRun.Status.DONE, probe_run__isnull=True)  # probe arms calibrate nothing
         .filter(Exists(labeled))
         .exclude(Exists(decided))
         .select_related("eval_set", "rubric_version__rubric", "judge_config")

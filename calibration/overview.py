@@ -35,7 +35,8 @@ class Instrument:
 def run_instruments() -> list[Instrument]:
     """Every (eval set, rubric version, judge config) a run exists for, the most recently run first (one query)."""
     rows = (
-        JudgeRun.objects.values("eval_set_id", "rubric_version_id", "judge_config_id")
+        JudgeRun.objects.filter(probe_run__isnull=True)  # a probe run's verdicts never count for calibration
+        .values("eval_set_id", "rubric_version_id", "judge_config_id")
         .annotate(last=Max("created_at"), last_id=Max("id"))
         .order_by("-last", "-last_id")
     )

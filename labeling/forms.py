@@ -97,3 +97,21 @@ class QueueMoveForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["rubric_version"].queryset = versions
         self.fields["rubric_version"].label_from_instance = lambda rv: f"{rv.ref} ({rv.get_status_display()})"
+
+
+class RubricVersionForm(forms.Form):
+    """The new version's name and instruction; its criteria are CriterionFormSet."""
+
+    version = forms.CharField(max_length=100, help_text="A new name, e.g. 2: a saved version never changes.")
+    instruction = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class CriterionForm(forms.Form):
+    order = forms.IntegerField(min_value=0, max_value=10_000, help_text="Criteria are shown in this order.")
+    key = forms.SlugField(max_length=100)
+    definition = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}))
+    pass_example = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    fail_example = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+CriterionFormSet = forms.formset_factory(CriterionForm, extra=1, can_delete=True, max_num=100, absolute_max=200)

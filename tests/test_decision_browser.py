@@ -56,10 +56,8 @@ def test_a_lead_goes_from_home_to_the_verdict_approves_and_opens_the_queue_it_ne
 
     page.get_by_role("link", name="Home").click()
     page.locator("#decisions").get_by_role("link", name="Approve or replace →").click()
-    row = page.locator(f"#rv-{rv.pk}")
-    row.get_by_text("Approve…").click()
-    row.get_by_label("Why is refund@1 fit to use?").fill("Definitions and examples read well; people agree.")
-    row.get_by_role("button", name="Approve refund@1").click()
+    page.get_by_label("Reason").fill("Definitions and examples read well; people agree.")
+    page.get_by_role("button", name="Approve refund@1").click()
     expect(page.get_by_text("Approved refund@1.")).to_be_visible()
     assert RubricVersion.objects.get(pk=rv.pk).status == "approved"
     page.get_by_role("link", name="Home").click()

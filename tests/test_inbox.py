@@ -106,7 +106,7 @@ def test_a_lead_sees_each_kind_of_decision_with_a_link_to_where_it_is_made(clien
     client.force_login(lead)
     body = client.get(HOME).content.decode()
     drafts = section(body, "draft")
-    assert "refund@2 is a draft" in drafts and f"{reverse('calibration:index')}#rv-{draft.pk}" in drafts
+    assert "refund@2 is a draft" in drafts and reverse("labeling:rubric_version", args=[draft.pk]) in drafts
     no_queue = section(body, "no_queue")
     assert (
         f"{reverse('labeling:queues')}#queue-{idle.pk}" in no_queue
