@@ -15,8 +15,8 @@ Six kinds, in the order they appear:
                  days
 
 Calibration is above labeling and judging, so this module may read all three (labeling.inbox has the
-reviewer's part). Queries: one per kind, plus one report (five queries) per calibration a gating mark was
-made on, at most MAX_TIER_CHECKS of them.
+reviewer's part). Queries: one per kind, plus one report (six queries, nine with a probe run) per
+calibration a gating mark was made on, at most MAX_TIER_CHECKS of them.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 An instrument is a (judge config, rubric version) pair; each eval set a judge ran on gets a grid of its
 criteria (rows) x its instruments (columns), every cell the report's kappa, interval and tier. The grid
 shows the MAX_GRID_COLUMNS most recently run instruments per eval set: each column is one full report
-(five queries), so the page's cost grows with the columns shown, never with the data.
+(six queries, nine with a probe run), so the page's cost grows with the columns shown, never with the data.
 """
 
 from __future__ import annotations

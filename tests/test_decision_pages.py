@@ -124,11 +124,12 @@ def test_the_overview_costs_a_report_per_column_whatever_the_data(client, lead, 
     bulk_calibration(es, rv, other, {"correct_amount": (10, 2, 2, 10)})
     with CaptureQueriesContext(connection) as two_columns:
         client.get(reverse("calibration:index"))
-    # A report is five queries; a column adds at most that, and the data's size nothing.
-    assert len(two_columns) <= len(one_column) + 5, [q["sql"][:90] for q in two_columns]
-    # Session and user, instruments, their eval sets, versions and judges, gating marks, one report (5), the
+    # A report is six queries (criteria, labels, gold, verdicts, gating marks, probe run); a column adds at
+    # most that, and the data's size nothing.
+    assert len(two_columns) <= len(one_column) + 6, [q["sql"][:90] for q in two_columns]
+    # Session and user, instruments, their eval sets, versions and judges, gating marks, one report (6), the
     # rubric versions card, the compare form's five pickers.
-    assert len(one_column) <= 18, [q["sql"][:90] for q in one_column]
+    assert len(one_column) <= 19, [q["sql"][:90] for q in one_column]
 
 
 # --- Compare opens with sensible defaults ------------------------------------------------------------------
