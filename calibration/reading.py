@@ -4,7 +4,7 @@ Pure pandas, no Django. The stored rows are parts (one label per annotator, one 
 sample and run); these functions aggregate them at read time, so a different rule never needs
 a re-run. Frames use the column names `calibration/data.py` produces:
 
-labels:      output, criterion, annotation, slot, outcome   (current labels of submitted annotations)
+labels:      output, criterion, annotation, annotator, slot, outcome   (current labels of submitted annotations)
 adjudicated: output, criterion, outcome                     (current adjudicated gold labels)
 verdicts:    output, criterion, run_rank, sample, outcome, evidence_found
 """
@@ -103,6 +103,53 @@ def human_pairs(labels: pd.DataFrame) -> pd.DataFrame:
     a = binary.loc[binary["position"] == 1, KEY + ["outcome"]].rename(columns={"outcome": "a"})
     b = binary.loc[binary["position"] == 2, KEY + ["outcome"]].rename(columns={"outcome": "b"})
     return a.merge(b, on=KEY, how="inner")[["criterion", "output", "a", "b"]]
+
+
+def two_annotator_pairs(labels: pd.DataFrame) -> pd.DataFrame:
+    """Annotator A vs B where exactly two annotations of an item said PASS or FAIL: columns a, b.
+
+    Items with more PASS/FAIL labels are left out (the mean pairwise kappa and alpha cover them): with
+    exactly two, which one is "A" cannot change Cohen's kappa, which is symmetric in its two raters, so
+    the figure no longer depends on the order labels were made or imported in.
+    """
+    binary = labels.loc[labels["outcome"].isin(BINARY), KEY + ["slot", "outcome"]]
+    two = binary[binary.groupby(KEY, sort=False)["outcome"].transform("size").to_numpy() == 2]
+    two = two.sort_values(KEY + ["slot"], kind="stable")
+    a = two.drop_duplicates(KEY, keep="first").rename(columns={"outcome": "a"})
+    b = two.drop_duplicates(KEY, keep="last").rename(columns={"outcome": "b"})
+    return a[KEY + ["a"]].merge(b[KEY + ["b"]], on=KEY, how="inner")[["criterion", "output", "a", "b"]]
+
+
+def items_over_two(labels: pd.DataFrame) -> pd.Series:
+    """Per criterion: items with more than two PASS/FAIL labels (left out of A vs B)."""
+    binary = labels[labels["outcome"].isin(BINARY)]
+    per_item = binary.groupby(KEY, sort=False, observed=True).size()
+    over = per_item[per_item > 2]
+    return over.groupby(level="criterion", sort=False, observed=True).size()
+
+
+def annotator_pair_cells(labels: pd.DataFrame) -> pd.DataFrame:
+    """Every pair of annotators (people) who both said PASS or FAIL on an item, with the cell they fill.
+
+    Columns criterion, output, first, second (annotator ids, first < second, so a pair is one pair
+    whatever the order of the labels), cell: 0 both PASS, 1 first PASS and second FAIL, 2 first FAIL
+    and second PASS, 3 both FAIL (the order metrics.mean_pairwise_kappa reads).
+    """
+    binary = labels.loc[labels["outcome"].isin(BINARY), KEY + ["annotator", "outcome"]]
+    binary = binary.assign(passed=(binary["outcome"] == BINARY[0]).to_numpy())
+    left = binary[KEY + ["annotator", "passed"]]
+    both = left.merge(left, on=KEY, suffixes=("_1", "_2"))
+    both = both[both["annotator_1"].to_numpy() < both["annotator_2"].to_numpy()]
+    cell = np.where(both["passed_1"], 0, 2) + np.where(both["passed_2"], 0, 1)
+    return pd.DataFrame(
+        {
+            "criterion": both["criterion"].to_numpy(),
+            "output": both["output"].to_numpy(),
+            "first": both["annotator_1"].to_numpy(),
+            "second": both["annotator_2"].to_numpy(),
+            "cell": cell,
+        }
+    )
 
 
 def binary_value_counts(labels: pd.DataFrame) -> pd.DataFrame:

@@ -39,16 +39,28 @@ from .metrics import (
     HUMAN_MIN_KAPPA,
     MIN_N,
     NOT_APPLICABLE,
+    PAIR_MIN_ITEMS,
     PASS,
     Agreement,
     Finding,
     HumanAgreement,
+    PairwiseKappa,
+    bootstrap_alpha_ci,
     cohen_agreement,
     fmt,
     krippendorff_alpha_nominal,
+    mean_pairwise_kappa,
     tier_for,
 )
-from .reading import KEY, binary_value_counts, current_verdicts, derive_gold, human_pairs
+from .reading import (
+    KEY,
+    annotator_pair_cells,
+    binary_value_counts,
+    current_verdicts,
+    derive_gold,
+    items_over_two,
+    two_annotator_pairs,
+)
 
 # Exactly the keys of one criterion in the JSON report, in this order.
 REPORT_KEYS = (
@@ -73,6 +85,16 @@ REPORT_KEYS = (
     "human_kappa_ci",
     "human_n",
     "human_alpha",
+    "human_alpha_ci",
+    "human_pairwise_kappa",
+    "human_pairwise_kappa_ci",
+    "human_pairs",
+    "human_pairs_undefined",
+    "human_pair_median_items",
+    "human_items_over_two",
+    "human_ceiling",
+    "human_ceiling_ci",
+    "human_ceiling_source",
     "tier",
     "warnings",
 )
@@ -101,6 +123,16 @@ class CriterionReport:
     human_kappa_ci: tuple[float, float] | None
     human_n: int
     human_alpha: float | None
+    human_alpha_ci: tuple[float, float] | None
+    human_pairwise_kappa: float | None
+    human_pairwise_kappa_ci: tuple[float, float] | None
+    human_pairs: int
+    human_pairs_undefined: int
+    human_pair_median_items: float
+    human_items_over_two: int
+    human_ceiling: float | None
+    human_ceiling_ci: tuple[float, float] | None
+    human_ceiling_source: str
     tier: str
     warnings: tuple[Finding, ...]
     # Not part of the JSON: for pages and approvals.
@@ -112,7 +144,7 @@ class CriterionReport:
         out = {}
         for key in REPORT_KEYS:
             value = getattr(self, key)
-            if key in ("kappa_ci", "human_kappa_ci"):
+            if key.endswith("_ci"):
                 value = list(value) if value is not None else None
             elif key == "warnings":
                 value = [w.as_dict() for w in value]
@@ -158,20 +190,41 @@ def _bucket_counts(items: pd.DataFrame) -> dict[object, Counts]:
     return {crit: Counts(**{k: int(v) for k, v in row.items()}) for crit, row in sums.iterrows()}
 
 
+def _pairwise(labels: pd.DataFrame) -> dict[object, PairwiseKappa]:
+    """Mean pairwise kappa per criterion (people as annotators, items as the bootstrap's units)."""
+    cells = annotator_pair_cells(labels)
+    out = {}
+    for crit, g in cells.groupby("criterion", sort=False, observed=True):
+        # Sorted codes: the same labels give the same figure to the last digit, whatever their order.
+        items = pd.factorize(g["output"], sort=True)[0]
+        pairs = pd.factorize(pd.MultiIndex.from_arrays([g["first"], g["second"]]), sort=True)[0]
+        out[crit] = mean_pairwise_kappa(items, pairs, g["cell"].to_numpy())
+    return out
+
+
 def _human(labels: pd.DataFrame) -> dict[object, HumanAgreement]:
-    """Annotator A vs B kappa and Krippendorff's alpha over all PASS/FAIL annotations, per criterion."""
+    """The human ceiling per criterion: order-free figures (mean pairwise kappa, alpha) and A vs B."""
     out: dict[object, HumanAgreement] = {}
-    pairs = human_pairs(labels)
+    pairs = two_annotator_pairs(labels)
     agreements = {crit: cohen_agreement(g["a"], g["b"]) for crit, g in pairs.groupby("criterion", sort=False)}
     counts = binary_value_counts(labels)
-    alphas = {
-        crit: krippendorff_alpha_nominal(g[list(BINARY)].to_numpy())
-        for crit, g in counts.groupby("criterion", sort=False)
-    }
-    for crit in set(agreements) | set(alphas):
+    alphas = {}
+    for crit, g in counts.groupby("criterion", sort=False):
+        matrix = g[list(BINARY)].to_numpy()
+        alphas[crit] = (krippendorff_alpha_nominal(matrix), bootstrap_alpha_ci(matrix))
+    pairwise = _pairwise(labels)
+    over_two = items_over_two(labels)
+    for crit in set(agreements) | set(alphas) | set(pairwise):
         a = agreements.get(crit)
+        alpha, alpha_ci = alphas.get(crit, (None, None))
         out[crit] = HumanAgreement(
-            n=a.n if a else 0, kappa=a.kappa if a else None, kappa_ci=a.kappa_ci if a else None, alpha=alphas.get(crit)
+            n=a.n if a else 0,
+            kappa=a.kappa if a else None,
+            kappa_ci=a.kappa_ci if a else None,
+            alpha=alpha,
+            alpha_ci=alpha_ci if alpha is not None else None,
+            pairwise=pairwise.get(crit),
+            over_two=int(over_two.get(crit, 0)),
         )
     return out
 
@@ -245,12 +298,31 @@ def _findings(key: str, a: Agreement, c: Counts, h: HumanAgreement, gating: bool
                 "the data are also consistent with a trend-tier judge",
             )
         )
-    if h.kappa is not None and h.kappa < HUMAN_MIN_KAPPA:
+    name, ceiling, _ = h.ceiling
+    if ceiling is not None and ceiling < HUMAN_MIN_KAPPA:
+        over = f" over {h.pairwise.pairs} annotator pairs" if name != "alpha" and h.pairwise else ""
         out.append(
             Finding(
                 "humans_disagree",
-                f"annotators A and B agree only at kappa {fmt(h.kappa, 2)} (n = {h.n}): gold is noisy; sharpen the "
-                "criterion's definition before calibrating a judge on it",
+                f"people agree only at {name} {fmt(ceiling, 2)}{over}: gold is noisy; sharpen the criterion's "
+                "definition before calibrating a judge on it",
+            )
+        )
+    if h.pairwise is not None and h.pairwise.kappa is not None and h.pairwise.sparse:
+        out.append(
+            Finding(
+                "human_pairs_sparse",
+                f"the {h.pairwise.pairs} annotator pairs share a median of {h.pairwise.median_items:g} items, fewer "
+                f"than {PAIR_MIN_ITEMS}: each pair's kappa is mostly noise, so the human ceiling here is alpha",
+            )
+        )
+    if h.over_two:
+        out.append(
+            Finding(
+                "human_ab_subset",
+                f"annotator A vs B covers only the {h.n} item{'s' if h.n != 1 else ''} exactly two people labeled "
+                f"PASS/FAIL; {h.over_two} item{'s' if h.over_two != 1 else ''} with more annotators count in the "
+                "mean pairwise kappa and alpha only",
             )
         )
     if c.no_verdict:
@@ -329,6 +401,16 @@ def build_rows(
                 human_kappa_ci=h.kappa_ci,
                 human_n=h.n,
                 human_alpha=h.alpha,
+                human_alpha_ci=h.alpha_ci,
+                human_pairwise_kappa=h.pairwise_kappa,
+                human_pairwise_kappa_ci=h.pairwise.kappa_ci if h.pairwise else None,
+                human_pairs=h.pairwise.pairs if h.pairwise else 0,
+                human_pairs_undefined=h.pairwise.undefined_pairs if h.pairwise else 0,
+                human_pair_median_items=h.pairwise.median_items if h.pairwise else 0.0,
+                human_items_over_two=h.over_two,
+                human_ceiling=h.ceiling[1],
+                human_ceiling_ci=h.ceiling[2],
+                human_ceiling_source=h.ceiling[0],
                 tier=tier_for(a.kappa, a.n),
                 warnings=_findings(key, a, c, h, is_gating),
                 criterion_id=int(crit_id) if isinstance(crit_id, int | np.integer) else 0,
@@ -499,10 +581,10 @@ def human_agreement(
 ) -> dict[str, HumanAgreement]:
     """The human ceiling per criterion key, with no judge involved (for progress pages).
 
-    HumanAgreement(n, kappa, kappa_ci, alpha): Cohen's kappa between annotators A and B (the first
-    two submitted annotations of each output, in the order they were made or imported) over items
-    where both said PASS or FAIL, its percentile-bootstrap 95% interval, and Krippendorff's alpha
-    (nominal) over every PASS/FAIL annotation. None where undefined. Two queries.
+    HumanAgreement (metrics.py): the order-free ceiling, the mean pairwise Cohen's kappa over every
+    pair of annotators who labeled the same items and Krippendorff's alpha (nominal) over every
+    PASS/FAIL annotation, each with a 95% percentile bootstrap over items; and annotator A vs B over
+    the items exactly two people labeled PASS/FAIL. None where undefined. Two queries.
     """
     eval_set = _as_instance(EvalSet, eval_set)
     rubric_version = _as_instance(RubricVersion, rubric_version)

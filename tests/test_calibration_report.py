@@ -186,25 +186,53 @@ def test_the_report_has_exactly_the_documented_keys(setup):
     assert data["rubric_version"] == "refund@1" and "computed_at" in data
 
 
-def test_human_ceiling_uses_the_first_two_annotations_and_alpha_all_of_them(setup):
+def test_human_ceiling_of_three_annotators_by_hand(setup):
     es, rv, judge = setup
     key = "correct_amount"
-    # A, B, C per output; A vs B by hand: (P,P) (P,F) (F,F) (P,P) -> po = 3/4, pA = 3/4, pB = 1/2,
-    # pe = 3/4 * 1/2 + 1/4 * 1/2 = 1/2, kappa = (3/4 - 1/2) / (1/2) = 1/2.
-    triples = [(P, P, P), (P, F, F), (F, F, F), (P, P, F)]
+    triples = [(P, P, P), (P, F, F), (F, F, F), (P, P, F)]  # amy, bo, cy on four outputs
     people = [annotator(n) for n in ("amy", "bo", "cy")]
     for i, triple in enumerate(triples):
         out = make_output(es, case_id=f"h{i}")
         for slot, (person, outcome) in enumerate(zip(people, triple, strict=True), start=1):
             annotate(out, rv, person, slot, {key: outcome})
     h = human_agreement(eval_set=es, rubric_version=rv)[key]
-    assert h.n == 4 and h.kappa == pytest.approx(0.5)
-    # Alpha over all three: units PPP, PFF, FFF, PPF. o_PP = 6+2 = 8... by hand: each unit of 3 adds
-    # pair weights 1/(3-1): PPP -> o_PP 3; PFF -> o_PF 1, o_FP 1, o_FF 1; FFF -> o_FF 3; PPF -> o_PP 1,
-    # o_PF 1, o_FP 1. n_P = 6, n_F = 6, n = 12, disagreeing mass 4.
+    # Pairs by hand (po observed, pe chance agreement):
+    #   amy-bo (P,P) (P,F) (F,F) (P,P): po 3/4, pass rates 3/4 and 1/2, pe 1/2,   kappa 1/2
+    #   amy-cy (P,P) (P,F) (F,F) (P,F): po 1/2, pass rates 3/4 and 1/4, pe 3/8,   kappa 1/5
+    #   bo-cy  (P,P) (F,F) (F,F) (P,F): po 3/4, pass rates 1/2 and 1/4, pe 1/2,   kappa 1/2
+    # mean pairwise kappa = (1/2 + 1/5 + 1/2) / 3 = 2/5.
+    assert h.pairwise.kappa == pytest.approx(0.4)
+    assert (h.pairwise.pairs, h.pairwise.undefined_pairs, h.pairwise.items) == (3, 0, 4)
+    low, high = h.pairwise.kappa_ci
+    assert low <= 0.4 <= high
+    # Alpha over all three: each unit of 3 adds pair weights 1/(3-1): PPP -> o_PP 3; PFF -> o_PF 1, o_FP 1,
+    # o_FF 1; FFF -> o_FF 3; PPF -> o_PP 1, o_PF 1, o_FP 1. n_P = 6, n_F = 6, n = 12, disagreeing mass 4.
     # alpha = 1 - (n - 1) * 4 / (2 * n_P * n_F) = 1 - 11 * 4 / 72 = 28 / 72.
     assert h.alpha == pytest.approx(28 / 72)
+    assert h.alpha_ci[0] <= 28 / 72 <= h.alpha_ci[1]
+    # No output has exactly two labels: A vs B has nothing, and says why.
+    assert (h.n, h.kappa, h.over_two) == (0, None, 4)
+    # Four shared items per pair are far fewer than PAIR_MIN_ITEMS: the ceiling is alpha.
+    assert h.ceiling == ("alpha", h.alpha, h.alpha_ci)
     assert human_agreement(eval_set=es.pk, rubric_version=rv.pk)["next_step"].n == 0
+
+
+def test_annotator_a_vs_b_counts_only_items_two_people_labeled(setup):
+    es, rv, judge = setup
+    key = "correct_amount"
+    rows = [(P, P), (P, F), (F, F), (P, P)]  # two labels each: A vs B kappa 1/2 (by hand above)
+    for i, (a, b) in enumerate(rows):
+        out = make_output(es, case_id=f"two{i}")
+        annotate(out, rv, annotator("amy"), 1, {key: a})
+        annotate(out, rv, annotator("bo"), 2, {key: b})
+    out = make_output(es, case_id="three")
+    for slot, (who, outcome) in enumerate((("amy", F), ("bo", P), ("cy", P)), start=1):
+        annotate(out, rv, annotator(who), slot, {key: outcome})
+    row = report(es, rv, judge).row(key)
+    assert (row.human_n, row.human_items_over_two) == (4, 1)
+    assert row.human_kappa == pytest.approx(0.5)
+    message = next(w.message for w in row.warnings if w.code == "human_ab_subset")
+    assert "only the 4 items exactly two people labeled" in message and "1 item with more" in message
 
 
 def test_human_agreement_runs_two_queries_whatever_the_size(setup, django_assert_num_queries):

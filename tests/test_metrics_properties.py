@@ -40,13 +40,13 @@ def frames(items_by_criterion: dict[int, list[dict]]):
         for i, it in enumerate(items):
             for slot, who in ((1, "a"), (2, "b")):
                 if it[who] is not None:
-                    labels.append((i, crit, i * 10 + slot, slot, it[who]))
+                    labels.append((i, crit, i * 10 + slot, slot, slot, it[who]))  # annotator = the person
             if it["adjudicated"] is not None:
                 adjudicated.append((i, crit, it["adjudicated"]))
             if it["judge"] is not None:
                 verdicts.append((i, crit, 0, it["judge"], it["found"], 0))
     return (
-        pd.DataFrame(labels, columns=["output", "criterion", "annotation", "slot", "outcome"]),
+        pd.DataFrame(labels, columns=["output", "criterion", "annotation", "annotator", "slot", "outcome"]),
         pd.DataFrame(adjudicated, columns=["output", "criterion", "outcome"]),
         pd.DataFrame(verdicts, columns=["output", "criterion", "sample", "outcome", "evidence_found", "run_rank"]),
     )
@@ -139,6 +139,12 @@ def test_report_counts_and_kappa_equal_scikit_learn(first, second):
             assert row.human_kappa is None
         else:
             assert row.human_kappa == pytest.approx(want["human_kappa"], abs=1e-12)
+        # Two people, one pair: the mean pairwise kappa is their kappa, over the same items.
+        if want["human_kappa"] is None:
+            assert row.human_pairwise_kappa is None
+        else:
+            assert row.human_pairwise_kappa == pytest.approx(want["human_kappa"], abs=1e-12)
+            assert row.human_pairs == 1
         if want["human_alpha"] is None:
             assert row.human_alpha is None
         else:
