@@ -67,6 +67,11 @@ def _text_rows(rows: tuple[CriterionReport, ...]) -> list[str]:
             f"{fmt(r.human_pairwise_kappa):>7} {r.human_pairs:>5} {fmt(r.human_alpha):>6} {fmt(r.human_kappa):>6} "
             f"{r.human_n:>6}"
         )
+        if r.n:
+            lines.append(
+                f"    judge {r.in_words}; balanced accuracy {fmt(r.balanced_accuracy)} {_ci(r.balanced_accuracy_ci)}, "
+                f"F1 {fmt(r.f1)} {_ci(r.f1_ci)}; catches {_ci(r.tnr_ci)}, passes {_ci(r.tpr_ci)}"
+            )
         for w in r.warnings:
             lines.append(f"    ! {w.message}")
     return lines
@@ -93,8 +98,10 @@ def to_text(report: CalibrationReport | SegmentedReport) -> str:
     lines += [
         "",
         "* gating. kappa: judge vs gold over items both call PASS/FAIL; 95% CI: percentile bootstrap over items.",
-        "FALSE PASS = judge PASS where gold is FAIL (the dangerous cell). pair k: mean Cohen's kappa over the "
-        "annotator pairs (pairs) who labeled the same items; alpha: Krippendorff (nominal) over all annotations; "
-        "A-B k: annotator A vs B over the items exactly two people labeled.",
+        "FALSE PASS = judge PASS where gold is FAIL (the dangerous cell). catches = TNR (true fail / gold FAIL), "
+        "passes = TPR (true pass / gold PASS), PASS the positive class, with 95% Wilson intervals.",
+        "pair k: mean Cohen's kappa over the annotator pairs (pairs) who labeled the same items; alpha: "
+        "Krippendorff (nominal) over all annotations; A-B k: annotator A vs B over the items exactly two people "
+        "labeled.",
     ]
     return "\n".join(lines)

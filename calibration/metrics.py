@@ -270,6 +270,61 @@ def cohen_agreement(rater: pd.Series | np.ndarray, reference: pd.Series | np.nda
     return Agreement(n, kappa, ci, observed, expected, rater_rate, reference_rate, tp, fp, tn, fn)
 
 
+@dataclass(frozen=True)
+class Rates:
+    """The confusion matrix named for people, PASS as the positive class (gold is the truth).
+
+    tpr = true pass / gold PASS: the share of good outputs the judge passes; tnr = true fail / gold
+    FAIL: the share of failures it catches (1 - tnr is the false-pass rate). Balanced accuracy is their
+    mean; F1 = 2 tp / (2 tp + fp + fn) for PASS. None where undefined (no gold PASS for tpr, no gold
+    FAIL for tnr, both for balanced accuracy, no PASS on either side for F1). Intervals at 95%: Wilson
+    for tpr and tnr (each a proportion of a known count of gold PASS or FAIL items, so the interval stays
+    honest at 0% and 100%), the percentile bootstrap over items for the other two (resample_patterns
+    over the four cells, the kappa interval's draws).
+    """
+
+    tpr: float | None
+    tpr_ci: tuple[float, float] | None
+    tnr: float | None
+    tnr_ci: tuple[float, float] | None
+    balanced_accuracy: float | None
+    balanced_accuracy_ci: tuple[float, float] | None
+    f1: float | None
+    f1_ci: tuple[float, float] | None
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    numerator, denominator = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator == 0, np.nan, numerator / denominator)
+
+
+def _none_if_nan(x: float) -> float | None:
+    return None if math.isnan(x) else float(x)
+
+
+def classification_rates(tp: int, fp: int, fn: int, tn: int, *, confidence: float = CI_CONFIDENCE) -> Rates:
+    """TPR, TNR, balanced accuracy and F1 of a judge against gold, with intervals (see Rates)."""
+
+    def rates(tp, fp, fn, tn):
+        tpr, tnr = _ratio(tp, tp + fn), _ratio(tn, tn + fp)
+        return tpr, tnr, (tpr + tnr) / 2.0, _ratio(2 * tp, 2 * tp + fp + fn)
+
+    tpr, tnr, ba, f1 = (_none_if_nan(float(x)) for x in rates(tp, fp, fn, tn))
+
+    def wilson(successes: int, n: int) -> tuple[float, float] | None:
+        w = wilson_interval(successes, n, confidence)
+        return None if w.lower is None else (w.lower, w.upper)
+
+    ba_ci = f1_ci = None
+    if tp + fp + fn + tn:
+        draws = resample_patterns(np.array([tp, fp, fn, tn]))
+        _, _, ba_draws, f1_draws = rates(draws[:, 0], draws[:, 1], draws[:, 2], draws[:, 3])
+        ba_ci = percentile_interval(ba_draws, confidence) if ba is not None else None
+        f1_ci = percentile_interval(f1_draws, confidence) if f1 is not None else None
+    return Rates(tpr, wilson(tp, tp + fn), tnr, wilson(tn, tn + fp), ba, ba_ci, f1, f1_ci)
+
+
 def krippendorff_alpha_nominal(value_counts: np.ndarray) -> float | None:
     """Krippendorff's alpha (nominal) from a units x values matrix of counts (any number of coders).
 

@@ -20,7 +20,7 @@ a kinder instrument than the one that gates.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -46,6 +46,7 @@ from .metrics import (
     HumanAgreement,
     PairwiseKappa,
     bootstrap_alpha_ci,
+    classification_rates,
     cohen_agreement,
     fmt,
     krippendorff_alpha_nominal,
@@ -76,6 +77,14 @@ REPORT_KEYS = (
     "false_pass",
     "true_fail",
     "false_fail",
+    "tpr",
+    "tpr_ci",
+    "tnr",
+    "tnr_ci",
+    "balanced_accuracy",
+    "balanced_accuracy_ci",
+    "f1",
+    "f1_ci",
     "judge_error",
     "judge_abstain",
     "not_applicable",
@@ -114,6 +123,14 @@ class CriterionReport:
     false_pass: int
     true_fail: int
     false_fail: int
+    tpr: float | None
+    tpr_ci: tuple[float, float] | None
+    tnr: float | None
+    tnr_ci: tuple[float, float] | None
+    balanced_accuracy: float | None
+    balanced_accuracy_ci: tuple[float, float] | None
+    f1: float | None
+    f1_ci: tuple[float, float] | None
     judge_error: int
     judge_abstain: int
     not_applicable: int
@@ -152,6 +169,21 @@ class CriterionReport:
         return out
 
     @property
+    def in_words(self) -> str:
+        """The judge's TNR and TPR as a lead says them (PASS is the positive class)."""
+        if self.n == 0:
+            return "no data"
+        failures = self.true_fail + self.false_pass
+        good = self.true_pass + self.false_fail
+        parts = [
+            f"catches {_pct(self.tnr)} of failures ({self.true_fail} of {failures})"
+            if failures
+            else "no failures to catch",
+            f"passes {_pct(self.tpr)} of good outputs ({self.true_pass} of {good})" if good else "no good outputs",
+        ]
+        return ", ".join(parts)
+
+    @property
     def warning_codes(self) -> list[str]:
         return [w.code for w in self.warnings]
 
@@ -159,6 +191,10 @@ class CriterionReport:
     def judge_items(self) -> int:
         """Every item with a current verdict of this judge."""
         return self.n + self.judge_error + self.judge_abstain + self.not_applicable + self.pending_gold
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.0f}%"
 
 
 @dataclass(frozen=True)
@@ -392,6 +428,7 @@ def build_rows(
                 false_pass=a.false_pass,
                 true_fail=a.true_fail,
                 false_fail=a.false_fail,
+                **asdict(classification_rates(a.true_pass, a.false_pass, a.false_fail, a.true_fail)),
                 judge_error=c.judge_error,
                 judge_abstain=c.judge_abstain,
                 not_applicable=c.not_applicable,

@@ -106,6 +106,11 @@ def test_the_overview_draws_each_criterion(client, world, lead):
     assert body.index("false pass", first_cell) < body.index("true pass", first_cell)
     assert urls(*world)["drilldown"] in body
     assert "interval_below_gate" not in body or "lower end" in body
+    # The confusion named for people: 35 of 50 failures caught, 145 of 150 good outputs passed.
+    assert "catches <strong>70%</strong> of failures (56% – 81%)"  # Wilson (0.5625, 0.8090) in body
+    assert "passes <strong>97%</strong> of good outputs" in body and "balanced accuracy 0.83" in body
+    # The human ceiling is the order-free one (two annotators who always agree: 1.00 over one pair).
+    assert "mean pairwise κ 1.00" in body and "over 1 pair " in body
 
 
 def test_warnings_are_shown_never_silent(client, world, lead):

@@ -49,6 +49,12 @@ def test_the_worked_example_read_from_the_database(setup):
     assert row.gold_pass_rate == pytest.approx(0.75) and row.judge_pass_rate == pytest.approx(0.80)
     assert row.tier == "gate"
     assert row.human_kappa == pytest.approx(1.0) and row.human_n == 200 and row.human_alpha == pytest.approx(1.0)
+    # Named for people (PASS positive): of 50 failures it catches 35, of 150 good outputs it passes 145.
+    assert row.tnr == pytest.approx(0.7) and row.tpr == pytest.approx(145 / 150)
+    assert row.in_words == "catches 70% of failures (35 of 50), passes 97% of good outputs (145 of 150)"
+    assert row.balanced_accuracy == pytest.approx(0.8333, abs=1e-4) and row.f1 == pytest.approx(290 / 310)
+    data = row.as_dict()
+    assert data["tnr_ci"][0] < 0.7 < data["tnr_ci"][1] and data["f1_ci"][0] < data["f1"] < data["f1_ci"][1]
 
 
 def test_always_pass_judge_is_flagged_as_constant(setup):
@@ -300,7 +306,10 @@ def test_the_command_prints_json_csv_and_text(setup):
     # A constant judge has kappa 0 in every resample too: the interval is [0, 0], not empty.
     assert rows[0]["criterion"] == "correct_amount" and rows[0]["kappa_ci_low"] == "0.0"
     assert rows[1]["kappa"] == "" and rows[1]["kappa_ci_low"] == ""
+    assert rows[0]["tpr"] == "1.0" and rows[0]["tnr"] == "0.0" and rows[0]["tnr_ci_low"] == "0.0"
+    assert rows[1]["tpr"] == "" and rows[1]["balanced_accuracy_ci_low"] == ""
     text = command(*SCOPE)
+    assert "judge catches 0% of failures (0 of 1), passes 100% of good outputs (1 of 1)" in text
     assert "no data" in text  # next_step: n = 0, never shown as agreement
     assert "FALSE PASS" in text and "the judge said PASS on every one of the 2 items" in text
 

@@ -290,3 +290,67 @@ def test_pairwise_interval_has_the_spread_of_resampling_items():
         naive.append(np.nanmean(kappa_from_cells(tables[:, 0], tables[:, 1], tables[:, 2], tables[:, 3])))
     n_low, n_high = np.quantile(naive, [0.025, 0.975])
     assert got.kappa_ci[0] == pytest.approx(n_low, abs=0.03) and got.kappa_ci[1] == pytest.approx(n_high, abs=0.03)
+
+
+# --- the confusion matrix named for people --------------------------------------------------------
+
+
+def test_rates_of_the_worked_example_equal_scikit_learn():
+    from sklearn.metrics import balanced_accuracy_score, f1_score, recall_score
+
+    from calibration.metrics import classification_rates
+
+    # 145 true passes, 15 false passes, 5 false fails, 35 true fails (background 000).
+    judge, gold = pairs(145, 15, 5, 35)
+    r = classification_rates(145, 15, 5, 35)
+    # By hand: gold PASS 150, of them the judge passed 145; gold FAIL 50, of them it failed 35.
+    assert r.tpr == pytest.approx(145 / 150) and r.tnr == pytest.approx(35 / 50)
+    assert r.balanced_accuracy == pytest.approx((145 / 150 + 35 / 50) / 2)
+    assert r.f1 == pytest.approx(2 * 145 / (2 * 145 + 15 + 5))
+    assert r.tpr == pytest.approx(recall_score(gold, judge, pos_label="PASS"))
+    assert r.tnr == pytest.approx(recall_score(gold, judge, pos_label="FAIL"))
+    assert r.balanced_accuracy == pytest.approx(balanced_accuracy_score(gold, judge))
+    assert r.f1 == pytest.approx(f1_score(gold, judge, pos_label="PASS"))
+    assert r.tpr_ci == pytest.approx(proportion_confint(145, 150, alpha=0.05, method="wilson"))
+    assert r.tnr_ci == pytest.approx(proportion_confint(35, 50, alpha=0.05, method="wilson"))
+    for value, ci in ((r.balanced_accuracy, r.balanced_accuracy_ci), (r.f1, r.f1_ci)):
+        assert ci[0] < value < ci[1]
+
+
+def test_a_judge_that_misses_every_failure_catches_none_and_still_passes_all_good_outputs():
+    from sklearn.metrics import balanced_accuracy_score
+
+    from calibration.metrics import classification_rates
+
+    judge, gold = pairs(9, 1, 0, 0)  # background 004: always PASS on nine good outputs and one failure
+    r = classification_rates(9, 1, 0, 0)
+    assert (r.tpr, r.tnr) == (1.0, 0.0)
+    assert r.balanced_accuracy == pytest.approx(balanced_accuracy_score(gold, judge)) == 0.5
+    assert r.tnr_ci[0] == 0.0 and r.tnr_ci[1] > 0.7  # one failure says little: Wilson (0, 0.79)
+
+
+def test_rates_are_undefined_not_zero_when_a_class_is_missing():
+    from calibration.metrics import classification_rates
+
+    only_pass = classification_rates(12, 0, 3, 0)  # no gold FAIL: how often it catches failures is unknown
+    assert only_pass.tnr is None and only_pass.tnr_ci is None and only_pass.balanced_accuracy is None
+    assert only_pass.tpr == pytest.approx(0.8)
+    only_fail = classification_rates(0, 0, 0, 7)  # nothing passes on either side: F1 for PASS is 0/0
+    assert only_fail.f1 is None and only_fail.tpr is None and only_fail.tnr == 1.0
+    nothing = classification_rates(0, 0, 0, 0)
+    assert nothing == type(nothing)(None, None, None, None, None, None, None, None)
+
+
+def test_balanced_accuracy_interval_has_the_spread_of_resampling_items():
+    from calibration.metrics import classification_rates
+
+    judge, gold = (np.array(x) == "PASS" for x in pairs(60, 12, 9, 39))
+    rng = np.random.default_rng(4)
+    naive = []
+    for _ in range(3000):
+        idx = rng.integers(0, len(judge), len(judge))
+        j, g = judge[idx], gold[idx]
+        naive.append((np.mean(j[g]) + np.mean(~j[~g])) / 2)
+    low, high = classification_rates(60, 12, 9, 39).balanced_accuracy_ci
+    n_low, n_high = np.quantile(naive, [0.025, 0.975])
+    assert low == pytest.approx(n_low, abs=0.015) and high == pytest.approx(n_high, abs=0.015)
