@@ -14,12 +14,13 @@ import pandas as pd
 from django.utils.safestring import SafeString
 
 from judging.models import JudgeConfig, Verdict
+from labeling.gold import derive_gold
 from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion
 from labeling.transcript import highlight, render_json
 
 from . import data
 from .metrics import FAIL, PASS
-from .reading import KEY, current_verdicts, derive_gold
+from .reading import KEY, current_verdicts
 
 # URL slug -> (judge outcome, gold outcome)
 CELLS = {"false-pass": (PASS, FAIL), "false-fail": (FAIL, PASS)}
@@ -30,7 +31,12 @@ CELL_TITLES = {
 
 
 def items_in_cell(
-    labels: pd.DataFrame, adjudicated: pd.DataFrame, verdicts: pd.DataFrame, criterion_id: int, cell: str
+    labels: pd.DataFrame,
+    adjudicated: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    criterion_id: int,
+    cell: str,
+    gold_policy: str = "majority",
 ) -> list[int]:
     """Pure: output ids whose current verdict and gold put them in `cell`, in output order."""
     judge_outcome, gold_outcome = CELLS[cell]
@@ -38,7 +44,7 @@ def items_in_cell(
     def mine(df: pd.DataFrame) -> pd.DataFrame:
         return df[df["criterion"] == criterion_id]
 
-    gold = derive_gold(mine(labels), mine(adjudicated))
+    gold = derive_gold(mine(labels), mine(adjudicated), {criterion_id: gold_policy})
     judge = current_verdicts(mine(verdicts))
     both = judge.merge(gold, on=KEY)
     hits = both[(both["judge"] == judge_outcome) & (both["gold"] == gold_outcome)]
@@ -57,7 +63,7 @@ class DrilldownItem:
     parts: list[TranscriptPart] = field(default_factory=list)
     annotators: list[dict] = field(default_factory=list)  # position label, outcome, evidence
     gold: GoldLabel | None = None
-    gold_source: str = "majority"
+    gold_source: str = "majority"  # "adjudicated" or the gold policy that settled it
     verdicts: list[Verdict] = field(default_factory=list)
 
     @property
@@ -122,7 +128,7 @@ def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeC
                 parts=_parts(output, quotes),
                 annotators=people,
                 gold=gold,
-                gold_source="adjudicated" if gold else "majority",
+                gold_source="adjudicated" if gold else criterion.gold_policy,
                 verdicts=item_verdicts,
             )
         )
@@ -140,4 +146,5 @@ def cell_output_ids(
 ) -> list[int]:
     scope = data.Scope(eval_set, rubric_version, agent_version)
     labels, adjudicated = data.load_labels(scope), data.load_adjudicated(scope)
-    return items_in_cell(labels, adjudicated, data.load_verdicts(scope, judge_config), criterion.pk, cell)
+    verdicts = data.load_verdicts(scope, judge_config)
+    return items_in_cell(labels, adjudicated, verdicts, criterion.pk, cell, criterion.gold_policy)

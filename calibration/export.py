@@ -67,6 +67,10 @@ def _text_rows(rows: tuple[CriterionReport, ...]) -> list[str]:
             f"{fmt(r.human_pairwise_kappa):>7} {r.human_pairs:>5} {fmt(r.human_alpha):>6} {fmt(r.human_kappa):>6} "
             f"{r.human_n:>6}"
         )
+        lines.append(
+            f"    gold policy {r.gold_policy}: {r.labeled_items} labeled items, {r.gold_ties} ties, "
+            f"{r.awaiting_gold} without gold yet"
+        )
         if r.n:
             lines.append(
                 f"    judge {r.in_words}; balanced accuracy {fmt(r.balanced_accuracy)} {_ci(r.balanced_accuracy_ci)}, "

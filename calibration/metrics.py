@@ -54,6 +54,14 @@ HUMAN_MIN_KAPPA = TREND_MIN_KAPPA
 # items; Krippendorff's alpha pools every item and is the ceiling then. PROVISIONAL (2026-12-01).
 PAIR_MIN_ITEMS = 10
 
+# Items people labeled but that have no gold yet (ties, splits, a lone label, no unanimity) are left out
+# of every figure, and they are not a random sample: ties are the hard items, where a judge most likely
+# errs. Left out items can move raw agreement by up to their share s, and kappa by up to s / (1 - pe):
+# at the background's 65% chance agreement, s = 5% moves kappa by up to 0.14, enough to cross the
+# 0.2-wide trend band's edge from its middle. Above this share the report says so. PROVISIONAL
+# (2026-12-01).
+MAX_UNSETTLED_SHARE = 0.05
+
 # Confidence intervals for kappa: percentile bootstrap over items. With two binary raters an item is
 # one of four cells (true pass, false pass, false fail, true fail), so resampling n items with
 # replacement is exactly a multinomial draw of the four cell counts with the observed cell

@@ -1,6 +1,6 @@
-"""How stored labels and verdicts are read: gold, the current verdict, annotator positions.
+"""How stored labels and verdicts are read: the current verdict, annotator positions and pairs.
 
-Pure pandas, no Django. The stored rows are parts (one label per annotator, one verdict per
+Pure pandas, no queries. The stored rows are parts (one label per annotator, one verdict per
 sample and run); these functions aggregate them at read time, so a different rule never needs
 a re-run. Frames use the column names `calibration/data.py` produces:
 
@@ -14,35 +14,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from labeling.gold import KEY
+
 from .metrics import ABSTAIN, BINARY
 
-# A majority needs at least two people. With one label there is no second opinion, and the
-# product's promise is blind double labeling, so a lone label stays pending, not gold.
-MIN_LABELS_FOR_MAJORITY = 2
-
-KEY = ["criterion", "output"]
-
-
-def derive_gold(labels: pd.DataFrame, adjudicated: pd.DataFrame) -> pd.DataFrame:
-    """Gold per (criterion, output): the adjudicated outcome, else the strict majority of labels.
-
-    Strict majority: one outcome holds more than half of the current labels (N/A and Can't tell
-    count as votes too, so PASS, PASS, N/A is PASS but PASS, FAIL, N/A has no gold). For two
-    annotators that is their agreement. Returns columns criterion, output, gold, gold_source.
-    """
-    frames = []
-    if len(adjudicated):
-        adj = adjudicated[KEY + ["outcome"]].rename(columns={"outcome": "gold"})
-        frames.append(adj.assign(gold_source="adjudicated"))
-    if len(labels):
-        votes = labels.groupby(KEY + ["outcome"], sort=False).size().rename("votes").reset_index()
-        total = votes.groupby(KEY, sort=False)["votes"].transform("sum")
-        winners = votes[(votes["votes"] * 2 > total) & (total >= MIN_LABELS_FOR_MAJORITY)]
-        frames.append(winners[KEY + ["outcome"]].rename(columns={"outcome": "gold"}).assign(gold_source="majority"))
-    if not frames:
-        return pd.DataFrame({"criterion": [], "output": [], "gold": [], "gold_source": []})
-    # Adjudicated rows come first, so they win over a majority of the same item.
-    return pd.concat(frames, ignore_index=True).drop_duplicates(KEY, keep="first").reset_index(drop=True)
+# Gold is read by the one rule of labeling/gold.py (derive_gold): calibration imports labeling, never
+# the other way round.
 
 
 def current_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:

@@ -19,7 +19,7 @@ a kinder instrument than the one that gates.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
@@ -28,7 +28,8 @@ import pandas as pd
 from django.utils import timezone
 
 from judging.models import JudgeConfig
-from labeling.models import Criterion, EvalSet, RubricVersion
+from labeling.gold import derive_gold, label_ties
+from labeling.models import Criterion, EvalSet, GoldPolicy, RubricVersion
 
 from . import data
 from .metrics import (
@@ -37,6 +38,7 @@ from .metrics import (
     ERROR,
     GATE_MIN_KAPPA,
     HUMAN_MIN_KAPPA,
+    MAX_UNSETTLED_SHARE,
     MIN_N,
     NOT_APPLICABLE,
     PAIR_MIN_ITEMS,
@@ -58,7 +60,6 @@ from .reading import (
     annotator_pair_cells,
     binary_value_counts,
     current_verdicts,
-    derive_gold,
     items_over_two,
     two_annotator_pairs,
 )
@@ -66,6 +67,7 @@ from .reading import (
 # Exactly the keys of one criterion in the JSON report, in this order.
 REPORT_KEYS = (
     "criterion",
+    "gold_policy",
     "n",
     "kappa",
     "kappa_ci",
@@ -90,6 +92,9 @@ REPORT_KEYS = (
     "not_applicable",
     "pending_gold",
     "evidence_not_found",
+    "labeled_items",
+    "gold_ties",
+    "awaiting_gold",
     "human_kappa",
     "human_kappa_ci",
     "human_n",
@@ -112,6 +117,7 @@ REPORT_KEYS = (
 @dataclass(frozen=True)
 class CriterionReport:
     criterion: str
+    gold_policy: str
     n: int
     kappa: float | None
     kappa_ci: tuple[float, float] | None
@@ -136,6 +142,9 @@ class CriterionReport:
     not_applicable: int
     pending_gold: int
     evidence_not_found: int
+    labeled_items: int
+    gold_ties: int
+    awaiting_gold: int
     human_kappa: float | None
     human_kappa_ci: tuple[float, float] | None
     human_n: int
@@ -388,6 +397,60 @@ def _categorical(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(outcome=df["outcome"].astype(OUTCOME_CATEGORIES))
 
 
+@dataclass(frozen=True)
+class GoldCounts:
+    """How much of what people labeled has gold: items with a label or an adjudication, items whose
+    labels tie (no adjudication), and items without PASS/FAIL/N/A gold yet (any reason)."""
+
+    labeled_items: int = 0
+    gold_ties: int = 0
+    awaiting_gold: int = 0
+
+
+def _gold_counts(labels: pd.DataFrame, adjudicated: pd.DataFrame, gold: pd.DataFrame) -> dict[object, GoldCounts]:
+    def keys(df: pd.DataFrame) -> pd.MultiIndex:
+        return pd.MultiIndex.from_arrays([df["criterion"].to_numpy(), df["output"].to_numpy()], names=KEY)
+
+    seen = keys(pd.concat([labels[KEY], adjudicated[KEY]], ignore_index=True)).unique()
+    if not len(seen):
+        return {}
+    unsettled = ~seen.isin(keys(gold[gold["gold"].isin(BINARY + (NOT_APPLICABLE,))]))
+    ties = label_ties(labels)
+    tied = keys(ties[ties["tie"].astype(bool)])
+    tied = tied[~tied.isin(keys(adjudicated))]
+    per_seen = pd.DataFrame({"criterion": seen.get_level_values(0), "unsettled": unsettled})
+    totals = per_seen.groupby("criterion", sort=False)["unsettled"].agg(["size", "sum"])
+    tie_counts = pd.Series(tied.get_level_values(0)).value_counts() if len(tied) else pd.Series(dtype="int64")
+    return {
+        crit: GoldCounts(int(row["size"]), int(tie_counts.get(crit, 0)), int(row["sum"]))
+        for crit, row in totals.iterrows()
+    }
+
+
+def _gold_findings(policy: str, g: GoldCounts) -> tuple[Finding, ...]:
+    """Ties and items without gold, when they are a large share of what people labeled."""
+    out = []
+    if g.labeled_items and g.gold_ties / g.labeled_items > MAX_UNSETTLED_SHARE:
+        out.append(
+            Finding(
+                "many_ties",
+                f"{g.gold_ties} of {g.labeled_items} labeled items are ties between annotators "
+                f"({fmt(100 * g.gold_ties / g.labeled_items, 1)}%); the hardest items are the ones left to "
+                "adjudicate or left out: adjudicate them, or sharpen the definition",
+            )
+        )
+    if g.labeled_items and g.awaiting_gold / g.labeled_items > MAX_UNSETTLED_SHARE:
+        out.append(
+            Finding(
+                "much_gold_pending",
+                f"{g.awaiting_gold} of {g.labeled_items} labeled items have no gold yet under the {policy} gold "
+                f"policy ({fmt(100 * g.awaiting_gold / g.labeled_items, 1)}%): they wait for a second label or a "
+                "reviewer, and every figure above leaves them out",
+            )
+        )
+    return tuple(out)
+
+
 def build_rows(
     *,
     criteria: Iterable[tuple[object, str]],
@@ -395,13 +458,17 @@ def build_rows(
     adjudicated: pd.DataFrame,
     verdicts: pd.DataFrame,
     gating: Iterable[str] = (),
+    gold_policies: Mapping[object, str] | None = None,
 ) -> list[CriterionReport]:
-    """One report row per criterion, in the order given. Pure: frames as data.py makes them."""
+    """One report row per criterion, in the order given. Pure: frames as data.py makes them;
+    `gold_policies` maps criterion id -> gold policy (majority where missing)."""
     gating = set(gating)
+    gold_policies = gold_policies or {}
     # Outcomes as categoricals: grouping and comparing hundreds of thousands of strings is the slow
     # part otherwise, and the vocabulary is fixed.
     labels, adjudicated, verdicts = (_categorical(df) for df in (labels, adjudicated, verdicts))
-    gold = derive_gold(labels, adjudicated)
+    gold = derive_gold(labels, adjudicated, gold_policies)
+    gold_counts = _gold_counts(labels, adjudicated, gold)
     judge = current_verdicts(verdicts)
     items = judge.merge(gold, on=KEY, how="outer")
     counts = _bucket_counts(items)
@@ -413,10 +480,13 @@ def build_rows(
         a = agreements.get(crit_id) or cohen_agreement(np.array([]), np.array([]))
         c = counts.get(crit_id, Counts())
         h = humans.get(crit_id, HumanAgreement(0, None, None, None))
+        g = gold_counts.get(crit_id, GoldCounts())
+        policy = str(gold_policies.get(crit_id, GoldPolicy.MAJORITY))
         is_gating = key in gating
         rows.append(
             CriterionReport(
                 criterion=key,
+                gold_policy=policy,
                 n=a.n,
                 kappa=a.kappa,
                 kappa_ci=a.kappa_ci,
@@ -434,6 +504,9 @@ def build_rows(
                 not_applicable=c.not_applicable,
                 pending_gold=c.pending_gold,
                 evidence_not_found=c.evidence_not_found,
+                labeled_items=g.labeled_items,
+                gold_ties=g.gold_ties,
+                awaiting_gold=g.awaiting_gold,
                 human_kappa=h.kappa,
                 human_kappa_ci=h.kappa_ci,
                 human_n=h.n,
@@ -449,7 +522,7 @@ def build_rows(
                 human_ceiling_ci=h.ceiling[2],
                 human_ceiling_source=h.ceiling[0],
                 tier=tier_for(a.kappa, a.n),
-                warnings=_findings(key, a, c, h, is_gating),
+                warnings=_findings(key, a, c, h, is_gating) + _gold_findings(policy, g),
                 criterion_id=int(crit_id) if isinstance(crit_id, int | np.integer) else 0,
                 no_verdict=c.no_verdict,
                 gating=is_gating,
@@ -547,8 +620,10 @@ def gating_keys(rubric_version: RubricVersion, judge_config: JudgeConfig) -> set
     return set(marks.values_list("criterion__key", flat=True))
 
 
-def _criteria_pairs(rubric_version: RubricVersion) -> list[tuple[int, str]]:
-    return [(c.id, c.key) for c in data.criteria_of(rubric_version)]
+def _criteria(rubric_version: RubricVersion) -> tuple[list[tuple[int, str]], dict[int, str]]:
+    """(criterion id, key) in rubric order, and criterion id -> gold policy (one query)."""
+    criteria = data.criteria_of(rubric_version)
+    return [(c.id, c.key) for c in criteria], {c.id: c.gold_policy for c in criteria}
 
 
 def calibration_report(
@@ -560,12 +635,14 @@ def calibration_report(
 ) -> CalibrationReport:
     """The report for one eval set x rubric version x judge config (five queries, whatever the size)."""
     scope = data.Scope(eval_set, rubric_version, agent_version)
+    criteria, policies = _criteria(rubric_version)
     rows = build_rows(
-        criteria=_criteria_pairs(rubric_version),
+        criteria=criteria,
         labels=data.load_labels(scope),
         adjudicated=data.load_adjudicated(scope),
         verdicts=data.load_verdicts(scope, judge_config),
         gating=gating_keys(rubric_version, judge_config),
+        gold_policies=policies,
     )
     return CalibrationReport(
         eval_set=eval_set.name,
@@ -582,7 +659,7 @@ def calibration_report(
 def segmented_report(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig) -> SegmentedReport:
     """The report split by agent version: the frames are loaded once and cut in memory."""
     scope = data.Scope(eval_set, rubric_version)
-    criteria = _criteria_pairs(rubric_version)
+    criteria, policies = _criteria(rubric_version)
     labels, adjudicated = data.load_labels(scope), data.load_adjudicated(scope)
     verdicts = data.load_verdicts(scope, judge_config)
     versions = data.load_agent_versions(scope)
@@ -595,7 +672,12 @@ def segmented_report(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_
             return df[df["output"].isin(ids)]
 
         rows = build_rows(
-            criteria=criteria, labels=cut(labels), adjudicated=cut(adjudicated), verdicts=cut(verdicts), gating=gating
+            criteria=criteria,
+            labels=cut(labels),
+            adjudicated=cut(adjudicated),
+            verdicts=cut(verdicts),
+            gating=gating,
+            gold_policies=policies,
         )
         segments.append(Segment(str(version), tuple(rows)))
     return SegmentedReport(

@@ -10,13 +10,12 @@ Judge verdicts are never read here: showing them would anchor the reviewer.
 from __future__ import annotations
 
 import string
-from collections import Counter
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
-from .gold import DISAGREED, load_item_states
+from .gold import DISAGREED, gold_of_votes, load_item_states
 from .models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion, User
 from .naming import output_names
 
@@ -155,24 +154,17 @@ def item_view(output: Output, criterion: Criterion) -> ItemView:
     others = [
         c
         for c in Criterion.objects.filter(rubric_version_id=criterion.rubric_version_id).order_by("order", "id")
-        if c.pk != criterion.pk and c.pk not in gold_ids and _disagree(by_criterion.get(c.pk, {}))
+        if c.pk != criterion.pk and c.pk not in gold_ids and _disagree(by_criterion.get(c.pk, {}), c.gold_policy)
     ]
     outcomes = [o for o, _ in mine.values()]
-    agreed = _majority(outcomes)
+    agreed = gold_of_votes(outcomes, criterion.gold_policy)
     return ItemView(sides=sides, history=history, others_pending=others, agreed_outcome=agreed)
 
 
-def _majority(outcomes: list[str]) -> str | None:
-    """Strict majority of two or more outcomes (the rule of calibration.reading.derive_gold)."""
-    if len(outcomes) < 2:
-        return None
-    outcome, votes = Counter(outcomes).most_common(1)[0]
-    return outcome if votes * 2 > len(outcomes) else None
-
-
-def _disagree(answers: dict[int, tuple[str, str]]) -> bool:
+def _disagree(answers: dict[int, tuple[str, str]], policy: str) -> bool:
+    """Two or more labels that the criterion's gold policy cannot settle (labeling.gold, the one rule)."""
     outcomes = [o for o, _ in answers.values()]
-    return len(outcomes) >= 2 and _majority(outcomes) is None
+    return len(outcomes) >= 2 and gold_of_votes(outcomes, policy) is None
 
 
 def decide(*, output: Output, criterion: Criterion, outcome: str, rationale: str, by: User, based_on: int) -> GoldLabel:

@@ -113,8 +113,8 @@ def progress(eval_set: EvalSet, rubric_version: RubricVersion) -> Progress:
     drafts = annotations.filter(status=Annotation.Status.DRAFT, reserved_until__gt=timezone.now()).count()
     scope = Scope(eval_set, rubric_version)
     labels = load_labels(scope)
-    states = item_states(labels, load_adjudicated(scope))
     criteria = list(Criterion.objects.filter(rubric_version=rubric_version).order_by("order", "id"))
+    states = item_states(labels, load_adjudicated(scope), {c.pk: c.gold_policy for c in criteria})
     agreement = human_agreement_from_labels(labels, [(c.pk, c.key) for c in criteria])
     counts = criterion_counts(states, criteria)
     rows = [CriterionProgress(criterion=c, agreement=agreement[c.key], **counts[c.pk]) for c in criteria]

@@ -56,13 +56,14 @@ def run(command: str, *args) -> str:
     return out.getvalue()
 
 
-def import_rubric(tmp: Path, name: str, criteria: list[tuple[str, str]]) -> str:
+def import_rubric(tmp: Path, name: str, criteria: list[tuple[str, str]], gold_policy: str | None = None) -> str:
+    policy = {"gold_policy": gold_policy} if gold_policy else {}
     rubric = {
         "name": name,
         "version": "1",
         "instruction": "Judge each criterion from the source text only.",
         "criteria": [
-            {"key": key, "definition": text, "pass_example": "", "fail_example": ""} for key, text in criteria
+            {"key": key, "definition": text, "pass_example": "", "fail_example": "", **policy} for key, text in criteria
         ],
     }
     path = tmp / f"{name}.json"
@@ -85,11 +86,12 @@ def qags_items():
                     yield f"{part}-{i}-{j}", doc["article"], s["sentence"], votes
 
 
-def import_qags(tmp: Path, eval_set: str, rubric: str, items, reverse: bool = False) -> None:
+def import_qags(tmp: Path, eval_set: str, rubric: str, items, reverse: bool = False, cases: bool = True) -> None:
     """QAGS cases and labels into `eval_set`; `reverse` writes each sentence's three labels in the
     opposite line order (the same labels, so the same people, in another order)."""
-    cases = [{"case_id": cid, "input": article, "reference": "", "response": sent} for cid, article, sent, _ in items]
-    run("import_cases", "--eval-set", eval_set, write_jsonl(tmp / f"{eval_set}-cases.jsonl", cases))
+    if cases:
+        rows = [{"case_id": cid, "input": article, "reference": "", "response": s} for cid, article, s, _ in items]
+        run("import_cases", "--eval-set", eval_set, write_jsonl(tmp / f"{eval_set}-cases.jsonl", rows))
     labels = [
         {
             "case_id": cid,
@@ -101,7 +103,7 @@ def import_qags(tmp: Path, eval_set: str, rubric: str, items, reverse: bool = Fa
         for cid, _, _, votes in items
         for worker, answer in (reversed(votes) if reverse else votes)
     ]
-    path = write_jsonl(tmp / f"{eval_set}-labels.jsonl", labels)
+    path = write_jsonl(tmp / f"{eval_set}-{rubric}-labels.jsonl", labels)
     run("import_labels", "--eval-set", eval_set, "--rubric", rubric, path)
 
 
@@ -172,10 +174,8 @@ def test_qags_human_ceiling_does_not_depend_on_the_line_order_of_the_labels(qags
     assert by_slot[0] == pytest.approx(0.5046, abs=5e-5) and by_slot[1] == pytest.approx(0.4881, abs=5e-5)
 
 
-def test_qags_always_yes_judge_is_caught_by_kappa_despite_its_agreement(qags):
-    """Negative control on real data: a judge that always says "supported" agrees with the majority on
-    67.89% of sentences (the README's majority-yes rate) and has kappa exactly 0."""
-    tmp, rubric, items = qags
+def always_yes(tmp: Path, rubric: str, items, judge: str = "always-yes") -> dict:
+    """Import an always-"supported" judge's verdicts on QAGS and return the report's one row."""
     verdicts = [
         {
             "case_id": cid,
@@ -194,14 +194,22 @@ def test_qags_always_yes_judge_is_caught_by_kappa_despite_its_agreement(qags):
         "--rubric",
         rubric,
         "--judge",
-        "always-yes",
-        write_jsonl(tmp / "verdicts.jsonl", verdicts),
+        judge,
+        write_jsonl(tmp / f"{rubric}-verdicts.jsonl", verdicts),
     )
     report = json.loads(
-        run("calibration_report", "--eval-set", "qags", "--rubric", rubric, "--judge", "always-yes", "--format", "json")
+        run("calibration_report", "--eval-set", "qags", "--rubric", rubric, "--judge", judge, "--format", "json")
     )
     [row] = report["criteria"]
-    assert row["n"] == 953
+    return row
+
+
+def test_qags_always_yes_judge_is_caught_by_kappa_despite_its_agreement(qags):
+    """Negative control on real data: a judge that always says "supported" agrees with the majority on
+    67.89% of sentences (the README's majority-yes rate) and has kappa exactly 0."""
+    tmp, rubric, items = qags
+    row = always_yes(tmp, rubric, items)
+    assert row["n"] == 953 and row["gold_policy"] == "majority" and row["awaiting_gold"] == 0
     assert row["gold_pass_rate"] == pytest.approx(0.6789, abs=5e-5)
     assert row["observed_agreement"] == pytest.approx(0.6789, abs=5e-5)
     assert row["kappa"] == 0.0
@@ -211,6 +219,25 @@ def test_qags_always_yes_judge_is_caught_by_kappa_despite_its_agreement(qags):
     assert row["human_alpha"] == pytest.approx(0.4879, abs=5e-5) and row["human_kappa"] is None
     assert row["human_ceiling"] == row["human_alpha"] and row["human_ceiling_source"] == "alpha"
     assert {"human_pairs_sparse", "human_ab_subset"} <= {w["code"] for w in row["warnings"]}
+
+
+def test_qags_under_the_conservative_gold_policies(qags):
+    """FaithBench-style gold without fake adjudications: any_fail makes one worker's "no" gold FAIL;
+    unanimous keeps gold only where all three agree (README: 65.58% of sentences) and leaves the rest waiting."""
+    tmp, _, items = qags
+    criterion = [("factually_consistent", "The sentence is supported by the article.")]
+    any_no = sum(any(answer == "no" for _, answer in votes) for *_, votes in items)
+    for policy in ("any_fail", "unanimous"):
+        rubric = import_rubric(tmp, f"qags-{policy}", criterion, gold_policy=policy)
+        import_qags(tmp, "qags", rubric, items, cases=False)
+        row = always_yes(tmp, rubric, items, judge=f"always-yes-{policy}")
+        assert row["gold_policy"] == policy and row["labeled_items"] == 953 and row["gold_ties"] == 0
+        if policy == "any_fail":
+            assert (row["n"], row["awaiting_gold"]) == (953, 0)
+            assert row["false_pass"] == any_no and row["gold_pass_rate"] == pytest.approx(1 - any_no / 953)
+        else:
+            assert row["awaiting_gold"] == 953 - round(0.6558 * 953) == 328 and row["n"] == 625
+            assert "much_gold_pending" in {w["code"] for w in row["warnings"]}
 
 
 # --- XSum hallucination (Maynez et al. 2020) ------------------------------------------------------

@@ -29,6 +29,7 @@ from ..models import (
     Criterion,
     EvalSet,
     GoldLabel,
+    GoldPolicy,
     HumanOutcome,
     Label,
     Output,
@@ -73,20 +74,12 @@ class LabelRecord:
         return (self.case_id, self.agent_version)
 
 
-def strict_majority(outcomes: Iterable[str]) -> str | None:
-    """The outcome more than half of the labels give, else None (gold then needs an adjudication).
+def strict_majority(outcomes: Iterable[str], policy: str = GoldPolicy.MAJORITY) -> str | None:
+    """The gold the labels give under the criterion's gold policy, else None (gold then needs an
+    adjudication): labeling.gold.gold_of_votes, the rule that decides gold everywhere else."""
+    from ..gold import gold_of_votes  # lazily: the gold module loads pandas for its frame version
 
-    The same rule as calibration.reading.derive_gold, which decides gold everywhere else: every
-    outcome is a vote, and a lone label is no majority (MIN_LABELS_FOR_MAJORITY).
-    """
-    from calibration.reading import MIN_LABELS_FOR_MAJORITY  # lazily: calibration loads scikit-learn
-
-    counts = Counter(outcomes)
-    total = sum(counts.values())
-    if total < MIN_LABELS_FOR_MAJORITY:
-        return None
-    outcome, n = counts.most_common(1)[0]
-    return outcome if n * 2 > total else None
+    return gold_of_votes(outcomes, policy)
 
 
 def check_outcome(value: Any) -> str:
@@ -459,7 +452,7 @@ class LabelImport:
             votes.setdefault((output_id, self.criteria[r.criterion].pk), []).append(r.outcome)
         for r in agreements:
             found = votes.get((outputs[r.output_key], self.criteria[r.criterion].pk), [])
-            majority = strict_majority(found)
+            majority = strict_majority(found, self.criteria[r.criterion].gold_policy)
             if majority == r.outcome:
                 self.counts["agreement_confirmed"] += 1
                 continue
