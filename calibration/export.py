@@ -76,6 +76,11 @@ def _text_rows(rows: tuple[CriterionReport, ...]) -> list[str]:
                 f"    judge {r.in_words}; balanced accuracy {fmt(r.balanced_accuracy)} {_ci(r.balanced_accuracy_ci)}, "
                 f"F1 {fmt(r.f1)} {_ci(r.f1_ci)}; catches {_ci(r.tnr_ci)}, passes {_ci(r.tpr_ci)}"
             )
+        if r.judge_samples > 1:
+            lines.append(
+                f"    judge against itself ({r.judge_samples} samples, {r.judge_self_n} items): alpha "
+                f"{fmt(r.judge_self_alpha)} {_ci(r.judge_self_alpha_ci)}; against gold: kappa {fmt(r.kappa)}"
+            )
         for w in r.warnings:
             lines.append(f"    ! {w.message}")
     return lines

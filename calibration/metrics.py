@@ -62,6 +62,11 @@ PAIR_MIN_ITEMS = 10
 # (2026-12-01).
 MAX_UNSETTLED_SHARE = 0.05
 
+# A judge that disagrees with itself cannot agree with anyone: with several samples per item, its
+# self-agreement (Krippendorff's alpha over its PASS/FAIL samples) below the human ceiling's bar means
+# the verdicts are partly a coin toss. Same provenance as TREND_MIN_KAPPA (provisional).
+JUDGE_SELF_MIN_ALPHA = TREND_MIN_KAPPA
+
 # Confidence intervals for kappa: percentile bootstrap over items. With two binary raters an item is
 # one of four cells (true pass, false pass, false fail, true fail), so resampling n items with
 # replacement is exactly a multinomial draw of the four cell counts with the observed cell

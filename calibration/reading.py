@@ -59,6 +59,19 @@ def current_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def judge_sample_counts(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Per (criterion, output): how many of the judge's current samples said PASS and FAIL, and how
+    many samples it has (for its self-agreement). Each sample is the one of the most recent run that has
+    it, the rule current_verdicts reads verdicts by. Columns criterion, output, samples, PASS, FAIL."""
+    columns = ["criterion", "output", "samples", *BINARY]
+    if not len(verdicts):
+        return pd.DataFrame({c: [] for c in columns})
+    v = verdicts.sort_values("run_rank", kind="stable").drop_duplicates(KEY + ["sample"], keep="first")
+    v = v.assign(**{o: (v["outcome"] == o).to_numpy() for o in BINARY})
+    out = v.groupby(KEY, sort=False).agg(samples=("sample", "size"), **{o: (o, "sum") for o in BINARY})
+    return out.reset_index()[columns]
+
+
 def annotator_positions(labels: pd.DataFrame) -> pd.DataFrame:
     """Add `position` (1 = annotator A, 2 = B, ...) to each label.
 

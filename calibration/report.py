@@ -38,6 +38,7 @@ from .metrics import (
     ERROR,
     GATE_MIN_KAPPA,
     HUMAN_MIN_KAPPA,
+    JUDGE_SELF_MIN_ALPHA,
     MAX_UNSETTLED_SHARE,
     MIN_N,
     NOT_APPLICABLE,
@@ -61,6 +62,7 @@ from .reading import (
     binary_value_counts,
     current_verdicts,
     items_over_two,
+    judge_sample_counts,
     two_annotator_pairs,
 )
 
@@ -109,6 +111,10 @@ REPORT_KEYS = (
     "human_ceiling",
     "human_ceiling_ci",
     "human_ceiling_source",
+    "judge_samples",
+    "judge_self_alpha",
+    "judge_self_alpha_ci",
+    "judge_self_n",
     "tier",
     "warnings",
 )
@@ -159,6 +165,10 @@ class CriterionReport:
     human_ceiling: float | None
     human_ceiling_ci: tuple[float, float] | None
     human_ceiling_source: str
+    judge_samples: int
+    judge_self_alpha: float | None
+    judge_self_alpha_ci: tuple[float, float] | None
+    judge_self_n: int
     tier: str
     warnings: tuple[Finding, ...]
     # Not part of the JSON: for pages and approvals.
@@ -398,6 +408,49 @@ def _categorical(df: pd.DataFrame) -> pd.DataFrame:
 
 
 @dataclass(frozen=True)
+class SelfAgreement:
+    """The judge against itself over repeated samples: the most samples an item has, Krippendorff's
+    alpha over its PASS/FAIL samples with a bootstrap interval over items, and the items with at least
+    two PASS/FAIL samples (the ones alpha can pair)."""
+
+    samples: int = 0
+    alpha: float | None = None
+    alpha_ci: tuple[float, float] | None = None
+    n: int = 0
+
+
+def _self_agreement(verdicts: pd.DataFrame) -> dict[object, SelfAgreement]:
+    if not len(verdicts):
+        return {}
+    if verdicts["sample"].nunique() == 1:  # one sample per item (the usual case): nothing to compare
+        return {crit: SelfAgreement(1) for crit in verdicts["criterion"].unique()}
+    counts = judge_sample_counts(verdicts)
+    out = {}
+    for crit, g in counts.groupby("criterion", sort=False):
+        matrix = g[list(BINARY)].to_numpy(dtype=np.int64)
+        samples = int(g["samples"].max())
+        if samples < 2:
+            out[crit] = SelfAgreement(samples)
+            continue
+        alpha = krippendorff_alpha_nominal(matrix)
+        ci = bootstrap_alpha_ci(matrix) if alpha is not None else None
+        out[crit] = SelfAgreement(samples, alpha, ci, int((matrix.sum(axis=1) >= 2).sum()))
+    return out
+
+
+def _self_findings(s: SelfAgreement) -> tuple[Finding, ...]:
+    if s.alpha is None or s.alpha >= JUDGE_SELF_MIN_ALPHA:
+        return ()
+    return (
+        Finding(
+            "judge_inconsistent",
+            f"the judge agrees with itself only at alpha {fmt(s.alpha, 2)} over {s.samples} samples of {s.n} items: "
+            "a judge that disagrees with itself cannot agree with anyone; fix the prompt or the temperature first",
+        ),
+    )
+
+
+@dataclass(frozen=True)
 class GoldCounts:
     """How much of what people labeled has gold: items with a label or an adjudication, items whose
     labels tie (no adjudication), and items without PASS/FAIL/N/A gold yet (any reason)."""
@@ -475,12 +528,14 @@ def build_rows(
     compared = items[items["judge"].isin(BINARY) & items["gold"].isin(BINARY)]
     agreements = {crit: cohen_agreement(g["judge"], g["gold"]) for crit, g in compared.groupby("criterion", sort=False)}
     humans = _human(labels)
+    selves = _self_agreement(verdicts)
     rows = []
     for crit_id, key in criteria:
         a = agreements.get(crit_id) or cohen_agreement(np.array([]), np.array([]))
         c = counts.get(crit_id, Counts())
         h = humans.get(crit_id, HumanAgreement(0, None, None, None))
         g = gold_counts.get(crit_id, GoldCounts())
+        me = selves.get(crit_id, SelfAgreement())
         policy = str(gold_policies.get(crit_id, GoldPolicy.MAJORITY))
         is_gating = key in gating
         rows.append(
@@ -521,8 +576,12 @@ def build_rows(
                 human_ceiling=h.ceiling[1],
                 human_ceiling_ci=h.ceiling[2],
                 human_ceiling_source=h.ceiling[0],
+                judge_samples=me.samples,
+                judge_self_alpha=me.alpha,
+                judge_self_alpha_ci=me.alpha_ci,
+                judge_self_n=me.n,
                 tier=tier_for(a.kappa, a.n),
-                warnings=_findings(key, a, c, h, is_gating) + _gold_findings(policy, g),
+                warnings=_findings(key, a, c, h, is_gating) + _gold_findings(policy, g) + _self_findings(me),
                 criterion_id=int(crit_id) if isinstance(crit_id, int | np.integer) else 0,
                 no_verdict=c.no_verdict,
                 gating=is_gating,

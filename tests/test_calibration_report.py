@@ -357,3 +357,26 @@ def test_a_perfect_small_sample_says_its_interval_is_not_certainty(setup):
     assert row.kappa == pytest.approx(1.0) and row.kappa_ci == (1.0, 1.0)
     message = next(w.message for w in row.warnings if w.code == "degenerate_interval")
     assert "only more items can" in message
+
+
+def test_a_judge_that_disagrees_with_itself_is_named_beside_its_agreement_with_people(setup):
+    es, rv, judge = setup
+    key = "correct_amount"
+    outs = calibration_set(es, rv, judge, [{key: (P, P, None)}] * 4 + [{key: (F, F, None)}] * 4)
+    run = make_run(es, rv, judge)
+    # Three samples per item. Items 0-3 (gold PASS): P,P,P  P,P,P  P,F,P  F,P,F; items 4-7 (gold FAIL):
+    # F,F,F  F,F,F  F,P,F  P,F,P. Per item (PASS, FAIL): (3,0) (3,0) (2,1) (1,2) (0,3) (0,3) (1,2) (2,1).
+    # Alpha by hand: D = sum p*f/(m-1) = 4 * 2/2 = 4; n_P = n_F = 12, n = 24;
+    # alpha = 1 - (n - 1) * D / (n_P * n_F) = 1 - 23 * 4 / 144 = 13/36.
+    samples = ["PPP", "PPP", "PFP", "FPF", "FFF", "FFF", "FPF", "PFP"]
+    for out, outcomes in zip(outs, samples, strict=True):
+        for s, o in enumerate(outcomes):
+            add_verdict(run, out, key, P if o == "P" else F, sample=s)
+    row = report(es, rv, judge).row(key)
+    assert (row.judge_samples, row.judge_self_n) == (3, 8)
+    assert row.judge_self_alpha == pytest.approx(13 / 36)
+    assert "judge_inconsistent" in row.warning_codes
+    # One sample per item: nothing to compare, no figure.
+    assert report(es, rv, judge).row("next_step").judge_self_alpha is None
+    text = command(*SCOPE)
+    assert "judge against itself (3 samples, 8 items): alpha 0.361" in text

@@ -182,3 +182,30 @@ def test_wilson_bounds_equal_statsmodels(n, frac, confidence):
     w = wilson_interval(k, n, confidence)
     assert w.lower == pytest.approx(low, rel=1e-9, abs=1e-12)
     assert w.upper == pytest.approx(high, rel=1e-9, abs=1e-12)
+
+
+def test_the_judges_self_agreement_is_krippendorffs_alpha_over_its_samples():
+    import krippendorff
+    import numpy as np
+
+    rng = np.random.default_rng(2)
+    truth = rng.random(80) < 0.6
+    rows = []
+    samples = np.full((3, 80), np.nan)  # samples x items, 1 = PASS, 0 = FAIL, NaN = ERROR (not a judgment)
+    for item in range(80):
+        for sample in range(3):
+            roll = rng.random()
+            outcome = ER if roll < 0.05 else (P if truth[item] ^ (roll > 0.85) else F)
+            rows.append((item, 1, sample, outcome, True, 0))
+            if outcome != ER:
+                samples[sample, item] = 1.0 if outcome == P else 0.0
+    verdicts = pd.DataFrame(rows, columns=["output", "criterion", "sample", "outcome", "evidence_found", "run_rank"])
+    empty = pd.DataFrame({"output": [], "criterion": [], "annotation": [], "annotator": [], "slot": [], "outcome": []})
+    row = build_rows(
+        criteria=[(1, "c")], labels=empty, adjudicated=empty[["output", "criterion", "outcome"]], verdicts=verdicts
+    )[0]
+    assert row.judge_samples == 3
+    want = krippendorff.alpha(reliability_data=samples, level_of_measurement="nominal")
+    assert row.judge_self_alpha == pytest.approx(want, abs=1e-12)
+    assert row.judge_self_alpha_ci[0] < want < row.judge_self_alpha_ci[1]
+    assert row.judge_self_n == int((np.sum(~np.isnan(samples), axis=0) >= 2).sum())
