@@ -12,7 +12,9 @@ from labeling.models import EvalSet, RubricVersion
 from .lookup import UnknownName, parse_rubric_ref
 from .models import GateToken
 from .policy import (
+    DECIDE_ON,
     DEFAULT_CONFIDENCE,
+    DEFAULT_DECIDE_ON,
     DEFAULT_MAX_ERROR_RATE,
     DEFAULT_MIN_PASS_RATE,
     FIELDS,
@@ -68,7 +70,15 @@ class GatingForm(ReasonForm):
         help_text=f"Of the Wilson lower bound (default {DEFAULT_CONFIDENCE:g}). CI may only tighten these three.",
     )
 
-    field_order = ["criterion", "override", "min_pass_rate", "max_error_rate", "confidence", "reason"]
+    decide_on = forms.ChoiceField(
+        required=False,  # empty is the default, like the three thresholds
+        choices=list(DECIDE_ON.items()),
+        initial=DEFAULT_DECIDE_ON,
+        label="Decide on",
+        help_text="The corrected bound accounts for the judge's own errors on this calibration (default).",
+    )
+
+    field_order = ["criterion", "override", "min_pass_rate", "max_error_rate", "confidence", "decide_on", "reason"]
 
     def __init__(self, *args, rows=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -78,7 +88,7 @@ class GatingForm(ReasonForm):
         ]
 
     def policy_fields(self) -> list:
-        return [self[name] for name in FIELDS]
+        return [self[name] for name in (*FIELDS, "decide_on")]
 
     def clean(self):
         data = super().clean()
@@ -91,7 +101,8 @@ class GatingForm(ReasonForm):
             )
         if not set(FIELDS) & set(self.errors):
             try:  # a value left empty is the default
-                data["policy"] = GateThresholds(**{k: data[k] for k in FIELDS if data.get(k) is not None})
+                given = {k: data[k] for k in FIELDS if data.get(k) is not None}
+                data["policy"] = GateThresholds(**given, decide_on=data.get("decide_on") or DEFAULT_DECIDE_ON)
             except ValueError as exc:
                 self.add_error(None, str(exc))
         return data
