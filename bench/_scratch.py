@@ -14,13 +14,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def database_url() -> str:
     """DATABASE_URL when it names PostgreSQL, else the one `scripts/services.sh env` prints."""
-    if os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        return os.environ["DATABASE_URL"]
+    return service_url("DATABASE_URL", "postgres", "PostgreSQL")
+
+
+def service_url(variable: str, scheme: str, service: str) -> str:
+    """`variable` when it is a `scheme` URL, else the one `scripts/services.sh env` prints."""
+    if os.environ.get(variable, "").startswith(scheme):
+        return os.environ[variable]
     env = subprocess.run(["bash", str(ROOT / "scripts/services.sh"), "env"], capture_output=True, text=True, check=True)
     for line in env.stdout.splitlines():
-        if line.startswith("export DATABASE_URL="):
+        if line.startswith(f"export {variable}="):
             return line.split("=", 1)[1]
-    raise SystemExit("no PostgreSQL: start it with scripts/services.sh start")
+    raise SystemExit(f"no {service}: start it with scripts/services.sh start")
 
 
 def create_database(base_url: str, name: str):

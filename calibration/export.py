@@ -6,6 +6,8 @@ import csv
 import io
 import json
 
+from labeling.io.fields import csv_safe
+
 from .metrics import fmt
 from .report import REPORT_KEYS, CalibrationReport, CriterionReport, SegmentedReport
 
@@ -25,9 +27,10 @@ def _csv_row(row: CriterionReport) -> dict:
         if key.endswith("_ci"):
             out[f"{key}_low"], out[f"{key}_high"] = value if value else ("", "")
         elif key == "warnings":
-            out[key] = " | ".join(w["message"] for w in value)
+            out[key] = csv_safe(" | ".join(w["message"] for w in value))
         else:
-            out[key] = "" if value is None else value
+            # Text such as a criterion key may start like a formula; numbers (a negative kappa) stay numbers.
+            out[key] = "" if value is None else csv_safe(value) if isinstance(value, str) else value
     return out
 
 
@@ -40,7 +43,7 @@ def to_csv(report: CalibrationReport | SegmentedReport) -> str:
     if segmented:
         for seg in report.segments:
             for row in seg.rows:
-                writer.writerow({"agent_version": seg.agent_version, **_csv_row(row)})
+                writer.writerow({"agent_version": csv_safe(seg.agent_version), **_csv_row(row)})
     else:
         for row in report.rows:
             writer.writerow(_csv_row(row))

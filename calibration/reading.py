@@ -2,7 +2,8 @@
 
 Pure pandas, no queries. The stored rows are parts (one label per annotator, one verdict per
 sample and run); these functions aggregate them at read time, so a different rule never needs
-a re-run. Frames use the column names `calibration/data.py` produces:
+a re-run. The samples' majority is judging.reading.majority, the rule the judge's pages use.
+Frames use the column names `calibration/data.py` produces:
 
 labels:      output, criterion, annotation, annotator, slot, outcome   (current labels of submitted annotations)
 adjudicated: output, criterion, outcome                     (current adjudicated gold labels)
@@ -14,9 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from judging.reading import majority
 from labeling.gold import KEY
 
-from .metrics import ABSTAIN, BINARY
+from .metrics import BINARY
 
 # Gold is read by the one rule of labeling/gold.py (derive_gold): calibration imports labeling, never
 # the other way round.
@@ -26,35 +28,33 @@ def current_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
     """The judge's verdict per (criterion, output) from its stored samples.
 
     Each (output, criterion, sample) is taken from the most recent run that has it (`run_rank` 0 =
-    newest). With several samples the most frequent outcome wins, a tie at the top is ABSTAIN
-    (the samples could not settle it), and `judge_agreement` is the winning share of samples.
-    `evidence_not_found` flags a verdict whose quote, in a sample giving the winning outcome, is
-    not in the transcript. Returns criterion, output, judge, judge_agreement, evidence_not_found.
+    newest); the samples' verdict is their majority (judging.reading.majority: a tie is ABSTAIN), and
+    `judge_agreement` the share of samples that gave it. `evidence_not_found` flags a verdict whose
+    quote, in a sample giving that outcome, is not in the transcript (never a tie: no sample gave it).
+    Returns criterion, output, judge, judge_agreement, evidence_not_found.
     """
     columns = ["criterion", "output", "judge", "judge_agreement", "evidence_not_found"]
     if not len(verdicts):
         return pd.DataFrame({c: [] for c in columns})
     v = verdicts.sort_values("run_rank", kind="stable").drop_duplicates(KEY + ["sample"], keep="first")
     not_found = v["evidence_found"].astype("boolean").eq(False).fillna(False).to_numpy(dtype=bool)
-    v = v.assign(not_found=not_found)
-    sample_counts = v.groupby(KEY, sort=False)["sample"].transform("size")
-    if int(sample_counts.max()) == 1:
-        out = v[KEY + ["outcome", "not_found"]].rename(columns={"outcome": "judge", "not_found": "evidence_not_found"})
-        return out.assign(judge_agreement=1.0)[columns].reset_index(drop=True)
-    per = v.groupby(KEY + ["outcome"], sort=False).agg(votes=("sample", "size"), nf=("not_found", "any")).reset_index()
-    per["total"] = per.groupby(KEY, sort=False)["votes"].transform("sum")
-    per["top"] = per.groupby(KEY, sort=False)["votes"].transform("max")
-    leaders = per[per["votes"] == per["top"]]
-    n_leaders = leaders.groupby(KEY, sort=False)["outcome"].transform("size")
-    leaders = leaders.assign(tie=n_leaders.to_numpy() > 1).drop_duplicates(KEY, keep="first")
-    judge = np.where(leaders["tie"], ABSTAIN, leaders["outcome"])
+    samples = (
+        v.assign(not_found=not_found)
+        .groupby(KEY, sort=False)
+        .agg(outcomes=("outcome", list), not_found=("not_found", list))
+    )
+    verdict = [majority(outcomes) for outcomes in samples["outcomes"]]
+    flagged = [
+        not m.tie and any(nf for o, nf in zip(outcomes, flags, strict=True) if o == m.outcome)
+        for m, outcomes, flags in zip(verdict, samples["outcomes"], samples["not_found"], strict=True)
+    ]
     return pd.DataFrame(
         {
-            "criterion": leaders["criterion"].to_numpy(),
-            "output": leaders["output"].to_numpy(),
-            "judge": judge,
-            "judge_agreement": (leaders["top"] / leaders["total"]).to_numpy(),
-            "evidence_not_found": np.where(leaders["tie"], False, leaders["nf"]).astype(bool),
+            "criterion": samples.index.get_level_values("criterion"),
+            "output": samples.index.get_level_values("output"),
+            "judge": [m.outcome for m in verdict],
+            "judge_agreement": [m.share for m in verdict],
+            "evidence_not_found": np.array(flagged, dtype=bool),
         }
     )
 

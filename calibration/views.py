@@ -19,6 +19,7 @@ from django_htmx.http import HttpResponseClientRefresh
 
 from judging.models import JudgeConfig, JudgeRun
 from labeling.access import STAFF_ROLES, has_role, role_required
+from labeling.io.export import attachment_header
 from labeling.models import Criterion, EvalSet, Output, Role, RubricVersion
 
 from . import drilldown as dd
@@ -117,8 +118,8 @@ def report_export(request: HttpRequest, eval_set: int, rubric_version: int, judg
     report = calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=_agent_version(request))
     body, content_type = (to_json(report), "application/json") if fmt == "json" else (to_csv(report), "text/csv")
     response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
-    name = f"calibration-{es.name}-{rv.rubric.name}@{rv.version}-{jc.name}.{fmt}".replace('"', "")
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    name = f"calibration-{es.name}-{rv.rubric.name}@{rv.version}-{jc.name}.{fmt}"
+    response["Content-Disposition"] = attachment_header(name)
     return response
 
 

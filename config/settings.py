@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -57,7 +58,10 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 DATA_DIR = Path(env_str("ICEWATER_DATA_DIR", str(BASE_DIR / "data")))
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+try:
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+except OSError as exc:
+    raise ImproperlyConfigured(f"ICEWATER_DATA_DIR={str(DATA_DIR)!r} cannot be created ({exc.strerror})") from None
 
 DEBUG = env_bool("ICEWATER_DEBUG", default="DATABASE_URL" not in os.environ)
 
@@ -67,7 +71,10 @@ def _secret_key() -> str:
     if key:
         return key
     if not DEBUG:
-        raise ImproperlyConfigured("ICEWATER_SECRET_KEY must be set when ICEWATER_DEBUG is off")
+        raise ImproperlyConfigured(
+            "ICEWATER_SECRET_KEY must be set when debug is off (setting DATABASE_URL turns debug off unless "
+            "ICEWATER_DEBUG=1); make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
     # Embedded development default: a random key kept beside the SQLite file, never in the repo.
     path = DATA_DIR / "secret_key"
     if not path.exists():
@@ -89,6 +96,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials",
+    "csp",
+    "axes",
     "labeling",
     "judging",
     "calibration",
@@ -96,6 +105,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -104,6 +114,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks: turns a lockout into its page
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -127,21 +138,33 @@ TEMPLATES = [
 ]
 
 
+# Every SQLite database gets these, the embedded default and a DATABASE_URL=sqlite:///... alike: several
+# writers (gunicorn's workers and threads, the Celery worker) share the file. Without them 8 annotators
+# saving at once got "database is locked" on about 30% of requests.
+# - timeout: a writer waits this many seconds for the lock instead of failing at once.
+# - IMMEDIATE: a transaction takes the write lock when it begins. A DEFERRED one that reads and then
+#   writes must upgrade its lock, and SQLite refuses that at once, whatever the timeout, when another
+#   connection is writing (the wait could deadlock).
+# - WAL: readers no longer block the writer nor it them, so a page load never holds up a save. Kept in
+#   the file once set; it needs a local disk (not NFS). synchronous stays at SQLite's FULL: a
+#   submitted label must survive a power cut.
+SQLITE_OPTIONS = {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL"}
+
+
 def _database() -> dict:
     url = env_str("DATABASE_URL")
     if not url:
-        return {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "icewater.sqlite3",
-            # Several writers (web + worker) share the file: wait instead of failing at once.
-            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
-        }
+        name = DATA_DIR / "icewater.sqlite3"
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": name, "OPTIONS": dict(SQLITE_OPTIONS)}
     try:
         config = dj_database_url.parse(url, conn_max_age=env_int("ICEWATER_DB_CONN_MAX_AGE", 60, minimum=0))
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
     if config.get("ENGINE") not in {"django.db.backends.postgresql", "django.db.backends.sqlite3"}:
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...) or SQLite (sqlite:///...)")
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        # Options written in the URL (sqlite:///x?timeout=60) override ours, one by one.
+        config["OPTIONS"] = {**SQLITE_OPTIONS, **config.get("OPTIONS", {})}
     if config["ENGINE"] == "django.db.backends.postgresql" and env_bool("ICEWATER_DB_PREPARED", True):
         # Lets labeling.rows.fetchone keep the few statements every request runs (the session with its
         # user, the annotation a page or save opens) prepared on the connection: PostgreSQL then plans
@@ -199,18 +222,99 @@ WHITENOISE_USE_FINDERS = True
 # Uploads are parsed as a stream; this only bounds what Django keeps in memory per file.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# The largest file the upload page imports (labeling.upload_views.UploadLimit). The import runs inside the web
+# request, which must end well before the web worker's timeout (gunicorn's default: 30 s). The slowest import,
+# labels into SQLite, ran at about 1 MB a second on the 2-core development machine (200,000 labels, 26 MB, in
+# 25 s), so 10 MB stays near a third of that timeout. The command line has no limit.
+ICEWATER_UPLOAD_MAX_BYTES = env_int("ICEWATER_UPLOAD_MAX_MB", 10, minimum=1) * 1024 * 1024
 
 # Sessions live in the database (revocable on the server); labeling.sessions reads a session and its
 # user in one query, and labeling.auth lets Django's own checks decide on that user.
 SESSION_ENGINE = "labeling.sessions"
-AUTHENTICATION_BACKENDS = ["labeling.auth.SessionUserBackend"]
+# django-axes first: it refuses a locked-out username+address before any password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "labeling.auth.SessionUserBackend"]
+# Login throttling (django-axes; docs/security.md). After LOGIN_FAILURE_LIMIT wrong passwords in a row
+# for one username from one address, that pair is refused for LOGIN_COOL_OFF, even with the right
+# password. 5: a person who mistypes gets it within two or three tries, and a correct login clears the
+# count; a guesser gets 5 tries per 15 minutes per username and address, 480 a day, hopeless against
+# the 8+ character passwords the validator asks for. Per username+address, not per username: a
+# stranger cannot lock a colleague out from elsewhere, and other people behind the same address keep
+# logging in. A lead unlocks early in the admin (Axes > Access attempts: delete the row).
+LOGIN_FAILURE_LIMIT = 5
+LOGIN_COOL_OFF = timedelta(minutes=15)
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = LOGIN_COOL_OFF
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# The cool-off runs from the lockout: more tries while locked out do not push it further away.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+
+
+def axes_username(request, credentials: dict | None) -> str | None:
+    """The username axes records and locks on, cut to the 255 characters its column holds.
+
+    Django's login forms check the username's length only in the browser (maxlength), so a longer one
+    reaches authentication, fails, and PostgreSQL refused axes' record of it: a 500. No account has a
+    name that long (150 at most), so the cut merges no lockouts that matter.
+    """
+    username = credentials.get("username") if credentials else request.POST.get("username")
+    return username[:255] if isinstance(username, str) else None
+
+
+AXES_USERNAME_CALLABLE = axes_username
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp), on every response, debug or not: every script, style sheet,
+# image, font, fetch and form target comes from this site, nothing inline. The templates and
+# static/js hold no inline script, event handler or style attribute (bar widths are pct-N classes,
+# icewater.css); htmx is told by <meta name="htmx-config"> (base.html) not to inject its indicator
+# <style> and not to evaluate code from attributes. A transcript that got past escaping still could
+# not run script. Django's debug 404/500 pages are left without it (django-csp's own exemption).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
+# Behind a proxy that ends TLS, Django sees plain HTTP unless it may trust the proxy's header saying
+# the browser used https. Set ICEWATER_PROXY_SSL_HEADER (e.g. X-Forwarded-Proto) only when the proxy
+# sets that header itself, overwriting whatever the client sent.
+_proxy_ssl_header = env_str("ICEWATER_PROXY_SSL_HEADER").strip()
+if _proxy_ssl_header:
+    if not all(ch.isalnum() or ch == "-" for ch in _proxy_ssl_header):
+        raise ImproperlyConfigured(f"ICEWATER_PROXY_SSL_HEADER={_proxy_ssl_header!r} is not a header name")
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https")
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("ICEWATER_SECURE_COOKIES", True)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+if not DEBUG and SESSION_COOKIE_SECURE:
+    # Secure cookies mean the site is served over https: browsers are then told to use nothing else.
+    # One year, the max-age the HSTS preload list asks for and Mozilla's guidelines use; Django sends
+    # it on https responses only. Preloading is the whole domain owner's call: not asked for here.
+    SECURE_HSTS_SECONDS = env_int("ICEWATER_HSTS_SECONDS", 365 * 24 * 3600, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    # Django redirects http to https itself only when it can tell them apart behind the proxy;
+    # without the proxy's header every request looks like http and the redirect would loop.
+    SECURE_SSL_REDIRECT = bool(_proxy_ssl_header)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # a load balancer's plain-http health check
+SILENCED_SYSTEM_CHECKS = [
+    # security.W021 (HSTS preload not set): putting a domain on the browsers' preload list binds every
+    # subdomain of it, for months; that is the domain owner's decision, not this app's.
+    "security.W021",
+]
+if not DEBUG and SESSION_COOKIE_SECURE and not _proxy_ssl_header:
+    # security.W008 (SECURE_SSL_REDIRECT off): without a trusted proxy header Django cannot tell https
+    # from http behind the TLS proxy, so that proxy is what redirects http to https (docs/security.md).
+    SILENCED_SYSTEM_CHECKS.append("security.W008")
 
 # Celery: Redis when CELERY_BROKER_URL is set, otherwise a broker on the file
 # system that needs no server (the embedded default).
@@ -236,11 +340,6 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env_str("ICEWATER_CELERY_QUEUE", "icewater")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Celery's Django fixup closes every database connection before and after each task unless this is set;
-# a judge lane then paid a new connection (~20 ms, measured) before its first model call. It closes them
-# every this many tasks instead, and config/celery.py drops broken or CONN_MAX_AGE-old ones before each
-# task, as Django does around a request.
-CELERY_DB_REUSE_MAX = 1000
 
 # What a judge config may read its API key from and send it to: operator allowlists (the rule, the
 # defaults and why: judging/allowlist.py; docs/judging.md). A reserved name listed here stops the start.

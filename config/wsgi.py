@@ -1,8 +1,13 @@
+"""The WSGI application gunicorn serves (gunicorn.conf.py checks the settings first, in the master)."""
+
 from __future__ import annotations
 
 import os
 
 from django.core.wsgi import get_wsgi_application
 
+from config.startup import exit_on_bad_settings
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+exit_on_bad_settings()  # for a WSGI server other than gunicorn: one line and exit status 2, not a traceback
 application = get_wsgi_application()

@@ -1,4 +1,4 @@
-"""Verdicts in and out of Icewater: JSONL (and CSV out), and Google ADK eval results in.
+"""Verdicts in and out of Icewater: JSONL and CSV both ways, and Google ADK eval results in.
 
 Export writes the current verdicts (judging/reading.py) of an eval set x rubric version x
 judge config, one record per output, criterion and sample:
@@ -7,12 +7,14 @@ judge config, one record per output, criterion and sample:
      "error_reason", "latency_ms", "tokens_in", "tokens_out", "cache_hit"}
 
 Import reads that format back (only case_id, agent_version, criterion, outcome are required;
-evidence and raw are expected, the rest optional) or an ADK `.evalset_result.json`, whose
-rubric-based metrics' per-rubric scores become verdicts: rubric_id is the criterion key,
-score 1 is PASS, 0 is FAIL, and a missing score (or a criterion with no score) is ERROR.
-An import is atomic with line-numbered errors, creates the judge config (backend
-"imported") when it does not exist, and records one finished run, so imported verdicts
-read exactly like judged ones. Importing the same verdicts again changes nothing.
+evidence and raw are expected, the rest optional), as JSONL or as the CSV the export writes, or
+an ADK `.evalset_result.json`, whose rubric-based metrics' per-rubric scores become verdicts:
+rubric_id is the criterion key, score 1 is PASS, 0 is FAIL, and a missing score (or a criterion
+with no score) is ERROR. An import is atomic with line-numbered errors, creates the judge config
+(backend "imported") when it does not exist, and records one finished run, so imported verdicts
+read exactly like judged ones. Importing the same verdicts again changes nothing; a verdict
+already there with different content is an error (never an overwrite) unless the user names a
+new run for the file (`new_run`, `import_verdicts --new-run LABEL`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from labeling.io.adk import ICEWATER_KEY, load_document
 from labeling.io.cases import AGENT_VERSION_MAX, CASE_ID_MAX
 from labeling.io.errors import Problems, RecordError
 from labeling.io.export import write_csv, write_jsonl
-from labeling.io.readers import Source, check_fields, iter_jsonl, line_of, peek_first_line, suggest
+from labeling.io.readers import Source, check_fields, iter_csv, iter_jsonl, line_of, peek_first_line, suggest
 from labeling.io.report import ImportReport, plural
 from labeling.io.rubrics import find_version
 from labeling.models import EvalSet, Output, RubricVersion
@@ -57,6 +59,7 @@ EXPORT_COLUMNS = (
 IMPORT_FIELDS = frozenset(EXPORT_COLUMNS)
 OUTCOMES = tuple(VerdictOutcome.values)
 JUDGE_NAME_MAX = 200
+RUN_LABEL_MAX = 200  # JudgeRun.label
 IMPORTED_ERROR = "imported as ERROR (no reason given)"
 
 
@@ -121,8 +124,20 @@ class VerdictRecord:
 
 
 def import_verdicts(
-    *, source: Source, eval_set_name: str, rubric_ref: str, judge_name: str, default_agent_version: str = ""
+    *,
+    source: Source,
+    eval_set_name: str,
+    rubric_ref: str,
+    judge_name: str,
+    default_agent_version: str = "",
+    new_run: str = "",
 ) -> ImportReport:
+    """Import verdicts as one finished run; all or nothing.
+
+    A verdict already there (same output, criterion, sample) with the same content is skipped; with
+    different content it is an error, unless `new_run` names a run of its own for the whole file: then the
+    file becomes that run, which supersedes the earlier verdicts item by item as a judged run would.
+    """
     problems = Problems(source.name)
     eval_set = EvalSet.objects.filter(name=eval_set_name).first()
     if eval_set is None:
@@ -132,12 +147,16 @@ def import_verdicts(
         judge_name = f.ident(judge_name, "judge", JUDGE_NAME_MAX)
         if default_agent_version:
             default_agent_version = f.ident(default_agent_version, "agent_version", AGENT_VERSION_MAX)
+        if new_run:
+            new_run = f.ident(new_run, "new run", RUN_LABEL_MAX)
     except ValueError as exc:
         raise problems.fatal(None, "rubric", str(exc)) from None
     except RecordError as exc:
         raise problems.fatal(None, exc.field, exc.message) from None
     keys = list(rv.criteria.order_by("order").values_list("key", flat=True))
-    if is_adk_result(source):
+    if source.suffix == ".csv":
+        records = list(csv_records(source, problems, keys))
+    elif is_adk_result(source):
         records = list(adk_records(source, problems, keys))
     else:
         records = list(jsonl_records(source, problems, keys))
@@ -145,7 +164,7 @@ def import_verdicts(
         raise problems.fatal(None, None, "the file has no verdicts")
     resolved = _resolve(records, eval_set, default_agent_version, problems)
     problems.raise_if_any()
-    return _write(source, eval_set, rv, judge_name, resolved)
+    return _write(source, eval_set, rv, judge_name, resolved, new_run, problems)
 
 
 def is_adk_result(source: Source) -> bool:
@@ -156,7 +175,9 @@ def is_adk_result(source: Source) -> bool:
         return False
     first = peek_first_line(source)
     try:
-        value = json.loads(first)
+        value = f.parse_json(first.decode("utf-8", "replace"))
+    except f.ShapeError:
+        return False  # a whole JSON line, refused for its shape: the JSONL reader says where
     except ValueError:
         return True  # a pretty-printed document starts with a lone "{"
     return isinstance(value, dict) and _adk_get(value, "eval_case_results") is not None
@@ -168,6 +189,47 @@ def jsonl_records(source: Source, problems: Problems, keys: list[str]) -> Iterat
             yield _record(line, value, keys)
         except RecordError as exc:
             problems.add(line, exc.field, exc.message)
+
+
+def csv_records(source: Source, problems: Problems, keys: list[str]) -> Iterator[VerdictRecord]:
+    """The CSV that export_verdicts writes: its columns, an empty cell for a value left out."""
+
+    def check_header(header: set[str], line: int) -> None:
+        for name in sorted(header - IMPORT_FIELDS):
+            raise problems.fatal(line, name, f"unknown column{suggest(name, IMPORT_FIELDS)}")
+        for name in ("case_id", "criterion", "outcome"):
+            if name not in header:
+                raise problems.fatal(line, name, "the header has no such column, and it is required")
+
+    for line, cells in iter_csv(source, problems, check_header):
+        try:
+            yield _record(line, _csv_values(cells), keys)
+        except RecordError as exc:
+            problems.add(line, exc.field, exc.message)
+
+
+_CSV_COUNTS = frozenset({"sample", "latency_ms", "tokens_in", "tokens_out"})
+_CSV_FLAGS = {"true": True, "false": False}
+
+
+def _csv_values(cells: dict[str, str]) -> dict[str, Any]:
+    """CSV cells as the JSON values of a JSONL record: numbers and true/false typed, empty cells left out."""
+    values: dict[str, Any] = {}
+    for name, cell in cells.items():
+        if name in _CSV_COUNTS or name == "cache_hit":
+            if not cell.strip():
+                continue
+            if name == "cache_hit":
+                if cell.strip().lower() not in _CSV_FLAGS:
+                    raise RecordError(name, f"must be true or false, not {cell!r}")
+                values[name] = _CSV_FLAGS[cell.strip().lower()]
+            elif not cell.strip().isascii() or not cell.strip().isdigit():
+                raise RecordError(name, f"must be a whole number, not {cell!r}")
+            else:
+                values[name] = int(cell)
+        else:
+            values[name] = cell
+    return values
 
 
 def _record(line: int, value: Any, keys: list[str]) -> VerdictRecord:
@@ -398,6 +460,7 @@ def _resolve(
             )
             continue
         output_id = versions[version]
+        r.agent_version = version
         key = (output_id, r.criterion, r.sample)
         if key in seen:
             earlier = f"line {seen[key]}" if seen[key] else "an earlier record"
@@ -408,19 +471,13 @@ def _resolve(
     return resolved
 
 
-def _unchanged(resolved, eval_set: EvalSet, rv: RubricVersion, judge: JudgeConfig | None) -> bool:
-    if judge is None:
-        return False
-    current = {
-        (o, c, s): (outcome, evidence, raw, reason)
-        for o, c, s, outcome, evidence, raw, reason in current_verdicts(
-            eval_set=eval_set, rubric_version=rv, judge_config=judge
-        ).values_list("output_id", "criterion__key", "sample", "outcome", "evidence", "raw_output", "error_reason")
-    }
-    return all(
-        current.get((output_id, r.criterion, r.sample)) == (r.outcome, r.evidence, r.raw, _reason(r))
-        for output_id, r in resolved
-    )
+# What "the same verdict" means: every field the export writes (the names as the import reads them).
+CONTENT_FIELDS = ("outcome", "evidence", "raw", "error_reason", "latency_ms", "tokens_in", "tokens_out", "cache_hit")
+_STORED_FIELDS = ("outcome", "evidence", "raw_output", "error_reason", "latency_ms", "tokens_in", "tokens_out")
+
+
+def _content(r: VerdictRecord) -> tuple:
+    return (r.outcome, r.evidence, r.raw, _reason(r), r.latency_ms, r.tokens_in, r.tokens_out, r.cache_hit)
 
 
 def _reason(r: VerdictRecord) -> str:
@@ -429,14 +486,72 @@ def _reason(r: VerdictRecord) -> str:
     return r.error_reason or IMPORTED_ERROR
 
 
-def _write(source: Source, eval_set: EvalSet, rv: RubricVersion, judge_name: str, resolved) -> ImportReport:
+def _stored(verdicts) -> dict[tuple[int, str, int], tuple[int, tuple]]:
+    """(output, criterion key, sample) -> (run id, content) of the given verdicts."""
+    rows = verdicts.values_list("output_id", "criterion__key", "sample", "run_id", *_STORED_FIELDS, "cache_hit")
+    return {(o, c, s): (run, tuple(content)) for o, c, s, run, *content in rows.iterator(chunk_size=2000)}
+
+
+def _compare(resolved, stored) -> tuple[list[tuple[int, VerdictRecord]], list[tuple[VerdictRecord, int, list[str]]]]:
+    """The records not in `stored`, and (record, run, differing fields) for those there with other content."""
+    new, conflicts = [], []
+    for output_id, r in resolved:
+        old = stored.get((output_id, r.criterion, r.sample))
+        if old is None:
+            new.append((output_id, r))
+            continue
+        differing = [n for n, a, b in zip(CONTENT_FIELDS, old[1], _content(r), strict=True) if a != b]
+        if differing:
+            conflicts.append((r, old[0], differing))
+    return new, conflicts
+
+
+def _plan(resolved, eval_set, rv, judge: JudgeConfig | None, judge_name: str, new_run: str, problems: Problems):
+    """(records to write, the named run that already holds them); raises ImportFailed on a conflict."""
+    if judge is None:
+        return resolved, None
+    if not new_run:
+        stored = _stored(current_verdicts(eval_set=eval_set, rubric_version=rv, judge_config=judge))
+        new, conflicts = _compare(resolved, stored)
+        for r, run_id, differing in conflicts:
+            problems.add(
+                r.line,
+                differing[0],
+                f'case "{r.case_id}" ({r.agent_version}), criterion "{r.criterion}", sample {r.sample} already has '
+                f'a verdict of judge "{judge_name}" (run {run_id}) with a different {", ".join(differing)}; an '
+                "import never overwrites a verdict: to keep these verdicts as a run of their own that supersedes "
+                "the earlier ones, import the file with --new-run LABEL (or under another --judge)",
+            )
+        problems.raise_if_any()
+        return new, None
+    run = JudgeRun.objects.filter(eval_set=eval_set, rubric_version=rv, judge_config=judge, label=new_run).first()
+    if run is None:
+        return resolved, None
+    # The same file as the same named run again changes nothing; anything else would change that run.
+    new, conflicts = _compare(resolved, _stored(run.verdicts.all()))
+    if new or conflicts or run.verdicts.count() != len(resolved):
+        raise problems.fatal(
+            None,
+            "new run",
+            f'judge "{judge_name}" already has a run "{new_run}" (run {run.pk}) with other verdicts; a run does '
+            "not change once imported: give this file another --new-run label",
+        )
+    return [], run
+
+
+def _write(
+    source: Source, eval_set: EvalSet, rv: RubricVersion, judge_name: str, resolved, new_run: str, problems: Problems
+) -> ImportReport:
     criteria = {c.key: c for c in rv.criteria.all()}
     with transaction.atomic():
         judge = JudgeConfig.objects.select_for_update().filter(name=judge_name).first()
-        if _unchanged(resolved, eval_set, rv, judge):
+        todo, same_run = _plan(resolved, eval_set, rv, judge, judge_name, new_run, problems)
+        if not todo:
+            where = f' as run {same_run.pk} "{new_run}"' if same_run else ""
             return ImportReport(
                 file=source.name,
-                summary=f"{source.name}: all {plural(len(resolved), 'verdict')} are already there; nothing imported.",
+                summary=f"{source.name}: all {plural(len(resolved), 'verdict')} are already there{where}; "
+                "nothing imported.",
                 counts={"records": len(resolved), "verdicts_created": 0, "verdicts_unchanged": len(resolved)},
             )
         created_judge = judge is None
@@ -447,30 +562,36 @@ def _write(source: Source, eval_set: EvalSet, rv: RubricVersion, judge_name: str
             eval_set=eval_set,
             rubric_version=rv,
             judge_config=judge,
+            label=new_run,
             status=JudgeRun.Status.DONE,
             mode=JudgeRun.Mode.IMPORT,
             started_at=now,
             finished_at=now,
-            total_items=len({(o, r.sample) for o, r in resolved}),
-            expected_verdicts=len(resolved),
+            total_items=len({(o, r.sample) for o, r in todo}),
+            expected_verdicts=len(todo),
         )
         transcripts = {
             pk: Transcript(input=input_, tool_calls=list(calls or []), response=response)
-            for pk, input_, calls, response in Output.objects.filter(pk__in={o for o, _ in resolved}).values_list(
+            for pk, input_, calls, response in Output.objects.filter(pk__in={o for o, _ in todo}).values_list(
                 "pk", "case__input", "tool_calls", "response"
             )
         }
         rows = [
             _verdict(run, judge, rv, criteria[r.criterion], output_id, r, transcripts[output_id])
-            for output_id, r in resolved
+            for output_id, r in todo
         ]
         Verdict.objects.bulk_create(rows, batch_size=2000)
-    by_outcome = {o: sum(1 for _, r in resolved if r.outcome == o) for o in OUTCOMES}
+    by_outcome = {o: sum(1 for _, r in todo if r.outcome == o) for o in OUTCOMES}
     not_found = sum(1 for v in rows if v.evidence_found is False)
+    unchanged = len(resolved) - len(todo)
+    named = f' "{new_run}"' if new_run else ""
     summary = (
         f'{source.name} -> eval set "{eval_set.name}", {rv.ref}, judge "{judge.name}"'
         f"{' (created, backend imported)' if created_judge else ''}: {plural(len(rows), 'verdict')} imported as run "
-        f"{run.pk} (" + ", ".join(f"{o} {n}" for o, n in by_outcome.items()) + ")."
+        f"{run.pk}{named} ("
+        + ", ".join(f"{o} {n}" for o, n in by_outcome.items())
+        + ")"
+        + (f"; {unchanged:,} already there." if unchanged else ".")
     )
     notes = []
     if not_found:
@@ -478,7 +599,12 @@ def _write(source: Source, eval_set: EvalSet, rv: RubricVersion, judge_name: str
     return ImportReport(
         file=source.name,
         summary=summary,
-        counts={"records": len(rows), "verdicts_created": len(rows), "run": run.pk},
+        counts={
+            "records": len(resolved),
+            "verdicts_created": len(rows),
+            "verdicts_unchanged": unchanged,
+            "run": run.pk,
+        },
         notes=notes,
     )
 

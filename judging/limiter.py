@@ -1,17 +1,17 @@
 """The concurrency bound of a judge config: at most `max_concurrency` model calls in flight, across all workers.
 
-Design. A run is worked by a few lanes (Celery tasks), each a thread pool as wide as
-the bound; every thread takes a slot here before each model call attempt and gives
-it back right after, also before sleeping on a backoff. The slots are shared by every
-lane of every run of the config:
+Design. A run is worked by a few lanes (judging/lane.py), each a thread pool with its
+share of the bound; every thread takes a slot here before each model call attempt and
+gives it back right after, also before sleeping on a backoff. The slots are shared by
+every lane of every run of the config:
 
 - RedisLimiter (the Celery path on Redis): a sorted set of slot holders per judge
   config, scored by lease expiry. Taking a slot is one Lua script (drop expired
   holders, add ourselves if there is room), so a worker killed while holding a slot
-  loses it when the lease runs out instead of shrinking the bound for ever. Waiters
-  block on a wake-up list that every release pushes to (no busy polling), with a
-  short timeout as the fallback for leases that expire. A 429 with Retry-After also
-  sets a cool-down key that makes every worker of the config wait it out.
+  loses it when the lease runs out instead of shrinking the bound for ever. A caller
+  finding no room asks again every WAIT_POLL_S (rare: the lanes of a run split the
+  bound between them). A 429 with Retry-After also sets a cool-down key that makes
+  every worker of the config wait it out.
 - FileLimiter (the embedded file-system broker: all workers on one machine): one
   lock file per slot; the OS drops a dead process's locks.
 - LocalLimiter (`--in-process`): a semaphore in this process.
@@ -20,7 +20,6 @@ lane of every run of the config:
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
 import random
 import threading
@@ -34,42 +33,10 @@ from typing import Protocol
 # A slot outlives the longest attempt (the config's timeout, which the SDK enforces) by this
 # much, so a live holder is never dropped; a dead worker's slot comes back this long after its timeout.
 SLOT_LEASE_MARGIN_S = 5.0
-# Fallback poll when no release wakes a waiter (a dead holder's lease has to expire).
+# How often a caller waiting for a slot asks again: a small fraction of a model call (seconds).
 WAIT_POLL_S = 0.25
 
-# Release in one round trip; wake a waiter only if someone waits (most releases have nobody waiting).
-_RELEASE = """
-redis.call('ZREM', KEYS[1], ARGV[1])
-local waiting = tonumber(redis.call('GET', KEYS[3]) or '0')
-if waiting > 0 then
-  redis.call('LPUSH', KEYS[2], 1)
-  redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[2]) - 1)
-  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[3]))
-end
-return waiting
-"""
-# A waiter leaves: the count goes down, and the key goes away at zero (it never lingers without a TTL).
-_LEAVE = """
-local left = redis.call('DECR', KEYS[1])
-if left <= 0 then redis.call('DEL', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1])) end
-return left
-"""
-# Renew held slots: a new expiry for every token still in the set; the ones that are not (their lease ran
-# out) come back, with the cool-down left, so that a lane holding slots also hears of another's 429.
-_RENEW = """
-local t = redis.call('TIME')
-local expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
-local lost = {}
-for i = 2, #ARGV do
-  if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
-    redis.call('ZADD', KEYS[1], expiry, ARGV[i])
-  else
-    table.insert(lost, ARGV[i])
-  end
-end
-if #ARGV > 1 then redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) * 2) end
-return {lost, redis.call('PTTL', KEYS[2])}
-"""
+# Take a slot if there is room (after dropping holders whose lease ran out); the cool-down left if any.
 _ACQUIRE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -113,12 +80,8 @@ class RedisLimiter:
         self._limit = max(1, limit)
         self._lease_ms = int((lease_s + SLOT_LEASE_MARGIN_S) * 1000)
         prefix = f"icewater:judge-slots:{name}"
-        self._slots, self._cool, self._wake = f"{prefix}:slots", f"{prefix}:cooldown", f"{prefix}:wake"
-        self._waiting = f"{prefix}:waiting"
+        self._slots, self._cool = f"{prefix}:slots", f"{prefix}:cooldown"
         self._acquire = client.register_script(_ACQUIRE)
-        self._release = client.register_script(_RELEASE)
-        self._leave = client.register_script(_LEAVE)
-        self._renew = client.register_script(_RENEW)
 
     @contextmanager
     def slot(self) -> Iterator[None]:
@@ -135,29 +98,11 @@ class RedisLimiter:
             got = int(self._acquire(keys=[self._slots, self._cool], args=[self._limit, self._lease_ms, token]))
             if got == 1:
                 return token
-            if got < 0:  # cooling down after a 429: everyone waits the Retry-After out
-                time.sleep(-got / 1000)
-                continue
-            self._wait()
+            # Cooling down after a 429 (everyone waits the Retry-After out), or every slot is taken.
+            time.sleep(-got / 1000 if got < 0 else WAIT_POLL_S)
 
     def release(self, token: str) -> None:
-        self._release(keys=[self._slots, self._wake, self._waiting], args=[token, self._limit, self._lease_ms])
-
-    def renew(self, tokens: list[str]) -> tuple[set[str], int]:
-        """Extend the leases of `tokens` (one round trip); returns the tokens no longer held and the cool-down
-        left in milliseconds (0 if none)."""
-        lost, cool = self._renew(keys=[self._slots, self._cool], args=[self._lease_ms, *tokens])
-        return {t.decode() if isinstance(t, bytes) else t for t in lost}, max(0, int(cool))
-
-    def _wait(self) -> None:
-        pipe = self._redis.pipeline()
-        pipe.incr(self._waiting)
-        pipe.pexpire(self._waiting, self._lease_ms)
-        pipe.execute()
-        try:
-            self._redis.blpop([self._wake], timeout=WAIT_POLL_S)
-        finally:
-            self._leave(keys=[self._waiting], args=[self._lease_ms])
+        self._redis.zrem(self._slots, token)
 
     def cool_down(self, seconds: float) -> None:
         millis = int(seconds * 1000)
@@ -166,97 +111,6 @@ class RedisLimiter:
             current = self._redis.pttl(self._cool)
             if current is None or current < millis:
                 self._redis.set(self._cool, 1, px=millis)
-
-
-class HeldSlots:
-    """A lane's share of a RedisLimiter's slots, taken from Redis once and reused by the lane's threads.
-
-    Taking and giving back a Redis slot around every model call is two round trips in the calling thread;
-    a one-lane Celery run measured 0.83-0.85 of the bound with them against 0.92-0.93 for the same lane with
-    a local semaphore. Here a thread takes an idle slot the lane already holds when there is one, and gives
-    it back to the lane, not to Redis. The bound still holds: every slot the lane uses is a Redis slot,
-    and a lane never holds more than the threads it lets in at once (LaneGate's semaphore, its share).
-    A keeper thread, every KEEP_S: renews the leases of the held slots (so a dead worker's come back when
-    they run out, as before), reads the config's cool-down (another worker's 429 reaches this lane within
-    KEEP_S), and gives back to Redis the slots nobody used since its last round (another lane, or another
-    run of the config, gets them within about two rounds).
-    """
-
-    KEEP_S = 0.5
-
-    def __init__(self, limiter: RedisLimiter):
-        self._limiter = limiter
-        self._lock = threading.Lock()
-        self._held: set[str] = set()
-        self._idle: list[str] = []
-        self._used: set[str] = set()  # taken since the keeper's last round
-        self._cool_until = 0.0
-        self._stop = threading.Event()
-        self._keeper = threading.Thread(target=self._keep, name="judge-slot-keeper", daemon=True)
-        self._keeper.start()
-
-    @contextmanager
-    def slot(self) -> Iterator[None]:
-        _sleep_until(lambda: self._cool_until)
-        with self._lock:
-            token = self._idle.pop() if self._idle else None
-        if token is None:
-            token = self._limiter.acquire()
-            with self._lock:
-                self._held.add(token)
-        with self._lock:
-            self._used.add(token)
-        try:
-            yield
-        finally:
-            with self._lock:
-                if token in self._held:  # not lost meanwhile (see _keep_once)
-                    self._idle.append(token)
-
-    def cool_down(self, seconds: float) -> None:
-        self._cool_until = max(self._cool_until, time.monotonic() + seconds)
-        self._limiter.cool_down(seconds)
-
-    def held(self) -> int:
-        with self._lock:
-            return len(self._held)
-
-    def close(self) -> None:
-        """Stop the keeper and give every slot back (call once the lane's threads are done)."""
-        self._stop.set()
-        self._keeper.join(timeout=10)
-        with self._lock:
-            tokens, self._held, self._idle = list(self._held), set(), []
-        try:
-            for token in tokens:
-                self._limiter.release(token)
-        except Exception:  # Redis is gone: the leases run out on their own  # noqa: BLE001
-            logging.getLogger(__name__).warning("judge slots: could not give the slots back", exc_info=True)
-
-    def _keep(self) -> None:
-        while not self._stop.wait(self.KEEP_S):
-            try:
-                self._keep_once()
-            except Exception:  # Redis hiccup: the leases outlive many rounds; try again at the next  # noqa: BLE001
-                logging.getLogger(__name__).warning("judge slots: renewing the leases failed", exc_info=True)
-
-    def _keep_once(self) -> None:
-        with self._lock:
-            unused = [t for t in self._idle if t not in self._used]
-            for token in unused:
-                self._idle.remove(token)
-                self._held.discard(token)
-            self._used.clear()
-            tokens = list(self._held)
-        for token in unused:
-            self._limiter.release(token)
-        lost, cool_ms = self._limiter.renew(tokens)
-        if lost:  # their leases ran out (a stalled process): they may be someone else's now
-            with self._lock:
-                self._held -= lost
-                self._idle = [t for t in self._idle if t not in lost]
-        if cool_ms:
-            self._cool_until = max(self._cool_until, time.monotonic() + cool_ms / 1000)
 
 
 class FileLimiter:
@@ -315,14 +169,6 @@ def limiter_for(config, *, in_process: bool) -> Limiter:
 
 _clients: dict[str, object] = {}
 _clients_lock = threading.Lock()
-
-
-def preload(broker_url: str) -> None:
-    """Connect to the limiter's Redis and load its scripts, so that a lane's first slot costs one round trip."""
-    if broker_url.startswith(("redis://", "rediss://")):
-        client = redis_client(broker_url)
-        for script in (_ACQUIRE, _RELEASE, _LEAVE, _RENEW):
-            client.script_load(script)
 
 
 def redis_client(url: str):

@@ -133,6 +133,8 @@ class JudgeRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.CELERY)
+    # The name a person gave an imported run (import_verdicts --new-run): a second opinion kept as its own run.
+    label = models.CharField(max_length=200, blank=True)
     # Planned when the run is created: work items (model calls, or instrument evaluations) and verdict rows.
     total_items = models.PositiveIntegerField(default=0)
     expected_verdicts = models.PositiveIntegerField(default=0)

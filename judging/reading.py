@@ -4,13 +4,15 @@ For an (eval set, rubric version, judge config), the verdict of an (output, crit
 sample) is the one from the most recent run that has it: a later run (or import)
 supersedes an earlier one item by item, and a cancelled run's verdicts still count
 for the items it reached. With several samples an item's outcome is the majority,
-ties read as ABSTAIN, reported with the share of samples that agree.
+ties read as ABSTAIN, reported with the share of samples that agree (`majority`: the
+one rule, which calibration/reading.py applies to its frames too).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from django.db.models import Exists, OuterRef, QuerySet
 
@@ -39,8 +41,15 @@ def current_verdicts(
     return scoped.filter(~Exists(newer))
 
 
-def majority(outcomes: Iterable[str]) -> tuple[str, float]:
-    """(majority outcome, share of samples agreeing with it); a tie is ABSTAIN with the tied share."""
+class Majority(NamedTuple):
+    outcome: str  # the most frequent outcome of the samples; ABSTAIN when two or more tie for it
+    share: float  # the share of the samples that gave the most frequent outcome (each of the tied ones)
+    tie: bool
+
+
+def majority(outcomes: Iterable[str]) -> Majority:
+    """The verdict of several samples: the most frequent outcome; a tie at the top is ABSTAIN (the samples
+    could not settle it). ERROR counts like any outcome: mostly ERROR is an ERROR."""
     counts = Counter(outcomes)
     if not counts:
         raise ValueError("majority of no samples")
@@ -48,5 +57,5 @@ def majority(outcomes: Iterable[str]) -> tuple[str, float]:
     ranked = counts.most_common()
     top, n = ranked[0]
     if len(ranked) > 1 and ranked[1][1] == n:
-        return VerdictOutcome.ABSTAIN.value, n / total
-    return top, n / total
+        return Majority(VerdictOutcome.ABSTAIN.value, n / total, tie=True)
+    return Majority(top, n / total, tie=False)

@@ -9,13 +9,13 @@ thread pool with its share of the config's max_concurrency, all taking slots fro
 config's limiter (judging/limiter.py), so the bound holds across every lane and worker;
 with `--in-process`, one lane as wide as the bound in the calling process, with a local
 semaphore: the same code.
-Items are claimed with leases, verdicts written with ON CONFLICT DO NOTHING together
-with the item's "done": a redelivered task, a second lane or a lane that lost its
-lease never writes a verdict twice, and a worker killed mid-run loses nothing (its
-leases run out; live lanes, or the lanes a newly started worker enqueues through
-tasks.resume_runs, take its items again). Cached answers (judging/cache.py) spare the
-model any question it has already answered. Cancelling stops every lane at its next
-item; verdicts already written are kept.
+Items are claimed with leases; verdicts, unique per (run, output, criterion, sample), are
+written in one transaction with the item's "done": a redelivered task, a second lane or
+a lane that lost its lease never writes a verdict twice, and a worker killed mid-run
+loses nothing (its leases run out; live lanes, or the lanes a newly started worker
+enqueues through tasks.resume_runs, take its items again). Cached answers
+(judging/cache.py) spare the model any question it has already answered. Cancelling
+stops every lane within a heartbeat; verdicts already written are kept.
 """
 
 from __future__ import annotations
@@ -35,9 +35,8 @@ from .prompt import TEMPLATE_VERSIONS
 
 log = logging.getLogger(__name__)
 
-# Lanes per Celery run: two, so a run spreads over two worker processes (two cores for the
-# client-side CPU of the calls) and keeps going, at half width, when one worker dies.
-# Give workers --concurrency >= 2 so both lanes run at once.
+# Lanes per Celery run: two, so a run spreads over two worker processes and keeps going, at
+# half width, when one worker dies. Give workers --concurrency >= 2 so both lanes run at once.
 LANES_PER_RUN = 2
 
 
@@ -191,13 +190,13 @@ def enqueue_lanes(run_id: int, lanes: int = LANES_PER_RUN) -> bool:
     return True
 
 
-def run_in_process(run: JudgeRun, **kwargs) -> str:
+def run_in_process(run: JudgeRun, **kwargs) -> str | None:
     """Work the whole run in this process (same code, limits and retries as a lane; no broker)."""
     return work_lane(run.pk, in_process=True, **kwargs)
 
 
 def cancel_run(run: JudgeRun) -> bool:
-    """Stop the run; lanes notice at their next item. False if it had already ended."""
+    """Stop the run; its lanes notice within a heartbeat. False if it had already ended."""
     changed = JudgeRun.objects.filter(pk=run.pk, status__in=JudgeRun.ACTIVE).update(
         status=JudgeRun.Status.CANCELLED, finished_at=timezone.now()
     )
@@ -216,19 +215,19 @@ def unfinished_runs() -> list[int]:
     )
 
 
-def finish_if_complete(run_id: int) -> str:
-    """Mark the run done once every item is; return its status."""
+def finish_if_complete(run_id: int) -> str | None:
+    """Mark the run done once every item is; return its status (None if the run is gone)."""
     if not RunItem.objects.filter(run_id=run_id).exclude(state=RunItem.State.DONE).exists():
         JudgeRun.objects.filter(pk=run_id, status=JudgeRun.Status.RUNNING).update(
             status=JudgeRun.Status.DONE, finished_at=timezone.now()
         )
-    return JudgeRun.objects.filter(pk=run_id).values_list("status", flat=True).first() or "gone"
+    return JudgeRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
 
 
 # -- working a run -------------------------------------------------------------------------------------
 
 
-def work_lane(run_id: int, **kwargs) -> str:
+def work_lane(run_id: int, **kwargs) -> str | None:
     """Work a run's items in this process (one lane) until none is left; see judging/lane.py."""
     from .lane import work_lane as work
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from itertools import count
 
+from django.http import HttpRequest
+
 from labeling.models import Case, Criterion, EvalSet, Output, Role, Rubric, RubricVersion, User, rubric_content_hash
 
 _seq = count(1)
@@ -29,6 +31,16 @@ def make_user(username: str | None = None, role: str = Role.ANNOTATOR, password:
     user.set_password(password)
     user.save()
     return user
+
+
+def password_login(client, username: str, password: str = "pw-for-tests-1") -> bool:
+    """client.login with a request: django-axes (login throttling) refuses to judge an attempt without one.
+
+    The address is the test client's own, so an attempt here counts where the client's requests do.
+    """
+    request = HttpRequest()
+    request.META["REMOTE_ADDR"] = "127.0.0.1"
+    return client.login(request=request, username=username, password=password)
 
 
 def make_eval_set(name: str | None = None) -> EvalSet:

@@ -235,3 +235,39 @@ def test_the_agent_version_picker_lists_each_version_once(client, world, lead):
     body = client.get(urls(*world)["report"]).content.decode()
     assert "all 2 versions" in body and body.count('<option value="v1"') == 1
     assert "v2" in client.get(urls(*world)["report"], {"agent_version": "v2"}).content.decode()
+
+
+@pytest.mark.parametrize(
+    ("eval_set", "ascii_name", "exact"),
+    [
+        ("cal\r\nSet-Cookie: x=1", "calibration-cal__Set-Cookie: x=1-refund@1-gpt-judge.csv", None),
+        ('a "quoted"/set', "calibration-a _quoted__set-refund@1-gpt-judge.csv", None),
+        (
+            "café ✓",
+            "calibration-caf_ _-refund@1-gpt-judge.csv",
+            "calibration-caf%C3%A9%20%E2%9C%93-refund%401-gpt-judge.csv",
+        ),
+    ],
+)
+def test_export_file_names_from_user_chosen_names_are_header_safe(client, world, reviewer, eval_set, ascii_name, exact):
+    es, rv, judge = world
+    es.name = eval_set
+    es.save()
+    client.force_login(reviewer)
+    response = client.get(urls(es, rv, judge)["csv"])
+    assert response.status_code == 200
+    header = response["Content-Disposition"]
+    assert "\r" not in header and "\n" not in header and header.isascii()
+    expected = f'attachment; filename="{ascii_name}"' + (f"; filename*=utf-8''{exact}" if exact else "")
+    assert header == expected
+
+
+def test_csv_report_cells_that_a_spreadsheet_would_run_start_with_a_quote(client, lead):
+    es = make_eval_set("cal")
+    rv = make_rubric_version("refund", "1", criteria=[{"key": "-cmd", "definition": "d"}])
+    judge = make_judge("gpt-judge")
+    bulk_calibration(es, rv, judge, {"-cmd": (1, 3, 3, 1)})  # worse than chance: a negative kappa
+    client.force_login(lead)
+    rows = list(csv.DictReader(io.StringIO(client.get(urls(es, rv, judge)["csv"]).content.decode())))
+    assert rows[0]["criterion"] == "'-cmd"
+    assert rows[0]["false_pass"] == "3" and rows[0]["kappa"].startswith("-0.")  # numbers stay numbers

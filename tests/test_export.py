@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import sys
@@ -10,14 +11,17 @@ import types
 import pytest
 from django.core.management import CommandError, call_command
 
-from judging.models import JudgeConfig
+from judging.models import JudgeConfig, JudgeRun, Verdict
 from labeling.io import ExportError, export_data, import_cases, import_labels, import_rubric
-from labeling.models import Annotation, EvalSet, GoldLabel
+from labeling.io.export import FORMATS, WHAT
+from labeling.models import Annotation, EvalSet, GoldLabel, Label
 
-from .io_helpers import data_source, dump_cases, dump_gold, dump_labels, row_counts, source
+from .io_helpers import DATA, data_source, dump_cases, dump_gold, dump_labels, row_counts, source
 
 pytestmark = pytest.mark.django_db
 REF = "refund-support@1"
+# What a spreadsheet may run as a formula (OWASP), as docs/formats.md lists it.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 @pytest.fixture
@@ -189,3 +193,182 @@ def test_verdicts_are_exported_by_judging_io(refunds, monkeypatch):
     monkeypatch.setitem(sys.modules, "judging.io", None)  # judging.io missing: a clear error, not a traceback
     with pytest.raises(CommandError, match="exporting verdicts needs judging.io.export_verdicts"):
         call_command("export_data", "--eval-set", "refunds", "--what", "verdicts", "--rubric", REF, "--judge", "gpt")
+
+
+# -- every export format imports back, and CSV cells cannot run as formulas ---------------------------------
+
+# Values a spreadsheet would run (=, +, -, @, tab, CR first), quotes first, quotes, commas, newlines, non-ASCII.
+SPIKY_CASES = [
+    {
+        "case_id": "=1+1",
+        "agent_version": "-v1",
+        "input": '=HYPERLINK("http://evil.example", "click")',
+        "reference": "'tis the reference",
+        "response": '+SUM(A1:A2) refunded, "quoted",\non two lines',
+        "tool_calls": [{"name": "@lookup", "args": {"q": "=1"}, "response": {"note": "-2"}}],
+        "latency_ms": 0,
+        "metadata": {"note": "-x"},
+        "output_metadata": {"k": "@y"},
+    },
+    {
+        "case_id": "=1+1",
+        "agent_version": "'v2",
+        "input": '=HYPERLINK("http://evil.example", "click")',
+        "reference": "'tis the reference",
+        "response": "\tindented reply",
+        "metadata": {"note": "-x"},
+    },
+    {"case_id": "@case", "input": "\rstarts with a carriage return", "reference": "''two quotes"},
+    {"case_id": "'tis", "agent_version": "default", "input": "Where is my refund? ünïcödé", "response": "''"},
+]
+LABEL_KEYS = ("case_id", "agent_version", "criterion", "annotator", "outcome", "evidence")
+SPIKY_LABELS = [
+    *(
+        dict(zip(LABEL_KEYS, row, strict=True))
+        for row in [
+            ("=1+1", "-v1", "correct_amount", "-maria", "PASS", "+SUM(A1:A2)"),
+            ("=1+1", "-v1", "correct_amount", "@li", "PASS", "=HYPERLINK"),
+            ("=1+1", "-v1", "next_step", "-maria", "FAIL", "NONE"),
+            ("=1+1", "-v1", "next_step", "@li", "PASS", "'tis the reference"),
+            ("=1+1", "'v2", "within_policy", "-maria", "FAIL", "\tindented"),
+            ("=1+1", "'v2", "within_policy", "@li", "FAIL", "\tindented"),
+            ("'tis", "default", "correct_amount", "-maria", "ABSTAIN", "ünï"),
+        ]
+    ),
+    {"case_id": "=1+1", "agent_version": "-v1", "criterion": "next_step", "adjudicator": "@rey", "outcome": "FAIL",
+     "rationale": "=because\nthe tool said so"},
+]  # fmt: skip
+SPIKY_VERDICTS = [
+    {"case_id": "=1+1", "agent_version": "-v1", "criterion": "correct_amount", "outcome": "PASS",
+     "evidence": "+SUM(A1:A2)", "raw": "=cmd|' /C calc'!A0", "latency_ms": 5, "tokens_in": 10, "tokens_out": 2,
+     "cache_hit": True},
+    {"case_id": "=1+1", "agent_version": "-v1", "criterion": "next_step", "sample": 1, "outcome": "ERROR",
+     "evidence": "", "raw": "", "error_reason": "@timeout"},
+    {"case_id": "=1+1", "agent_version": "'v2", "criterion": "within_policy", "outcome": "FAIL", "evidence": "'tis",
+     "raw": "-1"},
+    {"case_id": "'tis", "agent_version": "default", "criterion": "correct_amount", "outcome": "NOT_APPLICABLE",
+     "evidence": "NONE", "raw": {"json": ["raw", 1]}},
+]  # fmt: skip
+ROUND_TRIPS = [
+    ("cases", "jsonl"),
+    ("cases", "csv"),
+    ("cases", "adk"),
+    ("labels", "jsonl"),
+    ("labels", "csv"),
+    ("gold", "jsonl"),
+    ("gold", "csv"),
+    ("verdicts", "jsonl"),
+    ("verdicts", "csv"),
+]
+SCOPE = {
+    "cases": ("--eval-set", "spiky"),
+    "labels": ("--eval-set", "spiky", "--rubric", REF),
+    "gold": ("--eval-set", "spiky", "--rubric", REF),
+    "verdicts": ("--eval-set", "spiky", "--rubric", REF, "--judge", "ext"),
+}
+IMPORTER = {"cases": "import_cases", "labels": "import_labels", "gold": "import_labels", "verdicts": "import_verdicts"}
+
+
+def lines_file(tmp_path, name: str, records: list[dict]):
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture
+def spiky(tmp_path):
+    call_command("import_rubric", str(DATA / "rubric.json"), stdout=io.StringIO())
+    for command, name, records in [
+        ("import_cases", "cases.jsonl", SPIKY_CASES),
+        ("import_labels", "labels.jsonl", SPIKY_LABELS),
+        ("import_verdicts", "verdicts.jsonl", SPIKY_VERDICTS),
+    ]:
+        what = {"import_cases": "cases", "import_labels": "labels", "import_verdicts": "verdicts"}[command]
+        call_command(command, *SCOPE[what], lines_file(tmp_path, name, records), stdout=io.StringIO())
+
+
+def export_file(tmp_path, what: str, fmt: str, name: str):
+    path = tmp_path / name
+    call_command(
+        "export_data", *SCOPE[what], "--what", what, "--format", fmt, "--output", str(path), stderr=io.StringIO()
+    )
+    return path
+
+
+def forget(what: str) -> None:
+    """Take away what an export of `what` holds, so that its import starts from nothing."""
+    if what == "cases":
+        EvalSet.objects.filter(name="spiky").delete()
+    elif what == "labels":
+        Annotation.objects.all().delete()
+    elif what == "gold":
+        GoldLabel.objects.all().delete()
+    else:
+        JudgeRun.objects.filter(judge_config__name="ext").delete()
+
+
+@pytest.mark.parametrize(("what", "fmt"), ROUND_TRIPS)
+def test_every_export_imports_into_a_fresh_state_and_exports_the_same_file(spiky, tmp_path, what, fmt):
+    name = "export.evalset.json" if fmt == "adk" else f"export.{fmt}"
+    first = export_file(tmp_path, what, fmt, name)
+    assert first.read_text().count("\n") >= 3  # the scope has data: not an empty round trip
+    forget(what)
+    out = io.StringIO()
+    call_command(IMPORTER[what], *SCOPE[what], str(first), stdout=out)
+    second = export_file(tmp_path, what, fmt, "again-" + name)
+    assert second.read_bytes() == first.read_bytes()
+    counts = (row_counts(), Verdict.objects.count(), JudgeRun.objects.count())
+    call_command(IMPORTER[what], *SCOPE[what], str(first), stdout=io.StringIO())  # and again: nothing changes
+    assert (row_counts(), Verdict.objects.count(), JudgeRun.objects.count()) == counts
+
+
+def test_the_round_trips_cover_every_export_offered(spiky):
+    for what in WHAT:
+        for fmt in FORMATS:
+            if (what, fmt) in ROUND_TRIPS:
+                continue
+            with pytest.raises(ExportError):  # not offered: nothing to round-trip
+                export_data(
+                    eval_set_name="spiky", what=what, fmt=fmt, stream=io.StringIO(), rubric_ref=REF, judge_name="ext"
+                )
+
+
+@pytest.mark.parametrize("what", ["cases", "labels", "gold", "verdicts"])
+def test_csv_cells_that_a_spreadsheet_would_run_start_with_a_quote(spiky, tmp_path, what):
+    text = export_file(tmp_path, what, "csv", "x.csv").read_bytes().decode()  # read_text() would turn CR into LF
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    cells = [cell for row in rows[1:] for cell in row]
+    assert cells and not [c for c in cells if c.startswith(FORMULA_STARTS)]
+    # Worked from the SPIKY_ values: each starts with =, +, -, @, tab, CR, or a quote, and gets one quote more.
+    expected = {
+        "cases": {
+            "'=1+1",
+            "'-v1",
+            "''v2",
+            "'@case",
+            "'\rstarts with a carriage return",
+            "'''two quotes",
+            "'''",
+            "''tis",
+        },
+        "labels": {"'=1+1", "'-maria", "'@li", "'+SUM(A1:A2)", "'=HYPERLINK", "''tis the reference", "'\tindented"},
+        "gold": {"'=1+1", "'-v1", "''v2", "'@rey", "'=because\nthe tool said so"},
+        "verdicts": {"'=1+1", "'+SUM(A1:A2)", "'=cmd|' /C calc'!A0", "'@timeout", "'-1", "''tis"},
+    }[what]
+    assert expected <= set(cells)
+    assert "-" not in {c[:1] for c in rows[0]}  # the header is the column names, as they are
+
+
+def test_csv_importers_take_one_quote_off_before_a_formula_character_or_a_quote_only(spiky, tmp_path):
+    path = tmp_path / "labels.csv"
+    path.write_text(
+        "case_id,agent_version,criterion,annotator,outcome,evidence\n"
+        "'tis,default,next_step,ann1,PASS,'tis the reference\n"  # a quote before a letter: kept
+        "'tis,default,within_policy,ann1,PASS,'=SUM(A1)\n"  # what a spreadsheet shows as =SUM(A1)
+        "'tis,default,within_policy,ann2,PASS,''tis\n"
+    )
+    call_command("import_labels", *SCOPE["labels"], str(path), stdout=io.StringIO())
+    evidence = Label.objects.filter(annotation__annotator__username__in=["ann1", "ann2"]).values_list(
+        "evidence", flat=True
+    )
+    assert sorted(evidence) == sorted(["'tis the reference", "=SUM(A1)", "'tis"])

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 from django.utils import timezone
 
 from labeling.io import ImportFailed, import_cases, import_labels, import_rubric
 from labeling.io.labels import strict_majority
 from labeling.models import Annotation, GoldLabel, Label, Role, User
 
-from .factories import make_user
+from .factories import make_user, password_login
 from .io_helpers import DATA, data_source, dump_gold, dump_labels, jsonl, row_counts, source
 
 pytestmark = pytest.mark.django_db
@@ -84,7 +86,7 @@ def test_unknown_people_become_accounts_that_cannot_log_in(refunds, client):
     assert all(not u.is_active and not u.has_usable_password() for u in users.values())
     assert users["maria"].role == Role.ANNOTATOR and users["sam"].role == Role.REVIEWER
     assert "cannot log in until a lead activates them (add_user NAME --role ...): li, maria, sam" in str(report)
-    assert not client.login(username="maria", password="")
+    assert not password_login(client, "maria", "")
 
 
 def test_existing_accounts_are_used_as_they_are(refunds):
@@ -458,3 +460,73 @@ def test_agreement_lines_are_checked_by_the_rule_calibration_reads_gold_by(votes
     labels = pd.DataFrame({"criterion": [1] * len(votes), "output": [7] * len(votes), "outcome": votes})
     derived = derive_gold(labels, pd.DataFrame({"criterion": [], "output": [], "outcome": []}))
     assert (derived["gold"].iloc[0] if len(derived) else None) == gold
+
+
+# -- evidence and rationale are no longer than the labeling and adjudication forms take ----------------------
+
+
+def test_evidence_and_rationale_longer_than_the_forms_take_are_refused_with_line_and_field(refunds, tmp_path):
+    from labeling.forms import EVIDENCE_MAX_CHARS, RATIONALE_MAX_CHARS
+
+    gold = {k: v for k, v in L.items() if k != "annotator"}
+    path = tmp_path / "long.jsonl"
+    path.write_text(
+        jsonl(
+            {**L, "evidence": "x" * EVIDENCE_MAX_CHARS},  # exactly the limit: fine
+            {**L, "annotator": "li", "evidence": "y" * (EVIDENCE_MAX_CHARS + 1)},
+            {**gold, "adjudicator": "sam", "rationale": "z" * (RATIONALE_MAX_CHARS + 1)},
+        )
+    )
+    before = row_counts()
+    with pytest.raises(CommandError) as failure:
+        call_command("import_labels", "--eval-set", "refunds", "--rubric", REF, str(path))
+    text = str(failure.value)
+    assert f'long.jsonl, line 2, field "evidence": is {EVIDENCE_MAX_CHARS + 1:,} characters long' in text
+    assert f"at most {EVIDENCE_MAX_CHARS:,} (as in the app)" in text
+    assert f'long.jsonl, line 3, field "rationale": is {RATIONALE_MAX_CHARS + 1:,} characters long' in text
+    assert "line 1" not in text and row_counts() == before
+
+
+def test_the_evidence_limit_holds_for_csv_label_studio_and_the_upload_page(refunds, client, lead):
+    from labeling.forms import EVIDENCE_MAX_CHARS
+    from labeling.io.rubrics import find_version
+
+    long = "q" * (EVIDENCE_MAX_CHARS + 1)
+    csv_text = f"case_id,agent_version,criterion,annotator,outcome,evidence\nr-001,v1,next_step,zoe,PASS,{long}\n"
+    studio = json.dumps(
+        [
+            {
+                "data": {"case_id": "r-001", "agent_version": "v1"},
+                "annotations": [
+                    {
+                        "completed_by": 4,
+                        "result": [
+                            {"from_name": "next_step", "type": "choices", "value": {"choices": ["PASS"]}},
+                            {"from_name": "next_step_evidence", "type": "textarea", "value": {"text": [long]}},
+                        ],
+                    }
+                ],
+            }
+        ],
+        indent=1,
+    )
+    before = row_counts()
+    for name, content, where in [
+        ("long.csv", csv_text, 'long.csv, line 2, field "evidence"'),
+        ("long.json", studio, 'long.json, line 11, field "tasks[0].annotations[0].result[0].evidence"'),
+    ]:
+        with pytest.raises(
+            ImportFailed, match=f"{where}: is {EVIDENCE_MAX_CHARS + 1:,} characters long".replace("[", "\\[")
+        ):
+            run(source(name, content))
+    client.force_login(lead)
+    data = {
+        "kind": "labels",
+        "labels-eval_set": "refunds",
+        "labels-rubric": find_version(REF).pk,
+        "labels-agent_version": "v1",
+        "labels-file": SimpleUploadedFile("long.csv", csv_text.encode()),
+    }
+    page = client.post(reverse("labeling:upload"), data).content.decode().replace("&quot;", '"')
+    assert f'long.csv, line 2, field "evidence": is {EVIDENCE_MAX_CHARS + 1:,} characters long' in page
+    assert row_counts() == before

@@ -147,7 +147,7 @@ BAD_RUBRICS = [
     (
         "r.yaml",
         "name: r\nversion: '1'\nname: s\ncriteria: []\n",
-        "r.yaml, line 3: not valid YAML (the key 'name' appears twice",
+        'r.yaml, line 3, field "name": this key appears twice in the same object',
     ),
     ("r.json", b'{"name": "caf\xe9", "version": "1"}', "r.json, line 1: not UTF-8 text (byte 0xe9 at column 14)"),
     (

@@ -80,7 +80,11 @@ def test_the_progress_panel_follows_the_run_and_stops_polling_when_it_ends(live_
             )
     RunItem.objects.filter(run=run).update(state="done")
     JudgeRun.objects.filter(pk=run.pk).update(status="done")
-    page.wait_for_function("document.querySelector('#run-progress').innerText.includes('2 of 2 items')", timeout=15_000)
+    # A function, not an expression string: Playwright evaluates a string with eval, which the page's
+    # Content-Security-Policy refuses.
+    page.wait_for_function(
+        "() => document.querySelector('#run-progress').innerText.includes('2 of 2 items')", timeout=15_000
+    )
     assert "4 of 4 verdicts" in panel.inner_text()
     assert panel.get_attribute("hx-trigger") is None
     seen = len(polls)

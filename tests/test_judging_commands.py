@@ -7,6 +7,7 @@ import json
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 
 from judging.io import EXPORT_COLUMNS, export_verdicts
 from judging.models import JudgeConfig, JudgeRun, Verdict
@@ -315,6 +316,112 @@ def test_import_verdicts_refuses_a_missing_eval_set_or_rubric(tmp_path, judged_s
     assert not JudgeConfig.objects.exists()
 
 
+IMPORT = ("import_verdicts", "--eval-set", "support", "--rubric", "refund@1", "--judge", "ext")
+
+
+def current_outcomes(judge: str = "ext") -> dict[tuple[str, str, str], str]:
+    from judging.reading import current_verdicts
+    from labeling.models import EvalSet, RubricVersion
+
+    verdicts = current_verdicts(
+        eval_set=EvalSet.objects.get(name="support"),
+        rubric_version=RubricVersion.objects.get(rubric__name="refund"),
+        judge_config=JudgeConfig.objects.get(name=judge),
+    )
+    return {
+        (case_id, version, key): outcome
+        for case_id, version, key, outcome in verdicts.values_list(
+            "output__case__case_id", "output__agent_version", "criterion__key", "outcome"
+        )
+    }
+
+
+def test_a_verdict_imported_again_with_another_outcome_is_refused_with_line_and_field(tmp_path, judged_set):
+    run_command(
+        *IMPORT,
+        write(tmp_path, "v1.jsonl", jsonl(line("c1", "correct_amount", "FAIL"), line("c1", "next_step", "PASS"))),
+    )
+    before = (JudgeRun.objects.count(), Verdict.objects.count())
+    changed = jsonl(line("c1", "next_step", "PASS"), line("c1", "correct_amount", "PASS"))
+    with pytest.raises(CommandError) as failure:
+        run_command(*IMPORT, write(tmp_path, "v2.jsonl", changed))
+    text = str(failure.value)
+    assert (
+        'v2.jsonl, line 2, field "outcome": case "c1" (default), criterion "correct_amount", sample 0 already has a '
+        'verdict of judge "ext"' in text
+    )
+    assert "with a different outcome; an import never overwrites a verdict" in text and "--new-run LABEL" in text
+    assert "line 1" not in text and text.endswith("Nothing was imported.")  # the unchanged line is no problem
+    assert (JudgeRun.objects.count(), Verdict.objects.count()) == before
+    assert current_outcomes() == {("c1", "default", "correct_amount"): "FAIL", ("c1", "default", "next_step"): "PASS"}
+
+
+def test_other_fields_of_a_verdict_count_as_its_content_too(tmp_path, judged_set):
+    run_command(*IMPORT, write(tmp_path, "v1.jsonl", jsonl(line("c1", "correct_amount", "FAIL", tokens_in=10))))
+    for changed, field in [
+        ({"evidence": "other"}, "evidence"),
+        ({"tokens_in": 11}, "tokens_in"),
+        ({"raw": "x"}, "raw"),
+    ]:
+        record = {**line("c1", "correct_amount", "FAIL", tokens_in=10), **changed}
+        with pytest.raises(CommandError, match=f'line 1, field "{field}": case "c1"'):
+            run_command(*IMPORT, write(tmp_path, "v2.jsonl", jsonl(record)))
+    assert Verdict.objects.count() == 1
+
+
+def test_a_changed_verdict_comes_in_only_as_a_new_run_the_user_names(tmp_path, judged_set, client, lead):
+    run_command(
+        *IMPORT,
+        write(tmp_path, "v1.jsonl", jsonl(line("c1", "correct_amount", "FAIL"), line("c1", "next_step", "PASS"))),
+    )
+    second = write(tmp_path, "v2.jsonl", jsonl(line("c1", "correct_amount", "PASS"), line("c1", "next_step", "PASS")))
+    out = run_command(*IMPORT, "--new-run", "second opinion", second)
+    run = JudgeRun.objects.get(label="second opinion")
+    assert f'2 verdicts imported as run {run.pk} "second opinion"' in out
+    assert run.verdicts.count() == 2 and JudgeRun.objects.count() == 2
+    assert current_outcomes()[("c1", "default", "correct_amount")] == "PASS"  # the new run supersedes, item by item
+    client.force_login(lead)
+    assert "“second opinion”" in client.get(reverse("judging:run", args=[run.pk])).content.decode()
+    counts = (JudgeRun.objects.count(), Verdict.objects.count())
+    again = run_command(*IMPORT, "--new-run", "second opinion", second)
+    assert f'already there as run {run.pk} "second opinion"; nothing imported' in again
+    other = write(tmp_path, "v3.jsonl", jsonl(line("c1", "correct_amount", "ABSTAIN")))
+    with pytest.raises(CommandError, match=f'judge "ext" already has a run "second opinion" \\(run {run.pk}\\)'):
+        run_command(*IMPORT, "--new-run", "second opinion", other)
+    with pytest.raises(CommandError, match='field "new run": must not start or end with spaces'):
+        call_command(*IMPORT, "--new-run", " ", other)
+    assert (JudgeRun.objects.count(), Verdict.objects.count()) == counts
+
+
+def test_new_verdicts_beside_ones_already_there_are_imported_alone(tmp_path, judged_set):
+    run_command(*IMPORT, write(tmp_path, "v1.jsonl", jsonl(line("c1", "correct_amount", "FAIL"))))
+    grown = jsonl(line("c1", "correct_amount", "FAIL"), line("c2", "next_step", "PASS", agent_version="v2"))
+    out = run_command(*IMPORT, write(tmp_path, "v2.jsonl", grown))
+    assert "1 verdict imported as run" in out and "; 1 already there." in out
+    assert JudgeRun.objects.order_by("pk").last().verdicts.count() == 1
+    assert "already there; nothing imported" in run_command(*IMPORT, write(tmp_path, "v3.jsonl", grown))
+
+
+def test_a_verdict_csv_with_bad_cells_or_columns_is_refused_cell_by_cell(tmp_path, judged_set):
+    rows = (
+        "case_id,agent_version,criterion,sample,outcome,evidence,raw,cache_hit,tokens_in\n"
+        "c1,default,correct_amount,x,PASS,NONE,,false,1\n"
+        "c1,default,next_step,0,PASS,NONE,,maybe,1\n"
+        "c2,v2,next_step,0,pass,NONE,,true,1.5\n"
+    )
+    with pytest.raises(CommandError) as failure:
+        run_command(*IMPORT, write(tmp_path, "v.csv", rows))
+    text = str(failure.value)
+    assert "v.csv, line 2, field \"sample\": must be a whole number, not 'x'" in text
+    assert "v.csv, line 3, field \"cache_hit\": must be true or false, not 'maybe'" in text
+    assert "v.csv, line 4, field \"tokens_in\": must be a whole number, not '1.5'" in text
+    with pytest.raises(
+        CommandError, match='v.csv, line 1, field "outcom": unknown column \\(did you mean "outcome"\\?\\)'
+    ):
+        run_command(*IMPORT, write(tmp_path, "v.csv", "case_id,criterion,outcom\nc1,next_step,PASS\n"))
+    assert not JudgeConfig.objects.exists() and not Verdict.objects.exists()
+
+
 def adk_result(camel: bool = False) -> dict:
     def score(rubric_id, value, rationale="because"):
         return {"rubric_id": rubric_id, "rationale": rationale, "score": value}
@@ -495,9 +602,10 @@ def test_export_and_import_round_trip(tmp_path):
 def test_export_takes_each_verdict_from_the_latest_run_that_has_it(tmp_path):
     scope = instrument_scope()
     judge_in_process(scope)
-    # A later import changes one verdict; everything else still reads from the first run.
+    # A later import, asked for as a run of its own, changes one verdict; everything else still reads from the first.
     path = write(tmp_path, "v.jsonl", jsonl(line("case-002", "next_step", "PASS", "No idea.")))
-    run_command("import_verdicts", "--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "inst", path)
+    scope_args = ("--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "inst")
+    run_command("import_verdicts", *scope_args, "--new-run", "second opinion", path)
     out = io.StringIO()
     export_verdicts(
         eval_set=scope.eval_set,

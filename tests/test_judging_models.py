@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from judging.models import JudgeConfig, JudgeConfigLocked, JudgeRun
+from calibration import data
+from calibration import reading as calibration_reading
+from judging import reading
+from judging.models import JudgeConfig, JudgeConfigLocked, JudgeRun, Verdict
 from judging.reading import majority
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import make_eval_set, make_output, make_rubric_version
 
 
 @pytest.mark.django_db
@@ -36,14 +39,86 @@ def test_a_used_config_cannot_change_in_any_field():
 
 
 def test_the_majority_of_samples_with_its_share():
-    assert majority(["PASS", "PASS", "FAIL"]) == ("PASS", 2 / 3)
-    assert majority(["FAIL"]) == ("FAIL", 1.0)
-    assert majority(["ERROR", "ERROR", "PASS"]) == ("ERROR", 2 / 3)
+    assert majority(["PASS", "PASS", "FAIL"]) == ("PASS", 2 / 3, False)
+    assert majority(["FAIL"]) == ("FAIL", 1.0, False)
+    assert majority(["ERROR", "ERROR", "PASS"]) == ("ERROR", 2 / 3, False)
+    assert majority(["ABSTAIN", "ABSTAIN", "PASS"]) == ("ABSTAIN", 2 / 3, False)  # the judge's own ABSTAIN: no tie
     # A tie reads as ABSTAIN: two samples that disagree do not make a verdict.
-    assert majority(["PASS", "FAIL"]) == ("ABSTAIN", 0.5)
-    assert majority(["PASS", "FAIL", "NOT_APPLICABLE", "NOT_APPLICABLE", "PASS"]) == ("ABSTAIN", 0.4)
+    assert majority(["PASS", "FAIL"]) == ("ABSTAIN", 0.5, True)
+    assert majority(["PASS", "FAIL", "NOT_APPLICABLE", "NOT_APPLICABLE", "PASS"]) == ("ABSTAIN", 0.4, True)
     with pytest.raises(ValueError):
         majority([])
+
+
+# Stored samples of a 3-sample judge over two runs, worked by hand. Each sample counts from the newest
+# run that has it; then the majority of the three, a tie is ABSTAIN:
+#   (output, criterion): older run's samples 0, 1, 2 | newer run's      -> current samples   -> verdict
+#   o1 correct_amount:   PASS  PASS  FAIL            | sample 2 PASS    -> PASS PASS PASS    -> PASS, 3/3
+#   o1 next_step:        PASS  FAIL  FAIL            | sample 1 N/A     -> PASS N/A FAIL     -> ABSTAIN (tie), 1/3
+#   o2 correct_amount:   ERROR ERROR PASS            | -                -> ERROR ERROR PASS  -> ERROR, 2/3
+#   o2 next_step:        -     -     PASS            | 0, 1 FAIL FAIL   -> FAIL FAIL PASS    -> FAIL, 2/3
+# A quote not found (x) in a sample that gave the verdict flags it; in a tie no sample gave it.
+STORED = {
+    ("o1", "correct_amount"): (["PASS", "PASS", "FAIL"], {2: "PASS"}),
+    ("o1", "next_step"): (["PASS", "FAIL", "FAIL"], {1: "NOT_APPLICABLE"}),
+    ("o2", "correct_amount"): (["ERROR", "ERROR", "PASS"], {}),
+    ("o2", "next_step"): ([None, None, "PASS"], {0: "FAIL", 1: "FAIL"}),
+}
+NOT_FOUND = {("o1", "next_step", "newer", 1), ("o2", "next_step", "newer", 0), ("o1", "correct_amount", "older", 2)}
+EXPECTED = {
+    ("o1", "correct_amount"): ("PASS", 1.0, False),  # the not-found sample 2 of the older run no longer counts
+    ("o1", "next_step"): ("ABSTAIN", 1 / 3, False),  # a tie: the not-found N/A sample did not give the verdict
+    ("o2", "correct_amount"): ("ERROR", 2 / 3, False),
+    ("o2", "next_step"): ("FAIL", 2 / 3, True),
+}
+
+
+@pytest.mark.django_db
+def test_the_judge_pages_and_calibration_read_the_same_current_verdict_from_stored_samples():
+    eval_set, rv = make_eval_set(), make_rubric_version()
+    judge = JudgeConfig.objects.create(name="j", backend="openai", model_id="m", samples=3)
+    outputs = {name: make_output(eval_set, case_id=name) for name in ("o1", "o2")}
+    criteria = {c.key: c for c in rv.criteria.all()}
+    runs = {
+        age: JudgeRun.objects.create(eval_set=eval_set, rubric_version=rv, judge_config=judge)
+        for age in ("older", "newer")
+    }
+    for (output, key), (older, newer) in STORED.items():
+        for age, samples in (("older", dict(enumerate(older))), ("newer", newer)):
+            for sample, outcome in samples.items():
+                if outcome is not None:
+                    Verdict.objects.create(
+                        run=runs[age],
+                        output=outputs[output],
+                        rubric_version=rv,
+                        criterion=criteria[key],
+                        judge_config=judge,
+                        judge_config_hash=judge.content_hash,
+                        sample=sample,
+                        outcome=outcome,
+                        evidence_found=(output, key, age, sample) not in NOT_FOUND,
+                    )
+    output_name, criterion_key = {o.pk: n for n, o in outputs.items()}, {c.pk: k for k, c in criteria.items()}
+
+    # The judging side: the current verdict rows, then the majority of each item's samples.
+    current = reading.current_verdicts(eval_set=eval_set, rubric_version=rv, judge_config=judge)
+    samples: dict[tuple[str, str], list[str]] = {}
+    for output_id, criterion_id, outcome in current.values_list("output_id", "criterion_id", "outcome"):
+        samples.setdefault((output_name[output_id], criterion_key[criterion_id]), []).append(outcome)
+    assert {item: majority(outcomes)[:2] for item, outcomes in samples.items()} == {
+        item: expected[:2] for item, expected in EXPECTED.items()
+    }
+    # The calibration side, from its frames.
+    frame = calibration_reading.current_verdicts(data.load_verdicts(data.Scope(eval_set, rv), judge))
+    read = {
+        (output_name[row.output], criterion_key[row.criterion]): (
+            row.judge,
+            row.judge_agreement,
+            bool(row.evidence_not_found),
+        )
+        for row in frame.itertuples()
+    }
+    assert read == EXPECTED
 
 
 @pytest.mark.django_db

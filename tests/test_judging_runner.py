@@ -330,8 +330,9 @@ def test_the_redis_limiter_bounds_calls_across_lanes(fake_llm, judge_key):
         finally:
             connection.close()
 
-    # Two lanes, each with a pool as wide as the bound and its own limiter object, as two workers would run them.
-    lanes = [threading.Thread(target=lane) for _ in range(2)]
+    # Three lanes of one thread each (a Celery lane has half the bound) with their own limiter objects, as
+    # three workers would run them: one more caller than the bound allows.
+    lanes = [threading.Thread(target=lane) for _ in range(3)]
     for lane in lanes:
         lane.start()
     for lane in lanes:
@@ -339,24 +340,6 @@ def test_the_redis_limiter_bounds_calls_across_lanes(fake_llm, judge_key):
     run.refresh_from_db()
     assert run.status == "done" and fake_llm.calls == 10
     assert fake_llm.max_in_flight <= 2
-
-
-def test_a_slot_held_by_a_dead_worker_comes_back_when_its_lease_ends(settings):
-    from judging.limiter import RedisLimiter, redis_client
-
-    client = redis_client(settings.CELERY_BROKER_URL)
-    name = f"{settings.DATABASES['default']['NAME']}:lease-test"
-    key = f"icewater:judge-slots:{name}:slots"
-    client.delete(key)
-    limiter = RedisLimiter(client, name=name, limit=1, lease_s=0)
-    limiter._lease_ms = 300  # a dead holder's slot: never released, expires after 0.3 s
-    holder = limiter.slot()
-    holder.__enter__()  # and the worker dies here: no __exit__
-    started = time.monotonic()
-    with limiter.slot():
-        waited = time.monotonic() - started
-    assert waited >= 0.2  # it had to wait for the lease, not just take a second slot
-    client.delete(key)
 
 
 def test_an_item_whose_lane_died_is_taken_again_and_written_once(fake_llm, judge_key):
@@ -375,12 +358,52 @@ def test_an_item_whose_lane_died_is_taken_again_and_written_once(fake_llm, judge
     assert first.state == "done" and first.claims == 2
 
 
+def test_a_group_that_cannot_be_written_goes_back_to_pending_and_is_judged_again(fake_llm, judge_key, monkeypatch):
+    from django.db import OperationalError
+
+    from judging.models import Verdict as VerdictModel
+
+    real_bulk_create = VerdictModel.objects.bulk_create
+    failures = []
+
+    def fail_once(objs, **kwargs):
+        if not failures:
+            failures.append(len(objs))
+            raise OperationalError("could not serialize access due to concurrent update")
+        return real_bulk_create(objs, **kwargs)
+
+    monkeypatch.setattr(VerdictModel.objects, "bulk_create", fail_once)
+    run = judge_in_process(make_scope(make_judge(fake_llm), responses=[RESPONSE]))
+    assert failures == [2]  # the first write (both verdicts of the item) failed, and nothing of it stayed
+    assert run.status == "done" and len(verdicts(run)) == 2 and fake_llm.calls == 2  # asked again, written once
+    item = RunItem.objects.get(run=run)
+    assert item.state == "done" and item.claims == 2 and item.model_calls == 1  # the lost call was never counted
+
+
+def test_a_lane_that_loses_the_database_is_run_again_by_celery(monkeypatch):
+    from django.db import OperationalError
+
+    from judging import tasks
+
+    attempts = []
+
+    def flaky_lane(run_id):
+        attempts.append(run_id)
+        if len(attempts) < 3:
+            raise OperationalError("server closed the connection unexpectedly")
+        return "done"
+
+    monkeypatch.setattr(runner, "work_lane", flaky_lane)
+    assert tasks.run_lane.apply(args=(41,)).get() == "done"  # eagerly here; a worker retries with a backoff
+    assert attempts == [41, 41, 41]
+
+
 def test_an_item_worked_twice_writes_its_verdicts_once(fake_llm, judge_key):
     scope = make_scope(make_judge(fake_llm), responses=[RESPONSE])
     run = judge_in_process(scope)
     before = [(v.pk, v.outcome, v.raw_output) for v in verdicts(run)]
     # A second delivery of the same work (a lane that lost its lease while its call was in flight):
-    # the model is asked again, and ON CONFLICT DO NOTHING keeps the first write.
+    # the model is asked again, and the unique (run, output, criterion, sample) keeps the first write.
     RunItem.objects.filter(run=run).update(state="pending")
     JudgeRun.objects.filter(pk=run.pk).update(status="running")
     runner.run_in_process(run)

@@ -16,6 +16,7 @@ from labeling import sessions
 from labeling.models import Session
 from labeling.sessions import SessionStore
 
+from .factories import password_login
 from .labeling_helpers import fast_passwords  # noqa: F401 - an autouse fixture
 
 pytestmark = pytest.mark.django_db
@@ -54,7 +55,7 @@ def test_an_expired_or_unknown_session_is_empty_and_forgotten():
 
 
 def test_a_deactivated_account_is_signed_out_at_its_next_request(client, annotator):
-    assert client.login(username="ann", password="pw-for-tests-1")
+    assert password_login(client, "ann", "pw-for-tests-1")
     assert client.get(reverse("labeling:hello")).status_code == 200
     type(annotator).objects.filter(pk=annotator.pk).update(is_active=False)
     response = client.get(reverse("labeling:hello"))
@@ -62,7 +63,7 @@ def test_a_deactivated_account_is_signed_out_at_its_next_request(client, annotat
 
 
 def test_changing_the_password_ends_the_other_sessions(client, annotator):
-    assert client.login(username="ann", password="pw-for-tests-1")
+    assert password_login(client, "ann", "pw-for-tests-1")
     annotator.set_password("a-new-password-2")
     annotator.save()
     response = client.get(reverse("labeling:hello"))
@@ -72,7 +73,7 @@ def test_changing_the_password_ends_the_other_sessions(client, annotator):
 def test_a_session_row_pointing_at_another_user_does_not_sign_in_as_them(client, annotator, lead):
     # The column only saves a query; the signed session data says who is signed in, and the hash check
     # still runs on the user it names.
-    assert client.login(username="ann", password="pw-for-tests-1")
+    assert password_login(client, "ann", "pw-for-tests-1")
     Session.objects.filter(session_key=client.cookies["sessionid"].value).update(user_id=lead.pk)
     response = client.get(reverse("labeling:hello"))
     assert response.status_code == 200
@@ -80,7 +81,7 @@ def test_a_session_row_pointing_at_another_user_does_not_sign_in_as_them(client,
 
 
 def test_deleting_a_user_deletes_their_sessions(client, annotator):
-    assert client.login(username="ann", password="pw-for-tests-1")
+    assert password_login(client, "ann", "pw-for-tests-1")
     key = client.cookies["sessionid"].value
     annotator.delete()
     assert not Session.objects.filter(session_key=key).exists()
@@ -89,7 +90,7 @@ def test_deleting_a_user_deletes_their_sessions(client, annotator):
 
 
 def test_logging_out_revokes_the_session_on_the_server(client, annotator):
-    assert client.login(username="ann", password="pw-for-tests-1")
+    assert password_login(client, "ann", "pw-for-tests-1")
     stolen = client.cookies["sessionid"].value
     assert client.get(reverse("labeling:hello")).status_code == 200
     client.post(reverse("logout"))

@@ -11,6 +11,8 @@ from django.urls import reverse
 from labeling.access import has_role
 from labeling.models import Role, User
 
+from .factories import password_login
+
 
 def test_anonymous_users_are_sent_to_log_in(client):
     response = client.get(reverse("labeling:home"))
@@ -25,7 +27,7 @@ def test_every_role_sees_the_home_page(client, annotator, reviewer, lead):
 
 
 def test_an_inactive_account_cannot_log_in(client, outsider):
-    assert not client.login(username="outsider", password="pw-for-tests-1")
+    assert not password_login(client, "outsider", "pw-for-tests-1")
     assert not has_role(outsider, Role.ANNOTATOR)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -12,11 +13,18 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def load_settings(tmp_path, **env):
+def load_settings(tmp_path, code=None, **env):
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("ICEWATER_", "DATABASE_URL", "CELERY_"))}
     clean.update({"ICEWATER_DATA_DIR": str(tmp_path), **env})
-    code = "import config.settings as s; print(s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL, s.DEBUG)"
+    code = code or "import config.settings as s; print(s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL, s.DEBUG)"
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True)
+
+
+def sqlite_options(tmp_path, **env) -> dict:
+    code = "import json, config.settings as s; print(json.dumps(s.DATABASES['default'].get('OPTIONS', {})))"
+    result = load_settings(tmp_path, code=code, **env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
 
 
 def test_no_environment_means_sqlite_and_a_serverless_broker(tmp_path):
@@ -53,3 +61,31 @@ def test_bad_values_fail_loudly(tmp_path, env, message):
     result = load_settings(tmp_path, **env)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+# What every SQLite database needs when the web workers and the Celery worker write to one file
+# (config/settings.py SQLITE_OPTIONS says why each one).
+SHARED_FILE_OPTIONS = {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL"}
+
+
+def test_the_embedded_sqlite_database_waits_for_the_lock_takes_it_at_begin_and_uses_wal(tmp_path):
+    assert sqlite_options(tmp_path) == SHARED_FILE_OPTIONS
+
+
+def test_a_sqlite_database_named_by_database_url_gets_the_same_options(tmp_path):
+    named = sqlite_options(tmp_path, DATABASE_URL=f"sqlite:///{tmp_path}/x.sqlite3", ICEWATER_SECRET_KEY="k")
+    assert named == SHARED_FILE_OPTIONS
+
+
+def test_an_option_written_in_the_sqlite_url_overrides_only_itself(tmp_path):
+    url = f"sqlite:///{tmp_path}/x.sqlite3?timeout=60"
+    assert sqlite_options(tmp_path, DATABASE_URL=url, ICEWATER_SECRET_KEY="k") == {
+        "timeout": 60,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL",
+    }
+
+
+def test_a_postgres_database_gets_no_sqlite_options(tmp_path):
+    options = sqlite_options(tmp_path, DATABASE_URL="postgres://u:p@127.0.0.1:5432/x", ICEWATER_SECRET_KEY="k")
+    assert "transaction_mode" not in options and "init_command" not in options

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
@@ -158,3 +160,65 @@ def test_posting_without_the_csrf_token_is_refused_and_writes_nothing(lead):
         URL, {"kind": "rubric", "rubric-file": upload("rubric.json")}, headers={"X-CSRFToken": token}
     )
     assert response.status_code == 200 and RubricVersion.objects.count() == 1
+
+
+def cases_file(size: int) -> bytes:
+    """A valid cases JSONL file of exactly `size` bytes."""
+    lines, total, i = [], 0, 0
+    while True:
+        line = json.dumps({"case_id": f"c{i:06d}", "input": "Q" * 80, "response": "A"}) + "\n"
+        if total + 2 * len(line) > size:
+            break
+        lines.append(line)
+        total += len(line)
+        i += 1
+    base = len(json.dumps({"case_id": "last", "input": "", "response": "A"}) + "\n")
+    lines.append(json.dumps({"case_id": "last", "input": "Q" * (size - total - base), "response": "A"}) + "\n")
+    data = "".join(lines).encode()
+    assert len(data) == size
+    return data
+
+
+def post_cases(client, eval_set: str, content: bytes, **headers):
+    data = {
+        "kind": "cases",
+        "cases-eval_set": eval_set,
+        "cases-agent_version": "default",
+        "cases-file": upload("big.jsonl", content),
+    }
+    response = client.post(URL, data, headers=headers)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_the_page_says_how_big_a_file_it_takes(client, lead, settings):
+    settings.ICEWATER_UPLOAD_MAX_BYTES = 3 * 1024 * 1024
+    client.force_login(lead)
+    assert "This page imports files of up to 3 MB" in client.get(URL).content.decode()
+
+
+def test_a_file_beyond_the_upload_limit_is_refused_with_a_message_and_writes_nothing(client, lead, settings):
+    settings.ICEWATER_UPLOAD_MAX_BYTES = 1024 * 1024
+    client.force_login(lead)
+    at_limit = cases_file(1024 * 1024)
+    assert 'data-result="ok"' in post_cases(client, "fits", at_limit)
+    assert Case.objects.filter(eval_set__name="fits").count() == at_limit.count(b"\n")
+    before = row_counts()
+    for headers in ({}, {"HX-Request": "true"}):
+        page = post_cases(client, "too-big", at_limit + b"\n", **headers)
+        assert "big.jsonl is larger than 1 MB, the most this page imports" in page
+        assert "Import it from the command line, which has no such limit. Nothing was imported." in page
+        assert 'data-result="ok"' not in page and "This field is required" not in page
+        assert row_counts() == before
+    assert not Case.objects.filter(eval_set__name="too-big").exists()
+
+
+def test_the_limit_is_checked_with_the_csrf_token_still_required(lead, settings):
+    settings.ICEWATER_UPLOAD_MAX_BYTES = 1024 * 1024
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(lead)
+    before = row_counts()
+    data = {"kind": "cases", "cases-eval_set": "x", "cases-agent_version": "default"}
+    assert client.post(URL, {**data, "cases-file": upload("c.jsonl", cases_file(2048))}).status_code == 403
+    assert client.post(URL, {**data, "cases-file": upload("c.jsonl", cases_file(2 * 1024 * 1024))}).status_code == 403
+    assert row_counts() == before

@@ -193,6 +193,8 @@ def detect_kind(source: Source, problems: Problems) -> str:
     if suffix in (".json", ".test.json") or first[:1] in (b"{", b"[", b'"'):
         try:
             value = f.parse_json(first.decode("utf-8", "replace"))
+        except f.ShapeError:
+            return "jsonl"  # a whole value, refused for its shape: the reader says where, with the line
         except ValueError:
             return "json_document"  # pretty-printed: the first line is not a whole value
         if isinstance(value, dict) and not (value.keys() & _DOCUMENT_KEYS):

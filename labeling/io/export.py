@@ -18,11 +18,14 @@ import csv
 import json
 from collections.abc import Iterator
 from typing import IO
+from urllib.parse import quote
 
 from django.db.models import Prefetch
+from django.utils.http import content_disposition_header
 
 from ..models import Annotation, EvalSet, GoldLabel, Label, Output, RubricVersion
 from .cases import CASE_FIELDS, OUTPUT_FIELDS
+from .fields import csv_safe
 from .labels import AGREEMENT
 from .rubrics import find_version
 
@@ -46,6 +49,18 @@ assert set(CASE_COLUMNS) == set(CASE_FIELDS + OUTPUT_FIELDS)
 
 class ExportError(ValueError):
     """The export cannot run as asked (unknown eval set, rubric, judge or format)."""
+
+
+def attachment_header(file_name: str) -> str:
+    """The Content-Disposition of a download whose name holds user-chosen names (eval set, rubric, judge).
+
+    Control characters (a CR/LF would end the header), quotes and path separators become "_"; a name that
+    is still not plain ASCII gets an ASCII stand-in in `filename` and the exact name in `filename*` (RFC 6266).
+    """
+    clean = "".join("_" if not c.isprintable() or c in '"\\/' else c for c in file_name)
+    ascii_name = "".join(c if " " <= c <= "~" else "_" for c in clean)
+    header = content_disposition_header(as_attachment=True, filename=ascii_name)
+    return header if ascii_name == clean else f"{header}; filename*=utf-8''{quote(clean)}"
 
 
 def _dumps(value) -> str:
@@ -178,7 +193,7 @@ def _cell(value) -> str:
         return ""
     if isinstance(value, dict | list):
         return _dumps(value)
-    return str(value)
+    return csv_safe(str(value))
 
 
 def export_data(

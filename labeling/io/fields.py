@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import orjson
@@ -28,8 +29,119 @@ def finite_float(text: str) -> float:
     return value
 
 
+# --- the shape of a JSON value: nesting and repeated keys ---------------------------------------------------
+
+# How deeply objects and lists may sit inside each other, in every file an import reads (JSON lines, JSON and
+# YAML documents, JSON in CSV cells). The deepest real files nest about 10 levels before a tool's own payload
+# (an ADK result: eval_case_results[].eval_metric_result_per_invocation[].actual_invocation.intermediate_data
+# .invocation_events[].content.parts[].function_response.response), so 64 leaves room for deep tool payloads
+# while everything that walks a value recursively stays far from its limit: Python's json and PyYAML stop with
+# a RecursionError at 600-1,000 levels (PyYAML spends several frames per level), orjson's writer at 255.
+MAX_NESTING = 64
+DUPLICATE_KEY = (
+    "this key appears twice in the same object; most readers would silently keep only the last value, so write it once"
+)
+TOO_DEEP = (
+    f"is nested more than {MAX_NESTING} levels deep (objects and lists inside each other); "
+    f"Icewater reads at most {MAX_NESTING} levels: flatten it"
+)
+# How much of a path a message shows: the start says where, the rest of a 64-level path is noise.
+_PATH_SHOWN = 6
+
+
+class ShapeError(ValueError):
+    """Valid JSON (or YAML) that an import refuses: a key twice in one object, or nesting deeper than MAX_NESTING.
+
+    `path` locates it inside the value (`metadata.tags[2]`, "" for the value itself); `offset` is the
+    character where it starts in the text read, `line` the line when the reader knows it (YAML).
+    """
+
+    def __init__(self, path: str, message: str, offset: int = 0, line: int | None = None) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path, self.message, self.offset, self.line = path, message, offset, line
+
+
+def format_path(steps: list) -> str:
+    """['metadata', 'tags', 2] -> 'metadata.tags[2]' (shortened with '...' beyond _PATH_SHOWN steps)."""
+    out = ""
+    for step in steps[:_PATH_SHOWN]:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out + ("..." if len(steps) > _PATH_SHOWN else "")
+
+
+# A JSON string (its closing quote found without backtracking), with ":" after it when it is a key; or a
+# structural character. Outside strings a quote always opens one, so scanning left to right tokenizes exactly.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"(\s*:)?|[\[\]{},]')
+
+
+def find_shape_error(text: str | bytes) -> ShapeError | None:
+    """The first too-deep container or repeated key in a JSON text, else None (bad JSON is the parser's to report).
+
+    Walks the tokens once; used when a cheap test (bracket count, parser hook) says there may be one.
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    steps: list = []  # per open container: the key (object) or index (array) of the child being read
+    keys: list[set[str] | None] = []  # per open container: the keys seen so far (None for an array)
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        first = token[0]
+        if first == '"':
+            if match.group(1) and keys and keys[-1] is not None:
+                key = _key(token[: match.start(1) - match.start()])
+                steps[-1] = key
+                if key in keys[-1]:
+                    return ShapeError(format_path(steps), DUPLICATE_KEY, match.start())
+                keys[-1].add(key)
+        elif first in "{[":
+            if len(steps) == MAX_NESTING:
+                return ShapeError(format_path(steps), TOO_DEEP, match.start())
+            steps.append("?" if first == "{" else 0)
+            keys.append(set() if first == "{" else None)
+        elif first in "}]":
+            if steps:
+                steps.pop()
+                keys.pop()
+        elif steps and keys[-1] is None:  # a comma between array items
+            steps[-1] += 1
+    return None
+
+
+def _key(quoted: str) -> str:
+    try:
+        return json.loads(quoted)
+    except ValueError:
+        return quoted[1:-1]
+
+
+def check_nesting(text: str | bytes) -> None:
+    """Raise ShapeError when containers nest deeper than MAX_NESTING (or a key repeats, if the walk sees one).
+
+    Without more opening brackets than the limit (counted in C, strings included) nothing can be too deep:
+    almost every line is cleared by that count and never walked.
+    """
+    opening = text.count("{") + text.count("[") if isinstance(text, str) else text.count(b"{") + text.count(b"[")
+    if opening > MAX_NESTING:
+        error = find_shape_error(text)
+        if error is not None:
+            raise error
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise RepeatedKey
+    return obj
+
+
+class RepeatedKey(Exception):
+    """Raised inside a parser at a repeated key; the caller then finds where it is (find_shape_error)."""
+
+
 # NaN, Infinity and 1e400 are accepted by Python's json but are not JSON numbers (jsonb refuses them).
-_decoder = json.JSONDecoder(parse_constant=reject_json_constant, parse_float=finite_float)
+_decoder = json.JSONDecoder(
+    parse_constant=reject_json_constant, parse_float=finite_float, object_pairs_hook=_unique_keys
+)
 _stdlib_canonical = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode
 # orjson reads an integer of 19+ digits as a float (losing digits); lines with such a run of digits go to
 # the exact stdlib parser. Mapping every byte to "0" (digit) or " " and searching for 19 zeros costs a
@@ -39,8 +151,15 @@ _LONG_DIGITS = b"0" * 19
 
 
 def parse_json(text: str) -> Any:
-    """json.loads without NaN/Infinity; raises ValueError (JSONDecodeError is one) on bad input."""
-    value = _decoder.decode(text)
+    """json.loads without NaN/Infinity, repeated keys or too deep nesting.
+
+    Raises ShapeError (repeated key, nesting) or another ValueError (JSONDecodeError is one) on bad input.
+    """
+    check_nesting(text)
+    try:
+        value = _decoder.decode(text)
+    except RepeatedKey:
+        raise find_shape_error(text) or ShapeError("", DUPLICATE_KEY) from None
     if ("\\ud" in text or "\\uD" in text) and not encodable(value):
         raise ValueError("an unpaired \\uD800-\\uDFFF escape is not valid Unicode")
     return value
@@ -49,11 +168,19 @@ def parse_json(text: str) -> Any:
 def parse_json_bytes(raw: bytes) -> Any:
     """One JSON value from UTF-8 bytes: orjson (about twice as fast as json here), exact for long integers.
 
-    Raises ValueError (bad JSON) or UnicodeDecodeError (bad UTF-8).
+    Raises ShapeError (repeated key, nesting), another ValueError (bad JSON) or UnicodeDecodeError (bad UTF-8).
     """
+    check_nesting(raw)
     if _LONG_DIGITS in raw.translate(_DIGIT_MAP):
         return parse_json(raw.decode("utf-8"))
-    return orjson.loads(raw)
+    value = orjson.loads(raw)
+    # orjson keeps the last of a repeated key silently. Outside strings a colon follows every key, and inside
+    # them orjson writes every colon back as ":", so without "\u003a" escapes in the line, writing the value
+    # back gives exactly as many colons as the line has unless a repeated key (and its value) was dropped.
+    # Two counts and one write in C, instead of the slower stdlib parser for every line.
+    if raw.count(b":") != orjson.dumps(value).count(b":") or b"\\u003" in raw:
+        return parse_json(raw.decode("utf-8"))
+    return value
 
 
 def encodable(value: Any) -> bool:
@@ -124,15 +251,23 @@ def text(value: Any, field: str, required: bool = False, allow_blank: bool = Tru
     return value
 
 
+def _parse_cell(value: str, field: str) -> Any:
+    """The JSON text of a CSV cell, its problems named by the column and the path inside it."""
+    try:
+        return parse_json(value)
+    except ShapeError as exc:
+        inside = exc.path if not exc.path or exc.path.startswith("[") else f".{exc.path}"
+        raise RecordError(field + inside, exc.message) from None
+    except ValueError as exc:
+        raise RecordError(field, f"is not valid JSON ({exc})") from None
+
+
 def json_object(value: Any, field: str, from_csv: bool = False) -> dict:
     """A JSON object (a CSV cell holds it as JSON text); missing or empty means {}."""
     if from_csv:
         if value is None or not value.strip():
             return {}
-        try:
-            value = parse_json(value)
-        except ValueError as exc:
-            raise RecordError(field, f"is not valid JSON ({exc})") from None
+        value = _parse_cell(value, field)
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -144,10 +279,7 @@ def json_list(value: Any, field: str, from_csv: bool = False) -> list:
     if from_csv:
         if value is None or not value.strip():
             return []
-        try:
-            value = parse_json(value)
-        except ValueError as exc:
-            raise RecordError(field, f"is not valid JSON ({exc})") from None
+        value = _parse_cell(value, field)
     if value is None:
         return []
     if not isinstance(value, list):
@@ -200,3 +332,26 @@ def json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, int | float) and isinstance(b, int | float):
         return a == b
     return type(a) is type(b) and a == b
+
+
+# --- CSV cells and spreadsheets ----------------------------------------------------------------------------
+
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP "CSV injection": =, +, -, @, and
+# tab and carriage return, which some spreadsheets skip before looking). Exports put a single quote before
+# such a cell, which spreadsheets show as text; a cell that itself starts with a quote gets one more, so that
+# the importers can take exactly one quote away again and every value comes back as it was.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_QUOTED_STARTS = (*FORMULA_STARTS, "'")
+
+
+def csv_safe(cell: str) -> str:
+    """The cell as an export writes it: "'" before a cell that starts with a formula character or a quote."""
+    return "'" + cell if cell.startswith(_QUOTED_STARTS) else cell
+
+
+def csv_unsafe(cell: str) -> str:
+    """What csv_safe undoes: one leading quote comes off when a formula character or another quote follows it.
+
+    A cell such as "'tis" (a quote before anything else) is left alone, so a file from elsewhere reads as written.
+    """
+    return cell[1:] if cell.startswith("'") and cell[1:2] in _QUOTED_STARTS else cell

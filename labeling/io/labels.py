@@ -23,6 +23,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from ..forms import EVIDENCE_MAX_CHARS, RATIONALE_MAX_CHARS
 from ..models import (
     Annotation,
     Case,
@@ -143,8 +144,18 @@ def build_label(
         person=check_person(adjudicator if gold else annotator, "adjudicator" if gold else "annotator"),
         gold=gold,
         outcome=check_outcome(values.get("outcome")),
-        text=f.text(given("rationale") if gold else given("evidence"), "rationale" if gold else "evidence"),
+        text=_bounded_text(given("rationale") if gold else given("evidence"), gold),
     )
+
+
+def _bounded_text(value: Any, gold: bool) -> str:
+    """Evidence or rationale, no longer than the labeling and adjudication forms accept."""
+    field, limit = ("rationale", RATIONALE_MAX_CHARS) if gold else ("evidence", EVIDENCE_MAX_CHARS)
+    text = f.text(value, field)
+    if len(text) > limit:
+        what = "a rationale says why in" if gold else "a quote is the part of the transcript that decides it, in"
+        raise RecordError(field, f"is {len(text):,} characters long; {what} at most {limit:,} (as in the app)")
+    return text
 
 
 # --- reading -----------------------------------------------------------------------------------------------
@@ -184,6 +195,8 @@ def iter_records(
 def _whole_object(first: bytes) -> bool:
     try:
         return isinstance(f.parse_json(first.decode("utf-8", "replace")), dict)
+    except f.ShapeError:  # a whole value refused for its shape: the reader of its kind says where
+        return first[:1] == b"{"
     except ValueError:
         return False
 

@@ -110,7 +110,7 @@ def _annotation_records(task, t, annotation, a, default_agent_version, criteria,
 def iter_records(
     source: Source, problems: Problems, default_agent_version: str, criteria: list[str]
 ) -> Iterator[LabelRecord]:
-    doc = load_json_document(read_text(source, problems), problems)
+    doc = load_json_document(read_text(source, problems), problems, root="tasks")
     if isinstance(doc, dict):
         if "criteria" in doc:
             raise problems.fatal(line_of(doc), None, "this looks like a rubric; import it with import_rubric")

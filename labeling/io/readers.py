@@ -27,7 +27,21 @@ from typing import Any, BinaryIO
 import yaml
 
 from .errors import Problems, RecordError
-from .fields import encodable, finite_float, parse_json_bytes, reject_json_constant
+from .fields import (
+    DUPLICATE_KEY,
+    MAX_NESTING,
+    TOO_DEEP,
+    RepeatedKey,
+    ShapeError,
+    check_nesting,
+    csv_unsafe,
+    encodable,
+    find_shape_error,
+    finite_float,
+    format_path,
+    parse_json_bytes,
+    reject_json_constant,
+)
 
 # A response or transcript cell can be long; the csv module's default cap (128 KiB) is not a format rule.
 csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -110,6 +124,9 @@ def iter_jsonl(source: Source, problems: Problems) -> Iterator[tuple[int, Any]]:
             continue
         try:
             value = loads(raw)
+        except ShapeError as exc:
+            problems.add(number, exc.path or None, exc.message)
+            continue
         except ValueError as exc:  # UnicodeDecodeError is one too
             _decode(raw, number, problems)  # bad UTF-8 is the more useful message
             problems.add(number, None, f"not valid JSON ({_json_error(exc)})")
@@ -129,7 +146,7 @@ def iter_csv(
     """(line the record starts on, {column: cell}) per record; the first record is the header.
 
     `check_header(columns, line)` runs as soon as the header is read, so a bad header is reported
-    even when no record follows it.
+    even when no record follows it. Cells come back as exported values were (fields.csv_unsafe).
     """
     last = [0]
 
@@ -160,7 +177,7 @@ def iter_csv(
         if len(cells) != len(header):
             problems.add(start, None, f"expected {len(header)} cells like the header, found {len(cells)}")
             continue
-        yield start, dict(zip(header, cells, strict=True))
+        yield start, dict(zip(header, map(csv_unsafe, cells), strict=True))
 
 
 def _check_header(header: list[str], line: int, problems: Problems) -> None:
@@ -203,27 +220,31 @@ def line_of(value: Any, default: int | None = None) -> int | None:
     return getattr(value, "line", default)
 
 
-def load_json_document(text: str, problems: Problems) -> Any:
+def load_json_document(text: str, problems: Problems, root: str = "") -> Any:
     """Parse a whole JSON document; objects and arrays become Obj/Arr carrying their line.
 
-    Duplicate keys in an object are problems (json.loads would keep the last one silently).
+    A key twice in one object is refused (json.loads would keep the last one silently), and so is nesting
+    deeper than MAX_NESTING (before parsing, which would otherwise recurse that deep): fields.ShapeError.
     """
     newlines = [m.start() for m in re.finditer("\n", text)]
 
     def line_at(offset: int) -> int:
         return bisect_right(newlines, offset - 1) + 1
 
+    try:
+        check_nesting(text)
+    except ShapeError as exc:
+        raise problems.fatal(line_at(exc.offset), _rooted(root, exc.path), exc.message) from None
+
     dec = json.JSONDecoder(parse_constant=reject_json_constant, parse_float=finite_float)
 
     def parse_object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo=None):
         start = s_and_end[1] - 1
         pairs, end = json_decoder.JSONObject(s_and_end, strict, scan_once, None, list, memo)
-        obj = Obj()
+        obj = Obj(pairs)
+        if len(obj) != len(pairs):
+            raise RepeatedKey
         obj.line = line_at(start)
-        for key, value in pairs:
-            if key in obj:
-                problems.add(obj.line, key, "this key appears twice in the same object")
-            obj[key] = value
         return obj, end
 
     def parse_array(s_and_end, scan_once):
@@ -238,6 +259,9 @@ def load_json_document(text: str, problems: Problems) -> Any:
     dec.scan_once = json_scanner.py_make_scanner(dec)
     try:
         value = dec.decode(text)
+    except RepeatedKey:
+        exc = find_shape_error(text) or ShapeError("", DUPLICATE_KEY)  # where: the same walk as for JSON lines
+        raise problems.fatal(line_at(exc.offset), _rooted(root, exc.path), exc.message) from None
     except json.JSONDecodeError as exc:
         raise problems.fatal(exc.lineno, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     except ValueError as exc:
@@ -247,8 +271,33 @@ def load_json_document(text: str, problems: Problems) -> Any:
     return value
 
 
+def _rooted(root: str, path: str) -> str | None:
+    """A path inside a document as its reader's messages name it: `root` ("tasks") before a leading index."""
+    return (root + path if path.startswith("[") else path) or None
+
+
 class _LineLoader(yaml.SafeLoader):
-    """SafeLoader whose mappings and sequences remember their line and refuse duplicate keys."""
+    """SafeLoader whose mappings and sequences remember their line, refuse duplicate keys and deep nesting."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self.steps: list = []  # where the collection being composed sits: keys and indexes
+
+    def compose_node(self, parent, index):
+        # PyYAML composes (and constructs) recursively, several frames per level: refuse a document nested
+        # deeper than MAX_NESTING before it gets anywhere near Python's recursion limit.
+        event = self.peek_event()
+        if not isinstance(event, yaml.CollectionStartEvent):
+            return super().compose_node(parent, index)
+        if parent is not None:
+            self.steps.append(index if isinstance(index, int) else getattr(index, "value", "?"))
+        try:
+            if len(self.steps) >= MAX_NESTING:
+                raise ShapeError(format_path(self.steps), TOO_DEEP, line=event.start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            if parent is not None:
+                self.steps.pop()
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> Obj:
@@ -258,9 +307,7 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> Obj:
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if key in obj:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"the key {key!r} appears twice in the same mapping", key_node.start_mark
-            )
+            raise ShapeError(str(key), DUPLICATE_KEY, line=key_node.start_mark.line + 1)
         obj[key] = loader.construct_object(value_node, deep=True)
     return obj
 
@@ -278,6 +325,8 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _co
 def load_yaml_document(text: str, problems: Problems) -> Any:
     try:
         return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+    except ShapeError as exc:
+        raise problems.fatal(exc.line, exc.path or None, exc.message) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None

@@ -10,6 +10,7 @@ from django.db import transaction
 
 from judging.forms import CONFIG_FIELDS, JudgeConfigForm
 from judging.models import JudgeConfig
+from labeling.io.fields import ShapeError, parse_json
 
 
 class Command(BaseCommand):
@@ -57,9 +58,14 @@ def load(path: Path) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise CommandError(f"{path}: cannot read it as UTF-8 text ({exc})") from None
     try:
-        data = json.loads(text)
+        data = parse_json(text)  # the import readers' rules: no repeated key, no nesting beyond MAX_NESTING
+    except ShapeError as exc:
+        line = text.count("\n", 0, exc.offset) + 1
+        raise CommandError(f'{path}, line {line}, field "{exc.path}": {exc.message}. Nothing was written.') from None
     except json.JSONDecodeError as exc:
         raise CommandError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except ValueError as exc:
+        raise CommandError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise CommandError(f'{path}: must hold one JSON object, like {{"name": ..., "backend": ...}}')
     if "api_key" in data:

@@ -12,9 +12,10 @@ from labeling.io.readers import open_source
 class Command(BaseCommand):
     help = (
         "Import verdicts produced elsewhere for an eval set, rubric version and judge config (created with "
-        "backend 'imported' if missing). JSONL: {case_id, agent_version, criterion, outcome, evidence, raw}, "
-        "plus the optional fields export_data writes; or a Google ADK .evalset_result.json, whose per-rubric "
-        "scores (rubric_id = criterion key) become verdicts. Atomic: a bad file writes nothing. docs/formats.md."
+        "backend 'imported' if missing). JSONL or CSV: {case_id, agent_version, criterion, outcome, evidence, "
+        "raw}, plus the optional fields export_data writes; or a Google ADK .evalset_result.json, whose per-rubric "
+        "scores (rubric_id = criterion key) become verdicts. Atomic: a bad file writes nothing. A verdict already "
+        "there with the same content is skipped, with different content an error (unless --new-run). docs/formats.md."
     )
 
     def add_arguments(self, parser):
@@ -27,6 +28,13 @@ class Command(BaseCommand):
             metavar="V",
             help="for records without agent_version (ADK results) when a case has outputs of several versions",
         )
+        parser.add_argument(
+            "--new-run",
+            default="",
+            metavar="LABEL",
+            help="import the file as a new run with this name, superseding verdicts already there item by item "
+            "(without it, a verdict already there with different content is an error)",
+        )
         parser.add_argument("file")
 
     def handle(self, *args, **options):
@@ -38,6 +46,7 @@ class Command(BaseCommand):
                     rubric_ref=options["rubric"],
                     judge_name=options["judge"],
                     default_agent_version=options["agent_version"],
+                    new_run=options["new_run"],
                 )
         except FileNotFoundError:
             raise CommandError(f"{options['file']}: no such file") from None

@@ -1,0 +1,144 @@
+"""Login throttling: wrong passwords lock one username from one address out for a while (django-axes).
+
+The policy (config/settings.py, docs/security.md): after 5 wrong passwords in a row for a username from
+an address, that pair is refused for 15 minutes, even with the right password; a right password before
+that clears the count; a staff lead can unlock early in the admin.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from axes.models import AccessAttempt
+from django.urls import reverse
+from django.utils import timezone
+
+from labeling.models import Role
+
+from .factories import make_user
+
+RIGHT = "pw-for-tests-1"  # make_user's password
+LIMIT = 5  # the documented limit, written out: not read from the settings under test
+COOL_OFF_MINUTES = 15
+
+
+def attempt(client, username, password, address="127.0.0.1"):
+    return client.post(reverse("login"), {"username": username, "password": password}, REMOTE_ADDR=address)
+
+
+def logged_in_as(client) -> str | None:
+    response = client.get(reverse("labeling:hello"))
+    return response.wsgi_request.user.username if response.status_code == 200 else None
+
+
+def fail(client, username, times, address="127.0.0.1"):
+    return [attempt(client, username, f"wrong-{i}", address).status_code for i in range(times)]
+
+
+def age_attempts(minutes: int) -> None:
+    """What the clock would do: the recorded failures happened `minutes` earlier."""
+    AccessAttempt.objects.update(attempt_time=timezone.now() - timedelta(minutes=minutes))
+
+
+@pytest.mark.django_db
+def test_five_wrong_passwords_then_the_right_one_is_refused(client, annotator):
+    assert fail(client, "ann", LIMIT - 1) == [200] * (LIMIT - 1)  # the form again, with its error
+    assert attempt(client, "ann", "wrong-last").status_code == 429  # the fifth locks
+    response = attempt(client, "ann", RIGHT)
+    assert response.status_code == 429
+    assert logged_in_as(client) is None
+
+
+@pytest.mark.django_db
+def test_four_wrong_passwords_then_the_right_one_still_logs_in(client, annotator):
+    fail(client, "ann", LIMIT - 1)
+    assert attempt(client, "ann", RIGHT).status_code == 302
+    assert logged_in_as(client) == "ann"
+
+
+@pytest.mark.django_db
+def test_the_lockout_page_says_what_happened_for_how_long_and_who_can_unlock(client, annotator):
+    fail(client, "ann", LIMIT)
+    page = attempt(client, "ann", RIGHT).content.decode()
+    assert "Too many wrong passwords" in page
+    assert f"After {LIMIT} wrong passwords in a row" in page
+    assert f"blocked for {COOL_OFF_MINUTES} minutes" in page
+    assert "ask a lead to unlock you" in page
+    assert 'name="password"' not in page  # no form that could only fail
+
+
+@pytest.mark.django_db
+def test_another_user_from_the_same_address_is_not_locked_out(client, annotator, annotator2):
+    fail(client, "ann", LIMIT)
+    assert attempt(client, "ann2", RIGHT).status_code == 302
+    assert logged_in_as(client) == "ann2"
+
+
+@pytest.mark.django_db
+def test_the_same_user_from_another_address_is_not_locked_out(client, annotator):
+    fail(client, "ann", LIMIT, address="198.51.100.7")
+    assert attempt(client, "ann", RIGHT, address="198.51.100.7").status_code == 429
+    assert attempt(client, "ann", RIGHT, address="127.0.0.1").status_code == 302
+
+
+@pytest.mark.django_db
+def test_the_cool_off_ends_after_fifteen_minutes_and_not_before(client, annotator):
+    fail(client, "ann", LIMIT)
+    age_attempts(COOL_OFF_MINUTES - 1)
+    assert attempt(client, "ann", RIGHT).status_code == 429
+    age_attempts(COOL_OFF_MINUTES + 1)
+    assert attempt(client, "ann", RIGHT).status_code == 302
+    assert logged_in_as(client) == "ann"
+
+
+@pytest.mark.django_db
+def test_a_right_password_clears_the_count(client, annotator):
+    fail(client, "ann", LIMIT - 1)
+    assert attempt(client, "ann", RIGHT).status_code == 302
+    client.post(reverse("logout"))
+    assert fail(client, "ann", LIMIT - 1) == [200] * (LIMIT - 1)
+    assert attempt(client, "ann", RIGHT).status_code == 302
+
+
+@pytest.mark.django_db
+def test_garbage_in_the_login_form_is_the_form_again_and_counts_nothing(client, annotator):
+    for data in ({}, {"username": "ann"}, {"username": "a" * 10_000, "password": "x"}, {"username": "a\0b"}):
+        response = client.post(reverse("login"), data)
+        assert response.status_code == 200
+        assert 'name="password"' in response.content.decode()
+    assert attempt(client, "ann", RIGHT).status_code == 302
+
+
+@pytest.mark.django_db
+def test_a_staff_lead_unlocks_a_locked_out_user_in_the_admin(client, annotator):
+    fail(client, "ann", LIMIT)
+    lead = make_user("unlocker", Role.LEAD)
+    lead.is_staff = True
+    lead.save()
+    admin = client.__class__()
+    admin.force_login(lead)
+    listing = admin.get("/admin/axes/accessattempt/")
+    assert listing.status_code == 200 and "ann" in listing.content.decode()
+    pks = [str(pk) for pk in AccessAttempt.objects.values_list("pk", flat=True)]
+    confirm = admin.post("/admin/axes/accessattempt/", {"action": "delete_selected", "_selected_action": pks})
+    assert confirm.status_code == 200  # Django's "are you sure" page
+    done = admin.post(
+        "/admin/axes/accessattempt/", {"action": "delete_selected", "_selected_action": pks, "post": "yes"}
+    )
+    assert done.status_code == 302
+    assert attempt(client, "ann", RIGHT).status_code == 302
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", [Role.ANNOTATOR, Role.REVIEWER])
+def test_other_staff_cannot_see_or_unlock_lockouts(client, annotator, role):
+    fail(client, "ann", LIMIT)
+    staff = make_user(f"staff-{role}", role)
+    staff.is_staff = True
+    staff.save()
+    client.force_login(staff)
+    assert client.get("/admin/axes/accessattempt/").status_code == 403
+    pks = [str(pk) for pk in AccessAttempt.objects.values_list("pk", flat=True)]
+    client.post("/admin/axes/accessattempt/", {"action": "delete_selected", "_selected_action": pks, "post": "yes"})
+    assert AccessAttempt.objects.count() == 1
