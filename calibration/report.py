@@ -28,7 +28,7 @@ import pandas as pd
 from django.utils import timezone
 
 from judging.models import JudgeConfig
-from labeling.gold import derive_gold, label_ties
+from labeling.gold import derive_gold, tied_items
 from labeling.models import Criterion, EvalSet, GoldPolicy, RubricVersion
 
 from . import data
@@ -251,8 +251,9 @@ def _pairwise(labels: pd.DataFrame) -> dict[object, PairwiseKappa]:
     out = {}
     for crit, g in cells.groupby("criterion", sort=False, observed=True):
         # Sorted codes: the same labels give the same figure to the last digit, whatever their order.
-        items = pd.factorize(g["output"], sort=True)[0]
-        pairs = pd.factorize(pd.MultiIndex.from_arrays([g["first"], g["second"]]), sort=True)[0]
+        items = np.unique(g["output"].to_numpy(dtype=np.int64), return_inverse=True)[1]
+        first, second = g["first"].to_numpy(dtype=np.int64), g["second"].to_numpy(dtype=np.int64)
+        pairs = np.unique(first * (int(second.max()) + 1) + second, return_inverse=True)[1]
         out[crit] = mean_pairwise_kappa(items, pairs, g["cell"].to_numpy())
     return out
 
@@ -461,19 +462,22 @@ class GoldCounts:
 
 
 def _gold_counts(labels: pd.DataFrame, adjudicated: pd.DataFrame, gold: pd.DataFrame) -> dict[object, GoldCounts]:
-    def keys(df: pd.DataFrame) -> pd.MultiIndex:
-        return pd.MultiIndex.from_arrays([df["criterion"].to_numpy(), df["output"].to_numpy()], names=KEY)
-
-    seen = keys(pd.concat([labels[KEY], adjudicated[KEY]], ignore_index=True)).unique()
+    """GoldCounts per criterion. Items are compared as (criterion, output) pairs of integer ids."""
+    seen = pd.concat([labels[KEY], adjudicated[KEY]], ignore_index=True).drop_duplicates()
     if not len(seen):
         return {}
-    unsettled = ~seen.isin(keys(gold[gold["gold"].isin(BINARY + (NOT_APPLICABLE,))]))
-    ties = label_ties(labels)
-    tied = keys(ties[ties["tie"].astype(bool)])
-    tied = tied[~tied.isin(keys(adjudicated))]
-    per_seen = pd.DataFrame({"criterion": seen.get_level_values(0), "unsettled": unsettled})
-    totals = per_seen.groupby("criterion", sort=False)["unsettled"].agg(["size", "sum"])
-    tie_counts = pd.Series(tied.get_level_values(0)).value_counts() if len(tied) else pd.Series(dtype="int64")
+    settled = gold.loc[gold["gold"].isin(BINARY + (NOT_APPLICABLE,)), KEY]
+    tied = tied_items(labels)
+    width = int(max(seen["output"].max(), 0)) + 1
+
+    def ids(df: pd.DataFrame) -> np.ndarray:
+        return df["criterion"].to_numpy(dtype=np.int64) * width + df["output"].to_numpy(dtype=np.int64)
+
+    unsettled = ~np.isin(ids(seen), ids(settled))
+    tied_open = tied["criterion"].to_numpy()[~np.isin(ids(tied), ids(adjudicated))]
+    totals = pd.DataFrame({"criterion": seen["criterion"].to_numpy(), "unsettled": unsettled})
+    totals = totals.groupby("criterion", sort=False)["unsettled"].agg(["size", "sum"])
+    tie_counts = pd.Series(tied_open).value_counts()
     return {
         crit: GoldCounts(int(row["size"]), int(tie_counts.get(crit, 0)), int(row["sum"]))
         for crit, row in totals.iterrows()

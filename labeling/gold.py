@@ -110,19 +110,16 @@ def derive_gold(
     return pd.concat(frames, ignore_index=True).drop_duplicates(KEY, keep="first").reset_index(drop=True)
 
 
-def label_ties(labels: pd.DataFrame) -> pd.DataFrame:
-    """Per (criterion, output) with at least two labels: n_labels and whether the top outcome is shared
-    by two or more outcomes (a tie: PASS, FAIL; or PASS, PASS, FAIL, FAIL), whatever the gold policy."""
+def tied_items(labels: pd.DataFrame) -> pd.DataFrame:
+    """(criterion, output) of the items whose labels tie: two or more outcomes share the top count (PASS,
+    FAIL; or PASS, PASS, FAIL, FAIL), whatever the gold policy."""
     if not len(labels):
-        return pd.DataFrame({"criterion": [], "output": [], "n_labels": [], "tie": []})
+        return pd.DataFrame({"criterion": [], "output": []})
     votes = labels.groupby(KEY + ["outcome"], sort=False, observed=True).size().rename("votes").reset_index()
     votes = votes[votes["votes"] > 0]
-    by_item = votes.groupby(KEY, sort=False)["votes"]
-    top = by_item.transform("max").to_numpy()
-    items = votes.assign(total=by_item.transform("sum"), leader=(votes["votes"].to_numpy() == top))
-    per_item = items.groupby(KEY, sort=False).agg(n_labels=("total", "first"), leaders=("leader", "sum"))
-    per_item = per_item[per_item["n_labels"] >= MIN_LABELS_FOR_MAJORITY].reset_index()
-    return per_item.assign(tie=per_item["leaders"] > 1)[["criterion", "output", "n_labels", "tie"]]
+    top = votes.groupby(KEY, sort=False)["votes"].transform("max").to_numpy()
+    leaders = votes.loc[votes["votes"].to_numpy() == top, KEY]
+    return leaders[leaders.duplicated(KEY, keep="first")].drop_duplicates(KEY)[KEY].reset_index(drop=True)
 
 
 def item_states(
