@@ -34,6 +34,7 @@ class GatingMarkAdmin(admin.ModelAdmin):
 class GateTokenAdmin(admin.ModelAdmin):
     list_display = (
         "project",
+        "scopes",
         "rubric_version",
         "eval_set_pattern",
         "hint",
@@ -42,7 +43,7 @@ class GateTokenAdmin(admin.ModelAdmin):
         "last_used_at",
         "revoked_at",
     )
-    readonly_fields = ("token_hash", "hint", "created_by", "created_at", "last_used_at")
+    readonly_fields = ("scopes", "token_hash", "hint", "created_by", "created_at", "last_used_at")
 
     def has_add_permission(self, request) -> bool:
         return False  # tokens are created on the gate page, where the secret is shown once

@@ -7,9 +7,9 @@
 200 with the gate's JSON (the same as `manage.py gate --format json`) when it decided (pass or fail:
 read "passed"); 409 with {"passed": null, "error": ...} when it cannot decide; 400 for a bad body or a
 threshold looser than the lead's policy (callers may only tighten it); 401 for a missing, unknown or
-revoked token; 403 when the rubric version or eval set is outside the token's scope. No message names
-anything the token holder did not name or cannot already gate on. Session cookies are not accepted
-here, which is why the view needs no CSRF token.
+revoked token; 403 when the token has no gate scope, or the rubric version or eval set is outside its
+scope. No message names anything the token holder did not name or cannot already gate on. Session
+cookies are not accepted here, which is why the view needs no CSRF token.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from django.views.decorators.http import require_POST
 
 from .forms import GateApiForm
 from .gate import GateRequest, gate_and_record, undecided_dict
-from .models import GateResult, GateToken, hash_token
+from .models import GateResult, GateToken, TokenScope, hash_token
 from .policy import PolicyRefused
 
 
@@ -46,6 +46,10 @@ def gate(request: HttpRequest) -> JsonResponse:
     if token is None or not token.is_active:
         reason = "this token was revoked" if token else "send a valid gate token as 'Authorization: Bearer <token>'"
         return _error(401, reason)
+    if not token.allows(TokenScope.GATE):
+        return _error(
+            403, f"this token may not gate (its scopes: {', '.join(token.scopes)}); a lead can add one that may"
+        )
     try:
         body = json.loads(request.body or b"null")
     except (ValueError, UnicodeDecodeError):

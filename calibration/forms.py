@@ -10,7 +10,7 @@ from judging.models import JudgeConfig
 from labeling.models import EvalSet, RubricVersion
 
 from .lookup import UnknownName, parse_rubric_ref
-from .models import GateToken
+from .models import GateToken, TokenScope
 from .policy import (
     DECIDE_ON,
     DEFAULT_CONFIDENCE,
@@ -129,7 +129,13 @@ class TokenForm(forms.Form):
     rubric_version = forms.ModelChoiceField(
         RubricVersion.objects.select_related("rubric").exclude(status=RubricVersion.Status.RETIRED),
         label="Rubric version",
-        help_text="The token may only gate on this rubric version.",
+        help_text="The token may only gate on, push verdicts for, judge with and report on this rubric version.",
+    )
+    scopes = forms.MultipleChoiceField(
+        choices=TokenScope.choices,
+        initial=[TokenScope.GATE],
+        widget=forms.CheckboxSelectMultiple,
+        help_text="What it may do: the gate, and the JSON API's endpoints (/api/docs). No more than its job needs.",
     )
     eval_set_pattern = forms.CharField(
         max_length=200,

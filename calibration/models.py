@@ -107,9 +107,24 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+class TokenScope(models.TextChoices):
+    """What a token may do: ask the gate here, or use the JSON API's endpoints (api/, docs/api.md)."""
+
+    GATE = "gate", "Ask the release gate"
+    PUSH = "push", "Push outputs and verdicts"
+    JUDGE = "judge", "Start judge runs and read their progress"
+    REPORT = "report", "Read calibration reports"
+
+
+def gate_scope_only() -> list[str]:
+    # Tokens made before scopes existed could only ask the gate: they keep exactly that.
+    return [TokenScope.GATE.value]
+
+
 class GateToken(models.Model):
-    """A bearer token a CI system uses to ask the release gate, scoped to what the lead chose: one rubric
-    version, and the eval sets whose names match a pattern (shell-style: `rc-*`, `*` for any).
+    """A bearer token a CI system uses to ask the release gate and, with more scopes, the JSON API; scoped
+    to what the lead chose: its scopes, one rubric version, and the eval sets whose names match a pattern
+    (shell-style: `rc-*`, `*` for any). The one token concept of the gate and the API.
 
     Only the SHA-256 of the token is stored; the token itself is shown once, when created.
     """
@@ -120,6 +135,8 @@ class GateToken(models.Model):
     project = models.CharField(max_length=200)
     rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="gate_tokens")
     eval_set_pattern = models.CharField(max_length=200, default=ANY_EVAL_SET)
+    # TokenScope values; JSON rather than a join table: a handful of fixed words, read with the token.
+    scopes = models.JSONField(default=gate_scope_only)
     token_hash = models.CharField(max_length=64, unique=True)
     # The first characters, so people can tell their tokens apart without the secret.
     hint = models.CharField(max_length=16)
@@ -144,6 +161,9 @@ class GateToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+    def allows(self, scope: str) -> bool:
+        return scope in self.scopes
 
     def scope_refusal(self, *, rubric_ref: str, eval_set_name: str) -> str | None:
         """Why this token may not ask about that rubric version and eval set (None: it may). It names only

@@ -274,6 +274,7 @@ def create_token(request: HttpRequest) -> HttpResponse:
             project=form.cleaned_data["project"],
             rubric_version=form.cleaned_data["rubric_version"],
             eval_set_pattern=form.cleaned_data["eval_set_pattern"],
+            scopes=form.cleaned_data["scopes"],
             token_hash=hash_token(secret),
             hint=secret[:8],
             created_by=request.user,

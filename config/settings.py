@@ -101,6 +101,8 @@ INSTALLED_APPS = [
     "labeling",
     "judging",
     "calibration",
+    "ninja",  # its templates and static files: the API docs page serves Swagger UI from here, no CDN
+    "api",
 ]
 
 MIDDLEWARE = [

@@ -10,5 +10,6 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("judging/", include("judging.urls")),
     path("calibration/", include("calibration.urls")),
+    path("api/", include("api.urls")),
     path("", include("labeling.urls")),
 ]

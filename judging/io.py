@@ -7,7 +7,8 @@ judge config, one record per output, criterion and sample:
      "error_reason", "latency_ms", "tokens_in", "tokens_out", "cache_hit"}
 
 Import reads that format back (only case_id, agent_version, criterion, outcome are required;
-evidence and raw are expected, the rest optional), as JSONL or as the CSV the export writes, or
+evidence and raw are expected, the rest optional), as JSONL or as the CSV the export writes, an
+Inspect AI log (judging/inspect_scores.py: each scorer is a criterion, C is PASS, I is FAIL), or
 an ADK `.evalset_result.json`, whose rubric-based metrics' per-rubric scores become verdicts:
 rubric_id is the criterion key, score 1 is PASS, 0 is FAIL, and a missing score (or a criterion
 with no score) is ERROR. An import is atomic with line-numbered errors, creates the judge config
@@ -32,12 +33,14 @@ from labeling.io.adk import ICEWATER_KEY, load_document
 from labeling.io.cases import AGENT_VERSION_MAX, CASE_ID_MAX
 from labeling.io.errors import Problems, RecordError
 from labeling.io.export import write_csv, write_jsonl
+from labeling.io.inspect_log import is_inspect_log
 from labeling.io.readers import Source, check_fields, iter_csv, iter_jsonl, line_of, peek_first_line, suggest
 from labeling.io.report import ImportReport, plural
 from labeling.io.rubrics import find_version
 from labeling.models import EvalSet, Output, RubricVersion
 from labeling.transcript import Transcript
 
+from .inspect_scores import ScoreMapping, inspect_records
 from .models import ErrorKind, JudgeConfig, JudgeRun, Verdict, VerdictOutcome
 from .reading import current_verdicts
 
@@ -131,12 +134,14 @@ def import_verdicts(
     judge_name: str,
     default_agent_version: str = "",
     new_run: str = "",
+    score_mapping: ScoreMapping | None = None,
 ) -> ImportReport:
     """Import verdicts as one finished run; all or nothing.
 
     A verdict already there (same output, criterion, sample) with the same content is skipped; with
     different content it is an error, unless `new_run` names a run of its own for the whole file: then the
     file becomes that run, which supersedes the earlier verdicts item by item as a judged run would.
+    `score_mapping`: for an Inspect AI log, which scorer is which criterion and what its values mean.
     """
     problems = Problems(source.name)
     eval_set = EvalSet.objects.filter(name=eval_set_name).first()
@@ -154,7 +159,9 @@ def import_verdicts(
     except RecordError as exc:
         raise problems.fatal(None, exc.field, exc.message) from None
     keys = list(rv.criteria.order_by("order").values_list("key", flat=True))
-    if source.suffix == ".csv":
+    if is_inspect_log(source):
+        records = list(inspect_records(source, problems, keys, score_mapping or ScoreMapping(), default_agent_version))
+    elif source.suffix == ".csv":
         records = list(csv_records(source, problems, keys))
     elif is_adk_result(source):
         records = list(adk_records(source, problems, keys))

@@ -88,10 +88,11 @@ class CasesUploadForm(UploadForm):
     agent_version = forms.CharField(
         label="Default agent version",
         max_length=200,
-        initial="default",
-        help_text="For lines without agent_version, and for ADK result files.",
+        required=False,
+        help_text="For lines without agent_version and for ADK result files (empty: default); for an Inspect AI "
+        "log's outputs (empty: the log's model name).",
     )
-    file = file_field("Cases file", "JSONL, CSV, ADK .evalset.json or .evalset_result.json.")
+    file = file_field("Cases file", "JSONL, CSV, ADK .evalset.json or .evalset_result.json, Inspect AI .eval or .json.")
 
 
 class RubricVersionChoice(forms.ModelChoiceField):
@@ -124,7 +125,7 @@ def _import(kind: str, data: dict) -> dict:
             report = import_rubric(source=source)
         elif kind == "cases":
             report = import_cases(
-                source=source, eval_set_name=data["eval_set"], default_agent_version=data["agent_version"]
+                source=source, eval_set_name=data["eval_set"], default_agent_version=data["agent_version"] or None
             )
         else:
             report = import_labels(

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from calibration.models import GateResult, GateToken
 
+from . import api_helpers
 from .calibration_factories import bulk_verdicts, make_judge, mark_as_gating
 from .factories import make_eval_set, make_rubric_version
 
@@ -29,15 +30,8 @@ def world(lead):
 
 
 def create_token(client, lead, rubric_version, pattern: str = "rc-*") -> str:
-    """Create a token the way a lead does, through the page, and read it off the page."""
-    client.force_login(lead)
-    data = {"project": "refund-bot CI", "rubric_version": rubric_version.pk, "eval_set_pattern": pattern}
-    response = client.post(reverse("calibration:create_token"), data)
-    assert response.status_code == 200 and response["Cache-Control"] == "no-store"
-    body = response.content.decode()
-    start = body.index('id="new-token">') + len('id="new-token">')
-    client.logout()
-    return body[start : body.index("<", start)]
+    """Create a gate-scoped token the way a lead does, through the page, and read it off the page."""
+    return api_helpers.create_token(client, lead, ["gate"], rubric_version, pattern)
 
 
 @pytest.fixture

@@ -177,6 +177,10 @@ def _has_output(values: Mapping[str, Any], from_csv: bool) -> bool:
 def detect_kind(source: Source, problems: Problems) -> str:
     """'jsonl', 'csv', 'adk_evalset' or 'adk_result', from the name first, then the content."""
     suffix = source.suffix
+    from .inspect_log import is_inspect_log
+
+    if is_inspect_log(source):
+        return "inspect"
     if suffix == ".evalset_result.json":
         return "adk_result"
     if suffix == ".evalset.json":
@@ -256,7 +260,13 @@ def _known() -> str:
     return ", ".join(CASE_FIELDS + OUTPUT_FIELDS)
 
 
-def iter_rows(kind: str, source: Source, problems: Problems, default_agent_version: str) -> Iterator[tuple]:
+def iter_rows(
+    kind: str, source: Source, problems: Problems, default_agent_version: str, agent_version_given: bool = True
+) -> Iterator[tuple]:
+    if kind == "inspect":
+        from . import inspect_log
+
+        return inspect_log.iter_rows(source, problems, default_agent_version if agent_version_given else None)
     if kind == "jsonl":
         return iter_jsonl_rows(source, problems, default_agent_version)
     if kind == "csv":
@@ -336,16 +346,24 @@ def import_cases(
     *,
     source: Source,
     eval_set_name: str,
-    default_agent_version: str = DEFAULT_AGENT_VERSION,
+    default_agent_version: str | None = None,
     fast_path: bool | None = None,
 ) -> ImportReport:
-    """Import a cases file into an eval set (created if missing); all or nothing."""
+    """Import a cases file into an eval set (created if missing); all or nothing.
+
+    `default_agent_version` None: "default", except for an Inspect AI log, whose outputs take the model's name.
+    """
     from .casewriters import BulkWriter, CopyWriter
 
     problems = Problems(source.name)
     eval_set_name = check_eval_set_name(eval_set_name, problems)
+    agent_version_given = default_agent_version is not None
     try:
-        default_agent_version = f.ident(default_agent_version, "agent_version", AGENT_VERSION_MAX)
+        default_agent_version = f.ident(
+            DEFAULT_AGENT_VERSION if default_agent_version is None else default_agent_version,
+            "agent_version",
+            AGENT_VERSION_MAX,
+        )
     except RecordError as exc:
         raise problems.fatal(None, "agent_version", exc.message) from None
     kind = detect_kind(source, problems)
@@ -356,7 +374,9 @@ def import_cases(
             EvalSet.objects.select_for_update().filter(pk=eval_set.pk).first()
             writer = (CopyWriter if use_fast_path(fast_path) else BulkWriter)(eval_set, problems)
             try:
-                stats = feed(iter_rows(kind, source, problems, default_agent_version), writer, problems)
+                stats = feed(
+                    iter_rows(kind, source, problems, default_agent_version, agent_version_given), writer, problems
+                )
                 if stats.records == 0 and not problems:
                     raise problems.fatal(None, None, "the file has no records")
                 counts = writer.finish()

@@ -10,7 +10,8 @@ from ._io import run_import
 class Command(BaseCommand):
     help = (
         "Import cases and outputs into an eval set (created if missing): JSONL or CSV with one output a line, "
-        "or a Google ADK .evalset.json / .evalset_result.json. All or nothing; importing the same file again "
+        "a Google ADK .evalset.json / .evalset_result.json, or an Inspect AI log (.eval, or .json as Inspect writes "
+        "it). All or nothing; importing the same file again "
         "changes nothing. Formats: docs/formats.md."
     )
 
@@ -19,8 +20,9 @@ class Command(BaseCommand):
         parser.add_argument("--eval-set", required=True, help="name of the eval set")
         parser.add_argument(
             "--agent-version",
-            default="default",
-            help="agent_version of records that do not name one, and of ADK result files (default: %(default)s)",
+            default=None,
+            help="agent_version of records that do not name one, and of ADK result files (default: 'default'); "
+            "of every output of an Inspect AI log (default: the log's model name)",
         )
         parser.add_argument(
             "--no-fast-path",

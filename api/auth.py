@@ -1,0 +1,75 @@
+"""Who is calling the API: a bearer token (calibration's GateToken, the one token concept), checked for
+each endpoint's scope and for the rubric version and eval sets the lead limited it to.
+
+Session cookies are not accepted (the API needs no CSRF token because of that): a browser that
+is logged in is not a CI system. A missing, unknown or revoked token is a 401; a token without
+the endpoint's scope, or asking about another rubric version or an eval set its pattern does
+not match, a 403. Each message says what to do, and names only what the caller named or the
+token's own scope, never what else exists.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja.security import HttpBearer
+
+from calibration.models import GateToken, hash_token
+
+NO_TOKEN = "send a token as 'Authorization: Bearer <token>' (a lead creates one on the gate page, /calibration/gates/)"
+
+
+class ApiError(Exception):
+    """An answer other than success: the HTTP status, a message for people, and any details."""
+
+    def __init__(self, status: int, message: str, **extra) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.extra = extra
+
+
+class TokenAuth(HttpBearer):
+    """ninja's bearer scheme (so the OpenAPI schema declares it) with our messages, for one scope.
+
+    The scope is checked here, before ninja reads the parameters and body, so a token without it
+    learns that first, whatever it sent.
+    """
+
+    def __init__(self, scope: str) -> None:
+        super().__init__()
+        self.scope = scope
+
+    def __call__(self, request: HttpRequest) -> GateToken:
+        scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise ApiError(401, NO_TOKEN)
+        return self.authenticate(request, secret.strip())
+
+    def authenticate(self, request: HttpRequest, token: str) -> GateToken:
+        tokens = GateToken.objects.select_related("rubric_version__rubric")
+        found = tokens.filter(token_hash=hash_token(token)).first()
+        if found is None:
+            raise ApiError(401, f"unknown token; {NO_TOKEN}")
+        if not found.is_active:
+            raise ApiError(401, "this token was revoked; ask a lead for a new one")
+        if not found.allows(self.scope):
+            raise ApiError(
+                403,
+                f"this token may not {self.scope} (its scopes: {', '.join(found.scopes) or 'none'}); "
+                f"a lead can create a token with the {self.scope} scope",
+            )
+        GateToken.objects.filter(pk=found.pk).update(last_used_at=timezone.now())
+        return found
+
+
+def check_scope(request: HttpRequest, *, eval_set: str, rubric: str | None = None) -> None:
+    """ApiError 403 unless the eval set (and rubric version, when the call names one) are within the token's."""
+    token: GateToken = request.auth  # type: ignore[attr-defined]
+    if rubric is not None and rubric != token.rubric_version.ref:
+        raise ApiError(403, f"this token is for {token.rubric_version.ref} only, not {rubric!r}")
+    # Case-sensitive like the names themselves, as the gate matches them.
+    if not fnmatch.fnmatchcase(eval_set, token.eval_set_pattern):
+        raise ApiError(403, f"this token is for eval sets whose names match {token.eval_set_pattern!r} only")

@@ -1,0 +1,79 @@
+"""Pushes: a request body handed to the importers as if it were a file, and their answer as JSON.
+
+The body is either a file in any import format (JSONL, CSV, ADK, an Inspect AI log), named by
+the `filename` parameter so that its suffix picks the format as on the command line, or a JSON
+object {"records": [...]} whose records are read as JSON Lines (line N is records[N-1]). Either
+way the importer is the one the commands run: same checks, same all-or-nothing, same messages.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+from django.conf import settings
+from django.http import HttpRequest
+
+from labeling.io import ImportFailed, ImportReport, Source
+
+from .auth import ApiError
+
+
+def max_push_bytes() -> int:
+    # The upload page's limit (settings.ICEWATER_UPLOAD_MAX_BYTES, ICEWATER_UPLOAD_MAX_MB, 10 MB by default): a
+    # push is imported inside the request, as an upload is, and must end well before the web worker's timeout
+    # (the derivation is beside the setting). Larger sets go in several pushes (each is atomic) or through
+    # import_cases on the server, which has no limit.
+    return settings.ICEWATER_UPLOAD_MAX_BYTES
+
+
+def body_source(request: HttpRequest, filename: str) -> Source:
+    """The body as an import file; ApiError 413 above the limit, 400 for a JSON body that is not {"records": [...]}."""
+    try:
+        length = int(request.headers.get("Content-Length") or 0)
+    except ValueError:
+        raise ApiError(400, "the Content-Length header is not a number") from None
+    limit = max_push_bytes()
+    # Read from the stream, not request.body, so that this limit (not DATA_UPLOAD_MAX_MEMORY_SIZE) decides,
+    # and one byte more than allowed, so that a body longer than its Content-Length says is caught too.
+    body = request.read(limit + 1) if length <= limit else b""
+    if length > limit or len(body) > limit:
+        raise ApiError(
+            413,
+            f"the body is {max(length, len(body)):,} bytes or more; a push may be at most {limit:,} bytes: split it "
+            "into several pushes (each is all or nothing) or import the file on the server with manage.py",
+            limit_bytes=limit,
+        )
+    if request.content_type == "application/json":
+        return Source(name="records", stream=io.BytesIO(_records_as_jsonl(body)))
+    return Source(name=filename, stream=io.BytesIO(body))
+
+
+def _records_as_jsonl(body: bytes) -> bytes:
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"the body is not valid JSON ({exc})") from None
+    records = value.get("records") if isinstance(value, dict) else None
+    if not isinstance(records, list) or set(value) != {"records"}:
+        raise ApiError(
+            400,
+            'a JSON body must be {"records": [...]}, one object per record; or send the file itself with another '
+            "Content-Type and ?filename=NAME",
+        )
+    return b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records)
+
+
+def run_import(importer, source: Source, **kwargs) -> tuple[int, dict]:
+    """(status, body): 201 when something was written, 200 when it was all there already, 400 with the problems."""
+    try:
+        report: ImportReport = importer(source=source, **kwargs)
+    except ImportFailed as exc:
+        raise ApiError(
+            400,
+            "the push was refused; nothing was imported",
+            problems=[{"line": p.line, "field": p.field, "message": p.message, "text": str(p)} for p in exc.problems],
+            truncated=exc.truncated,
+        ) from None
+    body = {"summary": report.summary, "notes": report.notes, "counts": report.counts}
+    return (201 if report.changed else 200), body
