@@ -112,7 +112,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "labeling.auth.AuthenticationMiddleware",  # Django's, with the user read along with the session
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -133,7 +133,6 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "config.context_processors.navigation",
-                "config.context_processors.messages",
             ],
         },
     },
@@ -167,14 +166,6 @@ def _database() -> dict:
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # Options written in the URL (sqlite:///x?timeout=60) override ours, one by one.
         config["OPTIONS"] = {**SQLITE_OPTIONS, **config.get("OPTIONS", {})}
-    if config["ENGINE"] == "django.db.backends.postgresql" and env_bool("ICEWATER_DB_PREPARED", True):
-        # Lets labeling.rows.fetchone keep the few statements every request runs (the session with its
-        # user, the annotation a page or save opens) prepared on the connection: PostgreSQL then plans
-        # them once per connection instead of at every request (planning them cost more than running
-        # them: 0.7-0.8 ms each, measured). Django's own cursors bind on the client and never prepare,
-        # so only those statements are affected. Set ICEWATER_DB_PREPARED=0 behind a pooler that does not
-        # support prepared statements (PgBouncer before 1.21 in transaction mode).
-        config.setdefault("OPTIONS", {})["prepare_threshold"] = 0
     test_name = env_str("ICEWATER_TEST_DB_NAME")
     if test_name:
         config["TEST"] = {"NAME": test_name}
@@ -183,22 +174,6 @@ def _database() -> dict:
 
 DATABASES = {"default": _database()}
 
-# "fragments" holds markup rendered from content that never changes once in use (labeling.fragments:
-# a rubric version's criterion forms; labeling.page_shell: a rubric version's labeling page for one
-# person, keyed by what it shows of them), so a per-process memory cache is exact, needs no server and
-# costs no round trip. It must stay per process or be keyed by release: it holds rendered markup.
-# With DEBUG on it caches nothing, so an edited template shows at the next reload.
-CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "icewater-default"},
-    "fragments": {
-        "BACKEND": "django.core.cache.backends.dummy.DummyCache"
-        if DEBUG
-        else "django.core.cache.backends.locmem.LocMemCache",
-        "LOCATION": "icewater-fragments",
-        # One entry per rubric version in use, and one (~25 KB) per rubric version and person labeling it.
-        "OPTIONS": {"MAX_ENTRIES": 1000},
-    },
-}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "labeling.User"
 LOGIN_URL = "login"
@@ -230,11 +205,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 # 25 s), so 10 MB stays near a third of that timeout. The command line has no limit.
 ICEWATER_UPLOAD_MAX_BYTES = env_int("ICEWATER_UPLOAD_MAX_MB", 10, minimum=1) * 1024 * 1024
 
-# Sessions live in the database (revocable on the server); labeling.sessions reads a session and its
-# user in one query, and labeling.auth lets Django's own checks decide on that user.
-SESSION_ENGINE = "labeling.sessions"
+# Sessions live in the database (Django's default engine), so they stay revocable on the server.
 # django-axes first: it refuses a locked-out username+address before any password is checked.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "labeling.auth.SessionUserBackend"]
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 # Login throttling (django-axes; docs/security.md). After LOGIN_FAILURE_LIMIT wrong passwords in a row
 # for one username from one address, that pair is refused for LOGIN_COOL_OFF, even with the right
 # password. 5: a person who mistypes gets it within two or three tries, and a correct login clears the

@@ -18,6 +18,18 @@ from .models import Role
 ALL_ROLES = (Role.ANNOTATOR, Role.REVIEWER, Role.LEAD)
 STAFF_ROLES = (Role.REVIEWER, Role.LEAD)
 
+# The blind rule per person (docs/labeling.md, "Blind rule"): only annotators give labels. Reviewers and
+# leads can read judge verdicts, drilldowns and other people's labels, so a label of theirs is not blind.
+LABELING_REFUSED = (
+    "Only annotators label: reviewers and leads can read judge verdicts and other people's labels, "
+    "so a label of theirs would not be blind (docs/labeling.md, Blind rule). Nothing was saved."
+)
+
+
+def gives_blind_labels(user) -> bool:
+    """True for an active annotator (a superuser counts as a lead, so never)."""
+    return has_role(user, Role.ANNOTATOR)
+
 
 def has_role(user, *roles: str) -> bool:
     if not user.is_authenticated or not user.is_active:
@@ -27,18 +39,22 @@ def has_role(user, *roles: str) -> bool:
     return role in roles
 
 
-def role_required(*roles: str) -> Callable:
-    """Login required, then 403 unless the user holds one of `roles`."""
+def role_required(*roles: str, refused: str = "") -> Callable:
+    """Login required, then 403 unless the user holds one of `roles` (`refused`: the message, if not the default)."""
 
     def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @login_required
         @wraps(view)
         def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
             if not has_role(request.user, *roles):
-                raise PermissionDenied(f"This page is for {' or '.join(roles)}s.")
+                raise PermissionDenied(refused or f"This page is for {' or '.join(roles)}s.")
             return view(request, *args, **kwargs)
 
         wrapped.allowed_roles = roles  # type: ignore[attr-defined]
         return wrapped
 
     return decorator
+
+
+# Next, the labeling page, save and submit: annotators only (a 403 with LABELING_REFUSED for anyone else).
+labeler_required = role_required(Role.ANNOTATOR, refused=LABELING_REFUSED)

@@ -13,16 +13,12 @@ inside a transaction, so a save and a submit of one annotation never interleave.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
 
 from .models import Annotation, Criterion, HumanOutcome, Label
 from .queue import RESERVATION, RESERVATION_REFRESH, current_queue
-
-if TYPE_CHECKING:
-    from .fragments import CriterionForm
 
 # The outcomes in the order the page shows them, with the key that picks each one.
 OUTCOME_KEYS = [
@@ -50,7 +46,7 @@ class LabelingError(Exception):
 class CriterionState:
     """What the page shows for one criterion: the saved label and, after a refused save, what was typed."""
 
-    criterion: Criterion | CriterionForm  # the labeling page uses the cached form's copy of the criterion
+    criterion: Criterion
     label: Label | None = None
     number: int = 0
     error: str = ""
@@ -58,16 +54,6 @@ class CriterionState:
     posted_evidence: str | None = None
     saved_now: bool = False
     extra: dict = field(default_factory=dict)
-    # The cached unanswered form (labeling.fragments) with this request's values, where the page may use it.
-    blank_html: str = ""
-
-    @property
-    def cached_html(self) -> str:
-        """The cached form while nothing about this criterion differs from unanswered; else the partial renders."""
-        pristine = not (self.label or self.error or self.saved_now)
-        if pristine and self.posted_outcome is None and self.posted_evidence is None:
-            return self.blank_html
-        return ""
 
     @property
     def outcome(self) -> str:
@@ -121,25 +107,9 @@ def check_writable(annotation: Annotation, posted_rubric_version_id: int | None)
     )
 
 
-_UNREAD = object()
-
-
-def save_label(
-    *,
-    annotation: Annotation,
-    criterion: Criterion,
-    outcome: str,
-    evidence: str,
-    current: Label | None | object = _UNREAD,
-) -> Label:
-    """Store one criterion's answer: in place for a draft, as a new revision after submission.
-
-    `current` is the criterion's current label if the caller has already read it under the
-    annotation lock (None when there is none); by default it is read here.
-    """
-    if current is _UNREAD:
-        current = Label.objects.filter(annotation=annotation, criterion=criterion, is_current=True).first()
-    assert current is None or isinstance(current, Label)
+def save_label(*, annotation: Annotation, criterion: Criterion, outcome: str, evidence: str) -> Label:
+    """Store one criterion's answer: in place for a draft, as a new revision after submission."""
+    current = Label.objects.filter(annotation=annotation, criterion=criterion, is_current=True).first()
     if annotation.status == Annotation.Status.DRAFT:
         hold = timezone.now() + RESERVATION
         if annotation.reserved_until is None or annotation.reserved_until < hold - RESERVATION_REFRESH:

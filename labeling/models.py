@@ -11,7 +11,6 @@ import json
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
-from django.contrib.sessions.base_session import AbstractBaseSession
 from django.db import models
 from django.db.models import Q
 
@@ -34,19 +33,6 @@ class User(AbstractUser):
     @property
     def is_reviewer(self) -> bool:
         return self.role == Role.REVIEWER
-
-
-class Session(AbstractBaseSession):
-    """Django's database session plus the signed-in user's id as a column (labeling/sessions.py), so that
-    one query reads a request's session and its user. Deleting a user deletes their sessions."""
-
-    user = models.ForeignKey(User, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
-
-    @classmethod
-    def get_session_store_class(cls):
-        from .sessions import SessionStore
-
-        return SessionStore
 
 
 class HumanOutcome(models.TextChoices):

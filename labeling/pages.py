@@ -1,8 +1,10 @@
 """What the labeling and adjudication pages render, built with a fixed number of queries.
 
 Kept apart from views.py so the views stay thin and the query budget of each page
-is visible in one place; never one query per criterion or output. The labeling page
-itself is labeling.annotation_page's; here is what the save endpoint answers with.
+is visible in one place: the labeling page is the annotation (with output, case,
+eval set, rubric version, rubric and the queue's current version in one query), the
+criteria with the annotator's own labels, and the output's name; never one query per
+criterion or output.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ from dataclasses import dataclass, field
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import escape, format_html
-from django.utils.safestring import SafeString, mark_safe
 
 from . import queue as q
 from .adjudicate import item_view
@@ -21,122 +21,94 @@ from .annotate import OUTCOME_KEYS, criterion_states
 from .forms import AdjudicationForm
 from .models import Annotation, Criterion, EvalSet, LabelingQueue, Output, RubricVersion
 from .naming import output_name, output_names
-from .transcript import highlight, render_json
+from .transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, render_json, show
 
 OUTCOMES = OUTCOME_KEYS  # (value, label people see, key that picks it on the labeling page)
 
 
-def transcript_parts(output: Output, quotes: dict[str, str] | None = None) -> dict:
-    """Input, tool calls with results, response (quotable, optionally highlighted) and the reference (not quotable)."""
+def transcript_parts(output: Output, quotes: dict[str, str] | None = None, *, full: bool = False) -> dict:
+    """Input, tool calls with results, response (quotable, optionally highlighted) and the reference (not quotable),
+    each a transcript.Shown for templates/labeling/_transcript.html. Unless `full`, long texts and many tool
+    calls are cut (PREVIEW_CHARS, PREVIEW_TOOL_CALLS)."""
     quotes = quotes or {}
-
-    def mark(text: str):
-        # Without quotes there is nothing to mark: escaping is all highlight() would do, at a
-        # fraction of its per-character cost on a long transcript.
-        return highlight(text, quotes) if quotes else escape(text)
-
-    calls = [
-        {
-            "name": mark(str(call.get("name", ""))),
-            "args": mark(render_json(call.get("args", ""))),
-            "result": mark(render_json(call.get("response", ""))),
-        }
-        for call in output.tool_calls or []
-    ]
+    limit = None if full else PREVIEW_CHARS
+    calls = list(output.tool_calls or [])
+    shown_calls = calls if full else calls[:PREVIEW_TOOL_CALLS]
     return {
-        "input": mark(output.case.input),
-        "tool_calls": calls,
-        "response": mark(output.response),
-        "reference": output.case.reference,
+        "input": show(output.case.input, quotes, limit),
+        "tool_calls": [
+            {
+                "name": show(str(call.get("name", "")), quotes, limit),
+                "args": show(render_json(call.get("args", "")), quotes, limit),
+                "result": show(render_json(call.get("response", "")), quotes, limit),
+            }
+            for call in shown_calls
+        ],
+        "tool_calls_hidden": len(calls) - len(shown_calls),
+        "response": show(output.response, quotes, limit),
+        "reference": show(output.case.reference, {}, limit),
     }
 
 
-def transcript_html(parts: dict) -> SafeString:
-    """The transcript as the labeling and adjudication pages show it, from transcript_parts.
-
-    Built here rather than by a template: it is on every labeling page, and the template engine took
-    ~0.3 ms of the page's CPU for these few elements (measured). Every text in `parts` but the
-    reference is already escaped (and highlighted) by transcript_parts; format_html escapes the rest.
-    Elements with class "quotable" are what evidence may quote; the reference is not part of the transcript.
-    """
-    calls = [
-        format_html(
-            '<div class="transcript-block tool" data-part="tool">\n'
-            '  <h3>Tool call {} · <span class="tool-name quotable">{}</span></h3>\n'
-            '  <div class="tool-io">\n'
-            '    <div><span class="io-label">Arguments</span><pre class="quotable">{}</pre></div>\n'
-            '    <div><span class="io-label">Result</span><pre class="quotable">{}</pre></div>\n'
-            "  </div>\n"
-            "</div>\n",
-            number,
-            call["name"],
-            call["args"],
-            call["result"],
-        )
-        for number, call in enumerate(parts["tool_calls"], start=1)
-    ] or [mark_safe('<p class="muted quote-hint">No tool calls.</p>\n')]
-    reference = ""
-    if parts["reference"]:
-        reference = format_html(
-            '<div class="transcript-block reference" data-part="reference">\n'
-            '  <h3>Reference <span class="muted">· what a correct answer contains (not part of the transcript, '
-            "not quotable)</span></h3>\n"
-            "  <pre>{}</pre>\n"
-            "</div>\n",
-            parts["reference"],
-        )
-    return format_html(
-        '<div class="transcript-block" data-part="input">\n'
-        "  <h3>Input</h3>\n"
-        '  <pre class="quotable">{}</pre>\n'
-        "</div>\n"
-        "{}"
-        '<div class="transcript-block response" data-part="response">\n'
-        "  <h3>Response</h3>\n"
-        '  <pre class="quotable">{}</pre>\n'
-        "</div>\n"
-        "{}",
-        parts["input"],
-        mark_safe("".join(calls)),  # noqa: S308 - each built by format_html above
-        parts["response"],
-        reference,
-    )
+def full_url(request: HttpRequest) -> str:
+    """This page with everything of the transcript shown (its "Show all" link)."""
+    query = request.GET.copy()
+    query["full"] = "1"
+    return f"{request.path}?{query.urlencode()}#transcript"
 
 
-def held_until(reserved_until) -> str:
-    """Until when a case is held, as its page says it ("14:05", in the current time zone); "" if it is not."""
-    if reserved_until is None:
-        return ""
-    # What the template filter time:"H:i" prints (24-hour, zero-padded), without its formatter's cost.
-    return timezone.localtime(reserved_until).strftime("%H:%M")
-
-
-def annotation_context(annotation: Annotation, *, correcting: bool = False) -> dict:
-    """What the save endpoint's answer (one criterion's partial, and the reservation out of band) shows.
-    The whole labeling page is labeling.annotation_page's."""
+def annotation_context(
+    request: HttpRequest, annotation: Annotation, *, correcting: bool = False, partial: bool = False
+) -> dict:
+    """Everything the labeling page shows for `annotation` (read by guards.own_annotation).
+    `partial`: only what one criterion's swap needs (the save endpoint's answer: fewer queries)."""
+    eval_set = annotation.output.case.eval_set
     stale = annotation.queue_rubric_version_id != annotation.rubric_version_id
     submitted = annotation.status == Annotation.Status.SUBMITTED
     states = criterion_states(annotation)
-    criteria = [state.criterion for state in states]
-    return {
+    answered = sum(1 for s in states if s.label)
+    held = annotation.reserved_until
+    context = {
         "annotation": annotation,
         "rubric_version": annotation.rubric_version,
         "stale": stale,
         "submitted": submitted,
         "correcting": correcting and submitted and not stale,
         "locked": stale or (submitted and not correcting),
-        "criteria_by_key": {c.key: c for c in criteria},
+        "criteria_by_key": {s.criterion.key: s.criterion for s in states},
         "states": states,
         "states_by_key": {s.criterion.key: s for s in states},
         "outcomes": OUTCOMES,
         "save_url": reverse("labeling:save_label", args=[annotation.pk]),
         "reservation_minutes": int(q.RESERVATION.total_seconds() // 60),
-        "held_until": held_until(annotation.reserved_until),
+        "reservation_lapsed": not submitted and held is not None and held <= timezone.now(),
     }
+    if partial:
+        return context
+    context.update(
+        {
+            "output": annotation.output,
+            "case": annotation.output.case,
+            "eval_set": eval_set,
+            # The queue row is only needed to say where the queue went (guards loaded its version id).
+            "queue": q.current_queue(eval_set.pk) if stale else None,
+            "answered": answered,
+            "answered_pct": round(100 * answered / len(states)) if states else 0,
+            "output_name": output_names([annotation.output_id])[annotation.output_id],
+            "transcript": transcript_parts(annotation.output, full=request.GET.get("full") == "1"),
+            "full_url": full_url(request),
+        }
+    )
+    return context
 
 
 def adjudication_context(
-    output: Output, criterion: Criterion, *, form: AdjudicationForm | None = None, error: str = ""
+    request: HttpRequest,
+    output: Output,
+    criterion: Criterion,
+    *,
+    form: AdjudicationForm | None = None,
+    error: str = "",
 ) -> dict:
     view = item_view(output, criterion)
     # Before two annotations are in, showing the first would unblind whoever takes the second slot.
@@ -161,7 +133,8 @@ def adjudication_context(
         "form": form,
         "error": error,
         "outcomes": OUTCOMES,
-        "transcript_html": transcript_html(transcript_parts(output, quotes)),
+        "transcript": transcript_parts(output, quotes, full=request.GET.get("full") == "1"),
+        "full_url": full_url(request),
         "eval_set": output.case.eval_set,
     }
 

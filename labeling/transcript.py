@@ -7,11 +7,16 @@ whitespace is normalized; the word NONE says "nothing to quote" explicitly.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 NONE_QUOTE = "NONE"
 _WS = re.compile(r"\s+")
@@ -69,43 +74,112 @@ class Transcript:
         return any(needle in piece for piece in self._normalized_parts)
 
 
-def quote_pattern(quote: str) -> re.Pattern[str] | None:
-    """A regex that finds the quote in the original text, whatever the whitespace."""
-    words = quote.split()
-    if not words or normalize_ws(quote) == NONE_QUOTE:
-        return None
-    return re.compile(r"\s+".join(re.escape(w) for w in words))
+# A text longer than this (an input, a tool call's arguments or result, a response) shows its beginning and
+# a "Show all" link: an agent can paste a multi-megabyte document into a tool result, and a page that
+# carries all of it is slow to send, to lay out and to select text in. 20,000 characters is about ten
+# printed pages, more than anyone reads closely in one part; the whole text is a click away.
+PREVIEW_CHARS = 20_000
+# Likewise the tool calls shown before "Show all" (a looping agent can make thousands).
+PREVIEW_TOOL_CALLS = 50
+# Places marked per quote at most: a short quote ("the") can occur everywhere in a long text.
+MAX_MARKS_PER_QUOTE = 200
+
+_LONG_WS = re.compile(r"\s{2,}")
 
 
-def highlight(text: str, quotes: dict[str, str]) -> str:
-    """HTML-escape `text` and wrap every place a quote occurs in <mark class="KEY">.
+def find_quote(text: str, quote: str, limit: int = MAX_MARKS_PER_QUOTE) -> list[tuple[int, int]]:
+    """Where `quote` occurs in `text` whatever the whitespace, as (start, end) positions in `text`, in order,
+    not overlapping, at most `limit` of them. NONE and an empty quote occur nowhere.
 
-    `quotes` maps a CSS class (e.g. "hl-a", "hl-judge") to a quote. Overlapping
-    quotes get both classes. Returns a safe string; the transcript is untrusted,
-    so nothing of it reaches the page unescaped.
+    Linear in the length of `text`: the search is str.find on the whitespace-normalized text, and a
+    position found there is mapped back through the runs of whitespace that normalizing shortened
+    (a regular expression with \\s+ between the words can take time proportional to the text times the
+    quote's words, on a text that repeats the quote's beginning).
     """
-    from django.utils.html import escape
-    from django.utils.safestring import mark_safe
+    needle = normalize_ws(quote)
+    if not needle or needle == NONE_QUOTE:
+        return []
+    flat = _WS.sub(" ", text)  # not stripped: flat[i] is text[i] until the first run of 2+ whitespace
+    run_at: list[int] = []  # where each shortened run stands in `flat`
+    removed: list[int] = []  # characters removed by that run and every run before it
+    total = 0
+    for run in _LONG_WS.finditer(text):
+        run_at.append(run.start() - total)
+        total += run.end() - run.start() - 1
+        removed.append(total)
 
-    marks: list[set[str]] = [set() for _ in range(len(text))]
+    def original(i: int) -> int:  # `flat` position -> `text` position (for a character that is not whitespace)
+        k = bisect.bisect_left(run_at, i)  # the runs before flat position i
+        return i + (removed[k - 1] if k else 0)
+
+    found: list[tuple[int, int]] = []
+    at = flat.find(needle)
+    while at != -1 and len(found) < limit:
+        found.append((original(at), original(at + len(needle) - 1) + 1))
+        at = flat.find(needle, at + len(needle))
+    return found
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A text as a page shows it: `html` is its first `shown` characters (all `length` unless cut), escaped,
+    with the quotes marked; `quoted_further`: a quote occurs past what is shown."""
+
+    html: SafeString
+    length: int
+    shown: int
+    quoted_further: bool = False
+
+    @property
+    def cut(self) -> bool:
+        return self.shown < self.length
+
+    @property
+    def length_text(self) -> str:
+        return f"{self.length:,}"
+
+    @property
+    def shown_text(self) -> str:
+        return f"{self.shown:,}"
+
+
+def show(text: str, quotes: dict[str, str], limit: int | None = None) -> Shown:
+    """`text` escaped (it is untrusted), cut after `limit` characters if longer, each place a quote occurs
+    wrapped in <mark class="KEY">. `quotes` maps a CSS class (e.g. "hl-a", "hl-judge") to a quote;
+    overlapping quotes get both classes. Time and size are linear in the text, whatever the quotes."""
+    shown = len(text) if limit is None else min(len(text), limit)
+    spans: list[tuple[int, int, str]] = []
+    further = False
     for css_class, quote in quotes.items():
-        pattern = quote_pattern(quote or "")
-        if pattern is None:
-            continue
-        for match in pattern.finditer(text):
-            for i in range(match.start(), match.end()):
-                marks[i].add(css_class)
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        j = i
-        while j < len(text) and marks[j] == marks[i]:
-            j += 1
-        chunk = escape(text[i:j])
-        if marks[i]:
-            classes = " ".join(sorted(marks[i]))
-            out.append(f'<mark class="{classes}">{chunk}</mark>')
-        else:
-            out.append(chunk)
-        i = j
-    return mark_safe("".join(out))  # noqa: S308 - every piece above went through escape()
+        for start, end in find_quote(text, quote or ""):
+            if start >= shown:
+                further = True
+                break
+            spans.append((start, min(end, shown), css_class))
+    return Shown(html=_marked(text[:shown], spans), length=len(text), shown=shown, quoted_further=further)
+
+
+def _marked(text: str, spans: list[tuple[int, int, str]]) -> SafeString:
+    """`text` escaped, with <mark> around each span (start, end, css class); a sweep over the spans' ends."""
+    events = sorted([(start, 1, css) for start, _, css in spans] + [(end, -1, css) for _, end, css in spans])
+    active: Counter[str] = Counter()
+    pieces: list[tuple[str, str]] = []  # (classes, text), neighbours with the same classes merged
+    at = 0
+    for point, change, css in [*events, (len(text), 0, "")]:
+        if point > at:
+            classes = " ".join(sorted(c for c, n in active.items() if n > 0))
+            if pieces and pieces[-1][0] == classes:
+                pieces[-1] = (classes, pieces[-1][1] + text[at:point])
+            else:
+                pieces.append((classes, text[at:point]))
+            at = point
+        active[css] += change
+    html = "".join(
+        f'<mark class="{classes}">{escape(chunk)}</mark>' if classes else escape(chunk) for classes, chunk in pieces
+    )
+    return mark_safe(html)  # noqa: S308 - every piece of text went through escape(); the classes are the caller's
+
+
+def highlight(text: str, quotes: dict[str, str]) -> SafeString:
+    """All of `text`, escaped, with every place a quote occurs marked (see show)."""
+    return show(text, quotes).html

