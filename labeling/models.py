@@ -292,6 +292,8 @@ class Label(models.Model):
     outcome = models.CharField(max_length=16, choices=HumanOutcome.choices)
     # A verbatim quote from the transcript, or the word NONE.
     evidence = models.TextField(blank=True)
+    # Further quotes after `evidence` (a label may rest on several spans), each verbatim in the transcript.
+    more_evidence = models.JSONField(default=list, blank=True)
     revision = models.PositiveIntegerField(default=1)
     is_current = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -306,6 +308,12 @@ class Label(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome} (rev {self.revision})"
+
+    @property
+    def quotes(self) -> list[str]:
+        """Every quote of the label, in order (NONE is no quote)."""
+        first = [self.evidence] if self.evidence and self.evidence != "NONE" else []
+        return first + list(self.more_evidence or [])
 
 
 class GoldLabel(models.Model):
