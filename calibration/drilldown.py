@@ -16,7 +16,7 @@ from django.utils.safestring import SafeString
 from judging.models import JudgeConfig, Verdict
 from labeling.gold import derive_gold
 from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion
-from labeling.transcript import highlight, render_json
+from labeling.transcript import Transcript, highlight, render_json
 
 from . import data
 from .metrics import FAIL, PASS
@@ -71,7 +71,7 @@ class DrilldownItem:
         return self.verdicts[0].evidence if self.verdicts else ""
 
 
-def _parts(output: Output, quotes: dict[str, str]) -> list[TranscriptPart]:
+def _parts(output: Output, quotes: dict[str, str | list[str]]) -> list[TranscriptPart]:
     parts = [TranscriptPart("Input", highlight(output.case.input, quotes))]
     for i, call in enumerate(output.tool_calls or [], start=1):
         name = str(call.get("name", ""))
@@ -93,7 +93,7 @@ def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeC
             annotation__status=Annotation.Status.SUBMITTED,
         )
         .order_by("annotation__output_id", "annotation__slot")
-        .values_list("annotation__output_id", "outcome", "evidence")
+        .values_list("annotation__output_id", "outcome", "evidence", "more_evidence")
     )
     current_gold = GoldLabel.objects.select_related("decided_by").filter(
         criterion=criterion, is_current=True, output_id__in=output_ids
@@ -103,8 +103,9 @@ def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeC
     verdicts = Verdict.objects.filter(criterion=criterion, judge_config=judge_config, output_id__in=output_ids)
     verdicts = verdicts.order_by("output_id", "sample", "-run_id")
     by_output: dict[int, list] = {}
-    for output_id, outcome, evidence in labels:
-        by_output.setdefault(output_id, []).append({"outcome": outcome, "evidence": evidence})
+    for output_id, outcome, evidence, more in labels:
+        quotes = ([evidence] if evidence and evidence != "NONE" else []) + list(more or [])
+        by_output.setdefault(output_id, []).append({"outcome": outcome, "evidence": evidence, "quotes": quotes})
     counted: dict[int, list[Verdict]] = {}
     seen: set[tuple[int, int]] = set()
     for v in verdicts:
@@ -118,9 +119,12 @@ def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeC
             person["position"] = "Annotator " + ("ABCDEFGH"[i] if i < 8 else str(i + 1))
             person["css"] = {0: "hl-a", 1: "hl-b"}.get(i, "")
         item_verdicts = counted.get(output.pk, [])
-        quotes = {"hl-judge": item_verdicts[0].evidence if item_verdicts else ""}
+        quotes: dict[str, str | list[str]] = {"hl-judge": item_verdicts[0].evidence if item_verdicts else ""}
         for css, person in zip(("hl-a", "hl-b"), people, strict=False):
-            quotes[css] = person["evidence"]
+            quotes[css] = person["quotes"]
+        transcript = Transcript.of(output)
+        for person in people:  # where each quote was found: the input, a tool call, the response
+            person["places"] = [(q, ", ".join(transcript.found_in(q)) or "not found") for q in person["quotes"]]
         gold = golds.get(output.pk)
         items.append(
             DrilldownItem(

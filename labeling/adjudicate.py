@@ -38,6 +38,17 @@ class Side:
     outcome: str
     evidence: str
     css: str  # highlight class of their quote, "" past the second annotator
+    more_evidence: tuple[str, ...] = ()  # their further quotes
+    places: tuple[str, ...] = ()  # where each quote was found, in the order of `quotes` (filled by the page)
+
+    @property
+    def quotes(self) -> list[str]:
+        first = [self.evidence] if self.evidence and self.evidence != "NONE" else []
+        return first + list(self.more_evidence)
+
+    @property
+    def quotes_with_places(self) -> list[tuple[str, str]]:
+        return list(zip(self.quotes, self.places, strict=False))
 
 
 @dataclass(frozen=True)
@@ -130,15 +141,18 @@ def item_view(output: Output, criterion: Criterion) -> ItemView:
             annotation__output=output,
         )
         .order_by("annotation__slot", "annotation_id")
-        .values_list("annotation_id", "criterion_id", "outcome", "evidence")
+        .values_list("annotation_id", "criterion_id", "outcome", "evidence", "more_evidence")
     )
-    order = list(dict.fromkeys(annotation_id for annotation_id, _, _, _ in rows))
+    order = list(dict.fromkeys(annotation_id for annotation_id, *_ in rows))
     by_criterion: dict[int, dict[int, tuple[str, str]]] = {}
-    for annotation_id, criterion_id, outcome, evidence in rows:
+    more: dict[int, tuple[str, ...]] = {}
+    for annotation_id, criterion_id, outcome, evidence, more_evidence in rows:
         by_criterion.setdefault(criterion_id, {})[annotation_id] = (outcome, evidence)
+        if criterion_id == criterion.pk:
+            more[annotation_id] = tuple(more_evidence or ())
     mine = by_criterion.get(criterion.pk, {})
     sides = [
-        Side(string.ascii_uppercase[i], *mine[a], HIGHLIGHT.get(i, ""))
+        Side(string.ascii_uppercase[i], *mine[a], HIGHLIGHT.get(i, ""), more.get(a, ()))
         for i, a in enumerate(order)
         if a in mine and i < len(string.ascii_uppercase)
     ]

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from calibration.report import REPORT_KEYS
-from labeling.models import Output
+from labeling.models import Label, Output
 
 from .calibration_factories import add_verdict, adjudicate, annotate, annotator, bulk_calibration, make_judge, make_run
 from .factories import make_eval_set, make_output, make_rubric_version
@@ -163,6 +163,12 @@ def test_the_drilldown_highlights_every_quote_in_place_and_escapes_the_transcrip
     )
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and "<script>alert(1)" not in body
     assert "The reference says $40, not $45." in body
+    # A second quote of annotator A is highlighted too, and each quote says where it was found.
+    Label.objects.filter(annotation__annotator__username="amy").update(more_evidence=['"duplicate_charge": 40.0'])
+    body = client.get(urls(*world)["drilldown"]).content.decode()
+    assert '<mark class="hl-a">&quot;duplicate_charge&quot;: 40.0</mark>' in body
+    assert '<span class="muted small quote-place">(tool call 1)</span>' in body
+    assert '<span class="muted small quote-place">(response)</span>' in body
     assert "&quot;verdict&quot;: &quot;PASS&quot;" in body
     assert "Annotator A" in body and "amy" not in body  # positions, not names
 

@@ -101,3 +101,127 @@ def test_where_a_quote_is_found_and_how_many_are_only_outside_the_response():
     assert t.found_in("refund") == ["tool call 2"]  # a tool's name is part of its call
     assert t.found_in("NONE") == [] and t.found_in("not there") == []
     assert t.outside_response_only(["Refund order", '"amount": 40', "$40.", "not there"]) == 2
+
+
+# --- import and export: evidence as a string or a list -------------------------------------------
+
+
+@pytest.fixture
+def refunds():
+    from labeling.io import import_cases, import_rubric
+
+    from .io_helpers import data_source
+
+    import_rubric(source=data_source("rubric.json"))
+    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
+
+
+def import_lines(lines: list[dict], name: str = "labels.jsonl"):
+    import json
+
+    from labeling.io import import_labels
+
+    from .io_helpers import source
+
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    return import_labels(source=source(name, text), eval_set_name="refunds", rubric_ref="refund-support@1")
+
+
+def line(evidence, annotator: str = "maria", criterion: str = "correct_amount") -> dict:
+    return {"case_id": "r-001", "agent_version": "v1", "criterion": criterion, "annotator": annotator,
+            "outcome": "PASS", "evidence": evidence}  # fmt: skip
+
+
+def export(fmt: str) -> str:
+    import io
+
+    from labeling.io import export_data
+
+    out = io.StringIO()
+    export_data(eval_set_name="refunds", what="labels", fmt=fmt, stream=out, rubric_ref="refund-support@1")
+    return out.getvalue()
+
+
+def test_imported_evidence_may_be_a_list_and_quotes_outside_the_response_are_counted(refunds):
+    report = import_lines(
+        [line(["refund of $40.00", '"duplicate_charge": 40.0', "charged twice"]), line("refund of $40.00", "li")]
+    )
+    maria = Label.objects.get(annotation__annotator__username="maria")
+    assert (maria.evidence, maria.more_evidence) == ("refund of $40.00", ['"duplicate_charge": 40.0', "charged twice"])
+    assert Label.objects.get(annotation__annotator__username="li").more_evidence == []
+    # The tool result and the input are outside the agent's response: two of the four quotes.
+    assert report.counts["quotes_outside_response"] == 2
+    assert "2 evidence quotes found only outside the response" in str(report)
+
+
+@pytest.mark.parametrize(
+    "evidence,message",
+    [
+        ([], 'field "evidence": is an empty list'),
+        (["refund of $40.00", 7], 'field "evidence[1]": must be a non-empty quote, not a number'),
+        (["refund of $40.00", "NONE"], "NONE says there is nothing to quote"),
+        (["refund of $40.00"] * (MAX_QUOTES + 1), f"has {MAX_QUOTES + 1} quotes; at most {MAX_QUOTES} per label"),
+    ],
+)
+def test_a_bad_evidence_list_is_refused_and_nothing_is_written(refunds, evidence, message):
+    from labeling.io import ImportFailed
+
+    from .io_helpers import row_counts
+
+    before = row_counts()
+    with pytest.raises(ImportFailed) as exc:
+        import_lines([line(evidence)])
+    assert message in str(exc.value)
+    assert row_counts() == before
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_several_quotes_round_trip_through_export_and_import(refunds, fmt):
+    from labeling.io import import_labels
+
+    from .io_helpers import dump_labels, source
+
+    import_lines([line(["refund of $40.00", '"duplicate_charge": 40.0']), line("NONE", "li")])
+    text = export(fmt)
+    if fmt == "jsonl":
+        assert '"evidence": ["refund of $40.00", "\\"duplicate_charge\\": 40.0"]' in text
+        assert '"evidence": "NONE"' in text  # one quote stays a string
+    before = dump_labels("refunds")
+    more = list(Label.objects.order_by("pk").values_list("evidence", "more_evidence"))
+    Annotation.objects.all().delete()
+    import_labels(source=source(f"l.{fmt}", text), eval_set_name="refunds", rubric_ref="refund-support@1")
+    assert dump_labels("refunds") == before
+    assert list(Label.objects.order_by("pk").values_list("evidence", "more_evidence")) == more
+    again = import_labels(source=source(f"l.{fmt}", text), eval_set_name="refunds", rubric_ref="refund-support@1")
+    assert again.counts["labels_unchanged"] == 2 and not again.changed
+    assert export(fmt) == text
+
+
+def test_an_import_does_not_overwrite_a_label_whose_quotes_differ(refunds):
+    from labeling.io import ImportFailed
+
+    import_lines([line(["refund of $40.00", "charged twice"])])
+    with pytest.raises(ImportFailed, match="with different evidence"):
+        import_lines([line(["refund of $40.00", '"duplicate_charge": 40.0'])])
+    assert Label.objects.get().more_evidence == ["charged twice"]
+
+
+def test_the_reviewer_sees_every_quote_highlighted_and_where_it_was_found(client, reviewer, annotator, annotator2):
+    from django.urls import reverse
+
+    from labeling.models import Criterion
+
+    from .labeling_helpers import annotate_directly
+
+    eval_set, rv, (output,) = labeling_setup()
+    annotate_directly(output, rv, annotator, {"correct_amount": ("PASS", RESPONSE)})
+    annotate_directly(output, rv, annotator2, {"correct_amount": ("FAIL", INPUT)})
+    Label.objects.filter(annotation__annotator=annotator).update(more_evidence=[TOOL])
+    criterion = Criterion.objects.get(rubric_version=rv, key="correct_amount")
+    client.force_login(reviewer)
+    page = client.get(reverse("labeling:adjudicate", args=[output.pk, criterion.pk])).content.decode()
+    assert '<mark class="hl-a">refund of $40.00</mark>' in page
+    assert '<mark class="hl-a">&quot;duplicate_charge&quot;: 40.0</mark>' in page  # the second quote too
+    assert '<mark class="hl-b">charged twice for order 1234</mark>' in page
+    places = [p.split("</p>")[0] for p in page.split('class="muted small quote-place">')[1:]]
+    assert places == ["found in response", "found in tool call 1", "found in input"]

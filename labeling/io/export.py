@@ -110,10 +110,14 @@ def label_records(eval_set: EvalSet, rv: RubricVersion) -> Iterator[dict]:
             "annotation__annotator__username",
             "outcome",
             "evidence",
+            "more_evidence",
         )
     )
-    for row in rows.iterator(chunk_size=5000):
-        yield dict(zip(LABEL_COLUMNS, row, strict=True))
+    for *row, more in rows.iterator(chunk_size=5000):
+        record = dict(zip(LABEL_COLUMNS, row, strict=True))
+        if more:  # several quotes: the list (one quote stays a string, as it always was)
+            record["evidence"] = [record["evidence"], *more]
+        yield record
 
 
 def gold_records(eval_set: EvalSet, rv: RubricVersion) -> Iterator[dict]:
