@@ -16,7 +16,7 @@ from django.utils.safestring import SafeString
 from judging.models import JudgeConfig, Verdict
 from labeling.gold import derive_gold
 from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion
-from labeling.transcript import Transcript, highlight, render_json
+from labeling.transcript import Transcript, highlight, quotes_of, render_json
 
 from . import data
 from .metrics import FAIL, PASS
@@ -104,7 +104,7 @@ def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeC
     verdicts = verdicts.order_by("output_id", "sample", "-run_id")
     by_output: dict[int, list] = {}
     for output_id, outcome, evidence, more in labels:
-        quotes = ([evidence] if evidence and evidence != "NONE" else []) + list(more or [])
+        quotes = quotes_of(evidence, more)
         by_output.setdefault(output_id, []).append({"outcome": outcome, "evidence": evidence, "quotes": quotes})
     counted: dict[int, list[Verdict]] = {}
     seen: set[tuple[int, int]] = set()

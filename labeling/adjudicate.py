@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 from .gold import DISAGREED, gold_of_votes, load_item_states
 from .models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion, User
 from .naming import output_names
+from .transcript import quotes_of
 
 # Highlight classes for the first two annotators' quotes (static/css: mark.hl-a / mark.hl-b).
 HIGHLIGHT = {0: "hl-a", 1: "hl-b"}
@@ -43,8 +44,7 @@ class Side:
 
     @property
     def quotes(self) -> list[str]:
-        first = [self.evidence] if self.evidence and self.evidence != "NONE" else []
-        return first + list(self.more_evidence)
+        return quotes_of(self.evidence, self.more_evidence)
 
     @property
     def quotes_with_places(self) -> list[tuple[str, str]]:

@@ -14,6 +14,8 @@ from django.contrib.auth.models import AbstractUser
 from django.db import models
 from django.db.models import Q
 
+from .transcript import quotes_of
+
 
 class Role(models.TextChoices):
     ANNOTATOR = "annotator", "Annotator"
@@ -312,8 +314,7 @@ class Label(models.Model):
     @property
     def quotes(self) -> list[str]:
         """Every quote of the label, in order (NONE is no quote)."""
-        first = [self.evidence] if self.evidence and self.evidence != "NONE" else []
-        return first + list(self.more_evidence or [])
+        return quotes_of(self.evidence, self.more_evidence)
 
 
 class GoldLabel(models.Model):

@@ -26,6 +26,12 @@ MAX_QUOTES = 6
 _WS = re.compile(r"\s+")
 
 
+def quotes_of(evidence: str, more_evidence=()) -> list[str]:
+    """A label's quotes in order: its evidence (unless empty or NONE, no quote) and its further quotes."""
+    first = [evidence] if evidence and evidence != NONE_QUOTE else []
+    return first + list(more_evidence or ())
+
+
 def normalize_ws(text: str) -> str:
     return _WS.sub(" ", text).strip()
 

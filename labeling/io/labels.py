@@ -509,7 +509,7 @@ class LabelImport:
             return
         votes: dict[tuple[int, int], list[str]] = {}
         submitted = {a["pk"]: out for (out, _), a in annotations.items() if a["status"] == Annotation.Status.SUBMITTED}
-        for (annotation_pk, criterion_pk), (outcome, _) in current.items():
+        for (annotation_pk, criterion_pk), (outcome, *_) in current.items():
             if annotation_pk in submitted:
                 votes.setdefault((submitted[annotation_pk], criterion_pk), []).append(outcome)
         for (output_id, _), _, r in new_labels:
