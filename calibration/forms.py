@@ -21,6 +21,7 @@ from .policy import (
     GateThresholds,
     Tightening,
 )
+from .probes import status_label
 
 REASON_HELP = "Why, in words someone can check later (this is kept with the approval)."
 
@@ -78,17 +79,33 @@ class GatingForm(ReasonForm):
         help_text="The corrected bound accounts for the judge's own errors on this calibration (default).",
     )
 
-    field_order = ["criterion", "override", "min_pass_rate", "max_error_rate", "confidence", "decide_on", "reason"]
+    require_clean_probes = forms.BooleanField(
+        required=False,
+        label="Require a clean probe run",
+        help_text="Refuse the mark, and later the gate, while the newest probe run on this eval set warns about "
+        "the criterion or did not measure it.",
+    )
 
-    def __init__(self, *args, rows=(), **kwargs):
+    field_order = [
+        "criterion",
+        "override",
+        "min_pass_rate",
+        "max_error_rate",
+        "confidence",
+        "require_clean_probes",
+        "reason",
+    ]
+
+    def __init__(self, *args, rows=(), probes=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.tiers = {r.criterion: r.tier for r in rows if not r.gating}
+        # Beside each tier, what the newest probe run says (calibration/probes.py).
         self.fields["criterion"].choices = [("", "choose a criterion")] + [
-            (key, f"{key} ({tier})") for key, tier in self.tiers.items()
+            (key, f"{key} ({tier}; {status_label(probes, key)})") for key, tier in self.tiers.items()
         ]
 
     def policy_fields(self) -> list:
-        return [self[name] for name in (*FIELDS, "decide_on")]
+        return [self[name] for name in (*FIELDS, "decide_on", "require_clean_probes")]
 
     def clean(self):
         data = super().clean()
@@ -187,3 +204,28 @@ class GateApiForm(forms.Form):
         except ValueError as exc:
             raise forms.ValidationError(str(exc))
         return data
+
+
+class CaseFilterForm(forms.Form):
+    """The eval set page's filters (GET). A bad value is reported, never silently dropped."""
+
+    q = forms.CharField(required=False, max_length=200, label="Search case id and text")
+    agent_version = forms.ChoiceField(required=False, label="Agent version")
+    rubric_version = forms.ModelChoiceField(queryset=RubricVersion.objects.none(), required=False)
+    judge = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), required=False, label="Judge config")
+    show = forms.ChoiceField(required=False, label="Show")
+
+    def __init__(self, *args, agent_versions: list[str], rubric_versions, judges, show_choices, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["agent_version"].choices = [("", "Every agent version")] + [(v, v) for v in agent_versions]
+        self.fields["rubric_version"].queryset = rubric_versions
+        self.fields["rubric_version"].empty_label = None
+        self.fields["judge"].queryset = judges
+        self.fields["judge"].empty_label = "Any judge"
+        self.fields["show"].choices = show_choices
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("show") in ("false-pass", "false-fail") and not cleaned.get("judge"):
+            self.add_error("judge", "Choose a judge config: false passes and false fails are that judge's.")
+        return cleaned

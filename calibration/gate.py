@@ -15,7 +15,9 @@ Each gating criterion is held to the policy the lead stored with its mark (calib
 caller may only tighten it, and a looser value is refused (PolicyRefused) before anything is stored.
 
 Cannot decide (exit 2) is not a failure of the agent: no approved gating criteria, a gating
-criterion with no verdicts at all, or a name that matches nothing.
+criterion with no verdicts at all, a gating criterion whose lead requires a clean probe run (of the
+judge on the mark's calibration eval set) and whose newest one is not clean, or a name that matches
+nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import pandas as pd
 from judging.models import JudgeConfig
 from labeling.models import EvalSet, RubricVersion
 
-from . import data
+from . import data, probes
 from .lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
 from .metrics import BINARY, ERROR, PASS, CorrectedPassRate, corrected_pass_rate, fmt, wilson_interval
 from .models import GateResult, GateToken, GatingMark
@@ -246,6 +248,9 @@ def run_gate(
             f"no criteria of {rubric_version.ref} are approved as gating with judge {judge_config.name}"
             + ("" if approved else " (the rubric version is not approved)")
         )
+    unclean = probes.gate_refusal(rubric_version, judge_config)
+    if unclean:
+        raise CannotDecide(f"gating criteria whose lead requires a clean probe run have none: {unclean}")
     scope = data.Scope(eval_set, rubric_version, agent_version)
     verdicts = current_verdicts(data.load_verdicts(scope, judge_config))
     ids = {g.criterion_id for g in gating}

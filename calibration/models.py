@@ -46,10 +46,11 @@ class GatingMarkQuerySet(models.QuerySet):
 class GatingMark(models.Model):
     """A lead's decision that one criterion, graded by one judge config, may gate releases.
 
-    It keeps the calibration it relied on (eval set and the report row's figures), who decided,
-    when and why, and the gate policy the lead set for it (calibration/policy.py: callers of the gate
-    may only tighten it). An override (the criterion was not in the `gate` tier) stays marked as one.
-    Revoking keeps the row, so the history of what gated when is never lost.
+    It keeps the calibration it relied on (eval set and the report row's figures, and the probe run's
+    figures), who decided, when and why, and the gate policy the lead set for it (calibration/policy.py:
+    callers of the gate may only tighten it; optionally, a clean probe run is required). An override (the
+    criterion was not in the `gate` tier) stays marked as one. Revoking keeps the row, so the history of
+    what gated when is never lost.
     """
 
     rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="gating_marks")
@@ -72,6 +73,14 @@ class GatingMark(models.Model):
     # Which lower bound decides (policy.DECIDE_ON). The migration gave older marks the observed one, which
     # is what the gate applied when they were made; the corrected one uses `figures` (the calibration cells).
     decide_on = models.CharField(max_length=16, choices=list(DECIDE_ON.items()), default=DEFAULT_DECIDE_ON)
+    # The probe results the decision relied on (calibration/probes.py): the newest complete probe run on the
+    # calibration eval set, and its figures for this criterion (empty when there was none).
+    probe_run = models.ForeignKey(
+        "judging.ProbeRun", null=True, blank=True, on_delete=models.PROTECT, related_name="gating_marks"
+    )
+    probe_figures = models.JSONField(default=dict, blank=True)
+    # Part of the lead's policy: the criterion may gate only while its newest probe run is clean (the gate checks).
+    require_clean_probes = models.BooleanField(default=False)
     marked_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     marked_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import api, views
+from . import api, case_views, views
 
 app_name = "calibration"
 REPORT = "report/<int:eval_set>/<int:rubric_version>/<int:judge>/"
@@ -14,6 +14,8 @@ urlpatterns = [
     path(REPORT + "gating", views.mark_gating_view, name="mark_gating"),
     path(REPORT + "<slug:key>/<slug:cell>/", views.drilldown, name="drilldown"),
     path("compare/", views.compare, name="compare"),
+    path("sets/<int:eval_set>/", case_views.eval_set_page, name="eval_set"),
+    path("outputs/<int:output>/", case_views.output_page, name="output"),
     path("rubric/<int:rubric_version>/approve", views.approve_rubric, name="approve_rubric"),
     path("gating/<int:mark>/revoke", views.revoke_gating_view, name="revoke_gating"),
     path("gates/", views.gates, name="gates"),

@@ -31,6 +31,8 @@ from .report import calibration_report
 from .svg import confusion_cells, kappa_chart, opacity
 
 DRILLDOWN_PAGE_SIZE = 10
+# Gate results per page, newest first (GateResult's ordering): each carries a per-criterion table.
+GATE_HISTORY_PAGE_SIZE = 50
 
 
 def _instrument(eval_set: int, rubric_version: int, judge: int) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
@@ -78,7 +80,7 @@ def _report_context(request, es, rv, judge, gating_form=None) -> dict:
         "marks": marks,
         "agent_version": agent_version,
         "agent_versions": sorted(versions),
-        "gating_form": gating_form or GatingForm(rows=report.rows),
+        "gating_form": gating_form or GatingForm(rows=report.rows, probes=report.probes),
         "is_lead": has_role(request.user, Role.LEAD),
     }
 
@@ -86,7 +88,8 @@ def _report_context(request, es, rv, judge, gating_form=None) -> dict:
 @role_required(*STAFF_ROLES)
 def index(request: HttpRequest) -> HttpResponse:
     combos = (
-        JudgeRun.objects.values(
+        JudgeRun.objects.filter(probe_run__isnull=True)  # a probe run's verdicts never count for calibration
+        .values(
             "eval_set_id",
             "eval_set__name",
             "rubric_version_id",
@@ -201,7 +204,7 @@ def approve_rubric(request: HttpRequest, rubric_version: int) -> HttpResponse:
 def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
     es, rv, jc = _instrument(eval_set, rubric_version, judge)
     report = calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=_agent_version(request))
-    form = GatingForm(request.POST, rows=report.rows)
+    form = GatingForm(request.POST, rows=report.rows, probes=report.probes)
     if form.is_valid():
         try:
             mark_gating(
@@ -214,6 +217,7 @@ def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, j
                 override=form.cleaned_data["override"],
                 agent_version=_agent_version(request),
                 policy=form.cleaned_data["policy"],
+                require_clean_probes=form.cleaned_data["require_clean_probes"],
             )
             messages.success(request, f"{form.cleaned_data['criterion']} now gates releases with {jc.name}.")
             if request.htmx:
@@ -257,9 +261,17 @@ def _back(request: HttpRequest, default: str) -> str:
 
 @role_required(*STAFF_ROLES)
 def gates(request: HttpRequest) -> HttpResponse:
-    results = GateResult.objects.select_related("token")[:50]
+    page = Paginator(GateResult.objects.select_related("token"), GATE_HISTORY_PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
     tokens = GateToken.objects.select_related("rubric_version__rubric", "created_by", "revoked_by")
-    context = {"results": results, "tokens": tokens, "form": TokenForm(), "is_lead": has_role(request.user, Role.LEAD)}
+    context = {
+        "results": page.object_list,
+        "page": page,
+        "tokens": tokens,
+        "form": TokenForm(),
+        "is_lead": has_role(request.user, Role.LEAD),
+    }
     return render(request, "calibration/gates.html", context)
 
 
@@ -285,7 +297,8 @@ def create_token(request: HttpRequest) -> HttpResponse:
     if request.htmx:  # htmx swaps only 2xx answers, and the errors must be seen
         response = render(request, "calibration/gates.html#token-panel", context)
     else:
-        context["results"] = GateResult.objects.select_related("token")[:50]
+        context["page"] = Paginator(GateResult.objects.select_related("token"), GATE_HISTORY_PAGE_SIZE).get_page(1)
+        context["results"] = context["page"].object_list
         response = render(request, "calibration/gates.html", context, status=200 if secret else 422)
     response["Cache-Control"] = "no-store"  # the page holds the only copy of the secret
     return response

@@ -324,6 +324,9 @@ _judge_lists_problem = allowlist.operator_list_problem(JUDGE_KEY_VARS, JUDGE_BAS
 if _judge_lists_problem:
     raise ImproperlyConfigured(_judge_lists_problem)
 
+# Probes of the judge beyond the built-in ones: dotted paths of judging.probes.Probe objects (docs/judging.md).
+PROBES = env_list("ICEWATER_PROBES", [])
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from .models import Criterion, HumanOutcome, RubricVersion
+from .models import Criterion, GoldPolicy, HumanOutcome, RubricVersion
 from .transcript import MAX_QUOTES, NONE_QUOTE, Transcript
 
 # A quote is a pointer into the transcript, not an essay; this bounds what one save can store.
@@ -128,3 +128,26 @@ class QueueMoveForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["rubric_version"].queryset = versions
         self.fields["rubric_version"].label_from_instance = lambda rv: f"{rv.ref} ({rv.get_status_display()})"
+
+
+class RubricVersionForm(forms.Form):
+    """The new version's name and instruction; its criteria are CriterionFormSet."""
+
+    version = forms.CharField(max_length=100, help_text="A new name, e.g. 2: a saved version never changes.")
+    instruction = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class CriterionForm(forms.Form):
+    order = forms.IntegerField(min_value=0, max_value=10_000, help_text="Criteria are shown in this order.")
+    key = forms.SlugField(max_length=100)
+    definition = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}))
+    pass_example = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    fail_example = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    gold_policy = forms.ChoiceField(
+        choices=GoldPolicy.choices,
+        required=False,  # empty is the default, majority
+        help_text="How labels become gold where no reviewer decided (labeling/gold.py).",
+    )
+
+
+CriterionFormSet = forms.formset_factory(CriterionForm, extra=1, can_delete=True, max_num=100, absolute_max=200)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import upload_views, views
+from . import rubric_views, upload_views, views
 
 app_name = "labeling"
 urlpatterns = [
@@ -20,4 +20,6 @@ urlpatterns = [
     path("adjudication/", views.adjudication_queue, name="adjudication_queue"),
     path("adjudication/<int:output_id>/<int:criterion_id>/", views.adjudicate, name="adjudicate"),
     path("progress/", views.progress_page, name="progress"),
+    path("rubrics/<int:rubric_version>/", rubric_views.rubric_version_page, name="rubric_version"),
+    path("rubrics/<int:rubric_version>/new", rubric_views.rubric_edit_page, name="rubric_edit"),
 ]

@@ -7,6 +7,7 @@ every page also works as a plain form post with a redirect, so most tests need n
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
@@ -214,18 +215,28 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
     return next_output(request, annotation.output.case.eval_set_id)
 
 
+# Annotations per page of My work: newest first, so what one is working on is on page 1.
+MY_WORK_PAGE_SIZE = 50
+
+
 @require_GET
 @labeler_required
 def my_work(request: HttpRequest) -> HttpResponse:
-    annotations = list(
+    mine = (
         Annotation.objects.filter(annotator=request.user)
         .select_related("output__case__eval_set", "rubric_version__rubric")
-        .order_by("-created_at")[:200]
+        .order_by("-created_at", "-pk")
     )
+    page = Paginator(mine, MY_WORK_PAGE_SIZE).get_page(request.GET.get("page"))
+    annotations = list(page.object_list)
     names = output_names(a.output_id for a in annotations)
     for a in annotations:
         a.output_name = names.get(a.output_id, a.output.case.case_id)
-    return render(request, "labeling/my_work.html", {"annotations": annotations, "my_queues": my_queues(request.user)})
+    return render(
+        request,
+        "labeling/my_work.html",
+        {"annotations": annotations, "page": page, "my_queues": my_queues(request.user)},
+    )
 
 
 # --- Adjudication ------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Load the refund-support demo: users in every role, a rubric, 80 outputs, labels, a judge and its verdicts.
+"""Load the refund-support demo: users in every role, a rubric, 80 outputs, labels, a judge, its verdicts and
+a probe run of it.
 
 Safe to run again: every step goes through the product's own idempotent importers.
 """
@@ -63,7 +64,18 @@ class Command(BaseCommand):
         )
         call_command("add_judge", str(DEMO_DIR / "judge.json"), **quiet)
         call_command("run_judge", "--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE, "--in-process", **quiet)
+        load_probe_run(quiet)
         self.stdout.write(f"Demo loaded: eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}.")
         self.stdout.write(f"Demo logins (password {password!r}):")
         for username, role, what in DEMO_USERS:
             self.stdout.write(f"  {username:<8} {role.label:<10} {what}")
+
+
+def load_probe_run(quiet: dict) -> None:
+    """A probe run of the demo judge, once: its results differ by criterion (the controls catch the planted
+    amount and the removed next step; padding slips past the concision instrument, which counts words)."""
+    from judging.models import ProbeRun
+
+    if not ProbeRun.objects.filter(eval_set__name=EVAL_SET, judge_config__name=JUDGE).exists():
+        scope = ("--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE)
+        call_command("probe_judge", *scope, "--in-process", **quiet)

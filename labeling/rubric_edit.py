@@ -1,0 +1,67 @@
+"""A new rubric version made in the browser from an existing one, and its diff against the one before.
+
+Saving goes through labeling.io.rubrics.import_rubric, the importer of rubric files: the edited version
+is written as the rubric document a file would hold, so validation, the content hash and the rule that a
+version is immutable once made are the importer's, not a second copy. A new version is a draft.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import json
+
+from .io.readers import Source
+from .io.rubrics import import_rubric
+from .models import RubricVersion
+
+
+def as_text(rubric_version: RubricVersion | None) -> list[str]:
+    """The version as lines people can compare: the instruction, then each criterion in order."""
+    if rubric_version is None:
+        return []
+    lines = ["Instruction:", *(rubric_version.instruction or "(none)").splitlines(), ""]
+    for c in rubric_version.criteria.order_by("order", "id"):
+        lines += [f"Criterion {c.key}:", f"  definition: {c.definition}"]
+        lines += [f"  PASS example: {c.pass_example}"] if c.pass_example else []
+        lines += [f"  FAIL example: {c.fail_example}"] if c.fail_example else []
+        lines += [f"  gold policy: {c.gold_policy}"] if c.gold_policy != "majority" else []
+        lines.append("")
+    return lines
+
+
+def previous_version(rubric_version: RubricVersion) -> RubricVersion | None:
+    return (
+        RubricVersion.objects.filter(rubric_id=rubric_version.rubric_id, created_at__lt=rubric_version.created_at)
+        .order_by("-created_at")
+        .first()
+    )
+
+
+def diff_lines(old: RubricVersion | None, new: RubricVersion) -> list[tuple[str, str]]:
+    """(kind, text) per line of a unified diff: kind is "add", "remove", "hunk" or "same"."""
+    out = []
+    old_name = old.ref if old else "(nothing)"
+    for line in difflib.unified_diff(as_text(old), as_text(new), old_name, new.ref, lineterm="", n=2):
+        if line.startswith(("---", "+++")):
+            continue
+        kind = {"+": "add", "-": "remove", "@": "hunk"}.get(line[:1], "same")
+        out.append((kind, line))
+    return out
+
+
+def save_new_version(*, base: RubricVersion, version: str, instruction: str, criteria: list[dict]) -> RubricVersion:
+    """Write a draft `base.rubric`@`version` with these criteria (in order). Raises io.errors.ImportFailed."""
+    document = {"name": base.rubric.name, "version": version, "instruction": instruction, "criteria": criteria}
+    source = Source(name="the rubric editor", stream=io.BytesIO(json.dumps(document).encode()))
+    import_rubric(source=source)
+    return RubricVersion.objects.select_related("rubric").get(rubric=base.rubric, version=version)
+
+
+def suggested_version(base: RubricVersion) -> str:
+    """The next free name after `base`'s (2 after 1, 1.1.1 after 1.1 if 1.2 exists...)."""
+    taken = set(RubricVersion.objects.filter(rubric_id=base.rubric_id).values_list("version", flat=True))
+    candidate = base.version
+    while candidate in taken:
+        candidate = str(int(candidate) + 1) if candidate.isdigit() else f"{candidate}.1"
+    return candidate
