@@ -280,8 +280,9 @@ class GateOutcome:
         return self.decision.exit_code if self.decision else EXIT_UNDECIDED
 
 
-def gate_and_record(request: GateRequest, *, source: str, token: GateToken | None = None) -> GateOutcome:
-    """Resolve the names, run the gate, and store the result (also when it cannot decide).
+def gate_and_record(request: GateRequest, *, source: str, token: GateToken | None = None, asked_by=None) -> GateOutcome:
+    """Resolve the names, run the gate, and store the result (also when it cannot decide). The command line,
+    the HTTP API and the gate page all call this; `asked_by` is the person on the gate page.
 
     PolicyRefused (a looser threshold than the lead's) propagates and nothing is stored. Over HTTP an
     unknown name is not followed by the names that exist (a token holder learns nothing beyond its scope).
@@ -320,6 +321,7 @@ def gate_and_record(request: GateRequest, *, source: str, token: GateToken | Non
         result=decision.as_dict() if decision else {},
         reason=reason,
         token=token,
+        asked_by=asked_by,
         **resolved,
     )
     return GateOutcome(decision, reason, record)

@@ -186,7 +186,8 @@ class GateToken(models.Model):
 
 
 class GateResult(models.Model):
-    """One decision of the release gate, from the command line or over HTTP, kept for the record."""
+    """One decision of the release gate, from the command line, over HTTP or from the gate page, kept for the
+    record."""
 
     class Decision(models.TextChoices):
         PASSED = "passed", "Passed"
@@ -196,6 +197,7 @@ class GateResult(models.Model):
     class Source(models.TextChoices):
         CLI = "cli", "Command line"
         HTTP = "http", "HTTP API"
+        WEB = "web", "Gate page"
 
     decision = models.CharField(max_length=16, choices=Decision.choices)
     source = models.CharField(max_length=8, choices=Source.choices)
@@ -224,6 +226,10 @@ class GateResult(models.Model):
     result = models.JSONField(default=dict)
     reason = models.TextField(blank=True)
     token = models.ForeignKey(GateToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="results")
+    # Who ran it on the gate page (the web source); the command line and HTTP leave it empty.
+    asked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -203,8 +203,8 @@ def test_marking_on_a_real_calibration_stores_the_cells_the_gate_corrects_with(w
 @pytest.mark.django_db(transaction=True)
 def test_marks_made_before_the_choice_keep_the_observed_bound_and_new_ones_get_the_corrected_one():
     before, after = (
-        [("calibration", "0006_gating_mark_probes")],
-        [("calibration", "0007_gating_mark_decide_on")],
+        [("calibration", "0007_gate_result_web")],
+        [("calibration", "0008_gating_mark_decide_on")],
     )
     lee, cal, judge = make_user("lee"), make_eval_set("cal"), make_judge("gpt-judge")
     rv = make_rubric_version("refund", "1")

@@ -37,7 +37,11 @@ def wait_until_finished(probe_run, timeout: float = RUN_TIMEOUT_S) -> str:
 
 
 def test_a_probe_run_started_on_the_page_runs_on_workers_within_the_bound_and_catches_a_gullible_judge(
-    client, lead, fake_llm, judge_key, workers  # noqa: F811 - the imported fixture
+    client,
+    lead,
+    fake_llm,
+    judge_key,
+    workers,  # noqa: F811 - the imported fixture
 ):
     fake_llm.latency_s = 0.1
     fake_llm.gullible = INJECTION_LINE

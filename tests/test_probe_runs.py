@@ -26,6 +26,7 @@ judge_key = judging_helpers.judge_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
 @pytest.fixture
 def instrumented():
     return make_instrumented()
@@ -121,15 +122,20 @@ def test_an_item_the_probed_arm_cannot_judge_is_error_and_never_a_flip(instrumen
 def test_a_sample_draws_the_same_outputs_every_time(instrumented):
     first = probe_in_process(instrumented, ["sycophancy"], sample=4)
     second = probe_in_process(instrumented, ["sycophancy"], sample=4)
-    ids = [sorted(r.items.values_list("output_id", flat=True)) for r in (first.judge_runs.get(probe="original"),
-                                                                         second.judge_runs.get(probe="original"))]
+    ids = [
+        sorted(r.items.values_list("output_id", flat=True))
+        for r in (first.judge_runs.get(probe="original"), second.judge_runs.get(probe="original"))
+    ]
     assert ids[0] == ids[1] and len(ids[0]) == 4 and first.outputs == 4 and first.sample_size == 4
     assert probe_runs.sample_ids([5, 3, 9], None) == [3, 5, 9] and probe_runs.sample_ids([5, 3], 10) == [3, 5]
-    assert latest_complete(
-        eval_set=instrumented.eval_set,
-        rubric_version=instrumented.rubric_version,
-        judge_config=instrumented.judge_config,
-    ) == second
+    assert (
+        latest_complete(
+            eval_set=instrumented.eval_set,
+            rubric_version=instrumented.rubric_version,
+            judge_config=instrumented.judge_config,
+        )
+        == second
+    )
 
 
 @pytest.mark.parametrize(

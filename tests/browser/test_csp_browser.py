@@ -130,6 +130,7 @@ def test_the_main_pages_of_every_role_show_no_policy_violation(live_server, watc
         report,
         "/calibration/compare/",
         "/calibration/gates/",
+        "/calibration/gates/run",
         "/judging/",
         f"/judging/runs/{run.pk}/",
         f"/judging/verdicts/{verdict.pk}/",

@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from labeling.groups import sync_role_group
 from labeling.models import Role, User
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
@@ -43,6 +44,7 @@ class Command(BaseCommand):
                 user.is_staff = role == Role.LEAD
                 user.set_password(password)
                 user.save()
+                sync_role_group(user)
         quiet = {"stdout": open(os.devnull, "w"), "verbosity": 0}
         call_command("import_rubric", str(DEMO_DIR / "rubric.yaml"), **quiet)
         call_command("import_cases", "--eval-set", EVAL_SET, str(DEMO_DIR / "cases.jsonl"), **quiet)

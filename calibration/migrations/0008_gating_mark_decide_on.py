@@ -6,7 +6,7 @@ class Migration(migrations.Migration):
     (Wilson) bound, so they keep it; new marks default to the corrected bound (calibration/policy.py)."""
 
     dependencies = [
-        ("calibration", "0006_gating_mark_probes"),
+        ("calibration", "0007_gate_result_web"),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0005_criterion_gold_policy'),
+        ('labeling', '0006_criterion_gold_policy'),
     ]
 
     operations = [

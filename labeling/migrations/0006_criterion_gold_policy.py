@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('labeling', '0004_delete_session'),
+        ('labeling', '0005_gold_dispute'),
     ]
 
     operations = [
