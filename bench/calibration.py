@@ -10,8 +10,9 @@ judge run (200,000 verdicts, with some ERROR, ABSTAIN and N/A, and quotes not fo
 
 It then times, best of --repeat runs, interleaved:
   report  calibration.report.calibration_report(): loading, gold, current verdicts, kappa with its
-          2,000-replicate bootstrap interval, the human ceiling (A vs B kappa with its interval and
-          Krippendorff's alpha) for all 10 criteria, and the warnings;
+          2,000-replicate bootstrap interval, TPR/TNR/balanced accuracy/F1 with theirs, the human
+          ceiling (mean pairwise kappa and Krippendorff's alpha, each with its interval, and A vs B),
+          the gold policy's ties and items without gold, for all 10 criteria, and the warnings;
   floor   hand-written SQL for the same label, gold and verdict rows, fetched into DataFrames and
           nothing else (what any report must at least do).
 and prints both, their ratio (goal: within 2x) and the report's query count, also on a small eval set

@@ -2,7 +2,7 @@
 
 These pages live in calibration, not labeling or judging: they show human labels, gold and judge verdicts
 side by side, and the false-pass / false-fail filters are calibration's reading of gold against the judge
-(calibration.reading). labeling cannot import judging, and judging has no gold; calibration reads both.
+(labeling.gold, calibration.reading). labeling cannot import judging, and judging has no gold; calibration reads both.
 
 Both pages run a fixed number of queries whatever the number of outputs, criteria, labels or verdicts.
 """
@@ -16,13 +16,13 @@ import pandas as pd
 from django.db.models import Q, QuerySet
 
 from judging.models import JudgeConfig, Verdict, VerdictOutcome
-from labeling.gold import DISAGREED, item_states
+from labeling.gold import DISAGREED, derive_gold, gold_policies, item_states
 from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, LabelingQueue, Output, RubricVersion
-from labeling.transcript import NONE_QUOTE
+from labeling.transcript import NONE_QUOTE, quotes_of
 
 from . import data
 from .drilldown import CELLS
-from .reading import KEY, current_verdicts, derive_gold
+from .reading import KEY, current_verdicts
 
 # ?show= on the eval set page -> what people read in the filter
 SHOW_CHOICES = [
@@ -40,7 +40,7 @@ WORDS = dict(VerdictOutcome.choices)  # a superset of the human outcomes, with t
 def matching_outputs(
     eval_set: EvalSet, *, rubric_version: RubricVersion | None, show: str, judge: JudgeConfig | None
 ) -> set[int] | None:
-    """Output ids that `show` keeps (None: no narrowing). At most three queries."""
+    """Output ids that `show` keeps (None: no narrowing). At most four queries."""
     if not show:
         return None
     if show == "evidence-not-found":
@@ -54,14 +54,16 @@ def matching_outputs(
         return set()
     scope = data.Scope(eval_set, rubric_version)
     labels, adjudicated = data.load_labels(scope), data.load_adjudicated(scope)
+    policies = gold_policies(rubric_version)  # gold by each criterion's policy (labeling.gold)
     if show in NEEDS_JUDGE:
         if judge is None:
             return set()
         judge_outcome, gold_outcome = CELLS[show]
-        both = current_verdicts(data.load_verdicts(scope, judge)).merge(derive_gold(labels, adjudicated), on=KEY)
+        gold = derive_gold(labels, adjudicated, policies)
+        both = current_verdicts(data.load_verdicts(scope, judge)).merge(gold, on=KEY)
         hits = both[(both["judge"] == judge_outcome) & (both["gold"] == gold_outcome)]
         return {int(x) for x in hits["output"]}
-    states = item_states(labels, adjudicated)
+    states = item_states(labels, adjudicated, policies)
     if show == "disagreement":
         return {int(x) for x in states.loc[states["state"] == DISAGREED, "output"]}
     # pending-gold: some criterion has a label but no gold yet (one label so far, or a disagreement).
@@ -108,6 +110,7 @@ class Answer:
     evidence: str
     css: str = ""  # the quote's colour, "" when there is nothing to mark
     verdict: Verdict | None = None
+    more_evidence: tuple[str, ...] = ()  # a label's further quotes
 
     @property
     def outcome_text(self) -> str:
@@ -146,15 +149,16 @@ class OutputView:
     rows: list[CriterionRow]
     names_shown: bool
 
-    def quotes(self, criterion_id: int | None = None) -> dict[str, str]:
-        """CSS class -> quote for transcript.show: each quote gets its source's colour and its own key."""
-        found: dict[str, str] = {}
+    def quotes(self, criterion_id: int | None = None) -> dict[str, list[str]]:
+        """CSS class -> quotes for transcript.show: each quote gets its source's colour and its own key."""
+        found: dict[str, list[str]] = {}
         for source in [*self.people, *self.judges]:
             for cid, answer in source.answers.items():
-                if criterion_id not in (None, cid) or not answer.evidence or answer.evidence.strip() == NONE_QUOTE:
+                quotes = quotes_of(answer.evidence.strip(), answer.more_evidence) if answer.evidence else []
+                if criterion_id not in (None, cid) or not quotes or quotes[0].strip() == NONE_QUOTE:
                     continue
                 # Two keys of one colour must differ (a dict): the criterion id makes a second, inert class.
-                found[f"{source.css} c{cid}"] = answer.evidence
+                found[f"{source.css} c{cid}"] = quotes
         return found
 
 
@@ -187,7 +191,8 @@ def output_view(output: Output, rubric_version: RubricVersion) -> OutputView:
     by_annotation = {a.pk: s for a, s in zip(annotations, people, strict=True)}
     for label in labels:
         source = by_annotation[label.annotation_id]
-        source.answers[label.criterion_id] = Answer(label.outcome, label.evidence, source.css)
+        more = tuple(label.more_evidence or ())
+        source.answers[label.criterion_id] = Answer(label.outcome, label.evidence, source.css, more_evidence=more)
 
     judges = _judge_sources(output, rubric_version)
     golds = list(
@@ -201,7 +206,9 @@ def output_view(output: Output, rubric_version: RubricVersion) -> OutputView:
     adjudicated = pd.DataFrame(
         [(output.pk, g.criterion_id, g.outcome) for g in golds if g.is_current], columns=data.GOLD_COLUMNS
     )
-    gold = {int(r.criterion): (r.gold, r.gold_source) for r in derive_gold(label_frame, adjudicated).itertuples()}
+    policies = {c.pk: c.gold_policy for c in criteria}
+    derived = derive_gold(label_frame, adjudicated, policies)
+    gold = {int(r.criterion): (r.gold, r.gold_source) for r in derived.itertuples()}
     rows = [
         CriterionRow(
             criterion=c,

@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from judging.models import JudgeConfig, Verdict
 from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion
 
-LABEL_COLUMNS = ["output", "criterion", "annotation", "slot", "outcome"]
+LABEL_COLUMNS = ["output", "criterion", "annotation", "annotator", "slot", "outcome"]
 GOLD_COLUMNS = ["output", "criterion", "outcome"]
 VERDICT_COLUMNS = ["output", "criterion", "run", "sample", "outcome", "evidence_found"]
 
@@ -46,7 +46,7 @@ def criteria_of(rubric_version: RubricVersion) -> list[Criterion]:
 
 
 def load_labels(scope: Scope) -> pd.DataFrame:
-    """Current labels of submitted annotations: output, criterion, annotation, slot, outcome."""
+    """Current labels of submitted annotations: output, criterion, annotation, annotator, slot, outcome."""
     qs = Label.objects.filter(
         is_current=True,
         annotation__status=Annotation.Status.SUBMITTED,
@@ -55,7 +55,14 @@ def load_labels(scope: Scope) -> pd.DataFrame:
     )
     if scope.agent_version is not None:
         qs = qs.filter(annotation__output__agent_version=scope.agent_version)
-    fields = ["annotation__output_id", "criterion_id", "annotation_id", "annotation__slot", "outcome"]
+    fields = [
+        "annotation__output_id",
+        "criterion_id",
+        "annotation_id",
+        "annotation__annotator_id",
+        "annotation__slot",
+        "outcome",
+    ]
     return frame(qs, fields, LABEL_COLUMNS)
 
 

@@ -14,12 +14,13 @@ import pandas as pd
 from django.utils.safestring import SafeString
 
 from judging.models import JudgeConfig, Verdict
+from labeling.gold import derive_gold
 from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion
-from labeling.transcript import highlight, render_json
+from labeling.transcript import Transcript, highlight, quotes_of, render_json
 
 from . import data
 from .metrics import FAIL, PASS
-from .reading import KEY, current_verdicts, derive_gold
+from .reading import KEY, current_verdicts
 
 # URL slug -> (judge outcome, gold outcome)
 CELLS = {"false-pass": (PASS, FAIL), "false-fail": (FAIL, PASS)}
@@ -30,7 +31,12 @@ CELL_TITLES = {
 
 
 def items_in_cell(
-    labels: pd.DataFrame, adjudicated: pd.DataFrame, verdicts: pd.DataFrame, criterion_id: int, cell: str
+    labels: pd.DataFrame,
+    adjudicated: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    criterion_id: int,
+    cell: str,
+    gold_policy: str = "majority",
 ) -> list[int]:
     """Pure: output ids whose current verdict and gold put them in `cell`, in output order."""
     judge_outcome, gold_outcome = CELLS[cell]
@@ -38,7 +44,7 @@ def items_in_cell(
     def mine(df: pd.DataFrame) -> pd.DataFrame:
         return df[df["criterion"] == criterion_id]
 
-    gold = derive_gold(mine(labels), mine(adjudicated))
+    gold = derive_gold(mine(labels), mine(adjudicated), {criterion_id: gold_policy})
     judge = current_verdicts(mine(verdicts))
     both = judge.merge(gold, on=KEY)
     hits = both[(both["judge"] == judge_outcome) & (both["gold"] == gold_outcome)]
@@ -57,7 +63,7 @@ class DrilldownItem:
     parts: list[TranscriptPart] = field(default_factory=list)
     annotators: list[dict] = field(default_factory=list)  # position label, outcome, evidence
     gold: GoldLabel | None = None
-    gold_source: str = "majority"
+    gold_source: str = "majority"  # "adjudicated" or the gold policy that settled it
     verdicts: list[Verdict] = field(default_factory=list)
 
     @property
@@ -65,7 +71,7 @@ class DrilldownItem:
         return self.verdicts[0].evidence if self.verdicts else ""
 
 
-def _parts(output: Output, quotes: dict[str, str]) -> list[TranscriptPart]:
+def _parts(output: Output, quotes: dict[str, str | list[str]]) -> list[TranscriptPart]:
     parts = [TranscriptPart("Input", highlight(output.case.input, quotes))]
     for i, call in enumerate(output.tool_calls or [], start=1):
         name = str(call.get("name", ""))
@@ -87,7 +93,7 @@ def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeC
             annotation__status=Annotation.Status.SUBMITTED,
         )
         .order_by("annotation__output_id", "annotation__slot")
-        .values_list("annotation__output_id", "outcome", "evidence")
+        .values_list("annotation__output_id", "outcome", "evidence", "more_evidence")
     )
     current_gold = GoldLabel.objects.select_related("decided_by").filter(
         criterion=criterion, is_current=True, output_id__in=output_ids
@@ -99,8 +105,9 @@ def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeC
     )
     verdicts = verdicts.order_by("output_id", "sample", "-run_id")
     by_output: dict[int, list] = {}
-    for output_id, outcome, evidence in labels:
-        by_output.setdefault(output_id, []).append({"outcome": outcome, "evidence": evidence})
+    for output_id, outcome, evidence, more in labels:
+        quotes = quotes_of(evidence, more)
+        by_output.setdefault(output_id, []).append({"outcome": outcome, "evidence": evidence, "quotes": quotes})
     counted: dict[int, list[Verdict]] = {}
     seen: set[tuple[int, int]] = set()
     for v in verdicts:
@@ -114,9 +121,12 @@ def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeC
             person["position"] = "Annotator " + ("ABCDEFGH"[i] if i < 8 else str(i + 1))
             person["css"] = {0: "hl-a", 1: "hl-b"}.get(i, "")
         item_verdicts = counted.get(output.pk, [])
-        quotes = {"hl-judge": item_verdicts[0].evidence if item_verdicts else ""}
+        quotes: dict[str, str | list[str]] = {"hl-judge": item_verdicts[0].evidence if item_verdicts else ""}
         for css, person in zip(("hl-a", "hl-b"), people, strict=False):
-            quotes[css] = person["evidence"]
+            quotes[css] = person["quotes"]
+        transcript = Transcript.of(output)
+        for person in people:  # where each quote was found: the input, a tool call, the response
+            person["places"] = [(q, ", ".join(transcript.found_in(q)) or "not found") for q in person["quotes"]]
         gold = golds.get(output.pk)
         items.append(
             DrilldownItem(
@@ -124,7 +134,7 @@ def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeC
                 parts=_parts(output, quotes),
                 annotators=people,
                 gold=gold,
-                gold_source="adjudicated" if gold else "majority",
+                gold_source="adjudicated" if gold else criterion.gold_policy,
                 verdicts=item_verdicts,
             )
         )
@@ -142,4 +152,5 @@ def cell_output_ids(
 ) -> list[int]:
     scope = data.Scope(eval_set, rubric_version, agent_version)
     labels, adjudicated = data.load_labels(scope), data.load_adjudicated(scope)
-    return items_in_cell(labels, adjudicated, data.load_verdicts(scope, judge_config), criterion.pk, cell)
+    verdicts = data.load_verdicts(scope, judge_config)
+    return items_in_cell(labels, adjudicated, verdicts, criterion.pk, cell, criterion.gold_policy)

@@ -61,7 +61,7 @@ def _text_rows(rows: tuple[CriterionReport, ...]) -> list[str]:
     head = (
         f"{'criterion':<24} {'n':>5} {'kappa':>7} {'95% CI':>16} {'tier':<12} {'FALSE PASS':>10} {'false fail':>10} "
         f"{'true pass':>9} {'true fail':>9} {'error':>5} {'abst':>4} {'n/a':>4} {'pend':>4} {'no ev':>5} "
-        f"{'human k':>8} {'(n)':>6} {'alpha':>6}"
+        f"{'pair k':>7} {'pairs':>5} {'alpha':>6} {'A-B k':>6} {'(n)':>6}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -70,8 +70,23 @@ def _text_rows(rows: tuple[CriterionReport, ...]) -> list[str]:
             f"{r.criterion:<24} {r.n:>5} {kappa:>7} {_ci(r.kappa_ci):>16} {r.tier + ('*' if r.gating else ''):<12} "
             f"{r.false_pass:>10} {r.false_fail:>10} {r.true_pass:>9} {r.true_fail:>9} {r.judge_error:>5} "
             f"{r.judge_abstain:>4} {r.not_applicable:>4} {r.pending_gold:>4} {r.evidence_not_found:>5} "
-            f"{fmt(r.human_kappa):>8} {r.human_n:>6} {fmt(r.human_alpha):>6}"
+            f"{fmt(r.human_pairwise_kappa):>7} {r.human_pairs:>5} {fmt(r.human_alpha):>6} {fmt(r.human_kappa):>6} "
+            f"{r.human_n:>6}"
         )
+        lines.append(
+            f"    gold policy {r.gold_policy}: {r.labeled_items} labeled items, {r.gold_ties} ties, "
+            f"{r.awaiting_gold} without gold yet"
+        )
+        if r.n:
+            lines.append(
+                f"    judge {r.in_words}; balanced accuracy {fmt(r.balanced_accuracy)} {_ci(r.balanced_accuracy_ci)}, "
+                f"F1 {fmt(r.f1)} {_ci(r.f1_ci)}; catches {_ci(r.tnr_ci)}, passes {_ci(r.tpr_ci)}"
+            )
+        if r.judge_samples > 1:
+            lines.append(
+                f"    judge against itself ({r.judge_samples} samples, {r.judge_self_n} items): alpha "
+                f"{fmt(r.judge_self_alpha)} {_ci(r.judge_self_alpha_ci)}; against gold: kappa {fmt(r.kappa)}"
+            )
         for w in r.warnings:
             lines.append(f"    ! {w.message}")
     return lines
@@ -98,7 +113,10 @@ def to_text(report: CalibrationReport | SegmentedReport) -> str:
     lines += [
         "",
         "* gating. kappa: judge vs gold over items both call PASS/FAIL; 95% CI: percentile bootstrap over items.",
-        "FALSE PASS = judge PASS where gold is FAIL (the dangerous cell). human k: annotator A vs B; alpha: "
-        "Krippendorff (nominal) over all annotations.",
+        "FALSE PASS = judge PASS where gold is FAIL (the dangerous cell). catches = TNR (true fail / gold FAIL), "
+        "passes = TPR (true pass / gold PASS), PASS the positive class, with 95% Wilson intervals.",
+        "pair k: mean Cohen's kappa over the annotator pairs (pairs) who labeled the same items; alpha: "
+        "Krippendorff (nominal) over all annotations; A-B k: annotator A vs B over the items exactly two people "
+        "labeled.",
     ]
     return "\n".join(lines)

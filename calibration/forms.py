@@ -12,7 +12,9 @@ from labeling.models import EvalSet, RubricVersion
 from .lookup import UnknownName, parse_rubric_ref
 from .models import GateToken, TokenScope
 from .policy import (
+    DECIDE_ON,
     DEFAULT_CONFIDENCE,
+    DEFAULT_DECIDE_ON,
     DEFAULT_MAX_ERROR_RATE,
     DEFAULT_MIN_PASS_RATE,
     FIELDS,
@@ -69,6 +71,14 @@ class GatingForm(ReasonForm):
         help_text=f"Of the Wilson lower bound (default {DEFAULT_CONFIDENCE:g}). CI may only tighten these three.",
     )
 
+    decide_on = forms.ChoiceField(
+        required=False,  # empty is the default, like the three thresholds
+        choices=list(DECIDE_ON.items()),
+        initial=DEFAULT_DECIDE_ON,
+        label="Decide on",
+        help_text="The corrected bound accounts for the judge's own errors on this calibration (default).",
+    )
+
     require_clean_probes = forms.BooleanField(
         required=False,
         label="Require a clean probe run",
@@ -95,7 +105,7 @@ class GatingForm(ReasonForm):
         ]
 
     def policy_fields(self) -> list:
-        return [self[name] for name in (*FIELDS, "require_clean_probes")]
+        return [self[name] for name in (*FIELDS, "decide_on", "require_clean_probes")]
 
     def clean(self):
         data = super().clean()
@@ -108,7 +118,8 @@ class GatingForm(ReasonForm):
             )
         if not set(FIELDS) & set(self.errors):
             try:  # a value left empty is the default
-                data["policy"] = GateThresholds(**{k: data[k] for k in FIELDS if data.get(k) is not None})
+                given = {k: data[k] for k in FIELDS if data.get(k) is not None}
+                data["policy"] = GateThresholds(**given, decide_on=data.get("decide_on") or DEFAULT_DECIDE_ON)
             except ValueError as exc:
                 self.add_error(None, str(exc))
         return data

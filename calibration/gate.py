@@ -1,7 +1,10 @@
-"""The release gate: judge verdicts on a release candidate, gating criteria only, Wilson lower bounds.
+"""The release gate: judge verdicts on a release candidate, gating criteria only, lower bounds of pass rates.
 
-Conjunctive: the gate passes only if every gating criterion's Wilson lower bound on its pass rate
-reaches the minimum AND its ERROR rate stays at or under the maximum. "k of n criteria met" is
+Conjunctive: the gate passes only if every gating criterion's lower bound on its pass rate reaches the
+minimum AND its ERROR rate stays at or under the maximum. Which lower bound is the lead's choice, stored
+with the mark (calibration/policy.py): the pass rate corrected for the judge's own errors (Rogan-Gladen,
+with the TPR and TNR of the calibration the mark relied on; the default), or the observed Wilson bound.
+Both are always reported. "k of n criteria met" is
 reported as information, never as the verdict (a strong criterion must not pay for a weak one).
 The binding criterion is the one that decided: if the gate failed, the unmet criterion furthest from
 its limits (the most negative of lower bound - minimum pass rate and maximum error rate - error
@@ -29,9 +32,9 @@ from labeling.models import EvalSet, RubricVersion
 
 from . import data, probes
 from .lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
-from .metrics import BINARY, ERROR, PASS, fmt, wilson_interval
+from .metrics import BINARY, ERROR, PASS, CorrectedPassRate, corrected_pass_rate, fmt, wilson_interval
 from .models import GateResult, GateToken, GatingMark
-from .policy import GateThresholds, Tightening
+from .policy import CORRECTED_LOWER, GateThresholds, Tightening
 from .reading import current_verdicts
 
 EXIT_PASSED, EXIT_FAILED, EXIT_UNDECIDED = 0, 1, 2
@@ -39,6 +42,27 @@ EXIT_PASSED, EXIT_FAILED, EXIT_UNDECIDED = 0, 1, 2
 
 class CannotDecide(Exception):
     """The gate has nothing it may decide on; the message says why and what to do."""
+
+
+CALIBRATION_CELLS = ("true_pass", "false_pass", "false_fail", "true_fail")
+
+
+@dataclass(frozen=True)
+class Gating:
+    """One gating criterion as its mark says: the lead's policy and the calibration the mark relied on
+    (the eval set and the confusion cells of the report row stored with the mark; None if it holds none)."""
+
+    criterion_id: object
+    key: str
+    policy: GateThresholds
+    calibration_eval_set: str = ""
+    calibration: tuple[int, int, int, int] | None = None
+
+    @classmethod
+    def from_mark(cls, criterion_id, key, policy: GateThresholds, eval_set: str, figures: dict) -> Gating:
+        cells = [figures.get(name) for name in CALIBRATION_CELLS]
+        ok = all(isinstance(c, int) and c >= 0 for c in cells)
+        return cls(criterion_id, key, policy, eval_set, tuple(cells) if ok else None)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -52,9 +76,12 @@ class GateCriterion:
     wilson_lower: float | None
     error_rate: float | None
     met: bool
-    pass_margin: float  # lower bound - minimum pass rate (-inf without PASS/FAIL verdicts)
+    pass_margin: float  # the deciding lower bound - minimum pass rate (-inf without PASS/FAIL verdicts)
     error_margin: float  # maximum error rate - error rate
     thresholds: GateThresholds  # what applied: the lead's policy, tightened by the caller
+    corrected: CorrectedPassRate | None = None  # None: the mark holds no calibration counts
+    calibration_eval_set: str = ""
+    calibration_n: int = 0
 
     @property
     def binding_key(self) -> tuple:
@@ -63,8 +90,19 @@ class GateCriterion:
         return (1, self.pass_margin, self.error_margin)
 
     def as_dict(self) -> dict:
-        keys = ("criterion", "n", "passes", "errors", "pass_rate", "wilson_lower", "error_rate", "met")
-        return {**{k: getattr(self, k) for k in keys}, **self.thresholds.as_dict()}
+        c = self.corrected
+        head = {k: getattr(self, k) for k in ("criterion", "n", "passes", "errors", "pass_rate", "wilson_lower")}
+        corrected = {
+            "corrected_pass_rate": c.estimate if c else None,
+            "corrected_lower": c.lower if c else None,
+            "corrected_upper": c.upper if c else None,
+            "judge_tpr": c.tpr if c else None,
+            "judge_tnr": c.tnr if c else None,
+            "calibration_eval_set": self.calibration_eval_set,
+            "calibration_n": self.calibration_n,
+        }
+        tail = {k: getattr(self, k) for k in ("error_rate", "met")}
+        return {**head, **corrected, **tail, **self.thresholds.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -101,32 +139,47 @@ def undecided_dict(reason: str) -> dict:
     return {"passed": None, "error": reason}
 
 
+def _corrected(g: Gating, passes: int, n: int, thresholds: GateThresholds) -> CorrectedPassRate | None:
+    """The corrected pass rate; CannotDecide if the policy decides on it and the calibration cannot give it."""
+    corrected = corrected_pass_rate(passes, n, g.calibration, thresholds.confidence) if g.calibration else None
+    if thresholds.decide_on != CORRECTED_LOWER or n == 0:
+        return corrected  # without PASS/FAIL verdicts the criterion is simply not met
+    if corrected is None or corrected.lower is None:
+        why = corrected.reason if corrected else "the mark holds no calibration counts"
+        raise CannotDecide(
+            f"{g.key}: its gate policy decides on the pass rate corrected for the judge's errors, but {why} "
+            f"(calibration on {g.calibration_eval_set or 'an unknown eval set'}); mark it again on a calibration "
+            "with gold PASS and FAIL items, or have the lead decide on the observed lower bound"
+        )
+    return corrected
+
+
 def evaluate(
     verdicts: pd.DataFrame,
-    gating: list[tuple[object, str, GateThresholds]],
+    gating: list[Gating],
     tightening: Tightening,
     outputs: int | None = None,
 ) -> GateDecision:
-    """Pure: current verdicts (criterion, judge) of the gating criteria, each with the lead's policy -> the
-    decision. PolicyRefused if `tightening` loosens any criterion's policy.
+    """Pure: current verdicts (criterion, judge) of the gating criteria, each with the lead's policy and its
+    calibration -> the decision. PolicyRefused if `tightening` loosens any criterion's policy.
 
     `outputs` is how many outputs the release candidate has; a gating criterion with fewer verdicts
     than that cannot be decided (an incomplete run could otherwise pass on the part that was judged).
     """
-    applied = {key: tightening.applied_to(policy, key) for _, key, policy in gating}
+    applied = {g.key: tightening.applied_to(g.policy, g.key) for g in gating}
     if not gating:
         raise CannotDecide("no criteria are approved as gating for this rubric version and judge config")
     by_criterion = {crit: g["judge"] for crit, g in verdicts.groupby("criterion", sort=False)}
-    missing = [key for crit, key, _ in gating if crit not in by_criterion]
+    missing = [g.key for g in gating if g.criterion_id not in by_criterion]
     if len(missing) == len(gating):
         raise CannotDecide("there are no verdicts for any gating criterion: run the judge on this eval set first")
     if missing:
         raise CannotDecide(f"gating criteria without any verdict: {', '.join(missing)}; run the judge on them first")
     if outputs is not None:
         short = [
-            f"{key} ({outputs - len(by_criterion[crit])} of {outputs})"
-            for crit, key, _ in gating
-            if len(by_criterion[crit]) < outputs
+            f"{g.key} ({outputs - len(by_criterion[g.criterion_id])} of {outputs})"
+            for g in gating
+            if len(by_criterion[g.criterion_id]) < outputs
         ]
         if short:
             raise CannotDecide(
@@ -134,41 +187,50 @@ def evaluate(
                 "(finish it, or pass --agent-version to gate one agent version)"
             )
     rows = []
-    for crit, key, _ in gating:
-        thresholds = applied[key]
-        outcomes = by_criterion[crit]
+    for g in gating:
+        thresholds = applied[g.key]
+        outcomes = by_criterion[g.criterion_id]
         total = len(outcomes)
         passes, n = int(outcomes.eq(PASS).sum()), int(outcomes.isin(BINARY).sum())
         errors = int(outcomes.eq(ERROR).sum())
-        bound = wilson_interval(passes, n, thresholds.confidence).lower
+        wilson = wilson_interval(passes, n, thresholds.confidence).lower
+        corrected = _corrected(g, passes, n, thresholds)
+        bound = (corrected.lower if corrected else None) if thresholds.decide_on == CORRECTED_LOWER else wilson
         error_rate = errors / total
         pass_margin = -math.inf if bound is None else bound - thresholds.min_pass_rate
         error_margin = thresholds.max_error_rate - error_rate
         rows.append(
             GateCriterion(
-                criterion=key,
+                criterion=g.key,
                 n=n,
                 passes=passes,
                 errors=errors,
                 verdicts=total,
                 pass_rate=passes / n if n else None,
-                wilson_lower=bound,
+                wilson_lower=wilson,
                 error_rate=error_rate,
                 met=pass_margin >= 0 and error_margin >= 0,
                 pass_margin=pass_margin,
                 error_margin=error_margin,
                 thresholds=thresholds,
+                corrected=corrected,
+                calibration_eval_set=g.calibration_eval_set,
+                calibration_n=sum(g.calibration) if g.calibration else 0,
             )
         )
     binding = min(rows, key=lambda r: r.binding_key)  # min() keeps the first of equals: rubric order
     return GateDecision(all(r.met for r in rows), binding.criterion, tuple(rows), tightening)
 
 
-def gating_criteria(rubric_version: RubricVersion, judge_config: JudgeConfig) -> list[tuple[int, str, GateThresholds]]:
-    """(criterion id, key, the lead's policy) of every gating criterion, in rubric order."""
+def gating_criteria(rubric_version: RubricVersion, judge_config: JudgeConfig) -> list[Gating]:
+    """Every gating criterion with the lead's policy and the calibration its mark relied on, in rubric order."""
     marks = GatingMark.objects.for_instrument(rubric_version, judge_config).order_by("criterion__order", "criterion_id")
-    rows = marks.values_list("criterion_id", "criterion__key", "min_pass_rate", "max_error_rate", "confidence")
-    return [(crit, key, GateThresholds(*policy)) for crit, key, *policy in rows]
+    policy_fields = ("min_pass_rate", "max_error_rate", "confidence", "decide_on")
+    rows = marks.values_list("criterion_id", "criterion__key", "calibration_eval_set__name", "figures", *policy_fields)
+    return [
+        Gating.from_mark(crit, key, GateThresholds(*policy), eval_set, figures or {})
+        for crit, key, eval_set, figures, *policy in rows
+    ]
 
 
 def run_gate(
@@ -191,7 +253,7 @@ def run_gate(
         raise CannotDecide(f"gating criteria whose lead requires a clean probe run have none: {unclean}")
     scope = data.Scope(eval_set, rubric_version, agent_version)
     verdicts = current_verdicts(data.load_verdicts(scope, judge_config))
-    ids = {crit for crit, _, _ in gating}
+    ids = {g.criterion_id for g in gating}
     outputs = len(data.load_agent_versions(scope))
     return evaluate(verdicts[verdicts["criterion"].isin(ids)], gating, tightening, outputs=outputs)
 
@@ -270,18 +332,25 @@ def render_text(outcome: GateOutcome) -> str:
         return f"CANNOT DECIDE: {outcome.reason}"
     d = outcome.decision
     lines = [
-        f"{'PASSED' if d.passed else 'FAILED'}: every gating criterion must have a Wilson lower bound (at its "
-        f"confidence) >= its minimum pass rate and an ERROR rate <= its maximum ({d.tightening.describe()})",
-        f"{'criterion':<28} {'n':>6} {'passes':>7} {'pass rate':>9} {'lower':>7} {'min':>5} {'conf':>5} "
-        f"{'errors':>6} {'err rate':>8} {'max':>5}  met",
+        f"{'PASSED' if d.passed else 'FAILED'}: every gating criterion must have the lower bound its policy decides "
+        f"on (at its confidence) >= its minimum pass rate and an ERROR rate <= its maximum ({d.tightening.describe()})",
+        f"{'criterion':<28} {'n':>6} {'passes':>7} {'pass rate':>9} {'lower':>7} {'corr':>6} {'c.lower':>7} "
+        f"{'decides':>8} {'min':>5} {'conf':>5} {'errors':>6} {'err rate':>8} {'max':>5}  met",
     ]
     for c in d.criteria:
         t = c.thresholds
+        corr = c.corrected
+        decides = "corrected" if t.decide_on == CORRECTED_LOWER else "observed"
         lines.append(
             f"{c.criterion:<28} {c.n:>6} {c.passes:>7} {fmt(c.pass_rate):>9} {fmt(c.wilson_lower):>7} "
+            f"{fmt(corr.estimate if corr else None):>6} {fmt(corr.lower if corr else None):>7} {decides:>8} "
             f"{t.min_pass_rate:>5g} {t.confidence:>5g} {c.errors:>6} {fmt(c.error_rate):>8} {t.max_error_rate:>5g}  "
             f"{'yes' if c.met else 'NO'}"
         )
+    lines.append(
+        "lower: Wilson bound of the judge's pass rate; corr / c.lower: the pass rate corrected for the judge's own "
+        "errors (Rogan-Gladen, its TPR and TNR on the calibration the mark relied on) and its lower bound"
+    )
     lines.append(f"binding criterion: {d.binding_criterion}")
     lines.append(f"{d.met_count} of {d.gating_count} criteria met (information only: the gate is conjunctive)")
     return "\n".join(lines)

@@ -17,7 +17,14 @@ from django.db.models import Q
 from judging.models import JudgeConfig
 from labeling.models import Criterion, EvalSet, RubricVersion
 
-from .policy import DEFAULT_CONFIDENCE, DEFAULT_MAX_ERROR_RATE, DEFAULT_MIN_PASS_RATE, GateThresholds
+from .policy import (
+    DECIDE_ON,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_DECIDE_ON,
+    DEFAULT_MAX_ERROR_RATE,
+    DEFAULT_MIN_PASS_RATE,
+    GateThresholds,
+)
 
 
 class GatingMarkQuerySet(models.QuerySet):
@@ -63,6 +70,9 @@ class GatingMark(models.Model):
     min_pass_rate = models.FloatField(default=DEFAULT_MIN_PASS_RATE)
     max_error_rate = models.FloatField(default=DEFAULT_MAX_ERROR_RATE)
     confidence = models.FloatField(default=DEFAULT_CONFIDENCE)
+    # Which lower bound decides (policy.DECIDE_ON). The migration gave older marks the observed one, which
+    # is what the gate applied when they were made; the corrected one uses `figures` (the calibration cells).
+    decide_on = models.CharField(max_length=16, choices=list(DECIDE_ON.items()), default=DEFAULT_DECIDE_ON)
     # The probe results the decision relied on (calibration/probes.py): the newest complete probe run on the
     # calibration eval set, and its figures for this criterion (empty when there was none).
     probe_run = models.ForeignKey(
@@ -97,7 +107,7 @@ class GatingMark(models.Model):
 
     @property
     def policy(self) -> GateThresholds:
-        return GateThresholds(self.min_pass_rate, self.max_error_rate, self.confidence)
+        return GateThresholds(self.min_pass_rate, self.max_error_rate, self.confidence, self.decide_on)
 
 
 def hash_token(token: str) -> str:

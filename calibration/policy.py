@@ -23,6 +23,16 @@ DEFAULT_CONFIDENCE = 0.95
 
 FIELDS = ("min_pass_rate", "max_error_rate", "confidence")
 
+# Which lower bound of the pass rate must reach the minimum (the lead's choice, never the caller's: neither is
+# always the stricter one). The corrected one accounts for the judge's own errors measured on the calibration
+# the mark relied on (a judge that misses 20% of failures makes a release look better than it is); the observed
+# one is the Wilson bound of the judge's verdicts as they are. New marks decide on the corrected bound; marks
+# made before the choice existed keep the observed one, which is what the gate applied when they were made.
+CORRECTED_LOWER = "corrected_lower"
+WILSON_LOWER = "wilson_lower"
+DECIDE_ON = {CORRECTED_LOWER: "corrected lower bound", WILSON_LOWER: "observed (Wilson) lower bound"}
+DEFAULT_DECIDE_ON = CORRECTED_LOWER
+
 
 class PolicyRefused(Exception):
     """A caller asked for a looser gate than the lead's policy; the message says which value and why."""
@@ -41,13 +51,16 @@ class GateThresholds:
     min_pass_rate: float = DEFAULT_MIN_PASS_RATE
     max_error_rate: float = DEFAULT_MAX_ERROR_RATE
     confidence: float = DEFAULT_CONFIDENCE
+    decide_on: str = DEFAULT_DECIDE_ON
 
     def __post_init__(self) -> None:
         for name in FIELDS:
             _check(name, getattr(self, name))
+        if self.decide_on not in DECIDE_ON:
+            raise ValueError(f"decide-on must be one of {', '.join(DECIDE_ON)}, got {self.decide_on!r}")
 
     def as_dict(self) -> dict:
-        return {name: getattr(self, name) for name in FIELDS}
+        return {name: getattr(self, name) for name in (*FIELDS, "decide_on")}
 
 
 @dataclass(frozen=True)
@@ -85,6 +98,7 @@ class Tightening:
             policy.min_pass_rate if self.min_pass_rate is None else self.min_pass_rate,
             policy.max_error_rate if self.max_error_rate is None else self.max_error_rate,
             policy.confidence if self.confidence is None else self.confidence,
+            policy.decide_on,
         )
 
     def describe(self) -> str:

@@ -40,13 +40,16 @@ class CriterionProgress:
 
     @property
     def few(self) -> bool:
-        """Too few PASS/FAIL pairs to read kappa yet (the calibration code's minimum n for a tier)."""
-        return self.agreement.n < MIN_N
+        """Too few items labeled PASS/FAIL by two or more people to read kappa yet (the calibration code's
+        minimum n for a tier)."""
+        pairwise = self.agreement.pairwise
+        return max(self.agreement.n, pairwise.items if pairwise else 0) < MIN_N
 
     @property
     def noisy(self) -> bool:
-        """People disagree too much for this criterion's gold to calibrate a judge against."""
-        k = self.agreement.kappa
+        """People disagree too much for this criterion's gold to calibrate a judge against (the order-free
+        ceiling the calibration report warns on)."""
+        k = self.agreement.ceiling[1]
         return k is not None and k < HUMAN_MIN_KAPPA and not self.few
 
 
@@ -108,8 +111,8 @@ def progress(eval_set: EvalSet, rubric_version: RubricVersion) -> Progress:
     drafts = annotations.filter(status=Annotation.Status.DRAFT, reserved_until__gt=timezone.now()).count()
     scope = Scope(eval_set, rubric_version)
     labels = load_labels(scope)
-    states = item_states(labels, load_adjudicated(scope))
     criteria = list(Criterion.objects.filter(rubric_version=rubric_version).order_by("order", "id"))
+    states = item_states(labels, load_adjudicated(scope), {c.pk: c.gold_policy for c in criteria})
     agreement = human_agreement_from_labels(labels, [(c.pk, c.key) for c in criteria])
     counts = criterion_counts(states, criteria)
     rows = [CriterionProgress(criterion=c, agreement=agreement[c.key], **counts[c.pk]) for c in criteria]

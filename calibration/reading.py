@@ -1,11 +1,11 @@
-"""How stored labels and verdicts are read: gold, the current verdict, annotator positions.
+"""How stored labels and verdicts are read: the current verdict, annotator positions and pairs.
 
 Pure pandas, no queries. The stored rows are parts (one label per annotator, one verdict per
 sample and run); these functions aggregate them at read time, so a different rule never needs
 a re-run. The samples' majority is judging.reading.majority, the rule the judge's pages use.
 Frames use the column names `calibration/data.py` produces:
 
-labels:      output, criterion, annotation, slot, outcome   (current labels of submitted annotations)
+labels:      output, criterion, annotation, annotator, slot, outcome   (current labels of submitted annotations)
 adjudicated: output, criterion, outcome                     (current adjudicated gold labels)
 verdicts:    output, criterion, run_rank, sample, outcome, evidence_found
 """
@@ -16,36 +16,12 @@ import numpy as np
 import pandas as pd
 
 from judging.reading import majority
+from labeling.gold import KEY
 
 from .metrics import BINARY
 
-# A majority needs at least two people. With one label there is no second opinion, and the
-# product's promise is blind double labeling, so a lone label stays pending, not gold.
-MIN_LABELS_FOR_MAJORITY = 2
-
-KEY = ["criterion", "output"]
-
-
-def derive_gold(labels: pd.DataFrame, adjudicated: pd.DataFrame) -> pd.DataFrame:
-    """Gold per (criterion, output): the adjudicated outcome, else the strict majority of labels.
-
-    Strict majority: one outcome holds more than half of the current labels (N/A and Can't tell
-    count as votes too, so PASS, PASS, N/A is PASS but PASS, FAIL, N/A has no gold). For two
-    annotators that is their agreement. Returns columns criterion, output, gold, gold_source.
-    """
-    frames = []
-    if len(adjudicated):
-        adj = adjudicated[KEY + ["outcome"]].rename(columns={"outcome": "gold"})
-        frames.append(adj.assign(gold_source="adjudicated"))
-    if len(labels):
-        votes = labels.groupby(KEY + ["outcome"], sort=False).size().rename("votes").reset_index()
-        total = votes.groupby(KEY, sort=False)["votes"].transform("sum")
-        winners = votes[(votes["votes"] * 2 > total) & (total >= MIN_LABELS_FOR_MAJORITY)]
-        frames.append(winners[KEY + ["outcome"]].rename(columns={"outcome": "gold"}).assign(gold_source="majority"))
-    if not frames:
-        return pd.DataFrame({"criterion": [], "output": [], "gold": [], "gold_source": []})
-    # Adjudicated rows come first, so they win over a majority of the same item.
-    return pd.concat(frames, ignore_index=True).drop_duplicates(KEY, keep="first").reset_index(drop=True)
+# Gold is read by the one rule of labeling/gold.py (derive_gold): calibration imports labeling, never
+# the other way round.
 
 
 def current_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
@@ -83,6 +59,19 @@ def current_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def judge_sample_counts(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Per (criterion, output): how many of the judge's current samples said PASS and FAIL, and how
+    many samples it has (for its self-agreement). Each sample is the one of the most recent run that has
+    it, the rule current_verdicts reads verdicts by. Columns criterion, output, samples, PASS, FAIL."""
+    columns = ["criterion", "output", "samples", *BINARY]
+    if not len(verdicts):
+        return pd.DataFrame({c: [] for c in columns})
+    v = verdicts.sort_values("run_rank", kind="stable").drop_duplicates(KEY + ["sample"], keep="first")
+    v = v.assign(**{o: (v["outcome"] == o).to_numpy() for o in BINARY})
+    out = v.groupby(KEY, sort=False).agg(samples=("sample", "size"), **{o: (o, "sum") for o in BINARY})
+    return out.reset_index()[columns]
+
+
 def annotator_positions(labels: pd.DataFrame) -> pd.DataFrame:
     """Add `position` (1 = annotator A, 2 = B, ...) to each label.
 
@@ -104,6 +93,53 @@ def human_pairs(labels: pd.DataFrame) -> pd.DataFrame:
     a = binary.loc[binary["position"] == 1, KEY + ["outcome"]].rename(columns={"outcome": "a"})
     b = binary.loc[binary["position"] == 2, KEY + ["outcome"]].rename(columns={"outcome": "b"})
     return a.merge(b, on=KEY, how="inner")[["criterion", "output", "a", "b"]]
+
+
+def two_annotator_pairs(labels: pd.DataFrame) -> pd.DataFrame:
+    """Annotator A vs B where exactly two annotations of an item said PASS or FAIL: columns a, b.
+
+    Items with more PASS/FAIL labels are left out (the mean pairwise kappa and alpha cover them): with
+    exactly two, which one is "A" cannot change Cohen's kappa, which is symmetric in its two raters, so
+    the figure no longer depends on the order labels were made or imported in.
+    """
+    binary = labels.loc[labels["outcome"].isin(BINARY), KEY + ["slot", "outcome"]]
+    two = binary[binary.groupby(KEY, sort=False)["outcome"].transform("size").to_numpy() == 2]
+    two = two.sort_values(KEY + ["slot"], kind="stable")
+    a = two.drop_duplicates(KEY, keep="first").rename(columns={"outcome": "a"})
+    b = two.drop_duplicates(KEY, keep="last").rename(columns={"outcome": "b"})
+    return a[KEY + ["a"]].merge(b[KEY + ["b"]], on=KEY, how="inner")[["criterion", "output", "a", "b"]]
+
+
+def items_over_two(labels: pd.DataFrame) -> pd.Series:
+    """Per criterion: items with more than two PASS/FAIL labels (left out of A vs B)."""
+    binary = labels[labels["outcome"].isin(BINARY)]
+    per_item = binary.groupby(KEY, sort=False, observed=True).size()
+    over = per_item[per_item > 2]
+    return over.groupby(level="criterion", sort=False, observed=True).size()
+
+
+def annotator_pair_cells(labels: pd.DataFrame) -> pd.DataFrame:
+    """Every pair of annotators (people) who both said PASS or FAIL on an item, with the cell they fill.
+
+    Columns criterion, output, first, second (annotator ids, first < second, so a pair is one pair
+    whatever the order of the labels), cell: 0 both PASS, 1 first PASS and second FAIL, 2 first FAIL
+    and second PASS, 3 both FAIL (the order metrics.mean_pairwise_kappa reads).
+    """
+    binary = labels.loc[labels["outcome"].isin(BINARY), KEY + ["annotator", "outcome"]]
+    binary = binary.assign(passed=(binary["outcome"] == BINARY[0]).to_numpy())
+    left = binary[KEY + ["annotator", "passed"]]
+    both = left.merge(left, on=KEY, suffixes=("_1", "_2"))
+    both = both[both["annotator_1"].to_numpy() < both["annotator_2"].to_numpy()]
+    cell = np.where(both["passed_1"], 0, 2) + np.where(both["passed_2"], 0, 1)
+    return pd.DataFrame(
+        {
+            "criterion": both["criterion"].to_numpy(),
+            "output": both["output"].to_numpy(),
+            "first": both["annotator_1"].to_numpy(),
+            "second": both["annotator_2"].to_numpy(),
+            "cell": cell,
+        }
+    )
 
 
 def binary_value_counts(labels: pd.DataFrame) -> pd.DataFrame:

@@ -19,8 +19,8 @@ a kinder instrument than the one that gates.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 import numpy as np
@@ -29,7 +29,8 @@ from django.utils import timezone
 
 from judging.models import JudgeConfig
 from judging.probes.results import ProbeResults
-from labeling.models import Criterion, EvalSet, RubricVersion
+from labeling.gold import derive_gold, tied_items
+from labeling.models import Criterion, EvalSet, GoldPolicy, RubricVersion
 
 from . import data
 from .metrics import (
@@ -38,23 +39,39 @@ from .metrics import (
     ERROR,
     GATE_MIN_KAPPA,
     HUMAN_MIN_KAPPA,
+    JUDGE_SELF_MIN_ALPHA,
+    MAX_UNSETTLED_SHARE,
     MIN_N,
     NOT_APPLICABLE,
+    PAIR_MIN_ITEMS,
     PASS,
     Agreement,
     Finding,
     HumanAgreement,
+    PairwiseKappa,
+    bootstrap_alpha_ci,
+    classification_rates,
     cohen_agreement,
     fmt,
     krippendorff_alpha_nominal,
+    mean_pairwise_kappa,
     tier_for,
 )
 from .probes import probe_results, report_key
-from .reading import KEY, binary_value_counts, current_verdicts, derive_gold, human_pairs
+from .reading import (
+    KEY,
+    annotator_pair_cells,
+    binary_value_counts,
+    current_verdicts,
+    items_over_two,
+    judge_sample_counts,
+    two_annotator_pairs,
+)
 
 # Exactly the keys of one criterion in the JSON report, in this order.
 REPORT_KEYS = (
     "criterion",
+    "gold_policy",
     "n",
     "kappa",
     "kappa_ci",
@@ -66,15 +83,40 @@ REPORT_KEYS = (
     "false_pass",
     "true_fail",
     "false_fail",
+    "tpr",
+    "tpr_ci",
+    "tnr",
+    "tnr_ci",
+    "balanced_accuracy",
+    "balanced_accuracy_ci",
+    "f1",
+    "f1_ci",
     "judge_error",
     "judge_abstain",
     "not_applicable",
     "pending_gold",
     "evidence_not_found",
+    "labeled_items",
+    "gold_ties",
+    "awaiting_gold",
     "human_kappa",
     "human_kappa_ci",
     "human_n",
     "human_alpha",
+    "human_alpha_ci",
+    "human_pairwise_kappa",
+    "human_pairwise_kappa_ci",
+    "human_pairs",
+    "human_pairs_undefined",
+    "human_pair_median_items",
+    "human_items_over_two",
+    "human_ceiling",
+    "human_ceiling_ci",
+    "human_ceiling_source",
+    "judge_samples",
+    "judge_self_alpha",
+    "judge_self_alpha_ci",
+    "judge_self_n",
     "tier",
     "warnings",
 )
@@ -83,6 +125,7 @@ REPORT_KEYS = (
 @dataclass(frozen=True)
 class CriterionReport:
     criterion: str
+    gold_policy: str
     n: int
     kappa: float | None
     kappa_ci: tuple[float, float] | None
@@ -94,15 +137,40 @@ class CriterionReport:
     false_pass: int
     true_fail: int
     false_fail: int
+    tpr: float | None
+    tpr_ci: tuple[float, float] | None
+    tnr: float | None
+    tnr_ci: tuple[float, float] | None
+    balanced_accuracy: float | None
+    balanced_accuracy_ci: tuple[float, float] | None
+    f1: float | None
+    f1_ci: tuple[float, float] | None
     judge_error: int
     judge_abstain: int
     not_applicable: int
     pending_gold: int
     evidence_not_found: int
+    labeled_items: int
+    gold_ties: int
+    awaiting_gold: int
     human_kappa: float | None
     human_kappa_ci: tuple[float, float] | None
     human_n: int
     human_alpha: float | None
+    human_alpha_ci: tuple[float, float] | None
+    human_pairwise_kappa: float | None
+    human_pairwise_kappa_ci: tuple[float, float] | None
+    human_pairs: int
+    human_pairs_undefined: int
+    human_pair_median_items: float
+    human_items_over_two: int
+    human_ceiling: float | None
+    human_ceiling_ci: tuple[float, float] | None
+    human_ceiling_source: str
+    judge_samples: int
+    judge_self_alpha: float | None
+    judge_self_alpha_ci: tuple[float, float] | None
+    judge_self_n: int
     tier: str
     warnings: tuple[Finding, ...]
     # Not part of the JSON: for pages and approvals.
@@ -114,12 +182,27 @@ class CriterionReport:
         out = {}
         for key in REPORT_KEYS:
             value = getattr(self, key)
-            if key in ("kappa_ci", "human_kappa_ci"):
+            if key.endswith("_ci"):
                 value = list(value) if value is not None else None
             elif key == "warnings":
                 value = [w.as_dict() for w in value]
             out[key] = value
         return out
+
+    @property
+    def in_words(self) -> str:
+        """The judge's TNR and TPR as a lead says them (PASS is the positive class)."""
+        if self.n == 0:
+            return "no data"
+        failures = self.true_fail + self.false_pass
+        good = self.true_pass + self.false_fail
+        parts = [
+            f"catches {_pct(self.tnr)} of failures ({self.true_fail} of {failures})"
+            if failures
+            else "no failures to catch",
+            f"passes {_pct(self.tpr)} of good outputs ({self.true_pass} of {good})" if good else "no good outputs",
+        ]
+        return ", ".join(parts)
 
     @property
     def warning_codes(self) -> list[str]:
@@ -129,6 +212,10 @@ class CriterionReport:
     def judge_items(self) -> int:
         """Every item with a current verdict of this judge."""
         return self.n + self.judge_error + self.judge_abstain + self.not_applicable + self.pending_gold
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.0f}%"
 
 
 @dataclass(frozen=True)
@@ -160,20 +247,42 @@ def _bucket_counts(items: pd.DataFrame) -> dict[object, Counts]:
     return {crit: Counts(**{k: int(v) for k, v in row.items()}) for crit, row in sums.iterrows()}
 
 
+def _pairwise(labels: pd.DataFrame) -> dict[object, PairwiseKappa]:
+    """Mean pairwise kappa per criterion (people as annotators, items as the bootstrap's units)."""
+    cells = annotator_pair_cells(labels)
+    out = {}
+    for crit, g in cells.groupby("criterion", sort=False, observed=True):
+        # Sorted codes: the same labels give the same figure to the last digit, whatever their order.
+        items = np.unique(g["output"].to_numpy(dtype=np.int64), return_inverse=True)[1]
+        first, second = g["first"].to_numpy(dtype=np.int64), g["second"].to_numpy(dtype=np.int64)
+        pairs = np.unique(first * (int(second.max()) + 1) + second, return_inverse=True)[1]
+        out[crit] = mean_pairwise_kappa(items, pairs, g["cell"].to_numpy())
+    return out
+
+
 def _human(labels: pd.DataFrame) -> dict[object, HumanAgreement]:
-    """Annotator A vs B kappa and Krippendorff's alpha over all PASS/FAIL annotations, per criterion."""
+    """The human ceiling per criterion: order-free figures (mean pairwise kappa, alpha) and A vs B."""
     out: dict[object, HumanAgreement] = {}
-    pairs = human_pairs(labels)
+    pairs = two_annotator_pairs(labels)
     agreements = {crit: cohen_agreement(g["a"], g["b"]) for crit, g in pairs.groupby("criterion", sort=False)}
     counts = binary_value_counts(labels)
-    alphas = {
-        crit: krippendorff_alpha_nominal(g[list(BINARY)].to_numpy())
-        for crit, g in counts.groupby("criterion", sort=False)
-    }
-    for crit in set(agreements) | set(alphas):
+    alphas = {}
+    for crit, g in counts.groupby("criterion", sort=False):
+        matrix = g[list(BINARY)].to_numpy()
+        alphas[crit] = (krippendorff_alpha_nominal(matrix), bootstrap_alpha_ci(matrix))
+    pairwise = _pairwise(labels)
+    over_two = items_over_two(labels)
+    for crit in set(agreements) | set(alphas) | set(pairwise):
         a = agreements.get(crit)
+        alpha, alpha_ci = alphas.get(crit, (None, None))
         out[crit] = HumanAgreement(
-            n=a.n if a else 0, kappa=a.kappa if a else None, kappa_ci=a.kappa_ci if a else None, alpha=alphas.get(crit)
+            n=a.n if a else 0,
+            kappa=a.kappa if a else None,
+            kappa_ci=a.kappa_ci if a else None,
+            alpha=alpha,
+            alpha_ci=alpha_ci if alpha is not None else None,
+            pairwise=pairwise.get(crit),
+            over_two=int(over_two.get(crit, 0)),
         )
     return out
 
@@ -247,12 +356,31 @@ def _findings(key: str, a: Agreement, c: Counts, h: HumanAgreement, gating: bool
                 "the data are also consistent with a trend-tier judge",
             )
         )
-    if h.kappa is not None and h.kappa < HUMAN_MIN_KAPPA:
+    name, ceiling, _ = h.ceiling
+    if ceiling is not None and ceiling < HUMAN_MIN_KAPPA:
+        over = f" over {h.pairwise.pairs} annotator pairs" if name != "alpha" and h.pairwise else ""
         out.append(
             Finding(
                 "humans_disagree",
-                f"annotators A and B agree only at kappa {fmt(h.kappa, 2)} (n = {h.n}): gold is noisy; sharpen the "
-                "criterion's definition before calibrating a judge on it",
+                f"people agree only at {name} {fmt(ceiling, 2)}{over}: gold is noisy; sharpen the criterion's "
+                "definition before calibrating a judge on it",
+            )
+        )
+    if h.pairwise is not None and h.pairwise.kappa is not None and h.pairwise.sparse:
+        out.append(
+            Finding(
+                "human_pairs_sparse",
+                f"the {h.pairwise.pairs} annotator pairs share a median of {h.pairwise.median_items:g} items, fewer "
+                f"than {PAIR_MIN_ITEMS}: each pair's kappa is mostly noise, so the human ceiling here is alpha",
+            )
+        )
+    if h.over_two:
+        out.append(
+            Finding(
+                "human_ab_subset",
+                f"annotator A vs B covers only the {h.n} item{'s' if h.n != 1 else ''} exactly two people labeled "
+                f"PASS/FAIL; {h.over_two} item{'s' if h.over_two != 1 else ''} with more annotators count in the "
+                "mean pairwise kappa and alpha only",
             )
         )
     if c.no_verdict:
@@ -282,6 +410,106 @@ def _categorical(df: pd.DataFrame) -> pd.DataFrame:
     return df.assign(outcome=df["outcome"].astype(OUTCOME_CATEGORIES))
 
 
+@dataclass(frozen=True)
+class SelfAgreement:
+    """The judge against itself over repeated samples: the most samples an item has, Krippendorff's
+    alpha over its PASS/FAIL samples with a bootstrap interval over items, and the items with at least
+    two PASS/FAIL samples (the ones alpha can pair)."""
+
+    samples: int = 0
+    alpha: float | None = None
+    alpha_ci: tuple[float, float] | None = None
+    n: int = 0
+
+
+def _self_agreement(verdicts: pd.DataFrame) -> dict[object, SelfAgreement]:
+    if not len(verdicts):
+        return {}
+    if verdicts["sample"].nunique() == 1:  # one sample per item (the usual case): nothing to compare
+        return {crit: SelfAgreement(1) for crit in verdicts["criterion"].unique()}
+    counts = judge_sample_counts(verdicts)
+    out = {}
+    for crit, g in counts.groupby("criterion", sort=False):
+        matrix = g[list(BINARY)].to_numpy(dtype=np.int64)
+        samples = int(g["samples"].max())
+        if samples < 2:
+            out[crit] = SelfAgreement(samples)
+            continue
+        alpha = krippendorff_alpha_nominal(matrix)
+        ci = bootstrap_alpha_ci(matrix) if alpha is not None else None
+        out[crit] = SelfAgreement(samples, alpha, ci, int((matrix.sum(axis=1) >= 2).sum()))
+    return out
+
+
+def _self_findings(s: SelfAgreement) -> tuple[Finding, ...]:
+    if s.alpha is None or s.alpha >= JUDGE_SELF_MIN_ALPHA:
+        return ()
+    return (
+        Finding(
+            "judge_inconsistent",
+            f"the judge agrees with itself only at alpha {fmt(s.alpha, 2)} over {s.samples} samples of {s.n} items: "
+            "a judge that disagrees with itself cannot agree with anyone; fix the prompt or the temperature first",
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class GoldCounts:
+    """How much of what people labeled has gold: items with a label or an adjudication, items whose
+    labels tie (no adjudication), and items without PASS/FAIL/N/A gold yet (any reason)."""
+
+    labeled_items: int = 0
+    gold_ties: int = 0
+    awaiting_gold: int = 0
+
+
+def _gold_counts(labels: pd.DataFrame, adjudicated: pd.DataFrame, gold: pd.DataFrame) -> dict[object, GoldCounts]:
+    """GoldCounts per criterion. Items are compared as (criterion, output) pairs of integer ids."""
+    seen = pd.concat([labels[KEY], adjudicated[KEY]], ignore_index=True).drop_duplicates()
+    if not len(seen):
+        return {}
+    settled = gold.loc[gold["gold"].isin(BINARY + (NOT_APPLICABLE,)), KEY]
+    tied = tied_items(labels)
+    width = int(max(seen["output"].max(), 0)) + 1
+
+    def ids(df: pd.DataFrame) -> np.ndarray:
+        return df["criterion"].to_numpy(dtype=np.int64) * width + df["output"].to_numpy(dtype=np.int64)
+
+    unsettled = ~np.isin(ids(seen), ids(settled))
+    tied_open = tied["criterion"].to_numpy()[~np.isin(ids(tied), ids(adjudicated))]
+    totals = pd.DataFrame({"criterion": seen["criterion"].to_numpy(), "unsettled": unsettled})
+    totals = totals.groupby("criterion", sort=False)["unsettled"].agg(["size", "sum"])
+    tie_counts = pd.Series(tied_open).value_counts()
+    return {
+        crit: GoldCounts(int(row["size"]), int(tie_counts.get(crit, 0)), int(row["sum"]))
+        for crit, row in totals.iterrows()
+    }
+
+
+def _gold_findings(policy: str, g: GoldCounts) -> tuple[Finding, ...]:
+    """Ties and items without gold, when they are a large share of what people labeled."""
+    out = []
+    if g.labeled_items and g.gold_ties / g.labeled_items > MAX_UNSETTLED_SHARE:
+        out.append(
+            Finding(
+                "many_ties",
+                f"{g.gold_ties} of {g.labeled_items} labeled items are ties between annotators "
+                f"({fmt(100 * g.gold_ties / g.labeled_items, 1)}%); the hardest items are the ones left to "
+                "adjudicate or left out: adjudicate them, or sharpen the definition",
+            )
+        )
+    if g.labeled_items and g.awaiting_gold / g.labeled_items > MAX_UNSETTLED_SHARE:
+        out.append(
+            Finding(
+                "much_gold_pending",
+                f"{g.awaiting_gold} of {g.labeled_items} labeled items have no gold yet under the {policy} gold "
+                f"policy ({fmt(100 * g.awaiting_gold / g.labeled_items, 1)}%): they wait for a second label or a "
+                "reviewer, and every figure above leaves them out",
+            )
+        )
+    return tuple(out)
+
+
 def build_rows(
     *,
     criteria: Iterable[tuple[object, str]],
@@ -289,28 +517,37 @@ def build_rows(
     adjudicated: pd.DataFrame,
     verdicts: pd.DataFrame,
     gating: Iterable[str] = (),
+    gold_policies: Mapping[object, str] | None = None,
 ) -> list[CriterionReport]:
-    """One report row per criterion, in the order given. Pure: frames as data.py makes them."""
+    """One report row per criterion, in the order given. Pure: frames as data.py makes them;
+    `gold_policies` maps criterion id -> gold policy (majority where missing)."""
     gating = set(gating)
+    gold_policies = gold_policies or {}
     # Outcomes as categoricals: grouping and comparing hundreds of thousands of strings is the slow
     # part otherwise, and the vocabulary is fixed.
     labels, adjudicated, verdicts = (_categorical(df) for df in (labels, adjudicated, verdicts))
-    gold = derive_gold(labels, adjudicated)
+    gold = derive_gold(labels, adjudicated, gold_policies)
+    gold_counts = _gold_counts(labels, adjudicated, gold)
     judge = current_verdicts(verdicts)
     items = judge.merge(gold, on=KEY, how="outer")
     counts = _bucket_counts(items)
     compared = items[items["judge"].isin(BINARY) & items["gold"].isin(BINARY)]
     agreements = {crit: cohen_agreement(g["judge"], g["gold"]) for crit, g in compared.groupby("criterion", sort=False)}
     humans = _human(labels)
+    selves = _self_agreement(verdicts)
     rows = []
     for crit_id, key in criteria:
         a = agreements.get(crit_id) or cohen_agreement(np.array([]), np.array([]))
         c = counts.get(crit_id, Counts())
         h = humans.get(crit_id, HumanAgreement(0, None, None, None))
+        g = gold_counts.get(crit_id, GoldCounts())
+        me = selves.get(crit_id, SelfAgreement())
+        policy = str(gold_policies.get(crit_id, GoldPolicy.MAJORITY))
         is_gating = key in gating
         rows.append(
             CriterionReport(
                 criterion=key,
+                gold_policy=policy,
                 n=a.n,
                 kappa=a.kappa,
                 kappa_ci=a.kappa_ci,
@@ -322,17 +559,35 @@ def build_rows(
                 false_pass=a.false_pass,
                 true_fail=a.true_fail,
                 false_fail=a.false_fail,
+                **asdict(classification_rates(a.true_pass, a.false_pass, a.false_fail, a.true_fail)),
                 judge_error=c.judge_error,
                 judge_abstain=c.judge_abstain,
                 not_applicable=c.not_applicable,
                 pending_gold=c.pending_gold,
                 evidence_not_found=c.evidence_not_found,
+                labeled_items=g.labeled_items,
+                gold_ties=g.gold_ties,
+                awaiting_gold=g.awaiting_gold,
                 human_kappa=h.kappa,
                 human_kappa_ci=h.kappa_ci,
                 human_n=h.n,
                 human_alpha=h.alpha,
+                human_alpha_ci=h.alpha_ci,
+                human_pairwise_kappa=h.pairwise_kappa,
+                human_pairwise_kappa_ci=h.pairwise.kappa_ci if h.pairwise else None,
+                human_pairs=h.pairwise.pairs if h.pairwise else 0,
+                human_pairs_undefined=h.pairwise.undefined_pairs if h.pairwise else 0,
+                human_pair_median_items=h.pairwise.median_items if h.pairwise else 0.0,
+                human_items_over_two=h.over_two,
+                human_ceiling=h.ceiling[1],
+                human_ceiling_ci=h.ceiling[2],
+                human_ceiling_source=h.ceiling[0],
+                judge_samples=me.samples,
+                judge_self_alpha=me.alpha,
+                judge_self_alpha_ci=me.alpha_ci,
+                judge_self_n=me.n,
                 tier=tier_for(a.kappa, a.n),
-                warnings=_findings(key, a, c, h, is_gating),
+                warnings=_findings(key, a, c, h, is_gating) + _gold_findings(policy, g) + _self_findings(me),
                 criterion_id=int(crit_id) if isinstance(crit_id, int | np.integer) else 0,
                 no_verdict=c.no_verdict,
                 gating=is_gating,
@@ -432,8 +687,10 @@ def gating_keys(rubric_version: RubricVersion, judge_config: JudgeConfig) -> set
     return set(marks.values_list("criterion__key", flat=True))
 
 
-def _criteria_pairs(rubric_version: RubricVersion) -> list[tuple[int, str]]:
-    return [(c.id, c.key) for c in data.criteria_of(rubric_version)]
+def _criteria(rubric_version: RubricVersion) -> tuple[list[tuple[int, str]], dict[int, str]]:
+    """(criterion id, key) in rubric order, and criterion id -> gold policy (one query)."""
+    criteria = data.criteria_of(rubric_version)
+    return [(c.id, c.key) for c in criteria], {c.id: c.gold_policy for c in criteria}
 
 
 def calibration_report(
@@ -446,12 +703,14 @@ def calibration_report(
     """The report for one eval set x rubric version x judge config (five queries, whatever the size, one
     for the newest complete probe run and three more when there is one)."""
     scope = data.Scope(eval_set, rubric_version, agent_version)
+    criteria, policies = _criteria(rubric_version)
     rows = build_rows(
-        criteria=_criteria_pairs(rubric_version),
+        criteria=criteria,
         labels=data.load_labels(scope),
         adjudicated=data.load_adjudicated(scope),
         verdicts=data.load_verdicts(scope, judge_config),
         gating=gating_keys(rubric_version, judge_config),
+        gold_policies=policies,
     )
     return CalibrationReport(
         eval_set=eval_set.name,
@@ -469,7 +728,7 @@ def calibration_report(
 def segmented_report(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig) -> SegmentedReport:
     """The report split by agent version: the frames are loaded once and cut in memory."""
     scope = data.Scope(eval_set, rubric_version)
-    criteria = _criteria_pairs(rubric_version)
+    criteria, policies = _criteria(rubric_version)
     labels, adjudicated = data.load_labels(scope), data.load_adjudicated(scope)
     verdicts = data.load_verdicts(scope, judge_config)
     versions = data.load_agent_versions(scope)
@@ -482,7 +741,12 @@ def segmented_report(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_
             return df[df["output"].isin(ids)]
 
         rows = build_rows(
-            criteria=criteria, labels=cut(labels), adjudicated=cut(adjudicated), verdicts=cut(verdicts), gating=gating
+            criteria=criteria,
+            labels=cut(labels),
+            adjudicated=cut(adjudicated),
+            verdicts=cut(verdicts),
+            gating=gating,
+            gold_policies=policies,
         )
         segments.append(Segment(str(version), tuple(rows)))
     return SegmentedReport(
@@ -505,10 +769,10 @@ def human_agreement(
 ) -> dict[str, HumanAgreement]:
     """The human ceiling per criterion key, with no judge involved (for progress pages).
 
-    HumanAgreement(n, kappa, kappa_ci, alpha): Cohen's kappa between annotators A and B (the first
-    two submitted annotations of each output, in the order they were made or imported) over items
-    where both said PASS or FAIL, its percentile-bootstrap 95% interval, and Krippendorff's alpha
-    (nominal) over every PASS/FAIL annotation. None where undefined. Two queries.
+    HumanAgreement (metrics.py): the order-free ceiling, the mean pairwise Cohen's kappa over every
+    pair of annotators who labeled the same items and Krippendorff's alpha (nominal) over every
+    PASS/FAIL annotation, each with a 95% percentile bootstrap over items; and annotator A vs B over
+    the items exactly two people labeled PASS/FAIL. None where undefined. Two queries.
     """
     eval_set = _as_instance(EvalSet, eval_set)
     rubric_version = _as_instance(RubricVersion, rubric_version)

@@ -69,8 +69,12 @@ def kappa_chart(row) -> KappaChart:
     if row.kappa is not None:
         judge = {**_interval(row.kappa, row.kappa_ci), "label": f"judge κ {row.kappa:.2f}"}
     human = None
-    if row.human_kappa is not None:
-        human = {**_interval(row.human_kappa, row.human_kappa_ci), "label": f"humans {row.human_kappa:.2f}"}
+    if row.human_ceiling is not None:  # the order-free ceiling: mean pairwise kappa, else alpha
+        symbol = "α" if row.human_ceiling_source == "alpha" else "κ"
+        human = {
+            **_interval(row.human_ceiling, row.human_ceiling_ci),
+            "label": f"humans {symbol} {row.human_ceiling:.2f}",
+        }
     if row.n == 0:
         empty = "no data"
     elif row.kappa is None:

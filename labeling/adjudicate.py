@@ -11,15 +11,15 @@ Judge verdicts are never read here: showing them would anchor the reviewer.
 from __future__ import annotations
 
 import string
-from collections import Counter
 from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
-from .gold import DISAGREED, load_item_states
+from .gold import DISAGREED, gold_of_votes, load_item_states
 from .models import Annotation, Criterion, EvalSet, GoldDispute, GoldLabel, Label, Output, RubricVersion, User
 from .naming import output_names
+from .transcript import quotes_of
 
 # Highlight classes for the first two annotators' quotes (static/css: mark.hl-a / mark.hl-b).
 HIGHLIGHT = {0: "hl-a", 1: "hl-b"}
@@ -40,6 +40,16 @@ class Side:
     outcome: str
     evidence: str
     css: str  # highlight class of their quote, "" past the second annotator
+    more_evidence: tuple[str, ...] = ()  # their further quotes
+    places: tuple[str, ...] = ()  # where each quote was found, in the order of `quotes` (filled by the page)
+
+    @property
+    def quotes(self) -> list[str]:
+        return quotes_of(self.evidence, self.more_evidence)
+
+    @property
+    def quotes_with_places(self) -> list[tuple[str, str]]:
+        return list(zip(self.quotes, self.places, strict=False))
 
 
 @dataclass(frozen=True)
@@ -144,15 +154,18 @@ def item_view(output: Output, criterion: Criterion) -> ItemView:
             annotation__output=output,
         )
         .order_by("annotation__slot", "annotation_id")
-        .values_list("annotation_id", "criterion_id", "outcome", "evidence")
+        .values_list("annotation_id", "criterion_id", "outcome", "evidence", "more_evidence")
     )
-    order = list(dict.fromkeys(annotation_id for annotation_id, _, _, _ in rows))
+    order = list(dict.fromkeys(annotation_id for annotation_id, *_ in rows))
     by_criterion: dict[int, dict[int, tuple[str, str]]] = {}
-    for annotation_id, criterion_id, outcome, evidence in rows:
+    more: dict[int, tuple[str, ...]] = {}
+    for annotation_id, criterion_id, outcome, evidence, more_evidence in rows:
         by_criterion.setdefault(criterion_id, {})[annotation_id] = (outcome, evidence)
+        if criterion_id == criterion.pk:
+            more[annotation_id] = tuple(more_evidence or ())
     mine = by_criterion.get(criterion.pk, {})
     sides = [
-        Side(string.ascii_uppercase[i], *mine[a], HIGHLIGHT.get(i, ""))
+        Side(string.ascii_uppercase[i], *mine[a], HIGHLIGHT.get(i, ""), more.get(a, ()))
         for i, a in enumerate(order)
         if a in mine and i < len(string.ascii_uppercase)
     ]
@@ -168,10 +181,10 @@ def item_view(output: Output, criterion: Criterion) -> ItemView:
     others = [
         c
         for c in Criterion.objects.filter(rubric_version_id=criterion.rubric_version_id).order_by("order", "id")
-        if c.pk != criterion.pk and c.pk not in gold_ids and _disagree(by_criterion.get(c.pk, {}))
+        if c.pk != criterion.pk and c.pk not in gold_ids and _disagree(by_criterion.get(c.pk, {}), c.gold_policy)
     ]
     outcomes = [o for o, _ in mine.values()]
-    agreed = _majority(outcomes)
+    agreed = gold_of_votes(outcomes, criterion.gold_policy)
     dispute = (
         GoldDispute.objects.filter(output=output, criterion=criterion, resolved_at__isnull=True)
         .select_related("raised_by")
@@ -180,17 +193,10 @@ def item_view(output: Output, criterion: Criterion) -> ItemView:
     return ItemView(sides=sides, history=history, others_pending=others, agreed_outcome=agreed, dispute=dispute)
 
 
-def _majority(outcomes: list[str]) -> str | None:
-    """Strict majority of two or more outcomes (the rule of calibration.reading.derive_gold)."""
-    if len(outcomes) < 2:
-        return None
-    outcome, votes = Counter(outcomes).most_common(1)[0]
-    return outcome if votes * 2 > len(outcomes) else None
-
-
-def _disagree(answers: dict[int, tuple[str, str]]) -> bool:
+def _disagree(answers: dict[int, tuple[str, str]], policy: str) -> bool:
+    """Two or more labels that the criterion's gold policy cannot settle (labeling.gold, the one rule)."""
     outcomes = [o for o, _ in answers.values()]
-    return len(outcomes) >= 2 and _majority(outcomes) is None
+    return len(outcomes) >= 2 and gold_of_votes(outcomes, policy) is None
 
 
 def decide(*, output: Output, criterion: Criterion, outcome: str, rationale: str, by: User, based_on: int) -> GoldLabel:

@@ -87,6 +87,8 @@ class OutputAdmin(admin.ModelAdmin):
 class CriterionInline(admin.TabularInline):
     model = Criterion
     extra = 0
+    # Part of the version's content hash: set in the rubric file (a different policy is a new version).
+    readonly_fields = ("gold_policy",)
 
 
 @admin.register(Rubric)

@@ -52,7 +52,9 @@ class CriterionState:
     error: str = ""
     posted_outcome: str | None = None
     posted_evidence: str | None = None
+    posted_more_evidence: str | None = None
     saved_now: bool = False
+    quote_places: list[tuple[str, str]] = field(default_factory=list)  # after a save: (quote, where it is)
     extra: dict = field(default_factory=dict)
 
     @property
@@ -66,6 +68,13 @@ class CriterionState:
         if self.posted_evidence is not None:
             return self.posted_evidence
         return self.label.evidence if self.label else ""
+
+    @property
+    def more_evidence(self) -> str:
+        """The further quotes, one per line, as the box shows them."""
+        if self.posted_more_evidence is not None:
+            return self.posted_more_evidence
+        return "\n".join(self.label.more_evidence or []) if self.label else ""
 
     @property
     def options(self) -> list[tuple[str, str, str, bool]]:
@@ -107,8 +116,12 @@ def check_writable(annotation: Annotation, posted_rubric_version_id: int | None)
     )
 
 
-def save_label(*, annotation: Annotation, criterion: Criterion, outcome: str, evidence: str) -> Label:
-    """Store one criterion's answer: in place for a draft, as a new revision after submission."""
+def save_label(
+    *, annotation: Annotation, criterion: Criterion, outcome: str, evidence: str, more_evidence: list[str] | None = None
+) -> Label:
+    """Store one criterion's answer (the first quote in `evidence`, any further ones in `more_evidence`): in
+    place for a draft, as a new revision after submission."""
+    more_evidence = list(more_evidence or [])
     current = Label.objects.filter(annotation=annotation, criterion=criterion, is_current=True).first()
     if annotation.status == Annotation.Status.DRAFT:
         hold = timezone.now() + RESERVATION
@@ -116,16 +129,26 @@ def save_label(*, annotation: Annotation, criterion: Criterion, outcome: str, ev
             annotation.reserved_until = hold
             annotation.save(update_fields=["reserved_until"])
         if current is None:
-            return Label.objects.create(annotation=annotation, criterion=criterion, outcome=outcome, evidence=evidence)
-        current.outcome, current.evidence = outcome, evidence
-        current.save(update_fields=["outcome", "evidence"])
+            return Label.objects.create(
+                annotation=annotation,
+                criterion=criterion,
+                outcome=outcome,
+                evidence=evidence,
+                more_evidence=more_evidence,
+            )
+        current.outcome, current.evidence, current.more_evidence = outcome, evidence, more_evidence
+        current.save(update_fields=["outcome", "evidence", "more_evidence"])
         return current
     # A correction after submission: the old answer stays on record, and the record stays complete.
     if outcome in NEEDS_EVIDENCE and not evidence:
         raise LabelingError(
             "A submitted PASS or FAIL needs an evidence quote from the transcript, or NONE; nothing was saved."
         )
-    if current is not None and (current.outcome, current.evidence) == (outcome, evidence):
+    if current is not None and (current.outcome, current.evidence, current.more_evidence) == (
+        outcome,
+        evidence,
+        more_evidence,
+    ):
         return current
     revision = 1
     if current is not None:
@@ -133,7 +156,12 @@ def save_label(*, annotation: Annotation, criterion: Criterion, outcome: str, ev
         current.save(update_fields=["is_current"])
         revision = current.revision + 1
     return Label.objects.create(
-        annotation=annotation, criterion=criterion, outcome=outcome, evidence=evidence, revision=revision
+        annotation=annotation,
+        criterion=criterion,
+        outcome=outcome,
+        evidence=evidence,
+        more_evidence=more_evidence,
+        revision=revision,
     )
 
 
@@ -179,6 +207,7 @@ def criterion_states(annotation: Annotation) -> list[CriterionState]:
             label_id=F("current__id"),
             label_outcome=F("current__outcome"),
             label_evidence=F("current__evidence"),
+            label_more_evidence=F("current__more_evidence"),
             label_revision=F("current__revision"),
         )
         .order_by("order", "id")
@@ -193,6 +222,7 @@ def criterion_states(annotation: Annotation) -> list[CriterionState]:
                 criterion=c,
                 outcome=c.label_outcome,
                 evidence=c.label_evidence,
+                more_evidence=c.label_more_evidence or [],
                 revision=c.label_revision,
                 is_current=True,
             )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
-from .models import Criterion, HumanOutcome, RubricVersion
-from .transcript import NONE_QUOTE, Transcript
+from .models import Criterion, GoldPolicy, HumanOutcome, RubricVersion
+from .transcript import MAX_QUOTES, NONE_QUOTE, Transcript
 
 # A quote is a pointer into the transcript, not an essay; this bounds what one save can store.
 EVIDENCE_MAX_CHARS = 4000
@@ -34,6 +34,12 @@ class LabelForm(forms.Form):
         max_length=EVIDENCE_MAX_CHARS,
         error_messages={"max_length": "Quote at most %(limit_value)d characters: the part that decides it."},
     )
+    # Further quotes, one per line (a criterion may rest on several places of the transcript).
+    more_evidence = forms.CharField(
+        required=False,
+        max_length=EVIDENCE_MAX_CHARS * (MAX_QUOTES - 1),
+        error_messages={"max_length": "The other quotes are too long: quote only the parts that decide it."},
+    )
     rubric_version = forms.IntegerField(
         error_messages={"required": "The page did not say its rubric version; reload it.", "invalid": "Reload."}
     )
@@ -61,6 +67,31 @@ class LabelForm(forms.Form):
                 "or the response (select the text to quote it), or write NONE. The reference is not quotable."
             )
         return evidence
+
+    def clean_more_evidence(self) -> list[str]:
+        quotes = [line.strip() for line in self.cleaned_data["more_evidence"].splitlines() if line.strip()]
+        if len(quotes) > MAX_QUOTES - 1:
+            raise forms.ValidationError(f"At most {MAX_QUOTES} quotes per criterion: keep the ones that decide it.")
+        for i, quote in enumerate(quotes, start=2):
+            if quote.upper() == NONE_QUOTE:
+                raise forms.ValidationError(f"Quote {i} is NONE: NONE means there is nothing to quote; remove it.")
+            if len(quote) > EVIDENCE_MAX_CHARS:
+                raise forms.ValidationError(f"Quote {i} is longer than {EVIDENCE_MAX_CHARS} characters.")
+            if not self.transcript.contains(quote):
+                raise forms.ValidationError(
+                    f"Quote {i} (“{quote[:60]}”) is not in the transcript. Copy it exactly from the input, a tool "
+                    "call or its result, or the response."
+                )
+        return quotes
+
+    def clean(self):
+        data = super().clean()
+        more = data.get("more_evidence") or []
+        if more and data.get("evidence") == NONE_QUOTE:
+            self.add_error("more_evidence", "The first quote says NONE but others follow: remove NONE or the others.")
+        elif more and not data.get("evidence") and "evidence" not in self.errors:
+            data["evidence"], data["more_evidence"] = more[0], more[1:]  # the first quote goes first
+        return data
 
 
 class SubmitForm(forms.Form):
@@ -112,6 +143,11 @@ class CriterionForm(forms.Form):
     definition = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}))
     pass_example = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     fail_example = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    gold_policy = forms.ChoiceField(
+        choices=GoldPolicy.choices,
+        required=False,  # empty is the default, majority
+        help_text="How labels become gold where no reviewer decided (labeling/gold.py).",
+    )
 
 
 CriterionFormSet = forms.formset_factory(CriterionForm, extra=1, can_delete=True, max_num=100, absolute_max=200)

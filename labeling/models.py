@@ -14,6 +14,8 @@ from django.contrib.auth.models import AbstractUser
 from django.db import models
 from django.db.models import Q
 
+from .transcript import quotes_of
+
 
 class Role(models.TextChoices):
     ANNOTATOR = "annotator", "Annotator"
@@ -92,6 +94,14 @@ class Output(models.Model):
 
     def __str__(self) -> str:
         return f"{self.case.case_id} @ {self.agent_version}"
+
+
+class GoldPolicy(models.TextChoices):
+    """How the labels of one item become gold when no reviewer decided (labeling/gold.py has the rule)."""
+
+    MAJORITY = "majority", "Strict majority"
+    ANY_FAIL = "any_fail", "Any FAIL makes it FAIL"
+    UNANIMOUS = "unanimous", "Unanimous (else adjudication)"
 
 
 class Rubric(models.Model):
@@ -175,14 +185,22 @@ def rubric_content_hash(instruction: str, criteria: list[dict]) -> str:
     payload = json.dumps(
         {
             "instruction": instruction,
-            "criteria": [
-                {k: c.get(k, "") for k in ("key", "definition", "pass_example", "fail_example")} for c in criteria
-            ],
+            "criteria": [_hashed_criterion(c) for c in criteria],
         },
         sort_keys=True,
         ensure_ascii=False,
     )
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _hashed_criterion(criterion: dict) -> dict:
+    """What of a criterion is the instrument. The gold policy is, but only when it is not the default:
+    a version made before policies existed (all majority) keeps its hash, and so its approvals."""
+    out = {k: criterion.get(k, "") for k in ("key", "definition", "pass_example", "fail_example")}
+    policy = criterion.get("gold_policy") or GoldPolicy.MAJORITY
+    if policy != GoldPolicy.MAJORITY:
+        out["gold_policy"] = str(policy)
+    return out
 
 
 class Criterion(models.Model):
@@ -193,6 +211,8 @@ class Criterion(models.Model):
     definition = models.TextField()
     pass_example = models.TextField(blank=True)
     fail_example = models.TextField(blank=True)
+    # Part of the version's content (its hash): a different policy is a different instrument.
+    gold_policy = models.CharField(max_length=16, choices=GoldPolicy.choices, default=GoldPolicy.MAJORITY)
     order = models.PositiveIntegerField(default=0)
 
     class Meta:
@@ -208,6 +228,7 @@ class Criterion(models.Model):
             "definition": self.definition,
             "pass_example": self.pass_example,
             "fail_example": self.fail_example,
+            "gold_policy": self.gold_policy,
         }
 
     def save(self, *args, **kwargs):
@@ -273,6 +294,8 @@ class Label(models.Model):
     outcome = models.CharField(max_length=16, choices=HumanOutcome.choices)
     # A verbatim quote from the transcript, or the word NONE.
     evidence = models.TextField(blank=True)
+    # Further quotes after `evidence` (a label may rest on several spans), each verbatim in the transcript.
+    more_evidence = models.JSONField(default=list, blank=True)
     revision = models.PositiveIntegerField(default=1)
     is_current = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -287,6 +310,11 @@ class Label(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome} (rev {self.revision})"
+
+    @property
+    def quotes(self) -> list[str]:
+        """Every quote of the label, in order (NONE is no quote)."""
+        return quotes_of(self.evidence, self.more_evidence)
 
 
 class GoldLabel(models.Model):

@@ -9,7 +9,7 @@ criterion or output.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.http import HttpRequest
 from django.urls import reverse
@@ -21,12 +21,12 @@ from .annotate import OUTCOME_KEYS, criterion_states
 from .forms import AdjudicationForm
 from .models import Annotation, Criterion, EvalSet, LabelingQueue, Output, RubricVersion
 from .naming import output_name, output_names
-from .transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, render_json, show
+from .transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, render_json, show
 
 OUTCOMES = OUTCOME_KEYS  # (value, label people see, key that picks it on the labeling page)
 
 
-def transcript_parts(output: Output, quotes: dict[str, str] | None = None, *, full: bool = False) -> dict:
+def transcript_parts(output: Output, quotes: dict[str, str | list[str]] | None = None, *, full: bool = False) -> dict:
     """Input, tool calls with results, response (quotable, optionally highlighted) and the reference (not quotable),
     each a transcript.Shown for templates/labeling/_transcript.html. Unless `full`, long texts and many tool
     calls are cut (PREVIEW_CHARS, PREVIEW_TOOL_CALLS)."""
@@ -112,7 +112,13 @@ def adjudication_context(
 ) -> dict:
     view = item_view(output, criterion)
     # Before two annotations are in, showing the first would unblind whoever takes the second slot.
-    quotes = {side.css: side.evidence for side in view.sides if side.css} if view.ready else {}
+    quotes = {side.css: side.quotes for side in view.sides if side.css} if view.ready else {}
+    if view.ready:  # where each quote was found: the input, a tool call, the response
+        transcript = Transcript.of(output)
+        view.sides[:] = [
+            replace(side, places=tuple(", ".join(transcript.found_in(q)) or "not found" for q in side.quotes))
+            for side in view.sides
+        ]
     if form is None:
         current = view.current_gold
         initial = {"based_on": view.based_on}

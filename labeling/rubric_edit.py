@@ -25,6 +25,7 @@ def as_text(rubric_version: RubricVersion | None) -> list[str]:
         lines += [f"Criterion {c.key}:", f"  definition: {c.definition}"]
         lines += [f"  PASS example: {c.pass_example}"] if c.pass_example else []
         lines += [f"  FAIL example: {c.fail_example}"] if c.fail_example else []
+        lines += [f"  gold policy: {c.gold_policy}"] if c.gold_policy != "majority" else []
         lines.append("")
     return lines
 

@@ -13,7 +13,7 @@ from . import rubric_edit
 from .access import STAFF_ROLES, role_required
 from .forms import CriterionFormSet, RubricVersionForm
 from .io.errors import ImportFailed
-from .models import EvalSet, Role, RubricVersion
+from .models import EvalSet, GoldPolicy, Role, RubricVersion
 
 
 def _version(pk: int) -> RubricVersion:
@@ -56,7 +56,11 @@ def rubric_edit_page(request: HttpRequest, rubric_version: int) -> HttpResponse:
     if form.is_valid() and formset.is_valid():
         kept = [f.cleaned_data for f in formset.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")]
         kept.sort(key=lambda c: c["order"])
-        criteria = [{k: c[k] for k in ("key", "definition", "pass_example", "fail_example")} for c in kept]
+        criteria = [
+            {**{k: c[k] for k in ("key", "definition", "pass_example", "fail_example")},
+             "gold_policy": c.get("gold_policy") or GoldPolicy.MAJORITY.value}
+            for c in kept
+        ]  # fmt: skip
         try:
             new = rubric_edit.save_new_version(
                 base=base,

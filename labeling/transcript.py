@@ -19,7 +19,17 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 NONE_QUOTE = "NONE"
+RESPONSE = "response"
+# Quotes one label may carry. Real span annotations have up to 6 per item (FaithBench); more than that is
+# no longer "the part that decides it", and each quote is checked against the whole transcript.
+MAX_QUOTES = 6
 _WS = re.compile(r"\s+")
+
+
+def quotes_of(evidence: str, more_evidence=()) -> list[str]:
+    """A label's quotes in order: its evidence (unless empty or NONE, no quote) and its further quotes."""
+    first = [evidence] if evidence and evidence != NONE_QUOTE else []
+    return first + list(more_evidence or ())
 
 
 def normalize_ws(text: str) -> str:
@@ -63,6 +73,25 @@ class Transcript:
     def _normalized_parts(self) -> tuple[str, ...]:
         # Once per transcript: a judge's answer is checked quote by quote, criterion by criterion.
         return tuple(normalize_ws(piece) for piece in self.parts())
+
+    def found_in(self, quote: str) -> list[str]:
+        """Where the quote is, in reading order: "input", "tool call N" (its name, arguments or result),
+        "response"; empty for NONE or a quote that is not there."""
+        needle = normalize_ws(quote)
+        if not needle or needle == NONE_QUOTE:
+            return []
+        parts = self._normalized_parts
+        places = ["input"] if needle in parts[0] else []
+        for i in range(len(self.tool_calls)):
+            if any(needle in piece for piece in parts[1 + 3 * i : 4 + 3 * i]):
+                places.append(f"tool call {i + 1}")
+        if needle in parts[-1]:
+            places.append(RESPONSE)
+        return places
+
+    def outside_response_only(self, quotes: list[str]) -> int:
+        """How many of `quotes` are in the transcript but not in the response (the agent's own words)."""
+        return sum(1 for q in quotes if (places := self.found_in(q)) and RESPONSE not in places)
 
     def contains(self, quote: str) -> bool:
         """True when the quote is NONE or appears in one piece of the transcript."""
@@ -143,19 +172,20 @@ class Shown:
         return f"{self.shown:,}"
 
 
-def show(text: str, quotes: dict[str, str], limit: int | None = None) -> Shown:
+def show(text: str, quotes: dict[str, str | list[str]], limit: int | None = None) -> Shown:
     """`text` escaped (it is untrusted), cut after `limit` characters if longer, each place a quote occurs
-    wrapped in <mark class="KEY">. `quotes` maps a CSS class (e.g. "hl-a", "hl-judge") to a quote;
-    overlapping quotes get both classes. Time and size are linear in the text, whatever the quotes."""
+    wrapped in <mark class="KEY">. `quotes` maps a CSS class (e.g. "hl-a", "hl-judge") to a quote or a
+    list of quotes; overlapping quotes get both classes. Time and size are linear in the text, whatever the quotes."""
     shown = len(text) if limit is None else min(len(text), limit)
     spans: list[tuple[int, int, str]] = []
     further = False
     for css_class, quote in quotes.items():
-        for start, end in find_quote(text, quote or ""):
-            if start >= shown:
-                further = True
-                break
-            spans.append((start, min(end, shown), css_class))
+        for one in [quote] if isinstance(quote, str) or quote is None else quote:  # one quote or several
+            for start, end in find_quote(text, one or ""):
+                if start >= shown:
+                    further = True
+                    break
+                spans.append((start, min(end, shown), css_class))
     return Shown(html=_marked(text[:shown], spans), length=len(text), shown=shown, quoted_further=further)
 
 
@@ -180,6 +210,6 @@ def _marked(text: str, spans: list[tuple[int, int, str]]) -> SafeString:
     return mark_safe(html)  # noqa: S308 - every piece of text went through escape(); the classes are the caller's
 
 
-def highlight(text: str, quotes: dict[str, str]) -> SafeString:
+def highlight(text: str, quotes: dict[str, str | list[str]]) -> SafeString:
     """All of `text`, escaped, with every place a quote occurs marked (see show)."""
     return show(text, quotes).html

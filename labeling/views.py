@@ -144,6 +144,8 @@ def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.C
     """Store one criterion of the locked `annotation` (`form` already validated); on refusal return what was
     typed with the reason, nothing stored."""
     state = context["states_by_key"].get(form.data.get("criterion", ""))
+    if state is not None:
+        state.posted_more_evidence = form.data.get("more_evidence", "")
     if not form.is_valid():
         if state is not None:
             state.error = " ".join(e for errors in form.errors.values() for e in errors)
@@ -161,12 +163,15 @@ def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.C
             criterion=form.cleaned_data["criterion"],
             outcome=form.cleaned_data["outcome"],
             evidence=form.cleaned_data["evidence"],
+            more_evidence=form.cleaned_data["more_evidence"],
         )
     except ann.LabelingError as exc:
         state.error = exc.message
         state.posted_outcome, state.posted_evidence = form.cleaned_data["outcome"], form.cleaned_data["evidence"]
         return state, exc.status
     state.saved_now = True
+    state.posted_more_evidence = None
+    state.quote_places = [(q, ", ".join(form.transcript.found_in(q))) for q in state.label.quotes]
     return state, 200
 
 

@@ -222,9 +222,25 @@ def bulk_verdicts(
     return outputs
 
 
-def mark_as_gating(rubric_version, judge, keys: list[str], eval_set, by: User | None = None, **policy) -> None:
+def mark_as_gating(
+    rubric_version,
+    judge,
+    keys: list[str],
+    eval_set,
+    by: User | None = None,
+    calibration: tuple[int, int, int, int] | None = None,
+    **policy,
+) -> None:
     """Approve the rubric version and mark criteria gating directly (for gate tests, not approval tests).
-    `policy`: min_pass_rate, max_error_rate, confidence (the model's defaults otherwise)."""
+    `policy`: min_pass_rate, max_error_rate, confidence (the model's defaults otherwise) and decide_on:
+    the observed Wilson bound unless given (most gate tests are about it); `calibration`: the calibration
+    cells (true pass, false pass, false fail, true fail) the mark relied on, stored in its figures."""
+    policy.setdefault("decide_on", "wilson_lower")
+    cells = (
+        dict(zip(("true_pass", "false_pass", "false_fail", "true_fail"), calibration, strict=True))
+        if calibration
+        else {}
+    )
     from calibration.models import GatingMark
 
     by = by or User.objects.filter(username="lee").first() or make_user("lee", Role.LEAD)
@@ -242,7 +258,7 @@ def mark_as_gating(rubric_version, judge, keys: list[str], eval_set, by: User | 
             calibration_eval_set=eval_set,
             tier="gate",
             reason="calibrated in tests",
-            figures={},
+            figures=cells,
             marked_by=by,
             **policy,
         )

@@ -277,12 +277,19 @@ def test_the_lead_sets_the_gate_policy_with_the_mark_and_the_defaults_are_named(
     out = gating("correct_amount", extra=policy)
     mark = GatingMark.objects.get()
     assert (mark.min_pass_rate, mark.max_error_rate, mark.confidence) == (0.97, 0.01, 0.99)
-    assert "policy: lower bound >= 0.97 at 0.99, ERROR rate <= 0.01" in out
+    assert "policy: lower bound >= 0.97 at 0.99 (corrected lower bound), ERROR rate <= 0.01" in out
     mark.revoked_at = mark.marked_at
     mark.save()
     gating("correct_amount")  # no flags: the documented defaults
     default = GatingMark.objects.active().get()
     assert (default.min_pass_rate, default.max_error_rate, default.confidence) == (0.90, 0.02, 0.95)
+    assert default.decide_on == "corrected_lower"
+    default.revoked_at = default.marked_at
+    default.save()
+    gating("correct_amount", extra=("--decide-on", "wilson_lower"))
+    assert GatingMark.objects.active().get().decide_on == "wilson_lower"
+    with pytest.raises(CommandError, match="invalid choice: 'median'"):
+        gating("correct_amount", extra=("--decide-on", "median"))
 
 
 @pytest.mark.parametrize(
@@ -320,9 +327,12 @@ def test_the_lead_sets_the_gate_policy_on_the_page_and_sees_it(client, world, le
     response = client.post(url, {**bad, "confidence": "0.95"}, HTTP_HX_REQUEST="true")
     assert "min-pass-rate must be a number from 0 to 1" in response.content.decode()
     assert not GatingMark.objects.exists()
+    garbage = {**bad, "min_pass_rate": "0.93", "max_error_rate": "0.01", "confidence": "0.975", "decide_on": "mean"}
+    response = client.post(url, garbage, HTTP_HX_REQUEST="true")
+    assert "Select a valid choice" in response.content.decode() and not GatingMark.objects.exists()
     good = {**bad, "min_pass_rate": "0.93", "max_error_rate": "0.01", "confidence": "0.975"}
     assert client.post(url, good)["Location"] == report_url(*world)
     mark = GatingMark.objects.get()
     assert (mark.min_pass_rate, mark.max_error_rate, mark.confidence) == (0.93, 0.01, 0.975)
     page = client.get(report_url(*world)).content.decode()
-    assert "gate policy: lower bound ≥ 0.93 at 0.975 confidence, ERROR rate ≤ 0.01" in page
+    assert "gate policy: corrected lower bound ≥ 0.93 at 0.975 confidence, ERROR rate ≤ 0.01" in page

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from calibration.report import REPORT_KEYS
-from labeling.models import Output
+from labeling.models import Label, Output
 
 from .calibration_factories import add_verdict, adjudicate, annotate, annotator, bulk_calibration, make_judge, make_run
 from .factories import make_eval_set, make_output, make_rubric_version
@@ -106,6 +106,11 @@ def test_the_overview_draws_each_criterion(client, world, lead):
     assert body.index("false pass", first_cell) < body.index("true pass", first_cell)
     assert urls(*world)["drilldown"] in body
     assert "interval_below_gate" not in body or "lower end" in body
+    # The confusion named for people: 35 of 50 failures caught, 145 of 150 good outputs passed.
+    assert "catches <strong>70%</strong> of failures (56% – 81%)"  # Wilson (0.5625, 0.8090) in body
+    assert "passes <strong>97%</strong> of good outputs" in body and "balanced accuracy 0.83" in body
+    # The human ceiling is the order-free one (two annotators who always agree: 1.00 over one pair).
+    assert "mean pairwise κ 1.00" in body and "over 1 pair " in body
 
 
 def test_warnings_are_shown_never_silent(client, world, lead):
@@ -158,6 +163,12 @@ def test_the_drilldown_highlights_every_quote_in_place_and_escapes_the_transcrip
     )
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and "<script>alert(1)" not in body
     assert "The reference says $40, not $45." in body
+    # A second quote of annotator A is highlighted too, and each quote says where it was found.
+    Label.objects.filter(annotation__annotator__username="amy").update(more_evidence=['"duplicate_charge": 40.0'])
+    body = client.get(urls(*world)["drilldown"]).content.decode()
+    assert '<mark class="hl-a">&quot;duplicate_charge&quot;: 40.0</mark>' in body
+    assert '<span class="muted small quote-place">(tool call 1)</span>' in body
+    assert '<span class="muted small quote-place">(response)</span>' in body
     assert "&quot;verdict&quot;: &quot;PASS&quot;" in body
     assert "Annotator A" in body and "amy" not in body  # positions, not names
 

@@ -49,6 +49,12 @@ def test_the_worked_example_read_from_the_database(setup):
     assert row.gold_pass_rate == pytest.approx(0.75) and row.judge_pass_rate == pytest.approx(0.80)
     assert row.tier == "gate"
     assert row.human_kappa == pytest.approx(1.0) and row.human_n == 200 and row.human_alpha == pytest.approx(1.0)
+    # Named for people (PASS positive): of 50 failures it catches 35, of 150 good outputs it passes 145.
+    assert row.tnr == pytest.approx(0.7) and row.tpr == pytest.approx(145 / 150)
+    assert row.in_words == "catches 70% of failures (35 of 50), passes 97% of good outputs (145 of 150)"
+    assert row.balanced_accuracy == pytest.approx(0.8333, abs=1e-4) and row.f1 == pytest.approx(290 / 310)
+    data = row.as_dict()
+    assert data["tnr_ci"][0] < 0.7 < data["tnr_ci"][1] and data["f1_ci"][0] < data["f1"] < data["f1_ci"][1]
 
 
 def test_always_pass_judge_is_flagged_as_constant(setup):
@@ -186,25 +192,53 @@ def test_the_report_has_exactly_the_documented_keys(setup):
     assert data["rubric_version"] == "refund@1" and "computed_at" in data
 
 
-def test_human_ceiling_uses_the_first_two_annotations_and_alpha_all_of_them(setup):
+def test_human_ceiling_of_three_annotators_by_hand(setup):
     es, rv, judge = setup
     key = "correct_amount"
-    # A, B, C per output; A vs B by hand: (P,P) (P,F) (F,F) (P,P) -> po = 3/4, pA = 3/4, pB = 1/2,
-    # pe = 3/4 * 1/2 + 1/4 * 1/2 = 1/2, kappa = (3/4 - 1/2) / (1/2) = 1/2.
-    triples = [(P, P, P), (P, F, F), (F, F, F), (P, P, F)]
+    triples = [(P, P, P), (P, F, F), (F, F, F), (P, P, F)]  # amy, bo, cy on four outputs
     people = [annotator(n) for n in ("amy", "bo", "cy")]
     for i, triple in enumerate(triples):
         out = make_output(es, case_id=f"h{i}")
         for slot, (person, outcome) in enumerate(zip(people, triple, strict=True), start=1):
             annotate(out, rv, person, slot, {key: outcome})
     h = human_agreement(eval_set=es, rubric_version=rv)[key]
-    assert h.n == 4 and h.kappa == pytest.approx(0.5)
-    # Alpha over all three: units PPP, PFF, FFF, PPF. o_PP = 6+2 = 8... by hand: each unit of 3 adds
-    # pair weights 1/(3-1): PPP -> o_PP 3; PFF -> o_PF 1, o_FP 1, o_FF 1; FFF -> o_FF 3; PPF -> o_PP 1,
-    # o_PF 1, o_FP 1. n_P = 6, n_F = 6, n = 12, disagreeing mass 4.
+    # Pairs by hand (po observed, pe chance agreement):
+    #   amy-bo (P,P) (P,F) (F,F) (P,P): po 3/4, pass rates 3/4 and 1/2, pe 1/2,   kappa 1/2
+    #   amy-cy (P,P) (P,F) (F,F) (P,F): po 1/2, pass rates 3/4 and 1/4, pe 3/8,   kappa 1/5
+    #   bo-cy  (P,P) (F,F) (F,F) (P,F): po 3/4, pass rates 1/2 and 1/4, pe 1/2,   kappa 1/2
+    # mean pairwise kappa = (1/2 + 1/5 + 1/2) / 3 = 2/5.
+    assert h.pairwise.kappa == pytest.approx(0.4)
+    assert (h.pairwise.pairs, h.pairwise.undefined_pairs, h.pairwise.items) == (3, 0, 4)
+    low, high = h.pairwise.kappa_ci
+    assert low <= 0.4 <= high
+    # Alpha over all three: each unit of 3 adds pair weights 1/(3-1): PPP -> o_PP 3; PFF -> o_PF 1, o_FP 1,
+    # o_FF 1; FFF -> o_FF 3; PPF -> o_PP 1, o_PF 1, o_FP 1. n_P = 6, n_F = 6, n = 12, disagreeing mass 4.
     # alpha = 1 - (n - 1) * 4 / (2 * n_P * n_F) = 1 - 11 * 4 / 72 = 28 / 72.
     assert h.alpha == pytest.approx(28 / 72)
+    assert h.alpha_ci[0] <= 28 / 72 <= h.alpha_ci[1]
+    # No output has exactly two labels: A vs B has nothing, and says why.
+    assert (h.n, h.kappa, h.over_two) == (0, None, 4)
+    # Four shared items per pair are far fewer than PAIR_MIN_ITEMS: the ceiling is alpha.
+    assert h.ceiling == ("alpha", h.alpha, h.alpha_ci)
     assert human_agreement(eval_set=es.pk, rubric_version=rv.pk)["next_step"].n == 0
+
+
+def test_annotator_a_vs_b_counts_only_items_two_people_labeled(setup):
+    es, rv, judge = setup
+    key = "correct_amount"
+    rows = [(P, P), (P, F), (F, F), (P, P)]  # two labels each: A vs B kappa 1/2 (by hand above)
+    for i, (a, b) in enumerate(rows):
+        out = make_output(es, case_id=f"two{i}")
+        annotate(out, rv, annotator("amy"), 1, {key: a})
+        annotate(out, rv, annotator("bo"), 2, {key: b})
+    out = make_output(es, case_id="three")
+    for slot, (who, outcome) in enumerate((("amy", F), ("bo", P), ("cy", P)), start=1):
+        annotate(out, rv, annotator(who), slot, {key: outcome})
+    row = report(es, rv, judge).row(key)
+    assert (row.human_n, row.human_items_over_two) == (4, 1)
+    assert row.human_kappa == pytest.approx(0.5)
+    message = next(w.message for w in row.warnings if w.code == "human_ab_subset")
+    assert "only the 4 items exactly two people labeled" in message and "1 item with more" in message
 
 
 def test_human_agreement_runs_two_queries_whatever_the_size(setup, django_assert_num_queries):
@@ -272,7 +306,10 @@ def test_the_command_prints_json_csv_and_text(setup):
     # A constant judge has kappa 0 in every resample too: the interval is [0, 0], not empty.
     assert rows[0]["criterion"] == "correct_amount" and rows[0]["kappa_ci_low"] == "0.0"
     assert rows[1]["kappa"] == "" and rows[1]["kappa_ci_low"] == ""
+    assert rows[0]["tpr"] == "1.0" and rows[0]["tnr"] == "0.0" and rows[0]["tnr_ci_low"] == "0.0"
+    assert rows[1]["tpr"] == "" and rows[1]["balanced_accuracy_ci_low"] == ""
     text = command(*SCOPE)
+    assert "judge catches 0% of failures (0 of 1), passes 100% of good outputs (1 of 1)" in text
     assert "no data" in text  # next_step: n = 0, never shown as agreement
     assert "FALSE PASS" in text and "the judge said PASS on every one of the 2 items" in text
 
@@ -320,3 +357,26 @@ def test_a_perfect_small_sample_says_its_interval_is_not_certainty(setup):
     assert row.kappa == pytest.approx(1.0) and row.kappa_ci == (1.0, 1.0)
     message = next(w.message for w in row.warnings if w.code == "degenerate_interval")
     assert "only more items can" in message
+
+
+def test_a_judge_that_disagrees_with_itself_is_named_beside_its_agreement_with_people(setup):
+    es, rv, judge = setup
+    key = "correct_amount"
+    outs = calibration_set(es, rv, judge, [{key: (P, P, None)}] * 4 + [{key: (F, F, None)}] * 4)
+    run = make_run(es, rv, judge)
+    # Three samples per item. Items 0-3 (gold PASS): P,P,P  P,P,P  P,F,P  F,P,F; items 4-7 (gold FAIL):
+    # F,F,F  F,F,F  F,P,F  P,F,P. Per item (PASS, FAIL): (3,0) (3,0) (2,1) (1,2) (0,3) (0,3) (1,2) (2,1).
+    # Alpha by hand: D = sum p*f/(m-1) = 4 * 2/2 = 4; n_P = n_F = 12, n = 24;
+    # alpha = 1 - (n - 1) * D / (n_P * n_F) = 1 - 23 * 4 / 144 = 13/36.
+    samples = ["PPP", "PPP", "PFP", "FPF", "FFF", "FFF", "FPF", "PFP"]
+    for out, outcomes in zip(outs, samples, strict=True):
+        for s, o in enumerate(outcomes):
+            add_verdict(run, out, key, P if o == "P" else F, sample=s)
+    row = report(es, rv, judge).row(key)
+    assert (row.judge_samples, row.judge_self_n) == (3, 8)
+    assert row.judge_self_alpha == pytest.approx(13 / 36)
+    assert "judge_inconsistent" in row.warning_codes
+    # One sample per item: nothing to compare, no figure.
+    assert report(es, rv, judge).row("next_step").judge_self_alpha is None
+    text = command(*SCOPE)
+    assert "judge against itself (3 samples, 8 items): alpha 0.361" in text

@@ -12,8 +12,11 @@ def row(**kw):
         n=200,
         kappa=0.71,
         kappa_ci=(0.6, 0.82),
-        human_kappa=0.8,
-        human_kappa_ci=(0.74, 0.86),
+        human_kappa=0.3,  # annotator A vs B: not what the chart draws (it depends on who is "A")
+        human_kappa_ci=(0.2, 0.4),
+        human_ceiling=0.8,
+        human_ceiling_ci=(0.74, 0.86),
+        human_ceiling_source="mean pairwise kappa",
         true_pass=145,
         false_pass=15,
         true_fail=35,
@@ -34,9 +37,11 @@ def test_the_axis_keeps_the_tier_bands_in_order_and_clamps_worse_than_chance():
 def test_the_chart_draws_judge_and_human_ceiling_or_says_why_not():
     chart = kappa_chart(row())
     assert chart.judge["low"] < chart.judge["x"] < chart.judge["high"]
-    assert chart.human["x"] == x_of(0.8) and chart.human["w"] > 0
+    assert chart.human["x"] == x_of(0.8) and chart.human["w"] > 0  # the order-free ceiling, not A vs B
+    assert chart.human["label"] == "humans κ 0.80"
+    assert kappa_chart(row(human_ceiling_source="alpha")).human["label"] == "humans α 0.80"
     assert chart.empty_label == ""
-    empty = kappa_chart(row(n=0, kappa=None, kappa_ci=None, human_kappa=None, human_kappa_ci=None))
+    empty = kappa_chart(row(n=0, kappa=None, kappa_ci=None, human_ceiling=None, human_ceiling_ci=None))
     assert empty.judge is None and empty.human is None and empty.empty_label == "no data"
     assert kappa_chart(row(kappa=None, kappa_ci=None)).empty_label == "κ undefined"
 

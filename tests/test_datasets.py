@@ -56,13 +56,14 @@ def run(command: str, *args) -> str:
     return out.getvalue()
 
 
-def import_rubric(tmp: Path, name: str, criteria: list[tuple[str, str]]) -> str:
+def import_rubric(tmp: Path, name: str, criteria: list[tuple[str, str]], gold_policy: str | None = None) -> str:
+    policy = {"gold_policy": gold_policy} if gold_policy else {}
     rubric = {
         "name": name,
         "version": "1",
         "instruction": "Judge each criterion from the source text only.",
         "criteria": [
-            {"key": key, "definition": text, "pass_example": "", "fail_example": ""} for key, text in criteria
+            {"key": key, "definition": text, "pass_example": "", "fail_example": "", **policy} for key, text in criteria
         ],
     }
     path = tmp / f"{name}.json"
@@ -85,12 +86,12 @@ def qags_items():
                     yield f"{part}-{i}-{j}", doc["article"], s["sentence"], votes
 
 
-@pytest.fixture
-def qags(tmp_path):
-    rubric = import_rubric(tmp_path, "qags", [("factually_consistent", "The sentence is supported by the article.")])
-    items = list(qags_items())
-    cases = [{"case_id": cid, "input": article, "reference": "", "response": sent} for cid, article, sent, _ in items]
-    run("import_cases", "--eval-set", "qags", write_jsonl(tmp_path / "cases.jsonl", cases))
+def import_qags(tmp: Path, eval_set: str, rubric: str, items, reverse: bool = False, cases: bool = True) -> None:
+    """QAGS cases and labels into `eval_set`; `reverse` writes each sentence's three labels in the
+    opposite line order (the same labels, so the same people, in another order)."""
+    if cases:
+        rows = [{"case_id": cid, "input": article, "reference": "", "response": s} for cid, article, s, _ in items]
+        run("import_cases", "--eval-set", eval_set, write_jsonl(tmp / f"{eval_set}-cases.jsonl", rows))
     labels = [
         {
             "case_id": cid,
@@ -100,30 +101,81 @@ def qags(tmp_path):
             "evidence": "NONE",
         }
         for cid, _, _, votes in items
-        for worker, answer in votes
+        for worker, answer in (reversed(votes) if reverse else votes)
     ]
-    run("import_labels", "--eval-set", "qags", "--rubric", rubric, write_jsonl(tmp_path / "labels.jsonl", labels))
+    path = write_jsonl(tmp / f"{eval_set}-{rubric}-labels.jsonl", labels)
+    run("import_labels", "--eval-set", eval_set, "--rubric", rubric, path)
+
+
+@pytest.fixture
+def qags(tmp_path):
+    rubric = import_rubric(tmp_path, "qags", [("factually_consistent", "The sentence is supported by the article.")])
+    items = list(qags_items())
+    import_qags(tmp_path, "qags", rubric, items)
     return tmp_path, rubric, items
 
 
-def test_qags_human_ceiling_reproduces_the_published_alpha_and_kappa(qags):
+def worker_pair_kappas(items) -> list[float]:
+    """Cohen's kappa (scikit-learn) of every pair of real QAGS workers over the sentences they share,
+    straight from the files; pairs that gave one and the same answer on every shared sentence are left out."""
+    from itertools import combinations
+
+    from sklearn.metrics import cohen_kappa_score
+
+    shared: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for _, _, _, votes in items:
+        for (w1, a), (w2, b) in combinations(sorted(votes), 2):
+            shared[(w1, w2)].append((a, b))
+    out = []
+    for answers in shared.values():
+        if len({x for pair in answers for x in pair}) > 1:
+            out.append(cohen_kappa_score([a for a, _ in answers], [b for _, b in answers], labels=["yes", "no"]))
+    return out
+
+
+def test_qags_human_ceiling_reproduces_the_published_alpha_and_pairs_the_real_workers(qags):
     _, rubric, items = qags
     assert len(items) == 953
     h = human_agreement(eval_set=eval_set_named("qags"), rubric_version=rubric_version_named(rubric))
     ceiling = h["factually_consistent"]
     # JUDGE-BENCH (Bavaresco et al. 2025): nominal alpha over the three positions, pooled, n = 953.
     assert ceiling.alpha == pytest.approx(0.4878830126174004, abs=1e-12)
-    # README: kappa(A, B) pooled = 0.5046 over all 953 sentences (A x B table [[221, 105], [108, 519]]).
-    assert ceiling.n == 953
-    assert ceiling.kappa == pytest.approx(0.5046, abs=5e-5)
-    low, high = ceiling.kappa_ci
-    assert low < 0.5046 < high and high - low < 0.15
+    low, high = ceiling.alpha_ci
+    assert low < 0.4879 < high and high - low < 0.15
+    # The mean pairwise kappa pairs the real workers (246 people, 841 pairs sharing a sentence, 520 with
+    # a defined kappa): each pair shares a median of 3 sentences, so the ceiling is alpha.
+    want = worker_pair_kappas(items)
+    assert ceiling.pairwise.kappa == pytest.approx(sum(want) / len(want), abs=1e-12)
+    assert (ceiling.pairwise.pairs, ceiling.pairwise.undefined_pairs) == (len(want), 841 - len(want)) == (520, 321)
+    assert ceiling.pairwise.median_items == 3 and ceiling.ceiling[0] == "alpha"
+    # Every sentence has three labels: annotator A vs B (position-dependent) is not reported at all.
+    assert (ceiling.n, ceiling.kappa, ceiling.over_two) == (0, None, 953)
 
 
-def test_qags_always_yes_judge_is_caught_by_kappa_despite_its_agreement(qags):
-    """Negative control on real data: a judge that always says "supported" agrees with the majority on
-    67.89% of sentences (the README's majority-yes rate) and has kappa exactly 0."""
+def test_qags_human_ceiling_does_not_depend_on_the_line_order_of_the_labels(qags):
+    from calibration.data import Scope, load_labels
+    from calibration.metrics import cohen_agreement
+    from calibration.reading import human_pairs
+
     tmp, rubric, items = qags
+    import_qags(tmp, "qags-reversed", rubric, items, reverse=True)
+    rv = rubric_version_named(rubric)
+    ceilings = [
+        human_agreement(eval_set=eval_set_named(name), rubric_version=rv)["factually_consistent"]
+        for name in ("qags", "qags-reversed")
+    ]
+    assert ceilings[0] == ceilings[1]  # alpha, pairwise kappa, both intervals, every count
+    # Negative control: the first two annotations by slot (the A vs B figure before the order-free
+    # ceiling) is a different number for the same labels: README kappa(A, B) 0.5046, kappa(C, B) 0.4881.
+    by_slot = [
+        cohen_agreement(p["a"], p["b"]).kappa
+        for p in (human_pairs(load_labels(Scope(eval_set_named(name), rv))) for name in ("qags", "qags-reversed"))
+    ]
+    assert by_slot[0] == pytest.approx(0.5046, abs=5e-5) and by_slot[1] == pytest.approx(0.4881, abs=5e-5)
+
+
+def always_yes(tmp: Path, rubric: str, items, judge: str = "always-yes") -> dict:
+    """Import an always-"supported" judge's verdicts on QAGS and return the report's one row."""
     verdicts = [
         {
             "case_id": cid,
@@ -142,23 +194,50 @@ def test_qags_always_yes_judge_is_caught_by_kappa_despite_its_agreement(qags):
         "--rubric",
         rubric,
         "--judge",
-        "always-yes",
-        write_jsonl(tmp / "verdicts.jsonl", verdicts),
+        judge,
+        write_jsonl(tmp / f"{rubric}-verdicts.jsonl", verdicts),
     )
     report = json.loads(
-        run("calibration_report", "--eval-set", "qags", "--rubric", rubric, "--judge", "always-yes", "--format", "json")
+        run("calibration_report", "--eval-set", "qags", "--rubric", rubric, "--judge", judge, "--format", "json")
     )
     [row] = report["criteria"]
-    assert row["n"] == 953
+    return row
+
+
+def test_qags_always_yes_judge_is_caught_by_kappa_despite_its_agreement(qags):
+    """Negative control on real data: a judge that always says "supported" agrees with the majority on
+    67.89% of sentences (the README's majority-yes rate) and has kappa exactly 0."""
+    tmp, rubric, items = qags
+    row = always_yes(tmp, rubric, items)
+    assert row["n"] == 953 and row["gold_policy"] == "majority" and row["awaiting_gold"] == 0
     assert row["gold_pass_rate"] == pytest.approx(0.6789, abs=5e-5)
     assert row["observed_agreement"] == pytest.approx(0.6789, abs=5e-5)
     assert row["kappa"] == 0.0
     assert row["false_pass"] == round(953 * (1 - 0.6789))  # every majority-"no" sentence passes
     assert "constant_judge" in [w["code"] for w in row["warnings"]]
     assert row["tier"] == "unusable"
-    assert row["human_alpha"] == pytest.approx(0.4879, abs=5e-5) and row["human_kappa"] == pytest.approx(
-        0.5046, abs=5e-5
-    )
+    assert row["human_alpha"] == pytest.approx(0.4879, abs=5e-5) and row["human_kappa"] is None
+    assert row["human_ceiling"] == row["human_alpha"] and row["human_ceiling_source"] == "alpha"
+    assert {"human_pairs_sparse", "human_ab_subset"} <= {w["code"] for w in row["warnings"]}
+
+
+def test_qags_under_the_conservative_gold_policies(qags):
+    """FaithBench-style gold without fake adjudications: any_fail makes one worker's "no" gold FAIL;
+    unanimous keeps gold only where all three agree (README: 65.58% of sentences) and leaves the rest waiting."""
+    tmp, _, items = qags
+    criterion = [("factually_consistent", "The sentence is supported by the article.")]
+    any_no = sum(any(answer == "no" for _, answer in votes) for *_, votes in items)
+    for policy in ("any_fail", "unanimous"):
+        rubric = import_rubric(tmp, f"qags-{policy}", criterion, gold_policy=policy)
+        import_qags(tmp, "qags", rubric, items, cases=False)
+        row = always_yes(tmp, rubric, items, judge=f"always-yes-{policy}")
+        assert row["gold_policy"] == policy and row["labeled_items"] == 953 and row["gold_ties"] == 0
+        if policy == "any_fail":
+            assert (row["n"], row["awaiting_gold"]) == (953, 0)
+            assert row["false_pass"] == any_no and row["gold_pass_rate"] == pytest.approx(1 - any_no / 953)
+        else:
+            assert row["awaiting_gold"] == 953 - round(0.6558 * 953) == 328 and row["n"] == 625
+            assert "much_gold_pending" in {w["code"] for w in row["warnings"]}
 
 
 # --- XSum hallucination (Maynez et al. 2020) ------------------------------------------------------
@@ -255,11 +334,20 @@ def test_xsum_factual_reproduces_human_and_weak_judge_figures(tmp_path, third_po
         judge_config=judge_named("entailment"),
     )
     row = report.row("factual")
-    # Human ceiling (README): kappa(A, B) = 0.7830 over 1,848 items (A x B [[1621, 49], [25, 153]]).
-    assert row.human_n == 1848
-    assert row.human_kappa == pytest.approx(0.7830, abs=5e-5)
-    if not third_position_adjudicates:
-        assert row.human_alpha == pytest.approx(0.7744, abs=5e-5)  # all three positions
+    if third_position_adjudicates:
+        # Two annotators (the third only adjudicates): README kappa(A, B) = 0.7830 over 1,848 items
+        # (A x B [[1621, 49], [25, 153]]), and with one pair the mean pairwise kappa is the same number.
+        assert row.human_n == 1848 and row.human_items_over_two == 0
+        assert row.human_kappa == pytest.approx(0.7830, abs=5e-5)
+        assert row.human_pairwise_kappa == pytest.approx(0.7830, abs=5e-5) and row.human_pairs == 1
+    else:
+        # Three annotators: alpha 0.7744 (README), mean pairwise kappa = mean of the README's
+        # kappa(A,B), kappa(A,C), kappa(B,C) = (0.7830 + 0.7785 + 0.7622) / 3; no A vs B.
+        assert row.human_alpha == pytest.approx(0.7744, abs=5e-5)
+        assert row.human_pairwise_kappa == pytest.approx((0.7830 + 0.7785 + 0.7622) / 3, abs=5e-5)
+        assert row.human_pairs == 3 and row.human_pair_median_items == 1848
+        assert (row.human_n, row.human_kappa, row.human_items_over_two) == (0, None, 1848)
+    assert row.human_ceiling == row.human_pairwise_kappa and row.human_ceiling_source == "mean pairwise kappa"
     # The weak judge vs the 3-rater majority: kappa 0.0705, agreement 0.6726,
     # confusion (rows majority no/yes, cols judge no/yes) [[1162, 502], [103, 81]].
     assert row.n == 1848 and row.pending_gold == 0
@@ -280,7 +368,7 @@ def test_xsum_split_by_system_reproduces_the_per_system_alpha(tmp_path):
         judge_config=judge_named("entailment"),
     )
     alpha = {s.agent_version: s.rows[0].human_alpha for s in seg.segments}
-    n = {s.agent_version: s.rows[0].human_n for s in seg.segments}
+    n = {s.agent_version: s.rows[0].human_items_over_two for s in seg.segments}  # all three label each
     # README: alpha for factual by system.
     assert alpha["BERTS2S"] == pytest.approx(0.7943, abs=5e-5) and n["BERTS2S"] == 454
     assert alpha["PtGen"] == pytest.approx(0.6810, abs=5e-5) and n["PtGen"] == 454
@@ -369,10 +457,13 @@ def test_usr_topical_chat_binary_criteria_and_the_judge_bench_subset(tmp_path):
     scope = dict(eval_set=eval_set_named("usr-tc"), rubric_version=rubric_version_named(rubric))
     report = calibration_report(**scope, judge_config=judge_named("glue"))
     uk, un = report.row("uses_knowledge"), report.row("understandable")
-    # README, all 360 responses: alpha nominal, kappa(A, B), and the weak judges' kappa vs majority.
-    assert uk.human_n == 360 and un.human_n == 360
-    assert uk.human_alpha == pytest.approx(0.7090, abs=5e-5) and uk.human_kappa == pytest.approx(0.7419, abs=5e-5)
-    assert un.human_alpha == pytest.approx(0.4828, abs=5e-5) and un.human_kappa == pytest.approx(0.4747, abs=5e-5)
+    # README, all 360 responses: alpha nominal, the mean of kappa(A,B), kappa(A,C), kappa(B,C) over the
+    # three positions (imported as three annotators), and the weak judges' kappa vs majority.
+    assert uk.human_pairs == 3 and un.human_pairs == 3 and uk.human_n == 0 and uk.human_items_over_two == 360
+    assert uk.human_alpha == pytest.approx(0.7090, abs=5e-5)
+    assert uk.human_pairwise_kappa == pytest.approx((0.7419 + 0.6977 + 0.6868) / 3, abs=5e-5)
+    assert un.human_alpha == pytest.approx(0.4828, abs=5e-5)
+    assert un.human_pairwise_kappa == pytest.approx((0.4747 + 0.4224 + 0.5641) / 3, abs=5e-5)
     assert uk.kappa == pytest.approx(0.1143, abs=5e-5) and un.kappa == pytest.approx(0.1268, abs=5e-5)
     assert uk.tier == un.tier == "unusable"
     # JUDGE-BENCH scored only the last response of every context ("New Human Generated", 60 items):

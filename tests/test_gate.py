@@ -23,8 +23,24 @@ from .factories import make_eval_set, make_rubric_version
 pytestmark = pytest.mark.django_db
 
 KEYS = ["passed", "binding_criterion", "met_count", "gating_count", "criteria"]
-CRITERION_KEYS = ["criterion", "n", "passes", "errors", "pass_rate", "wilson_lower", "error_rate", "met"]
-POLICY_KEYS = ["min_pass_rate", "max_error_rate", "confidence"]  # the thresholds that applied
+CRITERION_KEYS = [
+    "criterion",
+    "n",
+    "passes",
+    "errors",
+    "pass_rate",
+    "wilson_lower",
+    "corrected_pass_rate",
+    "corrected_lower",
+    "corrected_upper",
+    "judge_tpr",
+    "judge_tnr",
+    "calibration_eval_set",
+    "calibration_n",
+    "error_rate",
+    "met",
+]
+POLICY_KEYS = ["min_pass_rate", "max_error_rate", "confidence", "decide_on"]  # the thresholds that applied
 
 
 @pytest.fixture
@@ -58,7 +74,7 @@ def test_35_of_35_passes_clear_0_90_and_34_of_34_do_not(world):
     assert code == 0 and result["passed"] is True
     assert list(result) == KEYS and list(result["criteria"][0]) == CRITERION_KEYS + POLICY_KEYS
     c = result["criteria"][0]
-    assert [c[k] for k in POLICY_KEYS] == [0.90, 0.02, 0.95]  # the lead's (default) policy
+    assert [c[k] for k in POLICY_KEYS] == [0.90, 0.02, 0.95, "wilson_lower"]  # the lead's policy (observed bound)
     assert (c["n"], c["passes"], c["errors"], c["pass_rate"], c["error_rate"]) == (35, 35, 0, 1.0, 0.0)
     assert c["wilson_lower"] == pytest.approx(proportion_confint(35, 35, alpha=0.05, method="wilson")[0])
 

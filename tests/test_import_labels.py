@@ -470,7 +470,7 @@ MAJORITY_CASES = [
 def test_agreement_lines_are_checked_by_the_rule_calibration_reads_gold_by(votes, gold):
     import pandas as pd
 
-    from calibration.reading import derive_gold
+    from labeling.gold import derive_gold
 
     assert strict_majority(votes) == gold
     labels = pd.DataFrame({"criterion": [1] * len(votes), "output": [7] * len(votes), "outcome": votes})

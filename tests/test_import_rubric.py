@@ -156,6 +156,17 @@ BAD_RUBRICS = [
         "cases.jsonl, line 1: this looks like a cases file; import it with import_cases",
     ),
     ("ls.json", '[{"data": {"case_id": "c1"}, "annotations": []}]', "this looks like a Label Studio export"),
+    (
+        "r.json",
+        '{"name": "r", "version": "1", "criteria": [{"key": "a", "definition": "x", "gold_policy": "any-fail"}]}',
+        'field "criteria[0].gold_policy": \'any-fail\' is not a gold policy (did you mean "any_fail"?); use one of '
+        "majority, any_fail, unanimous",
+    ),
+    (
+        "r.json",
+        '{"name": "r", "version": "1", "criteria": [{"key": "a", "definition": "x", "gold_policy": ["majority"]}]}',
+        "['majority'] is not a gold policy",
+    ),
 ]
 
 

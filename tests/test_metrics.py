@@ -178,3 +178,179 @@ def test_tier_boundaries():
 def test_thresholds_are_documented_as_provisional():
     source = open(metrics.__file__).read()
     assert source.count("PROVISIONAL") >= 2
+
+
+# --- the order-free human ceiling -----------------------------------------------------------------
+
+
+def test_alpha_formula_equals_the_krippendorff_package_with_two_to_five_coders():
+    import krippendorff
+
+    from calibration.metrics import alpha_from_counts
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        units = rng.integers(2, 6, size=40)
+        passes = rng.binomial(units, rng.uniform(0.2, 0.9))
+        reliability = np.full((5, len(units)), np.nan)  # coders x units, NaN = did not label
+        for u, (m, p) in enumerate(zip(units, passes, strict=True)):
+            reliability[:m, u] = [1] * p + [0] * (m - p)
+        want = krippendorff.alpha(reliability_data=reliability, level_of_measurement="nominal")
+        got = alpha_from_counts(passes, units - passes, np.ones(len(units)))[0]
+        assert got == pytest.approx(want, abs=1e-12)
+
+
+def test_alpha_interval_has_the_spread_of_resampling_items():
+    from calibration.metrics import bootstrap_alpha_ci
+
+    counts = np.array([[2, 0]] * 50 + [[1, 1]] * 12 + [[0, 2]] * 30 + [[2, 1]] * 8 + [[1, 2]] * 5)
+    rng = np.random.default_rng(11)
+    naive = []
+    for _ in range(2000):
+        sample = counts[rng.integers(0, len(counts), len(counts))]
+        naive.append(krippendorff_alpha_nominal(sample))
+    low, high = bootstrap_alpha_ci(counts)
+    n_low, n_high = np.quantile(naive, [0.025, 0.975])
+    assert low == pytest.approx(n_low, abs=0.03) and high == pytest.approx(n_high, abs=0.03)
+    assert low < krippendorff_alpha_nominal(counts) < high
+
+
+def pair_entries(labels: dict[str, list[str | None]]):
+    """(items, pairs, cells) for mean_pairwise_kappa from per-annotator label lists (None = not labeled)."""
+    names = sorted(labels)
+    items, pairs, cells = [], [], []
+    pair_codes: dict[tuple[str, str], int] = {}
+    for i in range(len(next(iter(labels.values())))):
+        for x in range(len(names)):
+            for y in range(x + 1, len(names)):
+                a, b = labels[names[x]][i], labels[names[y]][i]
+                if a is None or b is None:
+                    continue
+                items.append(i)
+                pairs.append(pair_codes.setdefault((names[x], names[y]), len(pair_codes)))
+                cells.append({("PASS", "PASS"): 0, ("PASS", "FAIL"): 1, ("FAIL", "PASS"): 2, ("FAIL", "FAIL"): 3}[a, b])
+    return np.array(items), np.array(pairs), np.array(cells)
+
+
+def test_mean_pairwise_kappa_equals_the_mean_of_scikit_learn_pair_kappas():
+    from sklearn.metrics import cohen_kappa_score
+
+    from calibration.metrics import mean_pairwise_kappa
+
+    rng = np.random.default_rng(5)
+    truth = rng.random(120) < 0.6
+    labels = {}
+    for name, (noise, missing) in {"amy": (0.1, 0.2), "bo": (0.25, 0.3), "cy": (0.15, 0.5), "di": (0.4, 0.1)}.items():
+        flipped = truth ^ (rng.random(120) < noise)
+        labels[name] = [None if rng.random() < missing else ("PASS" if v else "FAIL") for v in flipped]
+    want = []
+    names = sorted(labels)
+    for x in range(4):
+        for y in range(x + 1, 4):
+            shared = [i for i in range(120) if labels[names[x]][i] and labels[names[y]][i]]
+            a = [labels[names[x]][i] for i in shared]
+            b = [labels[names[y]][i] for i in shared]
+            want.append(cohen_kappa_score(a, b, labels=["PASS", "FAIL"]))
+    got = mean_pairwise_kappa(*pair_entries(labels))
+    assert got.kappa == pytest.approx(np.mean(want), abs=1e-12)
+    assert (got.pairs, got.undefined_pairs) == (6, 0)
+    assert got.kappa_ci[0] < got.kappa < got.kappa_ci[1]
+    assert got.items == sum(1 for i in range(120) if sum(labels[n][i] is not None for n in names) >= 2)
+
+
+def test_a_pair_whose_kappa_is_undefined_is_left_out_and_counted():
+    from calibration.metrics import mean_pairwise_kappa
+
+    labels = {
+        "amy": ["PASS", "FAIL", "PASS", None, None],
+        "bo": ["PASS", "FAIL", "FAIL", "PASS", "PASS"],
+        "cy": [None, None, None, "PASS", "PASS"],  # with bo: PASS, PASS on both items -> 0/0
+    }
+    got = mean_pairwise_kappa(*pair_entries(labels))
+    # amy-bo: (P,P) (F,F) (P,F): po 2/3, amy passes 2/3, bo 1/3, pe = 2/9 + 2/9 = 4/9, kappa = (2/9)/(5/9) = 2/5.
+    assert got.kappa == pytest.approx(0.4)
+    assert (got.pairs, got.undefined_pairs) == (1, 1)
+
+
+def test_pairwise_interval_has_the_spread_of_resampling_items():
+    from calibration.metrics import mean_pairwise_kappa
+
+    rng = np.random.default_rng(8)
+    truth = rng.random(150) < 0.55
+    labels = {n: ["PASS" if v else "FAIL" for v in truth ^ (rng.random(150) < e)] for n, e in (("a", 0.1), ("b", 0.2))}
+    labels["c"] = [None if i % 3 else v for i, v in enumerate(["PASS" if v else "FAIL" for v in truth])]
+    items, pairs, cells = pair_entries(labels)
+    got = mean_pairwise_kappa(items, pairs, cells)
+    naive = []
+    for _ in range(1500):
+        chosen = rng.integers(0, 150, 150)
+        idx = np.concatenate([np.flatnonzero(items == i) for i in chosen])
+        tables = np.zeros((3, 4), dtype=int)
+        np.add.at(tables, (pairs[idx], cells[idx]), 1)
+        naive.append(np.nanmean(kappa_from_cells(tables[:, 0], tables[:, 1], tables[:, 2], tables[:, 3])))
+    n_low, n_high = np.quantile(naive, [0.025, 0.975])
+    assert got.kappa_ci[0] == pytest.approx(n_low, abs=0.03) and got.kappa_ci[1] == pytest.approx(n_high, abs=0.03)
+
+
+# --- the confusion matrix named for people --------------------------------------------------------
+
+
+def test_rates_of_the_worked_example_equal_scikit_learn():
+    from sklearn.metrics import balanced_accuracy_score, f1_score, recall_score
+
+    from calibration.metrics import classification_rates
+
+    # 145 true passes, 15 false passes, 5 false fails, 35 true fails (background 000).
+    judge, gold = pairs(145, 15, 5, 35)
+    r = classification_rates(145, 15, 5, 35)
+    # By hand: gold PASS 150, of them the judge passed 145; gold FAIL 50, of them it failed 35.
+    assert r.tpr == pytest.approx(145 / 150) and r.tnr == pytest.approx(35 / 50)
+    assert r.balanced_accuracy == pytest.approx((145 / 150 + 35 / 50) / 2)
+    assert r.f1 == pytest.approx(2 * 145 / (2 * 145 + 15 + 5))
+    assert r.tpr == pytest.approx(recall_score(gold, judge, pos_label="PASS"))
+    assert r.tnr == pytest.approx(recall_score(gold, judge, pos_label="FAIL"))
+    assert r.balanced_accuracy == pytest.approx(balanced_accuracy_score(gold, judge))
+    assert r.f1 == pytest.approx(f1_score(gold, judge, pos_label="PASS"))
+    assert r.tpr_ci == pytest.approx(proportion_confint(145, 150, alpha=0.05, method="wilson"))
+    assert r.tnr_ci == pytest.approx(proportion_confint(35, 50, alpha=0.05, method="wilson"))
+    for value, ci in ((r.balanced_accuracy, r.balanced_accuracy_ci), (r.f1, r.f1_ci)):
+        assert ci[0] < value < ci[1]
+
+
+def test_a_judge_that_misses_every_failure_catches_none_and_still_passes_all_good_outputs():
+    from sklearn.metrics import balanced_accuracy_score
+
+    from calibration.metrics import classification_rates
+
+    judge, gold = pairs(9, 1, 0, 0)  # background 004: always PASS on nine good outputs and one failure
+    r = classification_rates(9, 1, 0, 0)
+    assert (r.tpr, r.tnr) == (1.0, 0.0)
+    assert r.balanced_accuracy == pytest.approx(balanced_accuracy_score(gold, judge)) == 0.5
+    assert r.tnr_ci[0] == 0.0 and r.tnr_ci[1] > 0.7  # one failure says little: Wilson (0, 0.79)
+
+
+def test_rates_are_undefined_not_zero_when_a_class_is_missing():
+    from calibration.metrics import classification_rates
+
+    only_pass = classification_rates(12, 0, 3, 0)  # no gold FAIL: how often it catches failures is unknown
+    assert only_pass.tnr is None and only_pass.tnr_ci is None and only_pass.balanced_accuracy is None
+    assert only_pass.tpr == pytest.approx(0.8)
+    only_fail = classification_rates(0, 0, 0, 7)  # nothing passes on either side: F1 for PASS is 0/0
+    assert only_fail.f1 is None and only_fail.tpr is None and only_fail.tnr == 1.0
+    nothing = classification_rates(0, 0, 0, 0)
+    assert nothing == type(nothing)(None, None, None, None, None, None, None, None)
+
+
+def test_balanced_accuracy_interval_has_the_spread_of_resampling_items():
+    from calibration.metrics import classification_rates
+
+    judge, gold = (np.array(x) == "PASS" for x in pairs(60, 12, 9, 39))
+    rng = np.random.default_rng(4)
+    naive = []
+    for _ in range(3000):
+        idx = rng.integers(0, len(judge), len(judge))
+        j, g = judge[idx], gold[idx]
+        naive.append((np.mean(j[g]) + np.mean(~j[~g])) / 2)
+    low, high = classification_rates(60, 12, 9, 39).balanced_accuracy_ci
+    n_low, n_high = np.quantile(naive, [0.025, 0.975])
+    assert low == pytest.approx(n_low, abs=0.015) and high == pytest.approx(n_high, abs=0.015)

@@ -40,13 +40,13 @@ def frames(items_by_criterion: dict[int, list[dict]]):
         for i, it in enumerate(items):
             for slot, who in ((1, "a"), (2, "b")):
                 if it[who] is not None:
-                    labels.append((i, crit, i * 10 + slot, slot, it[who]))
+                    labels.append((i, crit, i * 10 + slot, slot, slot, it[who]))  # annotator = the person
             if it["adjudicated"] is not None:
                 adjudicated.append((i, crit, it["adjudicated"]))
             if it["judge"] is not None:
                 verdicts.append((i, crit, 0, it["judge"], it["found"], 0))
     return (
-        pd.DataFrame(labels, columns=["output", "criterion", "annotation", "slot", "outcome"]),
+        pd.DataFrame(labels, columns=["output", "criterion", "annotation", "annotator", "slot", "outcome"]),
         pd.DataFrame(adjudicated, columns=["output", "criterion", "outcome"]),
         pd.DataFrame(verdicts, columns=["output", "criterion", "sample", "outcome", "evidence_found", "run_rank"]),
     )
@@ -139,6 +139,12 @@ def test_report_counts_and_kappa_equal_scikit_learn(first, second):
             assert row.human_kappa is None
         else:
             assert row.human_kappa == pytest.approx(want["human_kappa"], abs=1e-12)
+        # Two people, one pair: the mean pairwise kappa is their kappa, over the same items.
+        if want["human_kappa"] is None:
+            assert row.human_pairwise_kappa is None
+        else:
+            assert row.human_pairwise_kappa == pytest.approx(want["human_kappa"], abs=1e-12)
+            assert row.human_pairs == 1
         if want["human_alpha"] is None:
             assert row.human_alpha is None
         else:
@@ -176,3 +182,30 @@ def test_wilson_bounds_equal_statsmodels(n, frac, confidence):
     w = wilson_interval(k, n, confidence)
     assert w.lower == pytest.approx(low, rel=1e-9, abs=1e-12)
     assert w.upper == pytest.approx(high, rel=1e-9, abs=1e-12)
+
+
+def test_the_judges_self_agreement_is_krippendorffs_alpha_over_its_samples():
+    import krippendorff
+    import numpy as np
+
+    rng = np.random.default_rng(2)
+    truth = rng.random(80) < 0.6
+    rows = []
+    samples = np.full((3, 80), np.nan)  # samples x items, 1 = PASS, 0 = FAIL, NaN = ERROR (not a judgment)
+    for item in range(80):
+        for sample in range(3):
+            roll = rng.random()
+            outcome = ER if roll < 0.05 else (P if truth[item] ^ (roll > 0.85) else F)
+            rows.append((item, 1, sample, outcome, True, 0))
+            if outcome != ER:
+                samples[sample, item] = 1.0 if outcome == P else 0.0
+    verdicts = pd.DataFrame(rows, columns=["output", "criterion", "sample", "outcome", "evidence_found", "run_rank"])
+    empty = pd.DataFrame({"output": [], "criterion": [], "annotation": [], "annotator": [], "slot": [], "outcome": []})
+    row = build_rows(
+        criteria=[(1, "c")], labels=empty, adjudicated=empty[["output", "criterion", "outcome"]], verdicts=verdicts
+    )[0]
+    assert row.judge_samples == 3
+    want = krippendorff.alpha(reliability_data=samples, level_of_measurement="nominal")
+    assert row.judge_self_alpha == pytest.approx(want, abs=1e-12)
+    assert row.judge_self_alpha_ci[0] < want < row.judge_self_alpha_ci[1]
+    assert row.judge_self_n == int((np.sum(~np.isnan(samples), axis=0) >= 2).sum())

@@ -136,3 +136,29 @@ def test_unknown_versions_are_404(client, lead):
     client.force_login(lead)
     assert client.get("/rubrics/99999/").status_code == 404
     assert client.get("/rubrics/99999/new").status_code == 404
+
+
+def test_the_gold_policy_is_carried_into_the_new_version_and_a_change_is_in_the_diff(client, lead):
+    safety = [dict(CRITERIA[0], gold_policy="any_fail")]
+    base = make_rubric_version("safety", "1", criteria=safety, instruction="Grade it.")
+    client.force_login(lead)
+    page = client.get(reverse("labeling:rubric_edit", args=[base.pk])).content.decode()
+    assert '<option value="any_fail" selected>' in page  # the editor opens with the version's policy
+    row = {"order": 1, "key": "correct_amount", "definition": "The amount is right.", "gold_policy": "any_fail"}
+    client.post(reverse("labeling:rubric_edit", args=[base.pk]), post_data(version="2", instruction="Grade it.",
+                                                                            rows=[row]))  # fmt: skip
+    kept = RubricVersion.objects.get(rubric=base.rubric, version="2")
+    assert kept.criteria.get().gold_policy == "any_fail"
+    response = client.post(
+        reverse("labeling:rubric_edit", args=[base.pk]),
+        post_data(version="3", instruction="Grade it.", rows=[{**row, "gold_policy": "unanimous"}]),
+    )
+    changed = RubricVersion.objects.get(rubric=base.rubric, version="3")
+    assert changed.criteria.get().gold_policy == "unanimous" and changed.content_hash != kept.content_hash
+    assert '<span class="d-add">+  gold policy: unanimous</span>' in client.get(response["Location"]).content.decode()
+    bad = client.post(
+        reverse("labeling:rubric_edit", args=[base.pk]),
+        post_data(version="4", instruction="Grade it.", rows=[{**row, "gold_policy": "loudest"}]),
+    )
+    assert bad.status_code == 422 and "Select a valid choice" in bad.content.decode()
+    assert not RubricVersion.objects.filter(rubric=base.rubric, version="4").exists()

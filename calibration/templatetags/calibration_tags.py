@@ -28,3 +28,12 @@ def interval(value, digits: int = 2) -> str:
         return ""
     low, high = value
     return f"{low:.{int(digits)}f} – {high:.{int(digits)}f}"
+
+
+@register.filter
+def interval_pct(value) -> str:
+    """(0.881, 0.979) -> "88% – 98%"."""
+    if not value:
+        return ""
+    low, high = value
+    return f"{low:.0%} – {high:.0%}"

@@ -111,21 +111,26 @@ def label_records(eval_set: EvalSet, rv: RubricVersion) -> Iterator[dict]:
             "annotation__annotator__username",
             "outcome",
             "evidence",
+            "more_evidence",
         )
     )
-    for row in rows.iterator(chunk_size=5000):
-        yield dict(zip(LABEL_COLUMNS, row, strict=True))
+    for *row, more in rows.iterator(chunk_size=5000):
+        record = dict(zip(LABEL_COLUMNS, row, strict=True))
+        if more:  # several quotes: the list (one quote stays a string, as it always was)
+            record["evidence"] = [record["evidence"], *more]
+        yield record
 
 
 def gold_records(eval_set: EvalSet, rv: RubricVersion) -> Iterator[dict]:
     """The effective gold per output and criterion (see the module docstring).
 
-    Which outcome is gold comes from calibration.reading.derive_gold, the one rule the whole
-    product reads gold by; this adds who decided and why, and writes it in the import format.
+    Which outcome is gold comes from labeling.gold.derive_gold, the one rule the whole product reads
+    gold by (with each criterion's gold policy); this adds who decided and why, and writes it in the
+    import format.
     """
     import pandas as pd
 
-    from calibration.reading import derive_gold
+    from ..gold import derive_gold
 
     adjudicated = {
         (output_id, criterion_id): (outcome, who, rationale)
@@ -145,17 +150,17 @@ def gold_records(eval_set: EvalSet, rv: RubricVersion) -> Iterator[dict]:
     adjudicated_frame = pd.DataFrame(
         [(o, c, v[0]) for (o, c), v in adjudicated.items()], columns=["output", "criterion", "outcome"]
     )
-    gold = derive_gold(labels, adjudicated_frame)
+    criteria = list(rv.criteria.order_by("order").values_list("pk", "key", "gold_policy"))
+    gold = derive_gold(labels, adjudicated_frame, {pk: policy for pk, _, policy in criteria})
     votes = labels.groupby(["output", "criterion"]).outcome.agg(list).to_dict() if len(labels) else {}
     by_item = {(int(r.output), int(r.criterion)): r.gold for r in gold.itertuples()}
-    criteria = list(rv.criteria.order_by("order").values_list("pk", "key"))
     outputs = (
         Output.objects.filter(pk__in={output for output, _ in by_item})
         .order_by("case__case_id", "agent_version")
         .values_list("pk", "case__case_id", "agent_version")
     )
     for output_id, case_id, agent_version in outputs.iterator(chunk_size=5000):
-        for criterion_id, key in criteria:
+        for criterion_id, key, _ in criteria:
             outcome = by_item.get((output_id, criterion_id))
             if outcome is None:
                 continue

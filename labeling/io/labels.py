@@ -14,6 +14,7 @@ agreement is derived when reading, only adjudications are stored.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -30,6 +31,7 @@ from ..models import (
     Criterion,
     EvalSet,
     GoldLabel,
+    GoldPolicy,
     HumanOutcome,
     Label,
     Output,
@@ -37,7 +39,7 @@ from ..models import (
     RubricVersion,
     User,
 )
-from ..transcript import Transcript
+from ..transcript import MAX_QUOTES, NONE_QUOTE, Transcript
 from . import fields as f
 from .cases import AGENT_VERSION_MAX, CASE_ID_MAX, DEFAULT_AGENT_VERSION
 from .errors import Problems, RecordError
@@ -67,27 +69,20 @@ class LabelRecord:
     person: str
     gold: bool
     outcome: str
-    text: str  # evidence for a label, rationale for a gold label
+    text: str  # evidence for a label (its first quote), rationale for a gold label
+    more: tuple[str, ...] = ()  # a label's further quotes (evidence given as a list)
 
     @property
     def output_key(self) -> tuple[str, str]:
         return (self.case_id, self.agent_version)
 
 
-def strict_majority(outcomes: Iterable[str]) -> str | None:
-    """The outcome more than half of the labels give, else None (gold then needs an adjudication).
+def strict_majority(outcomes: Iterable[str], policy: str = GoldPolicy.MAJORITY) -> str | None:
+    """The gold the labels give under the criterion's gold policy, else None (gold then needs an
+    adjudication): labeling.gold.gold_of_votes, the rule that decides gold everywhere else."""
+    from ..gold import gold_of_votes  # lazily: the gold module loads pandas for its frame version
 
-    The same rule as calibration.reading.derive_gold, which decides gold everywhere else: every
-    outcome is a vote, and a lone label is no majority (MIN_LABELS_FOR_MAJORITY).
-    """
-    from calibration.reading import MIN_LABELS_FOR_MAJORITY  # lazily: calibration loads scikit-learn
-
-    counts = Counter(outcomes)
-    total = sum(counts.values())
-    if total < MIN_LABELS_FOR_MAJORITY:
-        return None
-    outcome, n = counts.most_common(1)[0]
-    return outcome if n * 2 > total else None
+    return gold_of_votes(outcomes, policy)
 
 
 def check_outcome(value: Any) -> str:
@@ -151,8 +146,38 @@ def build_label(
         person=check_person(adjudicator if gold else annotator, "adjudicator" if gold else "annotator"),
         gold=gold,
         outcome=check_outcome(values.get("outcome")),
-        text=_bounded_text(given("rationale") if gold else given("evidence"), gold),
+        **(
+            {"text": _bounded_text(given("rationale"), True)}
+            if gold
+            else dict(zip(("text", "more"), _quotes(given("evidence"), from_csv), strict=True))
+        ),
     )
+
+
+def _quotes(value: Any, from_csv: bool) -> tuple[str, tuple[str, ...]]:
+    """Evidence as one quote (a string) or several (a list of strings; in CSV a JSON list of two or more):
+    (the first, the rest)."""
+    if from_csv and isinstance(value, str) and value.startswith("["):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list) and len(parsed) > 1 and all(isinstance(q, str) for q in parsed):
+            value = parsed
+    if not isinstance(value, list):
+        return _bounded_text(value, False), ()
+    if not value:
+        raise RecordError("evidence", 'is an empty list; give one quote or more, or "NONE"')
+    if len(value) > MAX_QUOTES:
+        raise RecordError("evidence", f"has {len(value)} quotes; at most {MAX_QUOTES} per label (as in the app)")
+    quotes = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item.strip():
+            raise RecordError(f"evidence[{i}]", f"must be a non-empty quote, not {f.json_type(item)}")
+        quotes.append(_bounded_text(item, False))
+    if len(quotes) > 1 and NONE_QUOTE in (q.strip().upper() for q in quotes):
+        raise RecordError("evidence", "NONE says there is nothing to quote; it cannot stand beside other quotes")
+    return quotes[0], tuple(quotes[1:])
 
 
 def _bounded_text(value: Any, gold: bool) -> str:
@@ -262,6 +287,7 @@ class LabelImport:
         self.counts: Counter[str] = Counter()
         self.new_accounts: list[str] = []
         self.not_verbatim = 0
+        self.outside_response = 0
 
     def run(self, records: list[LabelRecord]) -> None:
         outputs = self._resolve_outputs(records)
@@ -315,7 +341,7 @@ class LabelImport:
         seen: dict[tuple, LabelRecord] = {}
         for r in records:
             if not r.gold:
-                key, bucket, same = ("label", r.output_key, r.criterion, r.person), labels, ("outcome", "text")
+                key, bucket, same = ("label", r.output_key, r.criterion, r.person), labels, ("outcome", "text", "more")
             elif r.person == AGREEMENT:
                 key, bucket, same = ("agreement", r.output_key, r.criterion), agreements, ("outcome",)
             else:
@@ -329,7 +355,7 @@ class LabelImport:
             if not differing:
                 self.counts["repeated_lines"] += 1
                 continue
-            field = {"person": "adjudicator", "text": "rationale" if r.gold else "evidence"}.get(
+            field = {"person": "adjudicator", "text": "rationale" if r.gold else "evidence", "more": "evidence"}.get(
                 differing[0], differing[0]
             )
             what = "gold label" if r.gold else f"{r.person}'s label"
@@ -388,12 +414,12 @@ class LabelImport:
             ).values_list("pk", "output_id", "annotator_id", "slot", "status", "source"):
                 annotations[(output_id, annotator_id)] = {"pk": pk, "slot": slot, "status": status, "source": source}
         by_pk = {a["pk"]: key for key, a in annotations.items()}
-        current: dict[tuple[int, int], tuple[str, str]] = {}
+        current: dict[tuple[int, int], tuple[str, str, tuple[str, ...]]] = {}
         for chunk in _chunks(list(by_pk)):
-            for annotation_id, criterion_id, outcome, evidence in Label.objects.filter(
+            for annotation_id, criterion_id, outcome, evidence, more in Label.objects.filter(
                 annotation_id__in=chunk, is_current=True
-            ).values_list("annotation_id", "criterion_id", "outcome", "evidence"):
-                current[(annotation_id, criterion_id)] = (outcome, evidence)
+            ).values_list("annotation_id", "criterion_id", "outcome", "evidence", "more_evidence"):
+                current[(annotation_id, criterion_id)] = (outcome, evidence, tuple(more or ()))
         return annotations, current
 
     def _existing_gold(self, output_ids: list[int]) -> tuple[dict, dict]:
@@ -432,7 +458,7 @@ class LabelImport:
                 new_labels.append((key, None, r))
                 continue
             old = current.get((existing["pk"], criterion.pk))
-            if old == (r.outcome, r.text):
+            if old == (r.outcome, r.text, r.more):
                 self.counts["labels_unchanged"] += 1
             elif old is not None:
                 differs = "outcome" if old[0] != r.outcome else "evidence"
@@ -483,14 +509,14 @@ class LabelImport:
             return
         votes: dict[tuple[int, int], list[str]] = {}
         submitted = {a["pk"]: out for (out, _), a in annotations.items() if a["status"] == Annotation.Status.SUBMITTED}
-        for (annotation_pk, criterion_pk), (outcome, _) in current.items():
+        for (annotation_pk, criterion_pk), (outcome, *_) in current.items():
             if annotation_pk in submitted:
                 votes.setdefault((submitted[annotation_pk], criterion_pk), []).append(outcome)
         for (output_id, _), _, r in new_labels:
             votes.setdefault((output_id, self.criteria[r.criterion].pk), []).append(r.outcome)
         for r in agreements:
             found = votes.get((outputs[r.output_key], self.criteria[r.criterion].pk), [])
-            majority = strict_majority(found)
+            majority = strict_majority(found, self.criteria[r.criterion].gold_policy)
             if majority == r.outcome:
                 self.counts["agreement_confirmed"] += 1
                 continue
@@ -529,6 +555,7 @@ class LabelImport:
                     criterion=self.criteria[r.criterion],
                     outcome=r.outcome,
                     evidence=r.text,
+                    more_evidence=list(r.more),
                 )
                 for key, pk, r in new_labels
             ],
@@ -566,7 +593,9 @@ class LabelImport:
                 "pk", "case__input", "tool_calls", "response"
             ):
                 transcripts[pk] = Transcript(input=input_, tool_calls=list(tool_calls or []), response=response)
-        self.not_verbatim = sum(1 for output_id, r in quoted if not transcripts[output_id].contains(r.text))
+        quotes = [(transcripts[output_id], q) for output_id, r in quoted for q in (r.text, *r.more)]
+        self.not_verbatim = sum(1 for t, q in quotes if not t.contains(q))
+        self.outside_response = sum(t.outside_response_only([q]) for t, q in quotes)
 
 
 def import_labels(
@@ -616,6 +645,12 @@ def import_labels(
         shown = ", ".join(job.new_accounts[:20]) + (" ..." if len(job.new_accounts) > 20 else "")
         notes.append(
             f"New accounts that cannot log in until a lead activates them (add_user NAME --role ...): {shown}."
+        )
+    counts["quotes_outside_response"] = job.outside_response
+    if job.outside_response:
+        notes.append(
+            f"{plural(job.outside_response, 'evidence quote')} found only outside the response (in the input or a "
+            "tool call): it shows what the agent was given, not what it said."
         )
     if job.not_verbatim:
         notes.append(

@@ -1,6 +1,7 @@
 """Importing a rubric version from JSON or YAML.
 
-`{"name", "version", "instruction", "criteria": [{"key", "definition", "pass_example", "fail_example"}]}`.
+`{"name", "version", "instruction", "criteria": [{"key", "definition", "pass_example", "fail_example",
+"gold_policy"}]}` (gold_policy optional: majority, any_fail or unanimous; see labeling/gold.py).
 NAME@VERSION is an immutable instrument: importing the same content again is a
 no-op, importing different content under a version that exists is refused
 (an edit is a new version, so labels and verdicts keep meaning what they meant).
@@ -13,14 +14,14 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from ..models import Criterion, Rubric, RubricVersion, rubric_content_hash
+from ..models import Criterion, GoldPolicy, Rubric, RubricVersion, rubric_content_hash
 from . import fields as f
 from .errors import Problems, RecordError
 from .readers import Source, line_of, load_json_document, load_yaml_document, read_text, suggest
 from .report import ImportReport, plural
 
 RUBRIC_FIELDS = frozenset({"name", "version", "instruction", "criteria"})
-CRITERION_FIELDS = frozenset({"key", "definition", "pass_example", "fail_example"})
+CRITERION_FIELDS = frozenset({"key", "definition", "pass_example", "fail_example", "gold_policy"})
 # A criterion key appears in URLs, CSV headers and judge prompts: keep it a slug (models.SlugField).
 KEY_RE = re.compile(r"^[-a-zA-Z0-9_]+$")
 NAME_MAX, VERSION_MAX, KEY_MAX = 200, 100, 100
@@ -132,11 +133,23 @@ def _read_criteria(raw: Any, top: int | None, problems: Problems) -> list[dict]:
                     "definition": _clean_text(item.get("definition"), f"{where}.definition", required=True),
                     "pass_example": _clean_text(item.get("pass_example"), f"{where}.pass_example", required=False),
                     "fail_example": _clean_text(item.get("fail_example"), f"{where}.fail_example", required=False),
+                    "gold_policy": _gold_policy(item.get("gold_policy"), f"{where}.gold_policy"),
                 }
             )
         except RecordError as exc:
             problems.add(line, exc.field, exc.message)
     return criteria
+
+
+def _gold_policy(value: Any, field: str) -> str:
+    if value is None:
+        return GoldPolicy.MAJORITY.value
+    if value in GoldPolicy.values:
+        return value
+    choices = ", ".join(GoldPolicy.values)
+    raise RecordError(
+        field, f"{value!r} is not a gold policy{suggest(str(value), GoldPolicy.values)}; use one of {choices}"
+    )
 
 
 def _next_version(version: str) -> str:

@@ -1,6 +1,6 @@
 """python manage.py approve --rubric NAME@VERSION [--judge NAME --eval-set CALIBRATION_SET --gating KEY,KEY
-[--min-pass-rate R] [--max-error-rate R] [--confidence C] [--require-clean-probes]] --by USER --reason TEXT
-[--override] [--agent-version V]
+[--min-pass-rate R] [--max-error-rate R] [--confidence C] [--decide-on corrected_lower|wilson_lower]
+[--require-clean-probes]] --by USER --reason TEXT [--override] [--agent-version V]
 
 Without --judge: approve the rubric version. With --judge, --eval-set and --gating: mark those criteria as
 gating for that (approved) rubric version and judge config, on a fresh calibration report of the eval set,
@@ -14,7 +14,9 @@ from django.core.management.base import BaseCommand, CommandError
 from calibration.approvals import ApprovalRefused, approve_rubric_version, mark_gating
 from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
 from calibration.policy import (
+    DECIDE_ON,
     DEFAULT_CONFIDENCE,
+    DEFAULT_DECIDE_ON,
     DEFAULT_MAX_ERROR_RATE,
     DEFAULT_MIN_PASS_RATE,
     FIELDS,
@@ -46,6 +48,13 @@ class Command(BaseCommand):
             ("--confidence", DEFAULT_CONFIDENCE, "of the Wilson lower bound"),
         ):
             parser.add_argument(flag, type=float, help=f"gate policy with --gating: {what} (default {default:g})")
+        parser.add_argument(
+            "--decide-on",
+            choices=list(DECIDE_ON),
+            help="gate policy with --gating: which lower bound must reach the minimum pass rate: the pass rate "
+            "corrected for the judge's errors on this calibration, or the observed Wilson bound "
+            f"(default {DEFAULT_DECIDE_ON})",
+        )
 
     def handle(self, *args, **opts):
         gating_parts = [opts["judge"], opts["eval_set"], opts["gating"]]
@@ -55,10 +64,11 @@ class Command(BaseCommand):
             raise CommandError("--override only applies to --gating")
         if opts["agent_version"] and not opts["gating"]:
             raise CommandError("--agent-version only applies to --gating")
-        asked = {name: opts[name] for name in FIELDS if opts[name] is not None}
+        asked = {name: opts[name] for name in (*FIELDS, "decide_on") if opts[name] is not None}
         if (asked or opts["require_clean_probes"]) and not opts["gating"]:
             raise CommandError(
-                "--min-pass-rate, --max-error-rate, --confidence and --require-clean-probes only apply to --gating"
+                "--min-pass-rate, --max-error-rate, --confidence, --decide-on and --require-clean-probes only apply "
+                "to --gating"
             )
         try:
             policy = GateThresholds(**asked)
@@ -94,7 +104,7 @@ class Command(BaseCommand):
                 f"gating: {mark.criterion.key} ({mark.tier}{note}, kappa "
                 f"{'undefined' if kappa is None else f'{kappa:.3f}'}, n {mark.figures.get('n')}) "
                 f"with {mark.judge_config.name} on {rubric_version.ref}; policy: lower bound >= {mark.min_pass_rate:g} "
-                f"at {mark.confidence:g}, ERROR rate <= {mark.max_error_rate:g}"
+                f"at {mark.confidence:g} ({DECIDE_ON[mark.decide_on]}), ERROR rate <= {mark.max_error_rate:g}"
                 + (", a clean probe run required" if mark.require_clean_probes else "")
                 + f"; probes: {_probes(mark)}"
             )
