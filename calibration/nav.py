@@ -12,6 +12,7 @@ def nav_items(user) -> list[dict]:
     if not has_role(user, *STAFF_ROLES):
         return []
     return [
+        {"label": "Progress", "url": reverse("calibration:progress")},
         {"label": "Calibration", "url": reverse("calibration:index")},
         {"label": "Gate results", "url": reverse("calibration:gates")},
     ]

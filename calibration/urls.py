@@ -9,6 +9,7 @@ REPORT = "report/<int:eval_set>/<int:rubric_version>/<int:judge>/"
 
 urlpatterns = [
     path("", views.index, name="index"),
+    path("progress/", views.progress_page, name="progress"),
     path(REPORT, views.report_page, name="report"),
     path(REPORT + "export.<str:fmt>", views.report_export, name="export"),
     path(REPORT + "gating", views.mark_gating_view, name="mark_gating"),

@@ -28,11 +28,12 @@ from typing import IO, Any
 from django.db import transaction
 from django.utils import timezone
 
+from labeling.io import export as labeling_export
 from labeling.io import fields as f
 from labeling.io.adk import ICEWATER_KEY, load_document
 from labeling.io.cases import AGENT_VERSION_MAX, CASE_ID_MAX
 from labeling.io.errors import Problems, RecordError
-from labeling.io.export import write_csv, write_jsonl
+from labeling.io.export import ExportError, export_scope, write_csv, write_jsonl
 from labeling.io.inspect_log import is_inspect_log
 from labeling.io.readers import Source, check_fields, iter_csv, iter_jsonl, line_of, peek_first_line, suggest
 from labeling.io.report import ImportReport, plural
@@ -90,6 +91,38 @@ def verdict_records(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_c
     )
     for row in rows.iterator(chunk_size=2000):
         yield dict(zip(EXPORT_COLUMNS, row, strict=True))
+
+
+# Every export_data kind: labeling's, plus the verdicts judging owns.
+EXPORT_WHAT = (*labeling_export.WHAT, "verdicts")
+
+
+def export_data(
+    *,
+    eval_set_name: str,
+    what: str,
+    stream: IO[str],
+    fmt: str = "jsonl",
+    rubric_ref: str | None = None,
+    judge_name: str | None = None,
+) -> int:
+    """What `manage.py export_data` writes: verdicts here, cases, labels and gold through labeling.io."""
+    if what != "verdicts":
+        if what not in EXPORT_WHAT:
+            raise ExportError(f'--what must be one of {", ".join(EXPORT_WHAT)}, not "{what}"')
+        return labeling_export.export_data(
+            eval_set_name=eval_set_name, what=what, stream=stream, fmt=fmt, rubric_ref=rubric_ref
+        )
+    eval_set, rv = export_scope(
+        eval_set_name=eval_set_name, what=what, fmt=fmt, rubric_ref=rubric_ref, known=EXPORT_WHAT
+    )
+    if not judge_name:
+        raise ExportError("--what verdicts needs --judge NAME (the judge config whose verdicts to export)")
+    judge = JudgeConfig.objects.filter(name=judge_name).first()
+    if judge is None:
+        known = ", ".join(JudgeConfig.objects.values_list("name", flat=True)[:20]) or "none yet"
+        raise ExportError(f'there is no judge config "{judge_name}" (known: {known})')
+    return export_verdicts(eval_set=eval_set, rubric_version=rv, judge_config=judge, fmt=fmt, stream=stream)
 
 
 def export_verdicts(

@@ -4,8 +4,7 @@ Gold is not stored where the annotators settle it: it is the adjudicated GoldLab
 current, otherwise what the criterion's gold policy makes of the current labels of submitted
 annotations. Progress, adjudication, calibration, the gate's calibration and the export all call
 `derive_gold` (over frames) or `gold_of_votes` (one item), so they can never disagree about what gold
-is. Calibration imports this module, never the other way round (the frames come from
-`calibration.data`, imported inside `load_item_states` only).
+is. Calibration imports this module, never the other way round (the frames come from `labeling/data.py`).
 
 The gold policy is chosen per criterion in the rubric file and is part of the rubric version's content
 (labeling.models.GoldPolicy):
@@ -28,6 +27,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from .data import Scope, load_adjudicated, load_labels
 from .models import GoldPolicy
 
 KEY = ["criterion", "output"]
@@ -151,7 +151,5 @@ def gold_policies(rubric_version) -> dict[int, str]:
 
 def load_item_states(eval_set, rubric_version) -> pd.DataFrame:
     """Item states of an eval set under one rubric version (three queries)."""
-    from calibration.data import Scope, load_adjudicated, load_labels  # the one place the ORM meets pandas
-
     scope = Scope(eval_set, rubric_version)
     return item_states(load_labels(scope), load_adjudicated(scope), gold_policies(rubric_version))

@@ -14,7 +14,6 @@ def nav_items(user) -> list[dict]:
         items.append({"label": "My work", "url": reverse("labeling:my_work")})
     if has_role(user, *STAFF_ROLES):
         items.append({"label": "Adjudicate", "url": reverse("labeling:adjudication_queue")})
-        items.append({"label": "Progress", "url": reverse("labeling:progress")})
     if has_role(user, Role.LEAD):
         items.append({"label": "Queues", "url": reverse("labeling:queues")})
         items.append({"label": "Import", "url": reverse("labeling:upload")})

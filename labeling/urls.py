@@ -18,7 +18,6 @@ urlpatterns = [
     path("annotations/<int:pk>/submit", views.submit, name="submit"),
     path("adjudication/", views.adjudication_queue, name="adjudication_queue"),
     path("adjudication/<int:output_id>/<int:criterion_id>/", views.adjudicate, name="adjudicate"),
-    path("progress/", views.progress_page, name="progress"),
     path("rubrics/<int:rubric_version>/", rubric_views.rubric_version_page, name="rubric_version"),
     path("rubrics/<int:rubric_version>/new", rubric_views.rubric_edit_page, name="rubric_edit"),
 ]

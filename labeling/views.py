@@ -16,8 +16,6 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
-
 from . import adjudicate as adj
 from . import annotate as ann
 from . import queue as q
@@ -27,7 +25,7 @@ from .guards import adjudicable_item, own_annotation
 from .models import Annotation, EvalSet, Role
 from .naming import output_names
 from .pages import adjudication_context, annotation_context, pick_scope
-from .progress import my_queues, progress, versions_with_work
+from .progress import my_queues
 from .transcript import Transcript
 
 
@@ -275,17 +273,3 @@ def _after_decision(request: HttpRequest, output, criterion) -> str:
         reverse("labeling:adjudication_queue")
         + f"?eval_set={output.case.eval_set_id}&rubric_version={criterion.rubric_version_id}"
     )
-
-
-# --- Progress ----------------------------------------------------------------------------------
-
-
-@require_GET
-@role_required(*STAFF_ROLES)
-def progress_page(request: HttpRequest) -> HttpResponse:
-    scope = pick_scope(request)
-    context = {"scope": scope, "progress": None, "human_min_kappa": HUMAN_MIN_KAPPA, "min_n": MIN_N}
-    if scope.eval_set and scope.rubric_version:
-        context["progress"] = progress(scope.eval_set, scope.rubric_version)
-        context["versions"] = versions_with_work(scope.eval_set, also=scope.rubric_version)
-    return render(request, "labeling/progress.html", context)

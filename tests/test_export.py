@@ -5,15 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
-import types
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from judging.models import JudgeConfig, JudgeRun, Verdict
-from labeling.io import ExportError, export_data, import_cases, import_labels, import_rubric
-from labeling.io.export import FORMATS, WHAT
+from judging.io import EXPORT_WHAT as WHAT
+from judging.io import export_data
+from judging.models import JudgeRun, Verdict
+from labeling.io import ExportError, import_cases, import_labels, import_rubric
+from labeling.io.export import FORMATS
 from labeling.models import Annotation, EvalSet, GoldLabel, Label
 
 from .io_helpers import DATA, data_source, dump_cases, dump_gold, dump_labels, row_counts, source
@@ -176,23 +176,6 @@ def test_a_failed_export_leaves_no_file(refunds, tmp_path):
 def test_an_export_that_cannot_run_says_why(refunds, kwargs, message):
     with pytest.raises(ExportError, match=message.replace("(", "\\(")):
         export_data(stream=io.StringIO(), **kwargs)
-
-
-def test_verdicts_are_exported_by_judging_io(refunds, monkeypatch):
-    judge = JudgeConfig.objects.create(name="gpt", backend=JudgeConfig.Backend.IMPORTED)
-    calls = []
-
-    def fake_export_verdicts(*, eval_set, rubric_version, judge_config, fmt, stream):
-        calls.append((eval_set.name, rubric_version.ref, judge_config.name, fmt))
-        stream.write("{}\n")
-        return 1
-
-    monkeypatch.setitem(sys.modules, "judging.io", types.SimpleNamespace(export_verdicts=fake_export_verdicts))
-    assert export("verdicts", "csv", rubric_ref=REF, judge_name=judge.name) == "{}\n"
-    assert calls == [("refunds", REF, "gpt", "csv")]
-    monkeypatch.setitem(sys.modules, "judging.io", None)  # judging.io missing: a clear error, not a traceback
-    with pytest.raises(CommandError, match="exporting verdicts needs judging.io.export_verdicts"):
-        call_command("export_data", "--eval-set", "refunds", "--what", "verdicts", "--rubric", REF, "--judge", "gpt")
 
 
 # -- every export format imports back, and CSV cells cannot run as formulas ---------------------------------

@@ -87,8 +87,8 @@ def api_key_for(config) -> str | None:
 @functools.cache
 def tls_context() -> ssl.SSLContext:
     """The TLS context every judge client of this process shares: the system's CAs (SSL_CERT_FILE and
-    SSL_CERT_DIR honored), as the SDKs' own default. Building one reads the whole CA store, about 50 ms
-    of CPU (measured), which every lane paid before its first call when each client built its own."""
+    SSL_CERT_DIR honored), as the SDKs' own default. Building one reads the whole CA store, so it is built
+    once per process rather than once per client."""
     return ssl.create_default_context()
 
 

@@ -8,8 +8,9 @@ schema spelled out in the prompt, and the parser checks the answer either way.
 
 from __future__ import annotations
 
+import json
+
 import openai
-import orjson
 
 from ..parse import clip
 from ..prompt import SCHEMA_NAME, JudgeRequest
@@ -52,12 +53,10 @@ class OpenAIBackend:
 
     def call(self, request: JudgeRequest) -> CallResult:
         try:
-            # The client's generic post (its documented way to call any endpoint), asking for the body as bytes:
-            # chat.completions.create spends 2-3 ms of CPU per call re-walking our schema and messages to
-            # transform parameters that are plain JSON already, building its typed answer object costs another
-            # fifth of a millisecond that chat_result does in a few microseconds, and orjson encodes a prompt in
-            # a fraction of the standard json module's CPU (measured; each caps a run's throughput).
-            body = self.client.post("/chat/completions", content=orjson.dumps(self.body(request)), cast_to=bytes)
+            # The SDK's own create, read raw: chat_result checks the body itself, so a compatible server that
+            # answers 200 with something that is not a chat completion becomes a clear parse failure.
+            raw = self.client.chat.completions.with_raw_response.create(**self.body(request))
+            body = raw.http_response.content
         except openai.APITimeoutError:
             raise CallFailed("timeout", f"no answer within {self.timeout_s:g} s", retryable=True) from None
         except openai.APIConnectionError as exc:
@@ -84,7 +83,7 @@ def _message(exc: openai.APIStatusError) -> str:
 
 def chat_result(body: bytes) -> CallResult:
     """The judge's text, refusal and token counts from a chat completion's JSON body; ValueError if it is none."""
-    completion = orjson.loads(body)  # orjson.JSONDecodeError is a ValueError
+    completion = json.loads(body)  # json.JSONDecodeError is a ValueError
     if not isinstance(completion, dict) or not isinstance(completion.get("choices", []), list):
         raise ValueError("expected a JSON object with a list of choices")
     usage = completion.get("usage") or {}

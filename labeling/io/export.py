@@ -29,7 +29,8 @@ from .fields import csv_safe
 from .labels import AGREEMENT
 from .rubrics import find_version
 
-WHAT = ("cases", "labels", "gold", "verdicts")
+# Verdicts are judging's: judging.io.export_data adds them to these (labeling imports no other app).
+WHAT = ("cases", "labels", "gold")
 FORMATS = ("jsonl", "csv", "adk")
 CASE_COLUMNS = (
     "case_id",
@@ -200,23 +201,34 @@ def _cell(value) -> str:
     return csv_safe(str(value))
 
 
-def export_data(
-    *,
-    eval_set_name: str,
-    what: str,
-    stream: IO[str],
-    fmt: str = "jsonl",
-    rubric_ref: str | None = None,
-    judge_name: str | None = None,
-) -> int:
-    """Write the data to `stream`; returns the number of records written."""
-    if what not in WHAT:
-        raise ExportError(f'--what must be one of {", ".join(WHAT)}, not "{what}"')
+def export_scope(
+    *, eval_set_name: str, what: str, fmt: str, rubric_ref: str | None, known: tuple[str, ...] = WHAT
+) -> tuple[EvalSet, RubricVersion | None]:
+    """The eval set and rubric version an export reads, or an ExportError saying what is wrong."""
+    if what not in known:
+        raise ExportError(f'--what must be one of {", ".join(known)}, not "{what}"')
     if fmt not in FORMATS:
         raise ExportError(f'--format must be one of {", ".join(FORMATS)}, not "{fmt}"')
     eval_set = EvalSet.objects.filter(name=eval_set_name).first()
     if eval_set is None:
         raise ExportError(f'there is no eval set "{eval_set_name}"')
+    if what == "cases":
+        return eval_set, None
+    if fmt == "adk":
+        raise ExportError("--format adk is for cases (an ADK eval set); use jsonl or csv")
+    if not rubric_ref:
+        raise ExportError(f"--what {what} needs --rubric NAME@VERSION")
+    try:
+        return eval_set, find_version(rubric_ref)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
+
+
+def export_data(
+    *, eval_set_name: str, what: str, stream: IO[str], fmt: str = "jsonl", rubric_ref: str | None = None
+) -> int:
+    """Write cases, labels or gold to `stream`; returns the number of records written."""
+    eval_set, rv = export_scope(eval_set_name=eval_set_name, what=what, fmt=fmt, rubric_ref=rubric_ref)
     if what == "cases":
         if fmt == "adk":
             from .adk import write_evalset
@@ -224,36 +236,7 @@ def export_data(
             return write_evalset(eval_set, stream)
         records = case_records(eval_set)
         return write_jsonl(records, stream) if fmt == "jsonl" else write_csv(records, CASE_COLUMNS, stream)
-    if fmt == "adk":
-        raise ExportError("--format adk is for cases (an ADK eval set); use jsonl or csv")
-    if not rubric_ref:
-        raise ExportError(f"--what {what} needs --rubric NAME@VERSION")
-    try:
-        rv = find_version(rubric_ref)
-    except ValueError as exc:
-        raise ExportError(str(exc)) from None
-    if what == "verdicts":
-        return _export_verdicts(eval_set, rv, judge_name, fmt, stream)
     records, columns = (
         (label_records(eval_set, rv), LABEL_COLUMNS) if what == "labels" else (gold_records(eval_set, rv), GOLD_COLUMNS)
     )
     return write_jsonl(records, stream) if fmt == "jsonl" else write_csv(records, columns, stream)
-
-
-def _export_verdicts(eval_set: EvalSet, rv: RubricVersion, judge_name: str | None, fmt: str, stream: IO[str]) -> int:
-    if not judge_name:
-        raise ExportError("--what verdicts needs --judge NAME (the judge config whose verdicts to export)")
-    from judging.models import JudgeConfig
-
-    judge = JudgeConfig.objects.filter(name=judge_name).first()
-    if judge is None:
-        known = ", ".join(JudgeConfig.objects.values_list("name", flat=True)[:20]) or "none yet"
-        raise ExportError(f'there is no judge config "{judge_name}" (known: {known})')
-    try:
-        # Lazily: judging owns the verdict format, and labeling must not import judging at load time.
-        from judging.io import export_verdicts
-    except ImportError as exc:
-        raise ExportError(
-            f"exporting verdicts needs judging.io.export_verdicts, which is not available ({exc})"
-        ) from None
-    return export_verdicts(eval_set=eval_set, rubric_version=rv, judge_config=judge, fmt=fmt, stream=stream)

@@ -14,8 +14,8 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
+from calibration.management.commands.load_demo import DEFAULT_DEMO_PASSWORD, EVAL_SET, JUDGE
 from judging.models import JudgeConfig, JudgeRun, ProbeRun, Verdict
-from labeling.management.commands.load_demo import DEFAULT_DEMO_PASSWORD, EVAL_SET, JUDGE
 from labeling.models import EvalSet, LabelingQueue, User
 
 from ..labeling_helpers import fast_passwords  # noqa: F401 - an autouse fixture

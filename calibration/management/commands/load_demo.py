@@ -13,10 +13,13 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+import labeling.demo
 from labeling.groups import sync_role_group
 from labeling.models import Role, User
 
-DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
+# The demo files are labeling's (labeling/demo); the command lives here, at the top, because the demo also
+# makes judge configs, runs and probe runs, which labeling may not import.
+DEMO_DIR = Path(labeling.demo.__file__).resolve().parent
 EVAL_SET = "refund-support-demo"
 RUBRIC = "refund-support@1"
 JUDGE = "demo-instruments"

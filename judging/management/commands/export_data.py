@@ -6,8 +6,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from labeling.io import ExportError, export_data
-from labeling.io.export import FORMATS, WHAT
+from judging.io import EXPORT_WHAT, export_data
+from labeling.io.export import FORMATS, ExportError
 
 
 class _Out:
@@ -30,7 +30,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--eval-set", required=True)
-        parser.add_argument("--what", required=True, choices=WHAT)
+        parser.add_argument("--what", required=True, choices=EXPORT_WHAT)
         parser.add_argument("--rubric", help="NAME@VERSION (needed for labels, gold and verdicts)")
         parser.add_argument("--judge", help="judge config name (needed for verdicts)")
         parser.add_argument("--format", dest="fmt", default="jsonl", choices=FORMATS)
