@@ -27,8 +27,9 @@ from .metrics import BINARY
 def current_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
     """The judge's verdict per (criterion, output) from its stored samples.
 
-    Each (output, criterion, sample) is taken from the most recent run that has it (`run_rank` 0 =
-    newest); the samples' verdict is their majority (judging.reading.majority: a tie is ABSTAIN), and
+    Each (output, criterion, sample) is taken from the most recent run that has it (the lowest
+    `run_rank`, the negated run id); the samples' verdict is their majority (judging.reading.majority:
+    a tie is ABSTAIN), and
     `judge_agreement` the share of samples that gave it. `evidence_not_found` flags a verdict whose
     quote, in a sample giving that outcome, is not in the transcript (never a tie: no sample gave it).
     Returns criterion, output, judge, judge_agreement, evidence_not_found.
@@ -38,6 +39,11 @@ def current_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({c: [] for c in columns})
     v = verdicts.sort_values("run_rank", kind="stable").drop_duplicates(KEY + ["sample"], keep="first")
     not_found = v["evidence_found"].astype("boolean").eq(False).fillna(False).to_numpy(dtype=bool)
+    if not v.duplicated(KEY).any():
+        # One sample per item (the usual judge): majority([outcome]) is that outcome with share 1, so the
+        # rule needs no per-item Python call, which on a large calibration set took seconds.
+        out = v[KEY + ["outcome"]].rename(columns={"outcome": "judge"})
+        return out.assign(judge_agreement=1.0, evidence_not_found=not_found)[columns].reset_index(drop=True)
     samples = (
         v.assign(not_found=not_found)
         .groupby(KEY, sort=False)

@@ -129,3 +129,28 @@ def test_the_admin_shows_a_used_config_read_only(admin_client):
     JudgeRun.objects.create(eval_set=make_eval_set(), rubric_version=make_rubric_version(), judge_config=config)
     page = admin_client.get(url).content.decode()
     assert 'name="model_id"' not in page and "m-2026-01" in page
+
+
+def test_one_sample_per_item_reads_the_newest_runs_answer_as_it_is():
+    # Worked by hand: item (1, 10) was judged by two runs (run_rank is the negated run id, so the lowest is
+    # the newest run: -2 here), the rest once; with one
+    # sample each, the verdict is that sample's outcome (ERROR stays ERROR) with share 1, and a quote not
+    # found flags it.
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "output": [10, 10, 11, 12],
+            "criterion": [1, 1, 1, 1],
+            "sample": [0, 0, 0, 0],
+            "outcome": ["FAIL", "PASS", "ERROR", "PASS"],
+            "evidence_found": [True, False, None, False],
+            "run_rank": [-1, -2, -2, -2],
+        }
+    )
+    got = calibration_reading.current_verdicts(frame).sort_values("output").to_dict("records")
+    assert got == [
+        {"criterion": 1, "output": 10, "judge": "PASS", "judge_agreement": 1.0, "evidence_not_found": True},
+        {"criterion": 1, "output": 11, "judge": "ERROR", "judge_agreement": 1.0, "evidence_not_found": False},
+        {"criterion": 1, "output": 12, "judge": "PASS", "judge_agreement": 1.0, "evidence_not_found": True},
+    ]
