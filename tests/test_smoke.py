@@ -90,7 +90,7 @@ def test_embedded_default_runs_the_demo_and_a_model_judge_on_sqlite(tmp_path):
         again = manage(*args, "--in-process")
         assert again.returncode == 0, again.stdout + again.stderr
         assert fake.calls == calls  # the unchanged re-run came from the cache
-    assert calls == 80  # one call per output (per-output mode) for the demo's 80 outputs
+    assert calls == 360  # one call per output (per-output mode) for the demo's 360 outputs
 
     def export(judge: str) -> list[dict]:
         done = manage(
@@ -100,12 +100,12 @@ def test_embedded_default_runs_the_demo_and_a_model_judge_on_sqlite(tmp_path):
         assert done.returncode == 0, done.stderr
         return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
 
-    # The current verdicts are the re-run's: five criteria for each of the 80 outputs, all from the cache
+    # The current verdicts are the re-run's: four criteria for each of the 360 outputs, all from the cache
     # (the fake judge says PASS to everything).
     llm = export("smoke-llm")
-    assert len(llm) == 80 * 5 and {v["outcome"] for v in llm} == {"PASS"} and all(v["cache_hit"] for v in llm)
+    assert len(llm) == 360 * 4 and {v["outcome"] for v in llm} == {"PASS"} and all(v["cache_hit"] for v in llm)
     instruments = export("demo-instruments")
-    assert len(instruments) == 80 * 5 and {v["outcome"] for v in instruments} == {"PASS", "FAIL", "NOT_APPLICABLE"}
+    assert len(instruments) == 360 * 4 and {v["outcome"] for v in instruments} == {"PASS", "FAIL", "NOT_APPLICABLE"}
 
 
 def test_make_run_serves_the_demo_and_its_worker_takes_judge_runs(tmp_path):

@@ -1,4 +1,4 @@
-"""Load the refund-support demo: users in every role, a rubric, 80 outputs, labels, a judge and its verdicts.
+"""Load the refund-support demo: users in every role, a rubric, 360 outputs, labels, judges and verdicts.
 
 Safe to run again: every step goes through the product's own idempotent importers.
 """
@@ -18,6 +18,8 @@ DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 EVAL_SET = "refund-support-demo"
 RUBRIC = "refund-support@1"
 JUDGE = "demo-instruments"
+# Ready for whoever sets OPENAI_API_KEY (one of the judge key allowlist's names); never run by the demo.
+LLM_JUDGE = "demo-gpt"
 DEMO_USERS = [
     ("maria", Role.ANNOTATOR, "labels all day; has finished her share"),
     ("deshawn", Role.ANNOTATOR, "the second annotator on every output"),
@@ -62,8 +64,10 @@ class Command(BaseCommand):
             **quiet,
         )
         call_command("add_judge", str(DEMO_DIR / "judge.json"), **quiet)
+        call_command("add_judge", str(DEMO_DIR / "judge-llm.json"), **quiet)
         call_command("run_judge", "--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE, "--in-process", **quiet)
         self.stdout.write(f"Demo loaded: eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}.")
+        self.stdout.write(f"Judge {LLM_JUDGE} (an OpenAI model) runs once OPENAI_API_KEY is set.")
         self.stdout.write(f"Demo logins (password {password!r}):")
         for username, role, what in DEMO_USERS:
             self.stdout.write(f"  {username:<8} {role.label:<10} {what}")
