@@ -76,3 +76,12 @@ def test_the_readme_walk_reaches_a_gating_decision_without_an_override(demo, cli
     client.post(gating, {**reason, "criterion": "correct_amount"})
     mark = GatingMark.objects.get()
     assert (mark.criterion.key, mark.tier, mark.override) == ("correct_amount", "gate", False)
+
+
+def test_the_demo_loads_without_its_llm_judge_where_the_key_allowlist_leaves_its_variable_out(settings):
+    settings.JUDGE_KEY_VARS = ["SOME_OTHER_KEY"]
+    out = StringIO()
+    call_command("load_demo", stdout=out)
+    assert f"Judge {LLM_JUDGE} not added" in out.getvalue() and "OPENAI_API_KEY" in out.getvalue()
+    assert not JudgeConfig.objects.filter(name=LLM_JUDGE).exists()
+    assert JudgeConfig.objects.filter(name=JUDGE).exists() and Output.objects.count() == 360

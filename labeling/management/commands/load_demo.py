@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from labeling.models import Role, User
@@ -20,6 +20,7 @@ RUBRIC = "refund-support@1"
 JUDGE = "demo-instruments"
 # Ready for whoever sets OPENAI_API_KEY (one of the judge key allowlist's names); never run by the demo.
 LLM_JUDGE = "demo-gpt"
+LLM_KEY_ENV = "OPENAI_API_KEY"  # the api_key_env of judge-llm.json
 DEMO_USERS = [
     ("maria", Role.ANNOTATOR, "labels all day; has finished her share"),
     ("deshawn", Role.ANNOTATOR, "the second annotator on every output"),
@@ -64,10 +65,17 @@ class Command(BaseCommand):
             **quiet,
         )
         call_command("add_judge", str(DEMO_DIR / "judge.json"), **quiet)
-        call_command("add_judge", str(DEMO_DIR / "judge-llm.json"), **quiet)
+        llm_refused = ""
+        try:  # refused (and nothing written) where the operator's key allowlist leaves out its variable
+            call_command("add_judge", str(DEMO_DIR / "judge-llm.json"), **quiet)
+        except CommandError as exc:
+            llm_refused = str(exc)
         call_command("run_judge", "--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE, "--in-process", **quiet)
         self.stdout.write(f"Demo loaded: eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}.")
-        self.stdout.write(f"Judge {LLM_JUDGE} (an OpenAI model) runs once OPENAI_API_KEY is set.")
+        if llm_refused:
+            self.stdout.write(f"Judge {LLM_JUDGE} not added: {llm_refused}")
+        else:
+            self.stdout.write(f"Judge {LLM_JUDGE} (an OpenAI model) runs once {LLM_KEY_ENV} is set.")
         self.stdout.write(f"Demo logins (password {password!r}):")
         for username, role, what in DEMO_USERS:
             self.stdout.write(f"  {username:<8} {role.label:<10} {what}")
