@@ -8,6 +8,7 @@ app_name = "labeling"
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("import/", upload_views.upload, name="upload"),
     # Labeling (issue 3): queue, annotation pages, adjudication, progress.
     path("queues/", views.queues, name="queues"),

@@ -13,6 +13,7 @@ from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.templatetags.static import static
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -50,6 +51,12 @@ def home(request: HttpRequest) -> HttpResponse:
 def healthz(request: HttpRequest) -> HttpResponse:
     """Liveness for scripts and load balancers: no login, no data."""
     return HttpResponse("ok", content_type="text/plain")
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico whatever the page says; the file itself is a static file (whitenoise)."""
+    return redirect(static("img/favicon.ico"))
 
 
 # --- Queue -------------------------------------------------------------------------------------
