@@ -211,7 +211,7 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
         context = annotation_context(request, own_annotation(request.user, pk))
         context["submit_error"] = exc.message
         for key in exc.keys:  # mark each criterion the refusal is about, where the person looks
-            context["states_by_key"][key].error = "Needed before you submit (see the message at the top)."
+            context["states_by_key"][key].error = exc.reasons.get(key, "Needed before you submit.")
         return render(request, "labeling/annotate.html", context, status=exc.status)
     messages.success(request, f"Submitted {annotation.output.case.case_id}.")
     return next_output(request, annotation.output.case.eval_set_id)
