@@ -5,7 +5,7 @@ from __future__ import annotations
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
@@ -85,3 +85,15 @@ def test_the_demo_loads_without_its_llm_judge_where_the_key_allowlist_leaves_its
     assert f"Judge {LLM_JUDGE} not added" in out.getvalue() and "OPENAI_API_KEY" in out.getvalue()
     assert not JudgeConfig.objects.filter(name=LLM_JUDGE).exists()
     assert JudgeConfig.objects.filter(name=JUDGE).exists() and Output.objects.count() == 360
+
+
+def test_an_earlier_demos_database_is_refused_with_what_to_do_and_nothing_imported(tmp_path):
+    earlier = tmp_path / "rubric.yaml"
+    earlier.write_text(
+        'name: refund-support\nversion: "1"\ninstruction: An earlier demo.\ncriteria:\n'
+        "  - key: next_step\n    definition: The reply says what happens next.\n"
+    )
+    call_command("import_rubric", str(earlier), stdout=StringIO())
+    with pytest.raises(CommandError, match="earlier Icewater demo.*fresh database.*Nothing was imported"):
+        call_command("load_demo", stdout=StringIO())
+    assert not EvalSet.objects.exists() and not JudgeConfig.objects.exists()

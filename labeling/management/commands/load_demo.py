@@ -46,7 +46,17 @@ class Command(BaseCommand):
                 user.set_password(password)
                 user.save()
         quiet = {"stdout": open(os.devnull, "w"), "verbosity": 0}
-        call_command("import_rubric", str(DEMO_DIR / "rubric.yaml"), **quiet)
+        try:
+            call_command("import_rubric", str(DEMO_DIR / "rubric.yaml"), **quiet)
+        except CommandError as exc:
+            if "already exists with different content" not in str(exc):
+                raise
+            # A data folder made by an earlier demo (the demo rubric changed under the same version).
+            raise CommandError(
+                f"this database holds an earlier Icewater demo whose {RUBRIC} differs from the current one; "
+                "load the demo into a fresh database (for `make run`: remove the data folder, `rm -rf data`, "
+                "or set ICEWATER_DATA_DIR to an empty folder). Nothing was imported."
+            ) from exc
         call_command("import_cases", "--eval-set", EVAL_SET, str(DEMO_DIR / "cases.jsonl"), **quiet)
         call_command(
             "import_labels", "--eval-set", EVAL_SET, "--rubric", RUBRIC, str(DEMO_DIR / "labels.jsonl"), **quiet
