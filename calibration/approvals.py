@@ -14,6 +14,7 @@ from judging.models import JudgeConfig
 from labeling.access import has_role
 from labeling.models import EvalSet, Role, RubricVersion, User
 
+from . import probes
 from .models import GatingMark
 from .policy import GateThresholds
 from .report import calibration_report
@@ -62,12 +63,15 @@ def mark_gating(
     override: bool = False,
     agent_version: str | None = None,
     policy: GateThresholds | None = None,
+    require_clean_probes: bool = False,
 ) -> list[GatingMark]:
     """Mark criteria as gating on the evidence of a fresh calibration report on `eval_set`.
 
     Only a `gate`-tier criterion may be marked without `override`; with it, a non-gate criterion is
     marked and the mark says it was an override. The report row relied on is stored with the mark, and so
-    is the gate policy (`policy`, the defaults if None) that callers of the gate may only tighten.
+    is the gate policy (`policy`, the defaults if None) that callers of the gate may only tighten, and the
+    probe results of the report (its newest complete probe run). With `require_clean_probes` a criterion
+    whose probe run is not clean is refused, and the gate later refuses it while it is not.
     """
     policy = policy or GateThresholds()
     reason = _check_lead_and_reason(by, reason)
@@ -98,6 +102,13 @@ def mark_gating(
             f"only gate-tier criteria can gate without an override: {detail}. "
             "Override only with a written reason that says why this judge may gate anyway."
         )
+    unclean = [(k, probes.unclean_reason(report.probes, k)) for k in keys] if require_clean_probes else []
+    unclean = [f"{k}: {why}" for k, why in unclean if why]
+    if unclean:
+        raise ApprovalRefused(
+            f"a clean probe run is required and {'; '.join(unclean)}. Run the probes "
+            "(python manage.py probe_judge, or Judge › Probe runs) on this eval set, or leave the requirement off"
+        )
     criteria = {c.key: c for c in rubric_version.criteria.all()}
     with transaction.atomic():
         return [
@@ -113,6 +124,9 @@ def mark_gating(
                 override=row.tier != "gate",
                 reason=reason,
                 figures={**row.as_dict(), **report.meta()},
+                probe_run_id=report.probes.probe_run if report.probes else None,
+                probe_figures=probes.snapshot(report.probes, row.criterion),
+                require_clean_probes=require_clean_probes,
                 **policy.as_dict(),
                 marked_by=by,
             )

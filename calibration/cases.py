@@ -44,7 +44,7 @@ def matching_outputs(
     if not show:
         return None
     if show == "evidence-not-found":
-        verdicts = Verdict.objects.filter(output__case__eval_set=eval_set, evidence_found=False)
+        verdicts = Verdict.objects.filter(output__case__eval_set=eval_set, evidence_found=False, probe="")
         if judge is not None:
             verdicts = verdicts.filter(judge_config=judge)
         if rubric_version is not None:
@@ -217,9 +217,12 @@ def output_view(output: Output, rubric_version: RubricVersion) -> OutputView:
 
 
 def _judge_sources(output: Output, rubric_version: RubricVersion) -> list[Source]:
-    """Each judge config's verdicts on this output: per criterion the first sample of the newest run."""
+    """Each judge config's verdicts on this output: per criterion the first sample of the newest run.
+
+    Verdicts of probe runs (a probed transcript, not this output as it is) are left out, as everywhere else.
+    """
     verdicts = (
-        Verdict.objects.filter(output=output, rubric_version=rubric_version)
+        Verdict.objects.filter(output=output, rubric_version=rubric_version, probe="")
         .select_related("judge_config")
         .order_by("judge_config__name", "criterion_id", "sample", "-run_id")
     )

@@ -75,8 +75,12 @@ def load_verdicts(scope: Scope, judge_config: JudgeConfig) -> pd.DataFrame:
     `run_rank` (its negated id); readers take each sample from the most recent run that has it, the
     same rule judging/reading.py applies.
     """
+    # A probe run's verdicts (probe != "") judged changed transcripts: they never count here.
     qs = Verdict.objects.filter(
-        output__case__eval_set=scope.eval_set, rubric_version=scope.rubric_version, judge_config=judge_config
+        output__case__eval_set=scope.eval_set,
+        rubric_version=scope.rubric_version,
+        judge_config=judge_config,
+        probe="",
     )
     if scope.agent_version is not None:
         qs = qs.filter(output__agent_version=scope.agent_version)

@@ -94,7 +94,9 @@ def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeC
     )
     golds = {g.output_id: g for g in current_gold}
     # Newest run first, so the first row of each sample is the one that counts.
-    verdicts = Verdict.objects.filter(criterion=criterion, judge_config=judge_config, output_id__in=output_ids)
+    verdicts = Verdict.objects.filter(
+        criterion=criterion, judge_config=judge_config, output_id__in=output_ids, probe=""
+    )
     verdicts = verdicts.order_by("output_id", "sample", "-run_id")
     by_output: dict[int, list] = {}
     for output_id, outcome, evidence in labels:

@@ -8,6 +8,7 @@ import json
 
 from labeling.io.fields import csv_safe
 
+from . import probes
 from .metrics import fmt
 from .report import REPORT_KEYS, CalibrationReport, CriterionReport, SegmentedReport
 
@@ -37,7 +38,9 @@ def _csv_row(row: CriterionReport) -> dict:
 def to_csv(report: CalibrationReport | SegmentedReport) -> str:
     buffer = io.StringIO()
     segmented = isinstance(report, SegmentedReport)
-    columns = (["agent_version"] if segmented else []) + CSV_COLUMNS
+    # After the report's own columns: the probe run's, one set per probe (calibration/probes.py).
+    extra = [] if segmented else probes.csv_columns(report.probes)
+    columns = (["agent_version"] if segmented else []) + CSV_COLUMNS + extra
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     if segmented:
@@ -46,7 +49,7 @@ def to_csv(report: CalibrationReport | SegmentedReport) -> str:
                 writer.writerow({"agent_version": csv_safe(seg.agent_version), **_csv_row(row)})
     else:
         for row in report.rows:
-            writer.writerow(_csv_row(row))
+            writer.writerow({**_csv_row(row), **probes.csv_cells(report.probes, row.criterion)})
     return buffer.getvalue()
 
 
@@ -91,7 +94,7 @@ def to_text(report: CalibrationReport | SegmentedReport) -> str:
     else:
         scope = f", agent version {report.agent_version}" if report.agent_version else ""
         lines.append(f"computed {report.computed_at:%Y-%m-%d %H:%M:%S %Z}{scope}")
-        lines += ["", *_text_rows(report.rows)]
+        lines += ["", *_text_rows(report.rows), *probes.text(report.probes)]
     lines += [
         "",
         "* gating. kappa: judge vs gold over items both call PASS/FAIL; 95% CI: percentile bootstrap over items.",

@@ -19,6 +19,7 @@ from .policy import (
     GateThresholds,
     Tightening,
 )
+from .probes import status_label
 
 REASON_HELP = "Why, in words someone can check later (this is kept with the approval)."
 
@@ -68,17 +69,33 @@ class GatingForm(ReasonForm):
         help_text=f"Of the Wilson lower bound (default {DEFAULT_CONFIDENCE:g}). CI may only tighten these three.",
     )
 
-    field_order = ["criterion", "override", "min_pass_rate", "max_error_rate", "confidence", "reason"]
+    require_clean_probes = forms.BooleanField(
+        required=False,
+        label="Require a clean probe run",
+        help_text="Refuse the mark, and later the gate, while the newest probe run on this eval set warns about "
+        "the criterion or did not measure it.",
+    )
 
-    def __init__(self, *args, rows=(), **kwargs):
+    field_order = [
+        "criterion",
+        "override",
+        "min_pass_rate",
+        "max_error_rate",
+        "confidence",
+        "require_clean_probes",
+        "reason",
+    ]
+
+    def __init__(self, *args, rows=(), probes=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.tiers = {r.criterion: r.tier for r in rows if not r.gating}
+        # Beside each tier, what the newest probe run says (calibration/probes.py).
         self.fields["criterion"].choices = [("", "choose a criterion")] + [
-            (key, f"{key} ({tier})") for key, tier in self.tiers.items()
+            (key, f"{key} ({tier}; {status_label(probes, key)})") for key, tier in self.tiers.items()
         ]
 
     def policy_fields(self) -> list:
-        return [self[name] for name in FIELDS]
+        return [self[name] for name in (*FIELDS, "require_clean_probes")]
 
     def clean(self):
         data = super().clean()
@@ -146,7 +163,24 @@ class TokenForm(forms.Form):
         return pattern
 
 
-class GateApiForm(forms.Form):
+class TighteningMixin:
+    """cleaned_data["tightening"] from a form's three optional thresholds; whether they loosen the lead's policy
+    is the gate's to check, since it knows the policy."""
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            data["tightening"] = Tightening(
+                data.get("min_pass_rate"), data.get("max_error_rate"), data.get("confidence")
+            )
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc))
+        return data
+
+
+class GateApiForm(TighteningMixin, forms.Form):
     """The HTTP gate's parameters, the same as the command's flags. The three thresholds are optional and may
     only tighten the lead's policy (checked by the gate, which knows the policy)."""
 
@@ -165,17 +199,57 @@ class GateApiForm(forms.Form):
             raise forms.ValidationError(str(exc)) from None
         return self.cleaned_data["rubric"]
 
-    def clean(self):
-        data = super().clean()
-        if self.errors:
-            return data
-        try:
-            data["tightening"] = Tightening(
-                data.get("min_pass_rate"), data.get("max_error_rate"), data.get("confidence")
-            )
-        except ValueError as exc:
-            raise forms.ValidationError(str(exc))
-        return data
+
+class _RefChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj: RubricVersion) -> str:
+        return f"{obj.ref} ({obj.get_status_display().lower()})"
+
+
+class GateRunForm(TighteningMixin, forms.Form):
+    """The gate page: the same parameters as `manage.py gate` and the HTTP API, picked from what exists.
+    The thresholds are optional and may only tighten the lead's policy (the gate refuses a looser one)."""
+
+    eval_set = forms.ModelChoiceField(
+        EvalSet.objects.order_by("name"),
+        label="Release candidate (eval set)",
+        error_messages={"invalid_choice": "Choose an eval set that exists."},
+    )
+    rubric_version = _RefChoice(
+        RubricVersion.objects.select_related("rubric").exclude(status=RubricVersion.Status.RETIRED),
+        label="Rubric version",
+        error_messages={"invalid_choice": "Choose a rubric version that exists and is not retired."},
+    )
+    judge_config = forms.ModelChoiceField(
+        JudgeConfig.objects.order_by("name"),
+        label="Judge config",
+        error_messages={"invalid_choice": "Choose a judge config that exists."},
+    )
+    agent_version = forms.CharField(
+        max_length=200, required=False, label="Agent version", help_text="Gate only this agent version's outputs."
+    )
+    min_pass_rate = _Rate(required=False, label="Minimum pass rate", help_text="Only tightens the lead's.")
+    max_error_rate = _Rate(required=False, label="Maximum ERROR rate", help_text="Only tightens the lead's.")
+    confidence = _Rate(required=False, label="Confidence", help_text="Only tightens the lead's.")
+
+    def threshold_fields(self) -> list:
+        return [self[name] for name in FIELDS]
+
+
+class DisputeForm(forms.Form):
+    """Dispute the gold label of one output of a drilldown (the criterion is the drilldown's)."""
+
+    output = forms.IntegerField(
+        min_value=1,
+        error_messages={
+            "required": "Reload the page: the output is missing.",
+            "invalid": "Reload the page: the output is missing.",
+            "min_value": "Reload the page: the output is missing.",
+        },
+    )
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "Write why you doubt this gold label."},
+    )
 
 
 class CaseFilterForm(forms.Form):

@@ -12,7 +12,9 @@ Each gating criterion is held to the policy the lead stored with its mark (calib
 caller may only tighten it, and a looser value is refused (PolicyRefused) before anything is stored.
 
 Cannot decide (exit 2) is not a failure of the agent: no approved gating criteria, a gating
-criterion with no verdicts at all, or a name that matches nothing.
+criterion with no verdicts at all, a gating criterion whose lead requires a clean probe run (of the
+judge on the mark's calibration eval set) and whose newest one is not clean, or a name that matches
+nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import pandas as pd
 from judging.models import JudgeConfig
 from labeling.models import EvalSet, RubricVersion
 
-from . import data
+from . import data, probes
 from .lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
 from .metrics import BINARY, ERROR, PASS, fmt, wilson_interval
 from .models import GateResult, GateToken, GatingMark
@@ -184,6 +186,9 @@ def run_gate(
             f"no criteria of {rubric_version.ref} are approved as gating with judge {judge_config.name}"
             + ("" if approved else " (the rubric version is not approved)")
         )
+    unclean = probes.gate_refusal(rubric_version, judge_config)
+    if unclean:
+        raise CannotDecide(f"gating criteria whose lead requires a clean probe run have none: {unclean}")
     scope = data.Scope(eval_set, rubric_version, agent_version)
     verdicts = current_verdicts(data.load_verdicts(scope, judge_config))
     ids = {crit for crit, _, _ in gating}
@@ -213,8 +218,9 @@ class GateOutcome:
         return self.decision.exit_code if self.decision else EXIT_UNDECIDED
 
 
-def gate_and_record(request: GateRequest, *, source: str, token: GateToken | None = None) -> GateOutcome:
-    """Resolve the names, run the gate, and store the result (also when it cannot decide).
+def gate_and_record(request: GateRequest, *, source: str, token: GateToken | None = None, asked_by=None) -> GateOutcome:
+    """Resolve the names, run the gate, and store the result (also when it cannot decide). The command line,
+    the HTTP API and the gate page all call this; `asked_by` is the person on the gate page.
 
     PolicyRefused (a looser threshold than the lead's) propagates and nothing is stored. Over HTTP an
     unknown name is not followed by the names that exist (a token holder learns nothing beyond its scope).
@@ -253,6 +259,7 @@ def gate_and_record(request: GateRequest, *, source: str, token: GateToken | Non
         result=decision.as_dict() if decision else {},
         reason=reason,
         token=token,
+        asked_by=asked_by,
         **resolved,
     )
     return GateOutcome(decision, reason, record)

@@ -39,10 +39,11 @@ class GatingMarkQuerySet(models.QuerySet):
 class GatingMark(models.Model):
     """A lead's decision that one criterion, graded by one judge config, may gate releases.
 
-    It keeps the calibration it relied on (eval set and the report row's figures), who decided,
-    when and why, and the gate policy the lead set for it (calibration/policy.py: callers of the gate
-    may only tighten it). An override (the criterion was not in the `gate` tier) stays marked as one.
-    Revoking keeps the row, so the history of what gated when is never lost.
+    It keeps the calibration it relied on (eval set and the report row's figures, and the probe run's
+    figures), who decided, when and why, and the gate policy the lead set for it (calibration/policy.py:
+    callers of the gate may only tighten it; optionally, a clean probe run is required). An override (the
+    criterion was not in the `gate` tier) stays marked as one. Revoking keeps the row, so the history of
+    what gated when is never lost.
     """
 
     rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="gating_marks")
@@ -62,6 +63,14 @@ class GatingMark(models.Model):
     min_pass_rate = models.FloatField(default=DEFAULT_MIN_PASS_RATE)
     max_error_rate = models.FloatField(default=DEFAULT_MAX_ERROR_RATE)
     confidence = models.FloatField(default=DEFAULT_CONFIDENCE)
+    # The probe results the decision relied on (calibration/probes.py): the newest complete probe run on the
+    # calibration eval set, and its figures for this criterion (empty when there was none).
+    probe_run = models.ForeignKey(
+        "judging.ProbeRun", null=True, blank=True, on_delete=models.PROTECT, related_name="gating_marks"
+    )
+    probe_figures = models.JSONField(default=dict, blank=True)
+    # Part of the lead's policy: the criterion may gate only while its newest probe run is clean (the gate checks).
+    require_clean_probes = models.BooleanField(default=False)
     marked_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     marked_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -167,7 +176,8 @@ class GateToken(models.Model):
 
 
 class GateResult(models.Model):
-    """One decision of the release gate, from the command line or over HTTP, kept for the record."""
+    """One decision of the release gate, from the command line, over HTTP or from the gate page, kept for the
+    record."""
 
     class Decision(models.TextChoices):
         PASSED = "passed", "Passed"
@@ -177,6 +187,7 @@ class GateResult(models.Model):
     class Source(models.TextChoices):
         CLI = "cli", "Command line"
         HTTP = "http", "HTTP API"
+        WEB = "web", "Gate page"
 
     decision = models.CharField(max_length=16, choices=Decision.choices)
     source = models.CharField(max_length=8, choices=Source.choices)
@@ -205,6 +216,10 @@ class GateResult(models.Model):
     result = models.JSONField(default=dict)
     reason = models.TextField(blank=True)
     token = models.ForeignKey(GateToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="results")
+    # Who ran it on the gate page (the web source); the command line and HTTP leave it empty.
+    asked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

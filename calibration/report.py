@@ -28,6 +28,7 @@ import pandas as pd
 from django.utils import timezone
 
 from judging.models import JudgeConfig
+from judging.probes.results import ProbeResults
 from labeling.models import Criterion, EvalSet, RubricVersion
 
 from . import data
@@ -48,6 +49,7 @@ from .metrics import (
     krippendorff_alpha_nominal,
     tier_for,
 )
+from .probes import probe_results, report_key
 from .reading import KEY, binary_value_counts, current_verdicts, derive_gold, human_pairs
 
 # Exactly the keys of one criterion in the JSON report, in this order.
@@ -352,6 +354,8 @@ class CalibrationReport:
     agent_version: str | None
     computed_at: datetime
     rows: tuple[CriterionReport, ...]
+    # The newest complete probe run of this calibration (calibration/probes.py); None when there is none.
+    probes: ProbeResults | None = None
 
     def meta(self) -> dict:
         return {
@@ -365,7 +369,7 @@ class CalibrationReport:
         }
 
     def as_dict(self) -> dict:
-        return {**self.meta(), "criteria": [r.as_dict() for r in self.rows]}
+        return {**self.meta(), "criteria": [r.as_dict() for r in self.rows], "probes": report_key(self.probes)}
 
     def row(self, key: str) -> CriterionReport:
         return next(r for r in self.rows if r.criterion == key)
@@ -439,7 +443,8 @@ def calibration_report(
     judge_config: JudgeConfig,
     agent_version: str | None = None,
 ) -> CalibrationReport:
-    """The report for one eval set x rubric version x judge config (five queries, whatever the size)."""
+    """The report for one eval set x rubric version x judge config (five queries, whatever the size, one
+    for the newest complete probe run and three more when there is one)."""
     scope = data.Scope(eval_set, rubric_version, agent_version)
     rows = build_rows(
         criteria=_criteria_pairs(rubric_version),
@@ -457,6 +462,7 @@ def calibration_report(
         agent_version=agent_version,
         computed_at=timezone.now(),
         rows=tuple(rows),
+        probes=probe_results(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config),
     )
 
 

@@ -7,6 +7,7 @@ interesting range (the tier bands 0.4 and 0.6) gets the width.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .metrics import GATE_MIN_KAPPA, TREND_MIN_KAPPA
@@ -107,3 +108,109 @@ def confusion_cells(row) -> list[ConfusionCell]:
 def opacity(share: float) -> str:
     """Heat: a visible floor so a zero cell still reads as a cell, then linear in the share."""
     return f"{0.08 + 0.8 * share:.2f}" if share > 0 else "0.04"
+
+
+# --- The gate result: per gating criterion, the pass rate and its deciding lower bound against the minimum,
+# and the ERROR rate against its maximum. Pure: the criteria as the gate's JSON gives them (GateResult.result).
+
+GATE_PASS_WIDTH = 260
+GATE_ERROR_WIDTH = 110
+GATE_LEFT, GATE_RIGHT = 6, 254
+ERROR_LEFT, ERROR_RIGHT = 4, 104
+
+
+def deciding_lower(criterion: dict) -> float | None:
+    """The lower bound the criterion's policy decides on: the key its `decide_on` names when the result has
+    one (a corrected bound, say), else the Wilson lower bound."""
+    return criterion.get(criterion.get("decide_on") or "wilson_lower", criterion.get("wilson_lower"))
+
+
+def pass_axis_min(criteria: list[dict]) -> float:
+    """One axis for every row of a result, starting a tenth below the lowest bound or minimum shown, so
+    the part of the scale where gates are decided (0.8 to 1.0, usually) gets the width."""
+    values = [v for c in criteria for v in (deciding_lower(c), c.get("min_pass_rate")) if v is not None]
+    if not values:
+        return 0.0
+    return max(0.0, min(0.9, math.floor((min(values) - 0.05) * 10) / 10))
+
+
+@dataclass(frozen=True)
+class GateRow:
+    criterion: str
+    met: bool
+    label: str  # for screen readers: every number the row draws
+    axis_min: float
+    pass_x: float | None
+    lower_x: float | None
+    min_x: float
+    min_label: str
+    below_w: float  # width of the "below the minimum" band
+    error_w: float
+    error_max_x: float
+    error_label: str
+    ticks: list[dict]
+
+    @property
+    def width(self) -> int:
+        return GATE_PASS_WIDTH
+
+    @property
+    def error_width(self) -> int:
+        return GATE_ERROR_WIDTH
+
+    @property
+    def left(self) -> int:
+        return GATE_LEFT
+
+    @property
+    def error_left(self) -> int:
+        return ERROR_LEFT
+
+    @property
+    def error_track(self) -> int:
+        return ERROR_RIGHT - ERROR_LEFT
+
+
+def _x(value: float, axis_min: float) -> float:
+    v = min(max(value, axis_min), 1.0)
+    return round(GATE_LEFT + (v - axis_min) / (1.0 - axis_min) * (GATE_RIGHT - GATE_LEFT), 1)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def gate_rows(criteria: list[dict]) -> list[GateRow]:
+    axis_min = pass_axis_min(criteria)
+    rows = []
+    for c in criteria:
+        lower, rate = deciding_lower(c), c.get("pass_rate")
+        minimum = c.get("min_pass_rate")
+        minimum = minimum if minimum is not None else 0.0
+        max_error = c.get("max_error_rate") or 0.0
+        error = c.get("error_rate") or 0.0
+        # The ERROR track runs to twice the maximum (or the rate itself if higher), so the maximum sits mid-way.
+        scale = max(2 * max_error, error, 1e-9)
+        span = ERROR_RIGHT - ERROR_LEFT
+        label = (
+            f"{c.get('criterion')}: pass rate {_pct(rate)}, lower bound {_pct(lower)}, minimum {_pct(minimum)}; "
+            f"ERROR rate {_pct(error)}, maximum {_pct(max_error)}; {'met' if c.get('met') else 'not met'}"
+        )
+        rows.append(
+            GateRow(
+                criterion=str(c.get("criterion", "")),
+                met=bool(c.get("met")),
+                label=label,
+                axis_min=axis_min,
+                pass_x=None if rate is None else _x(rate, axis_min),
+                lower_x=None if lower is None else _x(lower, axis_min),
+                min_x=_x(minimum, axis_min),
+                min_label=f"min {minimum:g}",
+                below_w=round(_x(minimum, axis_min) - GATE_LEFT, 1),
+                error_w=round(min(error / scale, 1.0) * span, 1),
+                error_max_x=round(ERROR_LEFT + min(max_error / scale, 1.0) * span, 1),
+                error_label=f"ERROR {_pct(error)} (max {_pct(max_error)})",
+                ticks=[{"x": _x(v, axis_min), "label": f"{v:g}"} for v in (axis_min, 1.0)],
+            )
+        )
+    return rows

@@ -6,8 +6,6 @@ label blind. Views stay thin: fetch, validate a form, call one domain function, 
 
 from __future__ import annotations
 
-from collections import Counter
-
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
@@ -17,25 +15,29 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from judging.models import JudgeConfig, JudgeRun
+from judging.models import JudgeConfig
 from labeling.access import STAFF_ROLES, has_role, role_required
 from labeling.io.export import attachment_header
-from labeling.models import Criterion, EvalSet, Output, Role, RubricVersion
+from labeling.models import Criterion, EvalSet, GoldDispute, Output, Role, RubricVersion
 
 from . import drilldown as dd
 from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, revoke_gating
+from .decision import CANNOT, MAY_GATE, MORE_LABELS, decide
 from .export import to_csv, to_json
 from .forms import CompareForm, GatingForm, ReasonForm, TokenForm
+from .metrics import MIN_N
 from .models import GateResult, GateToken, GatingMark, hash_token
+from .overview import comparison_params, overview_grids, run_instruments
 from .report import calibration_report
 from .svg import confusion_cells, kappa_chart, opacity
+from .waiting import waiting_work
 
 DRILLDOWN_PAGE_SIZE = 10
 # Gate results per page, newest first (GateResult's ordering): each carries a per-criterion table.
 GATE_HISTORY_PAGE_SIZE = 50
 
 
-def _instrument(eval_set: int, rubric_version: int, judge: int) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
+def instrument_or_404(eval_set: int, rubric_version: int, judge: int) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
     return (
         get_object_or_404(EvalSet, pk=eval_set),
         get_object_or_404(RubricVersion.objects.select_related("rubric", "approved_by"), pk=rubric_version),
@@ -61,6 +63,18 @@ def _rows_for_page(report, criteria: dict[str, Criterion], marks) -> list[dict]:
     ]
 
 
+DECISION_TITLES = {MAY_GATE: "May gate now", MORE_LABELS: "Could gate with more labels", CANNOT: "Cannot gate"}
+
+
+def _decision_groups(decision, waiting) -> list[dict]:
+    groups = []
+    for answer, title in DECISION_TITLES.items():
+        rows = [{"verdict": v, "waiting": waiting.of(v.criterion)} for v in decision.criteria if v.answer == answer]
+        if rows:
+            groups.append({"answer": answer, "title": title, "rows": rows})
+    return groups
+
+
 def _report_context(request, es, rv, judge, gating_form=None) -> dict:
     agent_version = _agent_version(request)
     report = calibration_report(eval_set=es, rubric_version=rv, judge_config=judge, agent_version=agent_version)
@@ -71,44 +85,42 @@ def _report_context(request, es, rv, judge, gating_form=None) -> dict:
         )
     )
     versions = Output.objects.filter(case__eval_set=es).order_by().values_list("agent_version", flat=True).distinct()
+    decision, waiting = decide(report.rows), waiting_work(es, rv)
     return {
         "es": es,
         "rv": rv,
         "judge": judge,
         "report": report,
+        "decision": decision,
+        "decision_groups": _decision_groups(decision, waiting),
+        "min_n": MIN_N,
+        "waiting": waiting,
+        "disputed": sum(w.disputes for w in waiting.by_criterion.values()),
         "rows": _rows_for_page(report, criteria, marks),
         "marks": marks,
         "agent_version": agent_version,
         "agent_versions": sorted(versions),
-        "gating_form": gating_form or GatingForm(rows=report.rows),
+        "gating_form": gating_form or GatingForm(rows=report.rows, probes=report.probes),
         "is_lead": has_role(request.user, Role.LEAD),
     }
 
 
 @role_required(*STAFF_ROLES)
 def index(request: HttpRequest) -> HttpResponse:
-    combos = (
-        JudgeRun.objects.values(
-            "eval_set_id",
-            "eval_set__name",
-            "rubric_version_id",
-            "rubric_version__rubric__name",
-            "rubric_version__version",
-            "judge_config_id",
-            "judge_config__name",
-        )
-        .distinct()
-        .order_by("eval_set__name", "rubric_version__rubric__name", "rubric_version__version", "judge_config__name")
-    )
-    gating = Counter(GatingMark.objects.active().values_list("rubric_version_id", "judge_config_id"))
-    rows = [{**c, "gating": gating[(c["rubric_version_id"], c["judge_config_id"])]} for c in combos]
+    instruments = run_instruments()
     versions = RubricVersion.objects.select_related("rubric", "approved_by").order_by("rubric__name", "created_at")
-    return render(request, "calibration/index.html", {"combos": rows, "versions": versions, "form": CompareForm()})
+    context = {
+        "grids": overview_grids(instruments),
+        "versions": versions,
+        "form": CompareForm(initial=comparison_params({}, instruments) or {}),
+        "is_lead": has_role(request.user, Role.LEAD),
+    }
+    return render(request, "calibration/index.html", context)
 
 
 @role_required(*STAFF_ROLES)
 def report_page(request: HttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
-    es, rv, jc = _instrument(eval_set, rubric_version, judge)
+    es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
     return render(request, "calibration/report.html", _report_context(request, es, rv, jc))
 
 
@@ -116,7 +128,7 @@ def report_page(request: HttpRequest, eval_set: int, rubric_version: int, judge:
 def report_export(request: HttpRequest, eval_set: int, rubric_version: int, judge: int, fmt: str) -> HttpResponse:
     if fmt not in ("json", "csv"):
         raise Http404("exports are .json or .csv")
-    es, rv, jc = _instrument(eval_set, rubric_version, judge)
+    es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
     report = calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=_agent_version(request))
     body, content_type = (to_json(report), "application/json") if fmt == "json" else (to_csv(report), "text/csv")
     response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
@@ -125,12 +137,17 @@ def report_export(request: HttpRequest, eval_set: int, rubric_version: int, judg
     return response
 
 
-@role_required(*STAFF_ROLES)
-def drilldown(request: HttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
+def cell_or_404(eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
+    """The instrument, criterion and confusion cell of a drilldown URL; 404 for any part that does not exist."""
     if cell not in dd.CELLS:
         raise Http404("no such cell")
-    es, rv, jc = _instrument(eval_set, rubric_version, judge)
-    criterion = get_object_or_404(Criterion, rubric_version=rv, key=key)
+    es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
+    return es, rv, jc, get_object_or_404(Criterion, rubric_version=rv, key=key)
+
+
+@role_required(*STAFF_ROLES)
+def drilldown(request: HttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
+    es, rv, jc, criterion = cell_or_404(eval_set, rubric_version, judge, key, cell)
     ids = dd.cell_output_ids(
         eval_set=es,
         rubric_version=rv,
@@ -141,6 +158,10 @@ def drilldown(request: HttpRequest, eval_set: int, rubric_version: int, judge: i
     )
     page = Paginator(ids, DRILLDOWN_PAGE_SIZE).get_page(request.GET.get("page"))
     items = dd.load_items(list(page.object_list), criterion, jc)
+    disputes = GoldDispute.objects.filter(criterion=criterion, output_id__in=page.object_list, resolved_at__isnull=True)
+    open_disputes = {d.output_id: d for d in disputes.select_related("raised_by")}
+    for item in items:
+        item.dispute = open_disputes.get(item.output.pk)
     context = {
         "es": es,
         "rv": rv,
@@ -152,20 +173,24 @@ def drilldown(request: HttpRequest, eval_set: int, rubric_version: int, judge: i
         "items": items,
         "total": len(ids),
         "agent_version": _agent_version(request),
+        "disputed": GoldDispute.objects.filter(
+            criterion=criterion, output_id__in=ids, resolved_at__isnull=True
+        ).count(),
     }
     return render(request, "calibration/drilldown.html", context)
 
 
 @role_required(*STAFF_ROLES)
 def compare(request: HttpRequest) -> HttpResponse:
-    form = CompareForm(request.GET or None)
+    params = comparison_params(request.GET)
+    form = CompareForm(params) if params else CompareForm(initial=request.GET.dict())
     sides = []
     if form.is_valid():
         es = form.cleaned_data["eval_set"]
         for side in ("left", "right"):
             rv, jc = form.cleaned_data[f"{side}_rubric"], form.cleaned_data[f"{side}_judge"]
             sides.append(calibration_report(eval_set=es, rubric_version=rv, judge_config=jc))
-    context = {"form": form, "sides": sides, "pairs": _pairs(sides) if sides else []}
+    context = {"form": form, "sides": sides, "pairs": _pairs(sides) if sides else [], "nothing_to_compare": not params}
     if request.htmx:
         return render(request, "calibration/compare.html#comparison", context)
     return render(request, "calibration/compare.html", context)
@@ -195,15 +220,15 @@ def approve_rubric(request: HttpRequest, rubric_version: int) -> HttpResponse:
         messages.success(request, f"Approved {rv.ref}.")
     except ApprovalRefused as exc:
         messages.error(request, f"Not approved: {exc}")
-    return redirect(_back(request, reverse("calibration:index")))
+    return redirect(safe_next(request, reverse("calibration:index")))
 
 
 @require_POST
 @role_required(Role.LEAD)
 def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
-    es, rv, jc = _instrument(eval_set, rubric_version, judge)
+    es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
     report = calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=_agent_version(request))
-    form = GatingForm(request.POST, rows=report.rows)
+    form = GatingForm(request.POST, rows=report.rows, probes=report.probes)
     if form.is_valid():
         try:
             mark_gating(
@@ -216,6 +241,7 @@ def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, j
                 override=form.cleaned_data["override"],
                 agent_version=_agent_version(request),
                 policy=form.cleaned_data["policy"],
+                require_clean_probes=form.cleaned_data["require_clean_probes"],
             )
             messages.success(request, f"{form.cleaned_data['criterion']} now gates releases with {jc.name}.")
             if request.htmx:
@@ -241,7 +267,7 @@ def revoke_gating_view(request: HttpRequest, mark: int) -> HttpResponse:
         messages.success(request, f"{mark_obj.criterion.key} no longer gates releases.")
     except ApprovalRefused as exc:
         messages.error(request, f"Not revoked: {exc}")
-    return redirect(_back(request, reverse("calibration:index")))
+    return redirect(safe_next(request, reverse("calibration:index")))
 
 
 def _report_url(es: EvalSet, rv: RubricVersion, jc: JudgeConfig, agent_version: str | None) -> str:
@@ -249,7 +275,7 @@ def _report_url(es: EvalSet, rv: RubricVersion, jc: JudgeConfig, agent_version: 
     return f"{url}?{urlencode({'agent_version': agent_version})}" if agent_version else url
 
 
-def _back(request: HttpRequest, default: str) -> str:
+def safe_next(request: HttpRequest, default: str) -> str:
     from django.utils.http import url_has_allowed_host_and_scheme
 
     target = request.POST.get("next", "")
@@ -259,7 +285,7 @@ def _back(request: HttpRequest, default: str) -> str:
 
 @role_required(*STAFF_ROLES)
 def gates(request: HttpRequest) -> HttpResponse:
-    page = Paginator(GateResult.objects.select_related("token"), GATE_HISTORY_PAGE_SIZE).get_page(
+    page = Paginator(GateResult.objects.select_related("token", "asked_by"), GATE_HISTORY_PAGE_SIZE).get_page(
         request.GET.get("page")
     )
     tokens = GateToken.objects.select_related("rubric_version__rubric", "created_by", "revoked_by")
@@ -295,7 +321,9 @@ def create_token(request: HttpRequest) -> HttpResponse:
     if request.htmx:  # htmx swaps only 2xx answers, and the errors must be seen
         response = render(request, "calibration/gates.html#token-panel", context)
     else:
-        context["page"] = Paginator(GateResult.objects.select_related("token"), GATE_HISTORY_PAGE_SIZE).get_page(1)
+        context["page"] = Paginator(
+            GateResult.objects.select_related("token", "asked_by"), GATE_HISTORY_PAGE_SIZE
+        ).get_page(1)
         context["results"] = context["page"].object_list
         response = render(request, "calibration/gates.html", context, status=200 if secret else 422)
     response["Cache-Control"] = "no-store"  # the page holds the only copy of the secret

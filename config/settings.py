@@ -177,7 +177,7 @@ DATABASES = {"default": _database()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "labeling.User"
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "labeling:home"
+LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -323,6 +323,9 @@ JUDGE_BASE_URL_HOSTS = env_list("ICEWATER_JUDGE_BASE_URL_HOSTS", list(allowlist.
 _judge_lists_problem = allowlist.operator_list_problem(JUDGE_KEY_VARS, JUDGE_BASE_URL_HOSTS)
 if _judge_lists_problem:
     raise ImproperlyConfigured(_judge_lists_problem)
+
+# Probes of the judge beyond the built-in ones: dotted paths of judging.probes.Probe objects (docs/judging.md).
+PROBES = env_list("ICEWATER_PROBES", [])
 
 LOGGING = {
     "version": 1,

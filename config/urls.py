@@ -4,6 +4,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from .home import home
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -11,5 +13,6 @@ urlpatterns = [
     path("judging/", include("judging.urls")),
     path("calibration/", include("calibration.urls")),
     path("api/", include("api.urls")),
+    path("", home, name="home"),
     path("", include("labeling.urls")),
 ]

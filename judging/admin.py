@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from .forms import JudgeConfigForm
-from .models import JudgeConfig, JudgeRun, RunItem, Verdict
+from .models import JudgeConfig, JudgeRun, ProbedOutput, ProbeRun, RunItem, Verdict
 
 
 @admin.register(JudgeConfig)
@@ -27,7 +27,7 @@ class JudgeConfigAdmin(admin.ModelAdmin):
 
 @admin.register(JudgeRun)
 class JudgeRunAdmin(admin.ModelAdmin):
-    list_display = ("id", "eval_set", "rubric_version", "judge_config", "status", "mode", "created_at")
+    list_display = ("id", "eval_set", "rubric_version", "judge_config", "status", "mode", "probe", "created_at")
     list_filter = ("status", "mode")
 
 
@@ -43,3 +43,24 @@ class VerdictAdmin(admin.ModelAdmin):
     list_display = ("output", "criterion", "outcome", "judge_config", "sample", "cache_hit", "created_at")
     list_filter = ("outcome", "cache_hit", "error_kind")
     raw_id_fields = ("output", "run")
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Probe runs are planned by probe_judge or the probe page, never edited: a changed plan or transcript
+    would no longer be what was judged."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ProbeRun)
+class ProbeRunAdmin(ReadOnlyAdmin):
+    list_display = ("id", "eval_set", "rubric_version", "judge_config", "outputs", "sample_size", "created_at")
+
+
+@admin.register(ProbedOutput)
+class ProbedOutputAdmin(ReadOnlyAdmin):
+    list_display = ("id", "run", "output")

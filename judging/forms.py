@@ -11,8 +11,11 @@ from django.conf import settings
 from labeling.models import EvalSet, RubricVersion
 
 from .allowlist import ENV_NAME_RE, base_url_refusal, key_var_refusal
+from .backends import Misconfigured
 from .backends.instruments import validate_instruments
 from .models import JudgeConfig
+from .probes import available
+from .probes.runs import MAX_SAMPLE
 from .prompt import TEMPLATE_VERSIONS
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]*$")
@@ -155,3 +158,33 @@ class StartRunForm(forms.Form):
     judge_config = forms.ModelChoiceField(
         queryset=JudgeConfig.objects.exclude(backend=JudgeConfig.Backend.IMPORTED).order_by("name"), label="Judge"
     )
+
+
+class StartProbeRunForm(StartRunForm):
+    """Start a probe run: the scope of a judge run, the probes (all by default) and an optional sample size."""
+
+    probes = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, help_text="Each is one more judge run.")
+    sample = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_SAMPLE,
+        help_text="Probe this many outputs, drawn with a fixed seed (empty: every output).",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        try:
+            probes = available()
+        except Misconfigured as exc:  # a bad ICEWATER_PROBES: say so where the lead looks, start nothing
+            probes = {}
+            self.registry_problem = str(exc)
+        else:
+            self.registry_problem = ""
+        self.fields["probes"].choices = [(p.name, f"{p.name}: {p.summary}") for p in probes.values()]
+        self.fields["probes"].initial = list(probes)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if self.registry_problem:
+            raise forms.ValidationError(self.registry_problem)
+        return data

@@ -6,7 +6,9 @@ item that needs the model to a thread pool as wide as the lane's share of the ju
 max_concurrency; each call attempt also holds a slot of the config's limiter, so the bound holds
 across lanes and workers. Whenever answers come in it claims more, so that every pool thread has its
 next item waiting, and writes the finished items: their verdicts and their "done" in one transaction.
-Every HEARTBEAT_S it renews its leases and looks whether the run was cancelled.
+Every HEARTBEAT_S it renews its leases and looks whether the run was cancelled. In a probe's arm of a
+probe run (judging/probes/) the judge is shown, and its quotes are checked against, the probed transcript
+stored for the output (ProbedOutput) instead of the output's own.
 
 Crash safety: a verdict and its item's "done" are committed together, so an item is either done
 with all its verdicts or still claimed; an item whose lane stopped renewing its lease is claimed
@@ -40,7 +42,8 @@ from . import cache, parse
 from .backends import Misconfigured, ModelBackend, backend_for
 from .backends.instruments import evaluate
 from .limiter import Limiter, limiter_for
-from .models import ErrorKind, JudgeConfig, JudgeRun, RunItem, Verdict, VerdictOutcome
+from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome
+from .probes.registry import ORIGINAL
 from .prompt import CriterionSpec, JudgeRequest, Subject, build_request
 from .retry import call_with_retries, ms_since
 
@@ -74,10 +77,12 @@ class Work:
     tokens_in: int = 0
     tokens_out: int = 0
     cache_hit: bool = False
+    probed: Transcript | None = None  # in a probe's arm: what the judge is shown instead of the output
 
     @cached_property
     def transcript(self) -> Transcript:
-        return Transcript.of(self.item.output)
+        """What is graded, and where quotes are looked for: the output's transcript, or its probed one."""
+        return self.probed or Transcript.of(self.item.output)
 
     def add(self, criterion: Criterion, **fields) -> None:
         """A verdict of this item for `criterion`; `fields` are the Verdict's own (outcome, evidence, ...)."""
@@ -98,6 +103,7 @@ class Work:
                 judge_config_hash=config.content_hash,
                 sample=self.item.sample,
                 evidence_found=None if error else self.transcript.contains(fields.get("evidence", "")),
+                probe=run.probe,
                 **fields,
             )
         )
@@ -244,7 +250,8 @@ def release(lane: Lane, item: RunItem) -> None:
 
 def prepare(lane: Lane, items: list[RunItem]) -> list[Work]:
     """Instrument verdicts and judging requests for a batch of items; cache hits resolved in one query."""
-    batch = [_prepare_one(lane, item) for item in items]
+    probed = _probed_transcripts(lane, items)
+    batch = [_prepare_one(lane, item, probed) for item in items]
     wanted = {w.common["cache_key"]: [c.key for c in w.model_criteria] for w in batch if w.request is not None}
     hits = cache.lookup(wanted, exclude_run=lane.run.pk)
     for work in batch:
@@ -256,21 +263,35 @@ def prepare(lane: Lane, items: list[RunItem]) -> list[Work]:
     return batch
 
 
-def _prepare_one(lane: Lane, item: RunItem) -> Work:
+def _probed_transcripts(lane: Lane, items: list[RunItem]) -> dict[int, Transcript] | None:
+    """In a probe's arm, the probed transcripts of these items' outputs, by output id (None in any other run)."""
+    if lane.run.probe in ("", ORIGINAL) or not items:
+        return None
+    rows = ProbedOutput.objects.filter(run_id=lane.run.pk, output_id__in={i.output_id for i in items})
+    return {
+        p.output_id: Transcript(input=p.input, tool_calls=list(p.tool_calls or []), response=p.response) for p in rows
+    }
+
+
+def _prepare_one(lane: Lane, item: RunItem, probed: dict[int, Transcript] | None = None) -> Work:
     criteria = [lane.by_id[item.criterion_id]] if item.criterion_id else lane.criteria
     instruments = lane.config.instruments
-    work = Work(lane, item)
+    work = Work(lane, item, probed=probed.get(item.output_id) if probed is not None else None)
+    reason = ""
     if item.claims + 1 > MAX_CLAIMS:
         # Taken again and again without its verdicts ever being written: something about this item breaks
         # the write or kills the worker. Say so as ERROR instead of asking the model for ever.
         reason = f"claimed {item.claims + 1} times without its verdicts being written; see the worker logs"
+    elif probed is not None and work.probed is None:
+        reason = f"the {lane.run.probe} transcript of this output is missing from the probe run"
+    if reason:
         for criterion in criteria:
             work.add_error(criterion, reason)
         return work
-    output = item.output
+    output, shown = item.output, work.transcript
     for criterion in (c for c in criteria if c.key in instruments):
         spec, started = instruments[criterion.key], time.perf_counter()
-        result = evaluate(spec, response=output.response, reference=output.case.reference)
+        result = evaluate(spec, response=shown.response, reference=output.case.reference)
         work.add(
             criterion,
             model_id=f"instrument:{spec['kind']}",
@@ -287,7 +308,7 @@ def _prepare_one(lane: Lane, item: RunItem) -> Work:
             instruction=lane.run.rubric_version.instruction,
             criteria=[CriterionSpec(c.key, c.definition, c.pass_example, c.fail_example) for c in work.model_criteria],
             # Only the transcript and the reference: never the agent version or anything about who produced it.
-            subject=Subject(output.case.input, output.case.reference, list(output.tool_calls or []), output.response),
+            subject=Subject(shown.input, output.case.reference, list(shown.tool_calls), shown.response),
             template_version=lane.config.prompt_template_version,
         )
         key = cache.cache_key(

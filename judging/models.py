@@ -138,6 +138,13 @@ class JudgeRun(models.Model):
     # Planned when the run is created: work items (model calls, or instrument evaluations) and verdict rows.
     total_items = models.PositiveIntegerField(default=0)
     expected_verdicts = models.PositiveIntegerField(default=0)
+    # An arm of a probe run (judging/probes/): the outputs as they are ("original") or through one probe.
+    # Its verdicts never count for calibration or the gate (Verdict.probe).
+    probe_run = models.ForeignKey(
+        "ProbeRun", null=True, blank=True, on_delete=models.CASCADE, related_name="judge_runs"
+    )
+    probe = models.CharField(max_length=64, blank=True)
+    probe_version = models.PositiveSmallIntegerField(null=True, blank=True)
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 
@@ -242,6 +249,9 @@ class Verdict(models.Model):
     tokens_out = models.IntegerField(null=True, blank=True)
     cache_hit = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The arm of a probe run this verdict belongs to (its run's `probe`); "" for every verdict that counts.
+    # Readers of the judge's verdicts (judging/reading.py, calibration/data.py) take only probe="".
+    probe = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         constraints = [
@@ -253,3 +263,53 @@ class Verdict(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome} (sample {self.sample})"
+
+
+class ProbeRun(models.Model):
+    """A robustness check of a judge config: the same outputs judged as they are and through each probe.
+
+    Each probe, and the outputs as they are, is one JudgeRun (an arm) over the same outputs, so a probe
+    run uses the judge machinery as it is: Celery lanes, the concurrency bound, the cache, ERROR. Its
+    status and results are read from the arms (judging/probes/results.py), never stored.
+    """
+
+    eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="probe_runs")
+    agent_version = models.CharField(max_length=200, blank=True)
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="probe_runs")
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="probe_runs")
+    # The probes as they were when the run was planned, in run order: name, version, summary, and the
+    # criterion keys each was neutral and meaningful for. Results are read against this, not the registry.
+    plan = models.JSONField(default=list)
+    sample_size = models.PositiveIntegerField(null=True, blank=True)  # --sample N; None: every output
+    outputs = models.PositiveIntegerField(default=0)  # how many outputs were probed
+    mode = models.CharField(max_length=16, choices=JudgeRun.Mode.choices, default=JudgeRun.Mode.CELERY)
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"probe run {self.pk}"
+
+
+class ProbedOutput(models.Model):
+    """An output's transcript as one probe changed it: what the judge was shown in that arm instead.
+
+    Computed once, when the probe run is planned, so workers need no probe code and the examples page
+    shows exactly what was judged.
+    """
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="probed_outputs")
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="+")
+    input = models.TextField()
+    tool_calls = models.JSONField(default=list, blank=True)
+    response = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "output"], name="one_probed_output_per_arm")]
+
+    def __str__(self) -> str:
+        return f"output {self.output_id} probed in run {self.run_id}"

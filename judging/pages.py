@@ -9,9 +9,10 @@ from django.db.models import Count, Q, QuerySet
 
 from labeling.access import has_role
 from labeling.models import Role
-from labeling.transcript import NONE_QUOTE, highlight, render_json
+from labeling.transcript import NONE_QUOTE, Transcript, highlight, render_json
 
-from .models import ErrorKind, JudgeConfig, JudgeRun, RunItem, Verdict, VerdictOutcome
+from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome
+from .probes.registry import ORIGINAL
 from .reading import majority
 
 VERDICTS_PER_PAGE = 50
@@ -20,9 +21,12 @@ RAW_PREVIEW_CHARS = 160
 
 
 def index_context(user, form) -> dict:
-    runs = JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config").annotate(
-        done_items=Count("items", filter=Q(items__state=RunItem.State.DONE))
-    )[:RECENT_RUNS]
+    # The arms of probe runs are listed on the probe runs' page, not here.
+    runs = (
+        JudgeRun.objects.filter(probe_run__isnull=True)
+        .select_related("eval_set", "rubric_version__rubric", "judge_config")
+        .annotate(done_items=Count("items", filter=Q(items__state=RunItem.State.DONE)))[:RECENT_RUNS]
+    )
     configs = JudgeConfig.objects.annotate(n_runs=Count("runs")).order_by("name")
     return {"runs": runs, "configs": configs, "form": form, "is_lead": has_role(user, Role.LEAD)}
 
@@ -82,8 +86,17 @@ def pretty_raw(raw: str) -> str:
         return raw
 
 
+def shown_transcript(verdict: Verdict) -> Transcript:
+    """What the judge graded for this verdict: the output's transcript, or in a probe's arm the probed one."""
+    if verdict.probe not in ("", ORIGINAL):
+        probed = ProbedOutput.objects.filter(run_id=verdict.run_id, output_id=verdict.output_id).first()
+        if probed is not None:
+            return Transcript(probed.input, list(probed.tool_calls or []), probed.response)
+    return Transcript.of(verdict.output)
+
+
 def verdict_context(verdict: Verdict) -> dict:
-    output = verdict.output
+    output, shown = verdict.output, shown_transcript(verdict)
     quote = verdict.evidence if verdict.evidence and verdict.evidence.strip() != NONE_QUOTE else ""
     quotes = {"hl-judge": quote} if quote else {}
     siblings = list(
@@ -100,16 +113,16 @@ def verdict_context(verdict: Verdict) -> dict:
         "samples": siblings,
         "majority": summary,
         "transcript": {
-            "input": highlight(output.case.input, quotes),
+            "input": highlight(shown.input, quotes),
             "tool_calls": [
                 {
                     "name": highlight(str(call.get("name", "")), quotes),
                     "args": highlight(render_json(call.get("args", "")), quotes),
                     "result": highlight(render_json(call.get("response", "")), quotes),
                 }
-                for call in output.tool_calls or []
+                for call in shown.tool_calls
             ],
-            "response": highlight(output.response, quotes),
+            "response": highlight(shown.response, quotes),
             "reference": output.case.reference,
         },
     }

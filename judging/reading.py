@@ -5,7 +5,8 @@ sample) is the one from the most recent run that has it: a later run (or import)
 supersedes an earlier one item by item, and a cancelled run's verdicts still count
 for the items it reached. With several samples an item's outcome is the majority,
 ties read as ABSTAIN, reported with the share of samples that agree (`majority`: the
-one rule, which calibration/reading.py applies to its frames too).
+one rule, which calibration/reading.py applies to its frames too). Verdicts of a probe
+run (probe != "") graded changed transcripts and never count.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def current_verdicts(
     *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, agent_version: str = ""
 ) -> QuerySet[Verdict]:
     scoped = Verdict.objects.filter(
-        output__case__eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config
+        output__case__eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, probe=""
     )
     if agent_version:
         scoped = scoped.filter(output__agent_version=agent_version)
@@ -37,6 +38,7 @@ def current_verdicts(
         rubric_version=rubric_version,
         judge_config=judge_config,
         run_id__gt=OuterRef("run_id"),
+        probe="",
     )
     return scoped.filter(~Exists(newer))
 

@@ -142,8 +142,13 @@ def check(scope: Scope, *, check_api_key: bool = True) -> None:
 def create_run(scope: Scope, *, mode: str, started_by=None, check_api_key: bool = True) -> JudgeRun:
     """Check the scope and plan the run's items, in one transaction."""
     check(scope, check_api_key=check_api_key)
+    return plan_run(scope, list(outputs_in(scope).values_list("pk", flat=True)), mode=mode, started_by=started_by)
+
+
+def plan_run(scope: Scope, output_ids: list[int], *, mode: str, started_by=None, **fields) -> JudgeRun:
+    """A run of these outputs and its items, in one transaction; `fields` are more JudgeRun fields (a probe
+    run's arms). The caller has checked the scope."""
     config = scope.judge_config
-    output_ids = list(outputs_in(scope).values_list("pk", flat=True))
     criteria = list(scope.rubric_version.criteria.order_by("order"))
     per_criterion = config.mode == JudgeConfig.Mode.PER_CRITERION
     with transaction.atomic():
@@ -155,6 +160,7 @@ def create_run(scope: Scope, *, mode: str, started_by=None, check_api_key: bool 
             started_by=started_by,
             mode=mode,
             expected_verdicts=len(output_ids) * len(criteria) * config.samples,
+            **fields,
         )
         items = [
             RunItem(run=run, output_id=output_id, criterion=criterion, sample=sample)

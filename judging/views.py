@@ -25,7 +25,9 @@ from .progress import progress_of
 
 @role_required(*STAFF_ROLES)
 def index(request: HttpRequest) -> HttpResponse:
-    return render(request, "judging/index.html", pages.index_context(request.user, StartRunForm()))
+    # A link from another page (an import, a report) may pick the eval set and rubric version to start with.
+    initial = {k: request.GET[k] for k in ("eval_set", "rubric_version", "judge_config") if request.GET.get(k)}
+    return render(request, "judging/index.html", pages.index_context(request.user, StartRunForm(initial=initial)))
 
 
 @role_required(Role.LEAD)
@@ -85,7 +87,8 @@ def run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
         JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
     )
     progress = progress_of(run)
-    response = render(request, "judging/run.html#run-progress", {"run": run, "progress": progress})
+    context = {"run": run, "progress": progress, "is_lead": has_role(request.user, Role.LEAD)}
+    response = render(request, "judging/run.html#run-progress", context)
     if progress.finished:
         return HttpResponseStopPolling(response.content, content_type=response["Content-Type"])
     return response

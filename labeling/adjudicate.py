@@ -1,7 +1,8 @@
 """Adjudication: reviewers turn disagreements into gold labels, with who, when and why.
 
 The queue lists (output, criterion) items where two or more submitted annotations
-have no strict majority and no gold label yet (labeling.gold). A reviewer never
+have no strict majority and no gold label yet (labeling.gold), and items whose gold
+a lead or reviewer disputes (labeling.disputes), with the reason. A reviewer never
 sees the items of outputs they labeled themselves (guards.adjudicable_item refuses
 them too). Deciding adds a GoldLabel revision; an earlier one stays, not current.
 Judge verdicts are never read here: showing them would anchor the reviewer.
@@ -11,13 +12,13 @@ from __future__ import annotations
 
 import string
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from .gold import DISAGREED, load_item_states
-from .models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion, User
+from .models import Annotation, Criterion, EvalSet, GoldDispute, GoldLabel, Label, Output, RubricVersion, User
 from .naming import output_names
 
 # Highlight classes for the first two annotators' quotes (static/css: mark.hl-a / mark.hl-b).
@@ -48,13 +49,21 @@ class PendingItem:
     case_id: str
     criterion_key: str
     outcomes: tuple[str, ...]
+    dispute_reason: str = ""  # set when the item waits because its gold is disputed
 
 
 def pending_items(eval_set: EvalSet, rubric_version: RubricVersion, reviewer: User) -> list[PendingItem]:
-    """Disagreements waiting for gold that this reviewer may decide, in case order (constant queries)."""
+    """Disagreements waiting for gold and disputed gold labels that this reviewer may decide, in case order
+    (constant queries)."""
     states = load_item_states(eval_set, rubric_version)
     disagreed = states[states["state"] == DISAGREED]
-    if not len(disagreed):
+    disputes = {
+        (d.criterion_id, d.output_id): d.reason
+        for d in GoldDispute.objects.filter(
+            resolved_at__isnull=True, rubric_version=rubric_version, output__case__eval_set=eval_set
+        ).only("criterion_id", "output_id", "reason")
+    }
+    if not len(disagreed) and not disputes:
         return []
     own = set(
         Annotation.objects.filter(
@@ -63,9 +72,11 @@ def pending_items(eval_set: EvalSet, rubric_version: RubricVersion, reviewer: Us
     )
     disagreed = disagreed[~disagreed["output"].isin(own)]
     wanted = {(int(c), int(o)) for c, o in zip(disagreed["criterion"], disagreed["output"], strict=True)}
+    wanted |= {item for item in disputes if item[1] not in own}
     if not wanted:
         return []
-    return _describe(rubric_version, wanted)
+    items = _describe(rubric_version, wanted)
+    return [replace(i, dispute_reason=disputes.get((i.criterion_id, i.output_id), "")) for i in items]
 
 
 def _describe(rubric_version: RubricVersion, wanted: set[tuple[int, int]]) -> list[PendingItem]:
@@ -106,6 +117,7 @@ class ItemView:
     history: list[GoldLabel]
     others_pending: list[Criterion]  # other disagreements on the same output, for moving on
     agreed_outcome: str | None  # the derived gold where the annotators agree
+    dispute: GoldDispute | None = None  # an open dispute of this item's gold, with its reason
 
     @property
     def current_gold(self) -> GoldLabel | None:
@@ -122,7 +134,8 @@ class ItemView:
 
 
 def item_view(output: Output, criterion: Criterion) -> ItemView:
-    """Three queries whatever the number of criteria or outputs: labels of the output, its gold, criteria."""
+    """Four queries whatever the number of criteria or outputs: labels of the output, its gold, criteria, an
+    open dispute."""
     rows = list(
         Label.objects.filter(
             is_current=True,
@@ -159,7 +172,12 @@ def item_view(output: Output, criterion: Criterion) -> ItemView:
     ]
     outcomes = [o for o, _ in mine.values()]
     agreed = _majority(outcomes)
-    return ItemView(sides=sides, history=history, others_pending=others, agreed_outcome=agreed)
+    dispute = (
+        GoldDispute.objects.filter(output=output, criterion=criterion, resolved_at__isnull=True)
+        .select_related("raised_by")
+        .first()
+    )
+    return ItemView(sides=sides, history=history, others_pending=others, agreed_outcome=agreed, dispute=dispute)
 
 
 def _majority(outcomes: list[str]) -> str | None:
@@ -203,7 +221,7 @@ def decide(*, output: Output, criterion: Criterion, outcome: str, rationale: str
         revision = (history[0].revision if history else 0) + 1
         try:
             with transaction.atomic():
-                return GoldLabel.objects.create(
+                gold = GoldLabel.objects.create(
                     output=output,
                     rubric_version_id=criterion.rubric_version_id,
                     criterion=criterion,
@@ -215,6 +233,11 @@ def decide(*, output: Output, criterion: Criterion, outcome: str, rationale: str
                 )
         except IntegrityError:
             raise AdjudicationError("Another reviewer saved a gold label for this item at the same moment. Reload.")
+        # Deciding again is the answer to a dispute: it is resolved by this revision (kept, not deleted).
+        GoldDispute.objects.filter(output=output, criterion=criterion, resolved_at__isnull=True).update(
+            resolved_at=gold.decided_at, resolved_by=by, resolution=gold
+        )
+        return gold
 
 
 def recent_decisions(eval_set: EvalSet, rubric_version: RubricVersion, limit: int = 15) -> QuerySet[GoldLabel]:

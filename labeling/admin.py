@@ -4,13 +4,16 @@ from axes.admin import AccessAttemptAdmin  # importing it registers django-axes'
 from axes.models import AccessAttempt
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
+from django.core.exceptions import PermissionDenied
 
 from .access import has_role
+from .groups import sync_role_group
 from .models import (
     Annotation,
     Case,
     Criterion,
     EvalSet,
+    GoldDispute,
     GoldLabel,
     Label,
     LabelingQueue,
@@ -21,13 +24,43 @@ from .models import (
     User,
 )
 
+# What only a superuser may set: anyone who could would make themselves (or anyone) a superuser.
+PRIVILEGE_FIELDS = ("is_superuser", "is_staff", "groups", "user_permissions")
+
 
 @admin.register(User)
 class IcewaterUserAdmin(UserAdmin):
+    """Leads manage annotator and reviewer accounts (the lead group, calibration/lead_group.py); the privilege
+    flags and other leads' or superusers' accounts (their passwords above all) stay with superusers."""
+
     list_display = ("username", "role", "is_active", "is_staff", "last_login")
     list_filter = ("role", "is_active", "is_staff")
     fieldsets = UserAdmin.fieldsets + (("Icewater", {"fields": ("role",)}),)  # type: ignore[operator]
     add_fieldsets = UserAdmin.add_fieldsets + (("Icewater", {"fields": ("role",)}),)
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = super().get_readonly_fields(request, obj)
+        return fields if request.user.is_superuser else (*fields, *PRIVILEGE_FIELDS)
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        if not super().has_change_permission(request, obj):
+            return False
+        if obj is None or request.user.is_superuser:
+            return True
+        return not obj.is_superuser and obj.role != Role.LEAD
+
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)  # a new form class per call: changing it is local
+        if not request.user.is_superuser and "role" in form.base_fields:
+            choices = [(value, label) for value, label in Role.choices if value != Role.LEAD]
+            form.base_fields["role"].choices = choices
+        return form
+
+    def save_model(self, request, obj, form, change):
+        if not request.user.is_superuser and (obj.role == Role.LEAD or obj.is_superuser):
+            raise PermissionDenied("Only a superuser makes someone a lead or a superuser.")
+        super().save_model(request, obj, form, change)
+        sync_role_group(obj)
 
 
 @admin.register(EvalSet)
@@ -86,6 +119,13 @@ class LabelAdmin(admin.ModelAdmin):
 class GoldLabelAdmin(admin.ModelAdmin):
     list_display = ("output", "criterion", "outcome", "decided_by", "revision", "is_current", "decided_at")
     raw_id_fields = ("output",)
+
+
+@admin.register(GoldDispute)
+class GoldDisputeAdmin(admin.ModelAdmin):
+    list_display = ("output", "criterion", "disputed_outcome", "raised_by", "raised_at", "resolved_at")
+    list_filter = ("resolved_at",)
+    raw_id_fields = ("output", "resolution")
 
 
 @admin.register(LabelingQueue)

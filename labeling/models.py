@@ -347,3 +347,44 @@ class LabelingQueue(models.Model):
 
     def __str__(self) -> str:
         return f"{self.eval_set} under {self.rubric_version_id}"
+
+
+class GoldDispute(models.Model):
+    """A lead's or reviewer's doubt about the gold label of one (output, criterion), with the reason.
+
+    It sends the item back to adjudication: the adjudication queue lists it, with the reason, until someone
+    decides its gold again (a new GoldLabel revision, so the history keeps the old gold), which resolves the
+    dispute. Raised from a calibration drilldown (`raised_from` says which). Kept, never deleted.
+    """
+
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="gold_disputes")
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="gold_disputes")
+    criterion = models.ForeignKey(Criterion, on_delete=models.PROTECT, related_name="gold_disputes")
+    # The gold that was disputed: its outcome, and its adjudicated revision (0: the annotators' majority).
+    disputed_outcome = models.CharField(max_length=16, choices=HumanOutcome.choices)
+    disputed_revision = models.PositiveIntegerField(default=0)
+    reason = models.TextField()
+    raised_from = models.CharField(max_length=300, blank=True)
+    raised_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    raised_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    resolution = models.ForeignKey(GoldLabel, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["output", "criterion"], condition=Q(resolved_at__isnull=True), name="one_open_gold_dispute"
+            )
+        ]
+        ordering = ["raised_at", "id"]
+
+    def __str__(self) -> str:
+        state = "resolved" if self.resolved_at else "open"
+        return f"dispute of gold {self.disputed_outcome} on output {self.output_id} ({state})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.resolved_at is None

@@ -136,7 +136,13 @@ def _import(kind: str, data: dict) -> dict:
             )
     except ImportFailed as exc:
         return {"ok": False, "messages": str(exc).splitlines()}
-    return {"ok": True, "messages": str(report).splitlines(), "counts": report.counts}
+    result = {"ok": True, "messages": str(report).splitlines(), "counts": report.counts}
+    # What the next step links need (upload.html): the eval set and rubric version the import was about.
+    if kind == "cases":
+        result["eval_set"] = EvalSet.objects.filter(name=data["eval_set"]).first()
+    elif kind == "labels":
+        result["eval_set"], result["rubric_version"] = data["eval_set"], data["rubric"]
+    return result
 
 
 def _card(kind: str, form: forms.Form | None = None, result: dict | None = None) -> dict:

@@ -6,7 +6,6 @@ from . import rubric_views, upload_views, views
 
 app_name = "labeling"
 urlpatterns = [
-    path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     path("favicon.ico", views.favicon, name="favicon"),
     path("import/", upload_views.upload, name="upload"),

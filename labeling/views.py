@@ -22,30 +22,14 @@ from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
 from . import adjudicate as adj
 from . import annotate as ann
 from . import queue as q
-from .access import ALL_ROLES, STAFF_ROLES, gives_blind_labels, has_role, labeler_required, role_required
+from .access import STAFF_ROLES, labeler_required, role_required
 from .forms import AdjudicationForm, LabelForm, QueueMoveForm, SubmitForm
 from .guards import adjudicable_item, own_annotation
-from .models import Annotation, EvalSet, Role, RubricVersion
+from .models import Annotation, EvalSet, Role
 from .naming import output_names
 from .pages import adjudication_context, annotation_context, pick_scope
 from .progress import my_queues, progress, versions_with_work
 from .transcript import Transcript
-
-
-@role_required(*ALL_ROLES)
-def home(request: HttpRequest) -> HttpResponse:
-    """Each role's next action first: an annotator's queues; staff see open queues, eval sets, rubric versions."""
-    staff = has_role(request.user, *STAFF_ROLES)
-    context = {"staff": staff, "is_lead": has_role(request.user, Role.LEAD)}
-    if gives_blind_labels(request.user):
-        context["my_queues"] = my_queues(request.user)
-    if staff:
-        context["eval_sets"] = EvalSet.objects.annotate(n_cases=Count("cases", distinct=True)).order_by("name")
-        context["rubric_versions"] = RubricVersion.objects.select_related("rubric").annotate(
-            n_criteria=Count("criteria")
-        )
-        context["queues"] = q.open_queues()
-    return render(request, "labeling/home.html", context)
 
 
 def healthz(request: HttpRequest) -> HttpResponse:
@@ -68,11 +52,11 @@ def next_output(request: HttpRequest, eval_set_id: int) -> HttpResponse:
     queue = q.current_queue(eval_set_id)
     if queue is None:
         messages.error(request, "This eval set has no open labeling queue. A lead opens it on the Queues page.")
-        return redirect("labeling:home")
+        return redirect("home")
     claim = q.claim_next(user=request.user, queue=queue)
     if claim is None:
         messages.success(request, f"Nothing left for you in {queue.eval_set.name}. Thank you!")
-        return redirect("labeling:home")
+        return redirect("home")
     return redirect("labeling:annotate", pk=claim.annotation.pk)
 
 

@@ -15,5 +15,8 @@ trap 'kill $worker 2>/dev/null || true' EXIT INT TERM
 echo
 echo "Icewater is running at http://$HOST:$PORT/  (Celery worker pid $worker, log $DATA/worker.log)"
 echo "Stop with Ctrl+C."
-.venv/bin/gunicorn config.wsgi:application --bind "$HOST:$PORT" --workers 2 --threads 4 --access-logfile - \
+# Two sync workers, no threads: SQLite takes one writer at a time, and writers that find it busy poll
+# with growing sleeps, so eight threads writing at once gave the slowest saves a long tail that people
+# would feel; two writers at most keep saves short (bench/labeling_load.py --embedded prints the figures).
+.venv/bin/gunicorn config.wsgi:application --bind "$HOST:$PORT" --workers 2 --threads 1 --access-logfile - \
   --error-logfile - --log-level warning

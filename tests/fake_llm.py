@@ -26,6 +26,9 @@ request with ``server.force``:
     [[fake:429x2]] [[fake:500x1]] [[fake:slowx1]]     the first N attempts of this request fail, then a valid answer
     [[fake:KEY=VERDICT]]      answer VERDICT for criterion KEY (KEY "all" for every criterion)
 
+A gullible judge: with ``server.gullible`` set to a text, every request whose prompt holds that text is
+answered PASS on every criterion, whatever the tokens say (the probe tests give it the injection line).
+
 It counts model calls (`calls`) so tests can assert that a cached re-run made none, and records each
 request (path, headers, parsed body) when `record` is on. Run it standalone for benchmarks:
 ``python -m tests.fake_llm --latency 0.1`` prints the port and serves until killed.
@@ -64,6 +67,7 @@ class FakeLLM:
     retry_after: str = "1"
     record: bool = True
     force: str | None = None
+    gullible: str | None = None
     host: str = "127.0.0.1"
     port: int = 0
     calls: int = 0
@@ -156,6 +160,8 @@ class FakeLLM:
                 behaviour = match.group(1) if attempt <= int(match.group(2)) else "valid"
             elif self.force is None:
                 behaviour = name
+        if self.gullible and self.gullible in text:
+            return "valid", {"all": "PASS"}
         return behaviour, overrides
 
 

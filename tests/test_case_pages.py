@@ -183,3 +183,18 @@ def test_bad_output_ids_and_versions_are_handled(client, world, reviewer):
 def test_posts_are_refused(client, world, reviewer):
     client.force_login(reviewer)
     assert client.post(set_url(world)).status_code == 405
+
+
+def test_verdicts_of_probe_runs_show_on_neither_page(client, world, reviewer):
+    # A probe arm judged a changed transcript: its verdict is not a verdict on this output as it is.
+    agreed = world["outputs"][0]
+    probe_run = make_run(world["es"], world["rv"], make_judge("probed-judge"))
+    probed = add_verdict(probe_run, agreed, "correct_amount", "PASS", evidence="not here", evidence_found=False)
+    client.force_login(reviewer)
+    page = client.get(reverse("calibration:output", args=[agreed.pk])).content.decode()
+    listing = client.get(set_url(world, show="evidence-not-found"))
+    assert "probed-judge" in page and "agreed-1" in listed(listing)  # the control: as a plain verdict it shows
+    type(probed).objects.filter(pk=probed.pk).update(probe="padding")
+    page = client.get(reverse("calibration:output", args=[agreed.pk])).content.decode()
+    assert "probed-judge" not in page
+    assert "agreed-1" not in listed(client.get(set_url(world, show="evidence-not-found")))

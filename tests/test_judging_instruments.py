@@ -88,6 +88,13 @@ REFERENCE = "Refund $40.00 for order A7301; the money returns within 5 business 
         ({"kind": "max_length", "max_words": 4}, "one two three four five", "", "FAIL", "NONE"),
         ({"kind": "max_length", "max_chars": 23}, "one two three four five", "", "PASS", "NONE"),
         ({"kind": "max_length", "max_chars": 22}, "one two three four five", "", "FAIL", "NONE"),
+        # At least as long: the crude check padding fools.
+        ({"kind": "min_length", "min_words": 5}, "one two three four five", "", "PASS", "NONE"),
+        ({"kind": "min_length", "min_words": 6}, "one two three four five", "", "FAIL", "NONE"),
+        ({"kind": "min_length", "min_chars": 24}, "one two three four five", "", "FAIL", "NONE"),
+        # Whatever the output says.
+        ({"kind": "constant", "outcome": "PASS"}, "", "", "PASS", "NONE"),
+        ({"kind": "constant", "outcome": "ABSTAIN"}, "a fine answer", REFERENCE, "ABSTAIN", "NONE"),
     ],
 )
 def test_each_instrument_answers_as_its_definition_says(spec, response, reference, outcome, evidence):
@@ -122,6 +129,11 @@ def test_valid_instruments_have_no_problems():
         ({"a": {"kind": "max_length", "max_words": True}}, "max_words must be a whole number"),
         ({"a": {"kind": "max_length", "max_chars": 3, "pattern": "x"}}, "unknown setting(s) pattern"),
         ({"a": {"kind": "reference_contained", "ignore_case": "yes"}}, "ignore_case must be true or false"),
+        ({"a": {"kind": "min_length"}}, "min_length needs min_chars or min_words"),
+        ({"a": {"kind": "min_length", "min_chars": -1}}, "min_chars must be a whole number of at least 1"),
+        ({"a": {"kind": "constant"}}, "constant needs an outcome, one of PASS, FAIL, NOT_APPLICABLE, ABSTAIN"),
+        ({"a": {"kind": "constant", "outcome": "ERROR"}}, "constant needs an outcome"),
+        ({"a": {"kind": "max_length"}}, "max_length needs max_chars or max_words"),
     ],
 )
 def test_bad_instruments_are_explained(value, message):

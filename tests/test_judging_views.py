@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import URLPattern, reverse
 
 from judging import urls as judging_urls
-from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
+from judging.models import JudgeConfig, JudgeRun, ProbeRun, RunItem, Verdict
 from judging.nav import nav_items
 from tests import judging_helpers
 from tests.factories import make_eval_set, make_output, make_rubric_version
@@ -77,12 +77,26 @@ def judged(db):
 def urls_of(run: JudgeRun) -> list[tuple[str, str]]:
     """Every judging URL with the method it serves, from the URLconf itself (a new view cannot be forgotten)."""
     verdict = run.verdicts.first()
-    args = {"run_id": run.pk, "verdict_id": verdict.pk, "config_id": run.judge_config_id}
-    posts = {"start_run", "run_cancel"}
+    probe_run = ProbeRun.objects.create(
+        eval_set=run.eval_set,
+        rubric_version=run.rubric_version,
+        judge_config=run.judge_config,
+        plan=[{"name": "padding", "version": 1, "summary": "filler", "neutral": ["correct_amount"], "meaningful": []}],
+    )
+    args = {
+        "run_id": run.pk,
+        "verdict_id": verdict.pk,
+        "config_id": run.judge_config_id,
+        "probe_run_id": probe_run.pk,
+        "probe": "padding",
+        "key": "correct_amount",
+    }
+    posts = {"start_run", "run_cancel", "start_probe_run", "probe_cancel"}
     out = []
     for pattern in judging_urls.urlpatterns:
         assert isinstance(pattern, URLPattern)
-        kwargs = {k: v for k, v in args.items() if f"<int:{k}>" in str(pattern.pattern)}
+        route = str(pattern.pattern)
+        kwargs = {k: v for k, v in args.items() if f"<int:{k}>" in route or f"<slug:{k}>" in route}
         url = reverse(f"judging:{pattern.name}", kwargs=kwargs)
         out.append(("post" if pattern.name in posts else "get", url))
         if pattern.name == "config_new":
@@ -109,7 +123,7 @@ def test_reviewers_may_look_but_not_start_cancel_or_create(client, reviewer, jud
     client.force_login(reviewer)
     for method, url in urls_of(judged):
         response = getattr(client, method)(url)
-        allowed = 286 if url.endswith("/progress") else 200  # the run is done: the poll says stop
+        allowed = 286 if url.endswith(("/progress", "/status")) else 200  # the run is done: the poll says stop
         assert response.status_code == (allowed if method == "get" and "/new" not in url else 403), url
     assert nav_items(reviewer) == [{"label": "Judge", "url": reverse("judging:index")}]
     judged.refresh_from_db()

@@ -83,7 +83,7 @@ def test_the_save_partial_and_my_work_show_only_my_own_answers(client, annotator
     assert 'id="criterion-next_step"' in r.content.decode() and "Saved" in r.content.decode()
     assert Label.objects.get(annotation=mine).outcome == "PASS"
     assert_blind(r.content.decode())
-    for name in ("labeling:my_work", "labeling:home"):
+    for name in ("labeling:my_work", "home"):
         assert_blind(client.get(reverse(name)).content.decode())
 
 
@@ -139,7 +139,7 @@ def test_one_annotators_draft_never_reaches_the_second_annotators_page(client, a
 
 
 def csrf_token_of(client: Client) -> str:
-    page = client.get(reverse("labeling:home")).content.decode()
+    page = client.get(reverse("home")).content.decode()
     return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
 
 
@@ -200,11 +200,11 @@ def test_reviewers_and_leads_cannot_open_save_or_submit_even_their_own_annotatio
 
 def test_the_menus_offer_labeling_to_annotators_only(client, annotator, staff_member, world):
     client.force_login(staff_member)
-    page = client.get(reverse("labeling:home")).content.decode()
+    page = client.get(reverse("home")).content.decode()
     assert ">Next</button>" not in page and ">My work</a>" not in page
     assert "Labeling is for annotators" in page
     client.force_login(annotator)
-    page = client.get(reverse("labeling:home")).content.decode()
+    page = client.get(reverse("home")).content.decode()
     assert ">Next</button>" in page and ">My work</a>" in page
 
 

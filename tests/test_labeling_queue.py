@@ -281,20 +281,20 @@ def test_a_lead_can_open_a_queue_for_an_eval_set_that_has_none(client, lead):
 def test_the_home_page_offers_each_role_its_next_step(client, annotator, reviewer, lead):
     eval_set, rv, outputs = labeling_setup(n_outputs=2)
     client.force_login(annotator)
-    page = client.get(reverse("labeling:home")).content.decode()
+    page = client.get(reverse("home")).content.decode()
     assert ">Next</button>" in page and eval_set.name in page
     client.post(next_url(eval_set))
-    page = client.get(reverse("labeling:home")).content.decode()
+    page = client.get(reverse("home")).content.decode()
     assert "Continue case-001" in page and ">My work</a>" in page
     assert "Rubric versions" not in page  # the staff tables are for staff
     for user in (reviewer, lead):  # labeling is not offered to who can see verdicts
         client.force_login(user)
-        page = client.get(reverse("labeling:home")).content.decode()
+        page = client.get(reverse("home")).content.decode()
         assert "Adjudicate" in page and "Progress" in page
         assert ">Next</button>" not in page and ">My work</a>" not in page
         assert "Labeling is for annotators" in page
     assert Role.LEAD == lead.role
-    assert "Queues" in client.get(reverse("labeling:home")).content.decode()
+    assert "Queues" in client.get(reverse("home")).content.decode()
 
 
 def test_the_open_queue_command_opens_moves_and_refuses_clearly(lead, annotator):

@@ -28,7 +28,7 @@ def attempt(client, username, password, address="127.0.0.1"):
 
 
 def logged_in_as(client) -> str | None:
-    response = client.get(reverse("labeling:home"))
+    response = client.get(reverse("home"))
     return response.wsgi_request.user.username if response.status_code == 200 else None
 
 

@@ -15,7 +15,7 @@ from .factories import password_login
 
 
 def test_anonymous_users_are_sent_to_log_in(client):
-    response = client.get(reverse("labeling:home"))
+    response = client.get(reverse("home"))
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))
 
@@ -23,7 +23,7 @@ def test_anonymous_users_are_sent_to_log_in(client):
 def test_every_role_sees_the_home_page(client, annotator, reviewer, lead):
     for user in (annotator, reviewer, lead):
         client.force_login(user)
-        assert client.get(reverse("labeling:home")).status_code == 200
+        assert client.get(reverse("home")).status_code == 200
 
 
 def test_an_inactive_account_cannot_log_in(client, outsider):

@@ -66,8 +66,22 @@ def test_embedded_default_runs_the_demo_and_a_model_judge_on_sqlite(tmp_path):
         )
 
     assert manage("migrate", "--noinput").returncode == 0
-    demo = manage("load_demo")  # runs the demo's instrument judge in process
+    demo = manage("load_demo")  # runs the demo's instrument judge in process, and a probe run of it
     assert demo.returncode == 0, demo.stderr
+    report = manage(
+        "calibration_report", "--eval-set", "refund-support-demo", "--rubric", "refund-support@1", "--judge",
+        "demo-instruments", "--format", "json",
+    )  # fmt: skip
+    probes = json.loads(report.stdout)["probes"]
+    # The demo's probe run differs by criterion: both controls caught, padding slips past the word count.
+    assert {c["criterion"]: c["clean"] for c in probes["criteria"]} == {
+        "correct_amount": True,
+        "grounded": True,
+        "within_policy": True,
+        "next_step": True,
+        "concise": False,
+    }
+    assert [w["code"] for w in probes["criteria"][-1]["warnings"]] == ["blind_to_padding"]
     with FakeLLM() as fake:
         judge = tmp_path / "judge.json"
         judge.write_text(

@@ -47,12 +47,12 @@ def test_the_lead_sees_three_upload_forms_and_the_menu_entry(client, lead):
     page = client.get(URL).content.decode()
     for kind in ("rubric", "cases", "labels"):
         assert f'id="upload-{kind}"' in page and f'name="kind" value="{kind}"' in page
-    assert f'href="{URL}">Import</a>' in client.get(reverse("labeling:home")).content.decode()
+    assert f'href="{URL}">Import</a>' in client.get(reverse("home")).content.decode()
 
 
 def test_other_roles_do_not_see_the_menu_entry(client, annotator):
     client.force_login(annotator)
-    assert f'href="{URL}"' not in client.get(reverse("labeling:home")).content.decode()
+    assert f'href="{URL}"' not in client.get(reverse("home")).content.decode()
 
 
 def test_a_lead_imports_a_rubric_and_sees_what_was_created(client, lead):

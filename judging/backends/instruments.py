@@ -13,6 +13,10 @@ Kinds (all look at the output's response):
   appears verbatim in the response; NOT_APPLICABLE when the reference has no match.
 - regex_must_match / regex_must_not_match: Python regular expression `pattern` (`ignore_case`, default false).
 - max_length: PASS when the response has at most `max_chars` characters and/or `max_words` words.
+- min_length: PASS when the response has at least `min_chars` characters and/or `min_words` words. A
+  crude "substantial answer" check, and by design fooled by padding (the probes' tests use it so).
+- constant: always `outcome` (PASS, FAIL, NOT_APPLICABLE or ABSTAIN), whatever the output says: a
+  placeholder, or a judge that ignores its input, which a probe run's negative control must expose.
 
 They produce verdicts exactly like a model judge (evidence is the matched text, or NONE),
 so they are calibrated against people and gated the same way. Pure functions, no Django.
@@ -33,14 +37,20 @@ KINDS = (
     "regex_must_match",
     "regex_must_not_match",
     "max_length",
+    "min_length",
+    "constant",
 )
+CONSTANT_OUTCOMES = ("PASS", "FAIL", "NOT_APPLICABLE", "ABSTAIN")
 _OPTIONS = {
     "reference_contained": {"ignore_case"},
     "reference_values_contained": {"pattern", "ignore_case"},
     "regex_must_match": {"pattern", "ignore_case"},
     "regex_must_not_match": {"pattern", "ignore_case"},
     "max_length": {"max_chars", "max_words"},
+    "min_length": {"min_chars", "min_words"},
+    "constant": {"outcome"},
 }
+_LIMITS = {"max_length": ("max_chars", "max_words"), "min_length": ("min_chars", "min_words")}
 # Evidence quotes are for people to check; a very long match is cut to this many characters.
 MAX_EVIDENCE_CHARS = 300
 
@@ -80,13 +90,15 @@ def validate_instruments(value: Any) -> list[str]:
                     re.compile(pattern)
                 except re.error as exc:
                     errors.append(f"{where}: pattern is not a valid regular expression ({exc})")
-        if kind == "max_length":
-            limits = {k: spec.get(k) for k in ("max_chars", "max_words") if k in spec}
+        if kind in _LIMITS:
+            limits = {k: spec.get(k) for k in _LIMITS[kind] if k in spec}
             if not limits:
-                errors.append(f"{where}: max_length needs max_chars or max_words")
+                errors.append(f"{where}: {kind} needs {' or '.join(_LIMITS[kind])}")
             for name, limit in limits.items():
                 if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
                     errors.append(f"{where}: {name} must be a whole number of at least 1")
+        if kind == "constant" and spec.get("outcome") not in CONSTANT_OUTCOMES:
+            errors.append(f"{where}: constant needs an outcome, one of {', '.join(CONSTANT_OUTCOMES)}")
     return errors
 
 
@@ -120,6 +132,14 @@ def evaluate(spec: dict, *, response: str, reference: str) -> InstrumentVerdict:
             "max_words" in spec and words > spec["max_words"]
         )
         return _verdict("FAIL" if too_long else "PASS", NONE_QUOTE, spec, chars=chars, words=words)
+    if kind == "min_length":
+        chars, words = len(response), len(response.split())
+        too_short = ("min_chars" in spec and chars < spec["min_chars"]) or (
+            "min_words" in spec and words < spec["min_words"]
+        )
+        return _verdict("FAIL" if too_short else "PASS", NONE_QUOTE, spec, chars=chars, words=words)
+    if kind == "constant":
+        return _verdict(spec["outcome"], NONE_QUOTE, spec)
     raise ValueError(f"unknown instrument kind {kind!r}")
 
 

@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from judging.models import JudgeConfig, JudgeRun, Verdict
+from judging.models import JudgeConfig, JudgeRun, ProbeRun, Verdict
 from labeling.management.commands.load_demo import DEFAULT_DEMO_PASSWORD, EVAL_SET, JUDGE
 from labeling.models import EvalSet, LabelingQueue, User
 
@@ -89,7 +89,8 @@ def test_the_main_pages_of_every_role_show_no_policy_violation(live_server, watc
     es = EvalSet.objects.get(name=EVAL_SET)
     rv = LabelingQueue.objects.get(eval_set=es, is_current=True).rubric_version
     judge = JudgeConfig.objects.get(name=JUDGE)
-    run = JudgeRun.objects.filter(judge_config=judge).latest("pk")
+    run = JudgeRun.objects.filter(judge_config=judge, probe_run__isnull=True).latest("pk")
+    probe_run = ProbeRun.objects.get(judge_config=judge)
     verdict = Verdict.objects.filter(run=run).first()
     report = f"/calibration/report/{es.pk}/{rv.pk}/{judge.pk}/"
     make, violations, errors = watched
@@ -129,10 +130,14 @@ def test_the_main_pages_of_every_role_show_no_policy_violation(live_server, watc
         report,
         "/calibration/compare/",
         "/calibration/gates/",
+        "/calibration/gates/run",
         "/judging/",
         f"/judging/runs/{run.pk}/",
         f"/judging/verdicts/{verdict.pk}/",
         f"/judging/configs/{judge.pk}/",
+        "/judging/probes/",
+        f"/judging/probes/{probe_run.pk}/",
+        f"/judging/probes/{probe_run.pk}/padding/concise/?show=missed",
         "/import/",
         "/queues/",
         "/progress/",

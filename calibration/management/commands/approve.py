@@ -1,5 +1,6 @@
 """python manage.py approve --rubric NAME@VERSION [--judge NAME --eval-set CALIBRATION_SET --gating KEY,KEY
-[--min-pass-rate R] [--max-error-rate R] [--confidence C]] --by USER --reason TEXT [--override] [--agent-version V]
+[--min-pass-rate R] [--max-error-rate R] [--confidence C] [--require-clean-probes]] --by USER --reason TEXT
+[--override] [--agent-version V]
 
 Without --judge: approve the rubric version. With --judge, --eval-set and --gating: mark those criteria as
 gating for that (approved) rubric version and judge config, on a fresh calibration report of the eval set,
@@ -34,6 +35,11 @@ class Command(BaseCommand):
         parser.add_argument("--by", required=True, help="username of the lead who decides")
         parser.add_argument("--reason", required=True, help="why, in words someone can check later")
         parser.add_argument("--override", action="store_true", help="allow criteria outside the gate tier")
+        parser.add_argument(
+            "--require-clean-probes",
+            action="store_true",
+            help="gate policy with --gating: the criteria may gate only while their newest probe run is clean",
+        )
         for flag, default, what in (
             ("--min-pass-rate", DEFAULT_MIN_PASS_RATE, "the Wilson lower bound must reach"),
             ("--max-error-rate", DEFAULT_MAX_ERROR_RATE, "the ERROR rate must stay at or under"),
@@ -50,8 +56,10 @@ class Command(BaseCommand):
         if opts["agent_version"] and not opts["gating"]:
             raise CommandError("--agent-version only applies to --gating")
         asked = {name: opts[name] for name in FIELDS if opts[name] is not None}
-        if asked and not opts["gating"]:
-            raise CommandError("--min-pass-rate, --max-error-rate and --confidence only apply to --gating")
+        if (asked or opts["require_clean_probes"]) and not opts["gating"]:
+            raise CommandError(
+                "--min-pass-rate, --max-error-rate, --confidence and --require-clean-probes only apply to --gating"
+            )
         try:
             policy = GateThresholds(**asked)
         except ValueError as exc:
@@ -75,6 +83,7 @@ class Command(BaseCommand):
                 override=opts["override"],
                 agent_version=opts["agent_version"],
                 policy=policy,
+                require_clean_probes=opts["require_clean_probes"],
             )
         except (UnknownName, ApprovalRefused) as exc:
             raise CommandError(str(exc))
@@ -86,4 +95,15 @@ class Command(BaseCommand):
                 f"{'undefined' if kappa is None else f'{kappa:.3f}'}, n {mark.figures.get('n')}) "
                 f"with {mark.judge_config.name} on {rubric_version.ref}; policy: lower bound >= {mark.min_pass_rate:g} "
                 f"at {mark.confidence:g}, ERROR rate <= {mark.max_error_rate:g}"
+                + (", a clean probe run required" if mark.require_clean_probes else "")
+                + f"; probes: {_probes(mark)}"
             )
+
+
+def _probes(mark) -> str:
+    figures = mark.probe_figures
+    if not figures:
+        return "no probe run"
+    warnings = [w["code"] for w in (figures.get("criterion") or {}).get("warnings", [])]
+    state = "clean" if figures.get("clean") else ", ".join(warnings) or "not measured"
+    return f"probe run #{figures['probe_run']} {state}"

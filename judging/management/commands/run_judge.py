@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -17,6 +19,42 @@ EXIT_INCOMPLETE = 1
 EXIT_MISCONFIGURED = 2
 
 
+def add_run_arguments(parser, *, what: str = "run") -> None:
+    """The scope of a run and how to run it (probe_judge takes the same)."""
+    parser.add_argument("--eval-set", required=True, metavar="NAME")
+    parser.add_argument("--rubric", required=True, metavar="NAME@VERSION")
+    parser.add_argument("--judge", required=True, metavar="NAME", help="a judge config (see add_judge)")
+    parser.add_argument("--agent-version", default="", metavar="V", help="judge only this agent version's outputs")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--wait", action="store_true", help=f"queue on Celery and follow the {what} to its end")
+    how.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run here with the same concurrency and retry rules, without a broker (CI on one machine)",
+    )
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="with --wait: give up after")
+    parser.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="with --wait: progress interval")
+
+
+def follow(read_progress: Callable[[], Any], what: str, options, say) -> None:
+    """Print the progress line whenever it changes until the run ends; exit 1 (it goes on) after --timeout."""
+    started, last = time.monotonic(), ""
+    while True:
+        progress = read_progress()
+        if progress.finished:
+            return
+        if progress.line() != last:
+            last = progress.line()
+            say(options, last)
+        if options["timeout"] is not None and time.monotonic() - started > options["timeout"]:
+            hint = " (is a Celery worker running on this queue?)" if progress.status == "queued" else ""
+            raise CommandError(
+                f"{what} still {progress.status} after {options['timeout']:g} s{hint}; it goes on",
+                returncode=EXIT_INCOMPLETE,
+            )
+        time.sleep(options["poll"])
+
+
 class Command(BaseCommand):
     help = (
         "Run a judge over an eval set (optionally one agent version) with a rubric version. Without --wait or "
@@ -26,19 +64,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--eval-set", required=True, metavar="NAME")
-        parser.add_argument("--rubric", required=True, metavar="NAME@VERSION")
-        parser.add_argument("--judge", required=True, metavar="NAME", help="a judge config (see add_judge)")
-        parser.add_argument("--agent-version", default="", metavar="V", help="judge only this agent version's outputs")
-        how = parser.add_mutually_exclusive_group()
-        how.add_argument("--wait", action="store_true", help="queue on Celery and follow the run to its end")
-        how.add_argument(
-            "--in-process",
-            action="store_true",
-            help="run here with the same concurrency and retry rules, without a broker (CI on one machine)",
-        )
-        parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="with --wait: give up after")
-        parser.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="with --wait: progress interval")
+        add_run_arguments(parser)
 
     def handle(self, *args, **options):
         try:
@@ -62,7 +88,7 @@ class Command(BaseCommand):
             warm_up()  # what a Celery worker does when it starts
             runner.run_in_process(run)
         elif options["wait"]:
-            self.follow(run, options)
+            follow(lambda: progress_of(run), f"judge run {run.pk}", options, self.say)
         else:
             self.say(options, "queued on Celery; follow it with the run page or `run_judge ... --wait`")
             return
@@ -77,25 +103,6 @@ class Command(BaseCommand):
                 f"{progress.expected_verdicts} verdicts{detail}",
                 returncode=EXIT_INCOMPLETE,
             )
-
-    def follow(self, run: JudgeRun, options) -> None:
-        started = time.monotonic()
-        last = ""
-        while True:
-            progress = progress_of(run)
-            if progress.finished:
-                return
-            line = progress.line()
-            if line != last:
-                self.say(options, line)
-                last = line
-            if options["timeout"] is not None and time.monotonic() - started > options["timeout"]:
-                hint = " (is a Celery worker running on this queue?)" if progress.status == "queued" else ""
-                raise CommandError(
-                    f"judge run {run.pk} still {progress.status} after {options['timeout']:g} s{hint}; it goes on",
-                    returncode=EXIT_INCOMPLETE,
-                )
-            time.sleep(options["poll"])
 
     def say(self, options, text: str) -> None:
         if options["verbosity"] > 0:

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from labeling.groups import sync_role_group
 from labeling.models import Role, User
 
 
@@ -41,4 +42,5 @@ class Command(BaseCommand):
                 user.is_staff = True
             user.set_password(password)
             user.save()
+            sync_role_group(user)  # a lead gets the lead group's admin permissions (labeling/groups.py)
         self.stdout.write(f"{'created' if created else 'updated'} {username} ({role})")

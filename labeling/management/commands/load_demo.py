@@ -1,4 +1,5 @@
-"""Load the refund-support demo: users in every role, a rubric, 360 outputs, labels, judges and verdicts.
+"""Load the refund-support demo: users in every role, a rubric, 360 outputs, labels, judges, the instrument
+judge's verdicts and a probe run of it.
 
 Safe to run again: every step goes through the product's own idempotent importers.
 """
@@ -12,6 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from labeling.groups import sync_role_group
 from labeling.models import Role, User
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
@@ -28,6 +30,9 @@ DEMO_USERS = [
     ("rita", Role.REVIEWER, "adjudicates disagreements"),
     ("lee", Role.LEAD, "approves rubrics and gating criteria; can open the admin"),
 ]
+# The probe run judges each output once per probe: 80 of the 360 (as many as the demo had before it grew)
+# show every probe's flips and keep `make run` to about a minute.
+PROBE_SAMPLE = 80
 # A development password for a local demo only; set ICEWATER_DEMO_PASSWORD to choose another.
 DEFAULT_DEMO_PASSWORD = "icewater-demo"
 
@@ -45,6 +50,7 @@ class Command(BaseCommand):
                 user.is_staff = role == Role.LEAD
                 user.set_password(password)
                 user.save()
+                sync_role_group(user)
         quiet = {"stdout": open(os.devnull, "w"), "verbosity": 0}
         try:
             call_command("import_rubric", str(DEMO_DIR / "rubric.yaml"), **quiet)
@@ -81,6 +87,7 @@ class Command(BaseCommand):
         except CommandError as exc:
             llm_refused = str(exc)
         call_command("run_judge", "--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE, "--in-process", **quiet)
+        load_probe_run(quiet)
         self.stdout.write(f"Demo loaded: eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}.")
         if llm_refused:
             self.stdout.write(f"Judge {LLM_JUDGE} not added: {llm_refused}")
@@ -89,3 +96,13 @@ class Command(BaseCommand):
         self.stdout.write(f"Demo logins (password {password!r}):")
         for username, role, what in DEMO_USERS:
             self.stdout.write(f"  {username:<8} {role.label:<10} {what}")
+
+
+def load_probe_run(quiet: dict) -> None:
+    """A probe run of the demo judge, once: its results differ by criterion (the controls catch the planted
+    amount and the removed next step; padding slips past the concision instrument, which counts words)."""
+    from judging.models import ProbeRun
+
+    if not ProbeRun.objects.filter(eval_set__name=EVAL_SET, judge_config__name=JUDGE).exists():
+        scope = ("--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE)
+        call_command("probe_judge", *scope, "--sample", str(PROBE_SAMPLE), "--in-process", **quiet)

@@ -1,0 +1,218 @@
+"""What waits for a lead's decision, for Home: each line says what, and links to the page where it is decided.
+
+Six kinds, in the order they appear:
+
+  draft          a rubric version still a draft (approve it, or replace it)         -> the rubric version's page
+  no_queue       an eval set nobody is labeling (open a queue if people should)     -> Queues
+  uncalibrated   a finished judge run on a labeled eval set with no gating decision -> its calibration report
+                 (a mark or a revocation) made since it finished
+  tier_changed   a gating criterion whose tier on a fresh report differs from the   -> its report row
+                 tier it was marked in
+  stale          a gating mark that no longer applies or soon will not: the judge   -> the report it was made on
+                 config's or rubric version's contents changed, the rubric version
+                 is no longer approved, or a newer version of the rubric exists
+  gate_failed    a gate that failed or could not decide in the last RECENT_GATES    -> the gate result
+                 days
+
+Calibration is above labeling and judging, so this module may read all three (labeling.inbox has the
+reviewer's part). Queries: one per kind, plus one report (six queries, nine with a probe run) per
+calibration a gating mark was made on, at most MAX_TIER_CHECKS of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Exists, F, OuterRef, Q
+from django.urls import reverse
+from django.utils import timezone
+
+from judging.models import JudgeRun
+from labeling.models import Annotation, EvalSet, RubricVersion
+
+from .models import GateResult, GatingMark
+from .report import calibration_report
+
+# Gate answers older than a week are history, not news: a release pipeline runs the gate daily or more.
+RECENT_GATES = timedelta(days=7)
+# Lines per kind on Home; the rest is counted ("and 12 more") and one click away.
+MAX_LINES = 8
+# Each check of a gating mark's tier is one full report; a lead gates a handful of instruments.
+MAX_TIER_CHECKS = 5
+
+
+@dataclass(frozen=True)
+class Line:
+    text: str
+    url: str
+    action: str
+    when: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    kind: str
+    title: str
+    lines: list[Line]
+    more: int = 0
+
+
+def _section(kind: str, title: str, lines: list[Line]) -> Section | None:
+    if not lines:
+        return None
+    return Section(kind, title, lines[:MAX_LINES], max(len(lines) - MAX_LINES, 0))
+
+
+def _report_url(eval_set_id: int, rubric_version_id: int, judge_id: int, anchor: str = "") -> str:
+    url = reverse("calibration:report", args=[eval_set_id, rubric_version_id, judge_id])
+    return f"{url}#{anchor}" if anchor else url
+
+
+def drafts() -> list[Line]:
+    versions = RubricVersion.objects.filter(status=RubricVersion.Status.DRAFT).select_related("rubric")
+    return [
+        Line(
+            f"{rv.ref} is a draft: no criterion of it can gate",
+            reverse("labeling:rubric_version", args=[rv.pk]),  # its diff, its approval, its queue button
+            "Approve or replace",
+            rv.created_at,
+        )
+        for rv in versions.order_by("created_at")
+    ]
+
+
+def eval_sets_without_queue() -> list[Line]:
+    # A release candidate is judged and gated, never labeled: an eval set the gate has been asked about is one.
+    candidates = GateResult.objects.filter(eval_set=OuterRef("pk"))
+    sets = EvalSet.objects.exclude(labeling_queues__is_current=True).exclude(Exists(candidates)).order_by("name")
+    queues = reverse("labeling:queues")
+    return [
+        Line(f"{es.name} has no open labeling queue", f"{queues}#queue-{es.pk}", "Open a queue", es.created_at)
+        for es in sets
+    ]
+
+
+def uncalibrated_runs() -> list[Line]:
+    labeled = Annotation.objects.filter(
+        output__case__eval_set=OuterRef("eval_set"),
+        rubric_version=OuterRef("rubric_version"),
+        status=Annotation.Status.SUBMITTED,
+    )
+    decided = GatingMark.objects.filter(
+        rubric_version=OuterRef("rubric_version"),
+        judge_config=OuterRef("judge_config"),
+        calibration_eval_set=OuterRef("eval_set"),
+    ).filter(Q(marked_at__gte=OuterRef("finished_at")) | Q(revoked_at__gte=OuterRef("finished_at")))
+    runs = (
+        JudgeRun.objects.filter(status=JudgeRun.Status.DONE, probe_run__isnull=True)  # probe arms calibrate nothing
+        .filter(Exists(labeled))
+        .exclude(Exists(decided))
+        .select_related("eval_set", "rubric_version__rubric", "judge_config")
+        .order_by(F("finished_at").desc(nulls_last=True), "-pk")
+    )
+    lines, seen = [], set()
+    for run in runs[: MAX_LINES * 4]:  # newest run per instrument: older runs of it are the same decision
+        key = (run.eval_set_id, run.rubric_version_id, run.judge_config_id)
+        if key in seen:
+            continue
+        seen.add(key)
+        text = (
+            f"run #{run.pk} of {run.judge_config.name} on {run.rubric_version.ref} over {run.eval_set.name} "
+            "finished: no gating decision since"
+        )
+        lines.append(Line(text, _report_url(*key), "Read the calibration", run.finished_at))
+    return lines
+
+
+def _active_marks():
+    return GatingMark.objects.active().select_related(
+        "criterion", "rubric_version__rubric", "judge_config", "calibration_eval_set"
+    )
+
+
+def tier_changes(marks: list[GatingMark]) -> list[Line]:
+    groups: dict[tuple, list[GatingMark]] = {}
+    for m in marks:
+        key = (m.calibration_eval_set_id, m.rubric_version_id, m.judge_config_id, m.calibration_agent_version)
+        groups.setdefault(key, []).append(m)
+    lines = []
+    for (_, _, _, agent_version), group in list(groups.items())[:MAX_TIER_CHECKS]:
+        first = group[0]
+        report = calibration_report(
+            eval_set=first.calibration_eval_set,
+            rubric_version=first.rubric_version,
+            judge_config=first.judge_config,
+            agent_version=agent_version or None,
+        )
+        tiers = {r.criterion: r.tier for r in report.rows}
+        for m in group:
+            now = tiers.get(m.criterion.key)
+            if now is not None and now != m.tier:
+                text = (
+                    f"{m.criterion.key} gates with {m.judge_config.name} on {m.rubric_version.ref}: marked in the "
+                    f"{m.tier} tier, now {now} on {m.calibration_eval_set.name}"
+                )
+                url = _report_url(
+                    m.calibration_eval_set_id, m.rubric_version_id, m.judge_config_id, f"criterion-{m.criterion.key}"
+                )
+                lines.append(Line(text, url, "Review the mark", m.marked_at))
+    return lines
+
+
+def stale_marks(marks: list[GatingMark]) -> list[Line]:
+    newer = _newest_versions({m.rubric_version.rubric_id for m in marks})
+    lines = []
+    for m in marks:
+        rv, jc = m.rubric_version, m.judge_config
+        why = ""
+        if m.judge_config_hash != jc.content_hash:
+            why = f"judge config {jc.name} changed since it was marked"
+        elif m.rubric_content_hash != rv.content_hash:
+            why = f"{rv.ref} changed since it was marked"
+        elif rv.status != RubricVersion.Status.APPROVED:
+            why = f"{rv.ref} is {rv.get_status_display().lower()}, so it gates nothing"
+        elif (latest := newer.get(rv.rubric_id)) is not None and latest.pk != rv.pk:
+            why = f"{latest.ref} is newer: calibrate it before it replaces {rv.ref}"
+        if why:
+            text = f"{m.criterion.key} gates with {jc.name} on {rv.ref}, but {why}"
+            url = _report_url(m.calibration_eval_set_id, rv.pk, jc.pk, f"criterion-{m.criterion.key}")
+            lines.append(Line(text, url, "Review the mark", m.marked_at))
+    return lines
+
+
+def _newest_versions(rubric_ids: set[int]) -> dict[int, RubricVersion]:
+    newest: dict[int, RubricVersion] = {}
+    for rv in RubricVersion.objects.filter(rubric_id__in=rubric_ids).select_related("rubric").order_by("created_at"):
+        newest[rv.rubric_id] = rv  # the last one wins: the newest
+    return newest
+
+
+def gate_failures(now: datetime | None = None) -> list[Line]:
+    since = (now or timezone.now()) - RECENT_GATES
+    results = GateResult.objects.filter(
+        created_at__gte=since, decision__in=[GateResult.Decision.FAILED, GateResult.Decision.UNDECIDED]
+    )
+    lines = []
+    for g in results.order_by("-created_at", "-pk"):
+        if g.decision == GateResult.Decision.FAILED:
+            text = f"the gate failed {g.rubric_ref} with {g.judge_name} on {g.eval_set_name}"
+            if g.binding_criterion:
+                text += f" (binding: {g.binding_criterion})"
+        else:
+            text = f"the gate could not decide {g.rubric_ref} with {g.judge_name} on {g.eval_set_name}: {g.reason}"
+        lines.append(Line(text, reverse("calibration:gate_result", args=[g.pk]), "Read the result", g.created_at))
+    return lines
+
+
+def lead_inbox() -> list[Section]:
+    marks = list(_active_marks())
+    sections = [
+        _section("draft", "Draft rubric versions", drafts()),
+        _section("no_queue", "Eval sets nobody is labeling", eval_sets_without_queue()),
+        _section("uncalibrated", "Finished judge runs not yet decided on", uncalibrated_runs()),
+        _section("tier_changed", "Gating criteria whose tier changed", tier_changes(marks)),
+        _section("stale", "Gating marks gone stale", stale_marks(marks)),
+        _section("gate_failed", "Recent gate failures", gate_failures()),
+    ]
+    return [s for s in sections if s is not None]

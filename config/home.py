@@ -1,0 +1,39 @@
+"""Home: an inbox per role. It lives in the project package because it reads every app: an annotator's
+queues (labeling), what waits for a reviewer (labeling.inbox), and what waits for a lead's decision
+(calibration.inbox, which reads judge runs and gates). The apps depend on each other upwards only
+(labeling <- judging <- calibration), so no app could host this page without importing one above it.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from calibration.inbox import lead_inbox
+from labeling.access import ALL_ROLES, STAFF_ROLES, gives_blind_labels, has_role, role_required
+from labeling.inbox import adjudications_waiting
+from labeling.models import EvalSet, Role, RubricVersion
+from labeling.progress import my_queues
+from labeling.queue import open_queues
+
+
+@role_required(*ALL_ROLES)
+def home(request: HttpRequest) -> HttpResponse:
+    """Each role's next action first: an annotator's queues; a reviewer's adjudications; a lead's decisions
+    and adjudications. Staff also see the open queues, eval sets and rubric versions."""
+    user = request.user
+    staff, lead = has_role(user, *STAFF_ROLES), has_role(user, Role.LEAD)
+    context = {"staff": staff, "is_lead": lead}
+    if gives_blind_labels(user):  # only annotators label (the blind rule per person, docs/labeling.md)
+        context["my_queues"] = my_queues(user)
+    if staff:
+        context["adjudications"] = adjudications_waiting(user)
+        context["eval_sets"] = EvalSet.objects.annotate(n_cases=Count("cases", distinct=True)).order_by("name")
+        context["rubric_versions"] = RubricVersion.objects.select_related("rubric").annotate(
+            n_criteria=Count("criteria")
+        )
+        context["queues"] = open_queues()
+    if lead:
+        context["decisions"] = lead_inbox()
+    return render(request, "home.html", context)
