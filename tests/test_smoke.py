@@ -73,12 +73,11 @@ def test_embedded_default_runs_the_demo_and_a_model_judge_on_sqlite(tmp_path):
         "demo-instruments", "--format", "json",
     )  # fmt: skip
     probes = json.loads(report.stdout)["probes"]
-    # The demo's probe run differs by criterion: both controls caught, padding slips past the word count.
+    # The demo's probe run differs by criterion: the planted amount caught, padding slips past the word count.
     assert {c["criterion"]: c["clean"] for c in probes["criteria"]} == {
         "correct_amount": True,
         "grounded": True,
         "within_policy": True,
-        "next_step": True,
         "concise": False,
     }
     assert [w["code"] for w in probes["criteria"][-1]["warnings"]] == ["blind_to_padding"]

@@ -99,8 +99,8 @@ class Command(BaseCommand):
 
 
 def load_probe_run(quiet: dict) -> None:
-    """A probe run of the demo judge, once: its results differ by criterion (the controls catch the planted
-    amount and the removed next step; padding slips past the concision instrument, which counts words)."""
+    """A probe run of the demo judge, once: its results differ by criterion (the control catches the planted
+    amount; padding slips past the concision instrument, which counts words)."""
     from judging.models import ProbeRun
 
     if not ProbeRun.objects.filter(eval_set__name=EVAL_SET, judge_config__name=JUDGE).exists():
