@@ -35,11 +35,19 @@ NEEDS_EVIDENCE = (HumanOutcome.PASS, HumanOutcome.FAIL)
 class LabelingError(Exception):
     """A write that is refused; `status` is the HTTP status the view answers with."""
 
-    def __init__(self, message: str, status: int = 422, *, keys: list[str] | None = None):
+    def __init__(
+        self, message: str, status: int = 422, *, keys: list[str] | None = None, reasons: dict[str, str] | None = None
+    ):
         super().__init__(message)
         self.message = message
         self.status = status
         self.keys = keys or []
+        self.reasons = reasons or {}  # per criterion key: what it still needs, said on the criterion
+
+
+# What a refused Submit says on each criterion it names.
+NOT_ANSWERED = "Not answered yet: pick an outcome before you submit."
+NEEDS_QUOTE = "Needs an evidence quote from the transcript, or NONE, before you submit."
 
 
 @dataclass
@@ -177,15 +185,20 @@ def submit(*, annotation: Annotation) -> None:
     criteria = list(annotation.rubric_version.criteria.order_by("order", "id"))
     labels = {label.criterion_id: label for label in Label.objects.filter(annotation=annotation, is_current=True)}
     missing = [c.key for c in criteria if c.pk not in labels]
+    answered = [(c.key, labels[c.pk]) for c in criteria if c.pk in labels]
+    unquoted = [key for key, label in answered if label.outcome in NEEDS_EVIDENCE and not label.evidence]
+    # Every problem at once, each criterion named once with what it still needs, so one pass fixes them all.
+    parts = []
     if missing:
-        raise LabelingError(f"Answer every criterion before submitting. Missing: {', '.join(missing)}.", keys=missing)
-    unquoted = [c.key for c in criteria if labels[c.pk].outcome in NEEDS_EVIDENCE and not labels[c.pk].evidence]
+        parts.append(f"Answer every criterion before submitting. Missing: {', '.join(missing)}.")
     if unquoted:
-        raise LabelingError(
+        parts.append(
             "PASS and FAIL need an evidence quote from the transcript, or NONE when there is nothing to quote. "
-            f"Missing for: {', '.join(unquoted)}.",
-            keys=unquoted,
+            f"Missing for: {', '.join(unquoted)}."
         )
+    if parts:
+        reasons = dict.fromkeys(missing, NOT_ANSWERED) | dict.fromkeys(unquoted, NEEDS_QUOTE)
+        raise LabelingError(" ".join(parts), keys=missing + unquoted, reasons=reasons)
     annotation.status = Annotation.Status.SUBMITTED
     annotation.submitted_at = timezone.now()
     annotation.reserved_until = None

@@ -7,6 +7,7 @@ from . import rubric_views, upload_views, views
 app_name = "labeling"
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("import/", upload_views.upload, name="upload"),
     # Labeling (issue 3): queue, annotation pages, adjudication, progress.
     path("queues/", views.queues, name="queues"),

@@ -13,6 +13,7 @@ from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.templatetags.static import static
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -32,6 +33,12 @@ from .transcript import Transcript
 def healthz(request: HttpRequest) -> HttpResponse:
     """Liveness for scripts and load balancers: no login, no data."""
     return HttpResponse("ok", content_type="text/plain")
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico whatever the page says; the file itself is a static file (whitenoise)."""
+    return redirect(static("img/favicon.ico"))
 
 
 # --- Queue -------------------------------------------------------------------------------------
@@ -191,7 +198,7 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
         context = annotation_context(request, own_annotation(request.user, pk))
         context["submit_error"] = exc.message
         for key in exc.keys:  # mark each criterion the refusal is about, where the person looks
-            context["states_by_key"][key].error = "Needed before you submit (see the message at the top)."
+            context["states_by_key"][key].error = exc.reasons.get(key, "Needed before you submit.")
         return render(request, "labeling/annotate.html", context, status=exc.status)
     messages.success(request, f"Submitted {annotation.output.case.case_id}.")
     return next_output(request, annotation.output.case.eval_set_id)

@@ -242,3 +242,31 @@ def test_a_save_checks_the_annotation_again_under_the_lock_after_validating(clie
     r = post_save(client, draft, outcome="PASS", evidence="refund of $40.00")
     assert r.status_code == 200  # negative control: a correction with its quote is a first revision
     assert [(o, e, rev) for _, _, o, e, rev in snapshot()] == [("PASS", "refund of $40.00", 1)]
+
+
+def test_a_refused_submit_names_every_problem_at_once_and_only_those(client, annotator):
+    three = [
+        {"key": "correct_amount", "definition": "The amount matches."},
+        {"key": "next_step", "definition": "The next step is said."},
+        {"key": "tone", "definition": "Polite."},
+    ]
+    eval_set, rv, _ = labeling_setup(criteria=three)
+    client.force_login(annotator)
+    client.post(next_url(eval_set))
+    draft = Annotation.objects.get()
+    post_save(client, draft, outcome="PASS", evidence="")  # answered, but no quote yet
+    post_save(client, draft, criterion="tone", outcome="ABSTAIN", evidence="")  # complete: not named
+    r = client.post(submit_url(draft), {"rubric_version": draft.rubric_version_id})
+    body = r.content.decode()
+    assert r.status_code == 422
+    message = body.split('id="submit-error">', 1)[1].split("</div>", 1)[0]
+    assert "Missing: next_step." in message and "Missing for: correct_amount." in message
+    assert "tone" not in message
+    # Each named criterion says what it still needs; the complete one says nothing of the kind.
+    keys = ("correct_amount", "next_step", "tone")
+    status = {k: body.split(f'id="status-{k}"', 1)[1].split("</p>", 1)[0] for k in keys}
+    assert "Needs an evidence quote" in status["correct_amount"]
+    assert "Not answered yet" in status["next_step"]
+    assert "before you submit" not in status["tone"]
+    draft.refresh_from_db()
+    assert draft.status == "draft"

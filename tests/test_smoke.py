@@ -73,12 +73,11 @@ def test_embedded_default_runs_the_demo_and_a_model_judge_on_sqlite(tmp_path):
         "demo-instruments", "--format", "json",
     )  # fmt: skip
     probes = json.loads(report.stdout)["probes"]
-    # The demo's probe run differs by criterion: both controls caught, padding slips past the word count.
+    # The demo's probe run differs by criterion: the planted amount caught, padding slips past the word count.
     assert {c["criterion"]: c["clean"] for c in probes["criteria"]} == {
         "correct_amount": True,
         "grounded": True,
         "within_policy": True,
-        "next_step": True,
         "concise": False,
     }
     assert [w["code"] for w in probes["criteria"][-1]["warnings"]] == ["blind_to_padding"]
@@ -104,7 +103,7 @@ def test_embedded_default_runs_the_demo_and_a_model_judge_on_sqlite(tmp_path):
         again = manage(*args, "--in-process")
         assert again.returncode == 0, again.stdout + again.stderr
         assert fake.calls == calls  # the unchanged re-run came from the cache
-    assert calls == 80  # one call per output (per-output mode) for the demo's 80 outputs
+    assert calls == 360  # one call per output (per-output mode) for the demo's 360 outputs
 
     def export(judge: str) -> list[dict]:
         done = manage(
@@ -114,12 +113,12 @@ def test_embedded_default_runs_the_demo_and_a_model_judge_on_sqlite(tmp_path):
         assert done.returncode == 0, done.stderr
         return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
 
-    # The current verdicts are the re-run's: five criteria for each of the 80 outputs, all from the cache
+    # The current verdicts are the re-run's: four criteria for each of the 360 outputs, all from the cache
     # (the fake judge says PASS to everything).
     llm = export("smoke-llm")
-    assert len(llm) == 80 * 5 and {v["outcome"] for v in llm} == {"PASS"} and all(v["cache_hit"] for v in llm)
+    assert len(llm) == 360 * 4 and {v["outcome"] for v in llm} == {"PASS"} and all(v["cache_hit"] for v in llm)
     instruments = export("demo-instruments")
-    assert len(instruments) == 80 * 5 and {v["outcome"] for v in instruments} == {"PASS", "FAIL", "NOT_APPLICABLE"}
+    assert len(instruments) == 360 * 4 and {v["outcome"] for v in instruments} == {"PASS", "FAIL", "NOT_APPLICABLE"}
 
 
 def test_make_run_serves_the_demo_and_its_worker_takes_judge_runs(tmp_path):

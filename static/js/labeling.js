@@ -137,7 +137,10 @@
   function focusEvidence(form) {
     const ev = evidenceOf(form);
     if (!ev || ev.disabled) return;
-    ev.focus();
+    ev.focus({ preventScroll: true });
+    // Scrolled by hand: "nearest" honours the box's scroll-margin-bottom (labeling.css), which keeps it
+    // clear of the sticky Submit bar; focus's own scrolling stops as soon as the box is under the bar.
+    ev.scrollIntoView({ block: "nearest" });
     ev.setSelectionRange(ev.value.length, ev.value.length);
   }
 
@@ -298,13 +301,64 @@
       if (inFlight() === 0) dirty.forEach(save);
       await new Promise((r) => setTimeout(r, 60));
     }
-    const bad = forms().find((f) => f.classList.contains("has-error"));
-    if (bad) {
+    const refused = forms().filter((f) => f.classList.contains("has-error"));
+    if (refused.length) {
       submitting = false;
-      setCurrent(bad.dataset.key);
+      showProblems();
+      // The cursor stays on a criterion whose save was refused (the current one if it is), in its evidence box.
+      const stay = refused.find((f) => f.dataset.key === currentKey) || refused[0];
+      setCurrent(stay.dataset.key);
+      focusEvidence(stay);
       return;
     }
     submitForm.submit();
+  }
+
+  // Everything that still stands between this page and a submit, one line per criterion: the server
+  // says the same when it refuses (labeling/annotate.py submit), but it cannot know of a refused quote.
+  function problems() {
+    return forms().flatMap((f) => {
+      const key = f.dataset.key;
+      const saved = f.dataset.savedOutcome || "";
+      const ev = evidenceOf(f);
+      if (f.classList.contains("has-error")) {
+        // The reason's first sentence: the whole of it is on the criterion.
+        const said = ((f.querySelector(".crit-status") || {}).textContent || "").trim().split(/(?<=\.)\s/)[0];
+        return [`${key}: ${said || "not saved"}`];
+      }
+      if (!saved) return [`${key}: not answered yet`];
+      if ((saved === "PASS" || saved === "FAIL") && ev && !(ev.dataset.saved || "").trim()) {
+        return [`${key}: needs an evidence quote from the transcript, or NONE`];
+      }
+      return [];
+    });
+  }
+
+  // Said in the sticky Submit bar, so it is on the screen wherever the page is scrolled.
+  function showProblems() {
+    let box = document.getElementById("submit-problems");
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "submit-problems";
+      box.className = "error";
+      box.setAttribute("role", "alert");
+      submitForm.prepend(box);
+    }
+    const list = document.createElement("ul");
+    problems().forEach((line) => {
+      const li = document.createElement("li");
+      li.textContent = line;
+      list.appendChild(li);
+    });
+    const lead = document.createElement("strong");
+    lead.textContent = "Not submitted. Still to fix:";
+    box.replaceChildren(lead, list);
+  }
+  // The bar grows with that list: scroll margins (labeling.css) follow its height.
+  if (submitForm && window.ResizeObserver) {
+    new ResizeObserver(() => {
+      document.documentElement.style.setProperty("--submit-bar-height", submitForm.offsetHeight + "px");
+    }).observe(submitForm);
   }
   if (submitForm) {
     submitForm.addEventListener("submit", (e) => {
@@ -336,6 +390,11 @@
     }
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     if (t && t.matches && t.matches("input[type=text], input[type=search], select, textarea")) return;
+    if (e.key === "?") {
+      const help = document.getElementById("keys");
+      if (help && help.togglePopover) { e.preventDefault(); help.togglePopover(); }
+      return;
+    }
     if (locked) return;
     const keys = { p: "PASS", f: "FAIL", n: "NOT_APPLICABLE", c: "ABSTAIN" };
     if (keys[e.key]) { e.preventDefault(); pick(keys[e.key]); }
@@ -390,6 +449,8 @@
   });
 
   // Start on the first criterion without an answer.
-  const first = forms().find((f) => !f.dataset.savedOutcome) || forms()[0];
+  // A refused Submit comes back with its criteria marked: start on the first of them.
+  const first =
+    forms().find((f) => f.classList.contains("has-error")) || forms().find((f) => !f.dataset.savedOutcome) || forms()[0];
   if (first) setCurrent(first.dataset.key, { focus: !locked, scroll: false });
 })();

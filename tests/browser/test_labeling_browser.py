@@ -69,8 +69,11 @@ def test_an_annotator_labels_a_whole_case_with_the_keyboard_only(live_server, ne
     tab_to(page, "Next")
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="case-001")).to_be_visible()
-    expect(page.get_by_role("heading", name="Keyboard")).to_be_visible()  # the keys are documented on the page
     keys_ready(page)
+    page.keyboard.press("?")  # the keys are documented on the page, one key away
+    expect(page.get_by_role("heading", name="Keyboard")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("heading", name="Keyboard")).to_be_hidden()
 
     # 1 correct_amount: PASS, the cursor lands in the evidence box, Enter saves and moves on.
     page.keyboard.press("p")

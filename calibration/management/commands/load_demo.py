@@ -1,5 +1,5 @@
-"""Load the refund-support demo: users in every role, a rubric, 80 outputs, labels, a judge, its verdicts and
-a probe run of it.
+"""Load the refund-support demo: users in every role, a rubric, 360 outputs, labels, judges, the instrument
+judge's verdicts and a probe run of it.
 
 Safe to run again: every step goes through the product's own idempotent importers.
 """
@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 import labeling.demo
@@ -23,6 +23,9 @@ DEMO_DIR = Path(labeling.demo.__file__).resolve().parent
 EVAL_SET = "refund-support-demo"
 RUBRIC = "refund-support@1"
 JUDGE = "demo-instruments"
+# Ready for whoever sets OPENAI_API_KEY (one of the judge key allowlist's names); never run by the demo.
+LLM_JUDGE = "demo-gpt"
+LLM_KEY_ENV = "OPENAI_API_KEY"  # the api_key_env of judge-llm.json
 DEMO_USERS = [
     ("maria", Role.ANNOTATOR, "labels all day; has finished her share"),
     ("deshawn", Role.ANNOTATOR, "the second annotator on every output"),
@@ -30,6 +33,9 @@ DEMO_USERS = [
     ("rita", Role.REVIEWER, "adjudicates disagreements"),
     ("lee", Role.LEAD, "approves rubrics and gating criteria; can open the admin"),
 ]
+# The probe run judges each output once per probe: 80 of the 360 (as many as the demo had before it grew)
+# show every probe's flips and keep `make run` to about a minute.
+PROBE_SAMPLE = 80
 # A development password for a local demo only; set ICEWATER_DEMO_PASSWORD to choose another.
 DEFAULT_DEMO_PASSWORD = "icewater-demo"
 
@@ -49,7 +55,17 @@ class Command(BaseCommand):
                 user.save()
                 sync_role_group(user)
         quiet = {"stdout": open(os.devnull, "w"), "verbosity": 0}
-        call_command("import_rubric", str(DEMO_DIR / "rubric.yaml"), **quiet)
+        try:
+            call_command("import_rubric", str(DEMO_DIR / "rubric.yaml"), **quiet)
+        except CommandError as exc:
+            if "already exists with different content" not in str(exc):
+                raise
+            # A data folder made by an earlier demo (the demo rubric changed under the same version).
+            raise CommandError(
+                f"this database holds an earlier Icewater demo whose {RUBRIC} differs from the current one; "
+                "load the demo into a fresh database (for `make run`: remove the data folder, `rm -rf data`, "
+                "or set ICEWATER_DATA_DIR to an empty folder). Nothing was imported."
+            ) from exc
         call_command("import_cases", "--eval-set", EVAL_SET, str(DEMO_DIR / "cases.jsonl"), **quiet)
         call_command(
             "import_labels", "--eval-set", EVAL_SET, "--rubric", RUBRIC, str(DEMO_DIR / "labels.jsonl"), **quiet
@@ -68,19 +84,28 @@ class Command(BaseCommand):
             **quiet,
         )
         call_command("add_judge", str(DEMO_DIR / "judge.json"), **quiet)
+        llm_refused = ""
+        try:  # refused (and nothing written) where the operator's key allowlist leaves out its variable
+            call_command("add_judge", str(DEMO_DIR / "judge-llm.json"), **quiet)
+        except CommandError as exc:
+            llm_refused = str(exc)
         call_command("run_judge", "--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE, "--in-process", **quiet)
         load_probe_run(quiet)
         self.stdout.write(f"Demo loaded: eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}.")
+        if llm_refused:
+            self.stdout.write(f"Judge {LLM_JUDGE} not added: {llm_refused}")
+        else:
+            self.stdout.write(f"Judge {LLM_JUDGE} (an OpenAI model) runs once {LLM_KEY_ENV} is set.")
         self.stdout.write(f"Demo logins (password {password!r}):")
         for username, role, what in DEMO_USERS:
             self.stdout.write(f"  {username:<8} {role.label:<10} {what}")
 
 
 def load_probe_run(quiet: dict) -> None:
-    """A probe run of the demo judge, once: its results differ by criterion (the controls catch the planted
-    amount and the removed next step; padding slips past the concision instrument, which counts words)."""
+    """A probe run of the demo judge, once: its results differ by criterion (the control catches the planted
+    amount; padding slips past the concision instrument, which counts words)."""
     from judging.models import ProbeRun
 
     if not ProbeRun.objects.filter(eval_set__name=EVAL_SET, judge_config__name=JUDGE).exists():
         scope = ("--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE)
-        call_command("probe_judge", *scope, "--in-process", **quiet)
+        call_command("probe_judge", *scope, "--sample", str(PROBE_SAMPLE), "--in-process", **quiet)

@@ -1,0 +1,99 @@
+"""The demo shows every calibration situation honestly, and its README walk ends in a gating decision."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
+from calibration.models import GatingMark
+from calibration.report import calibration_report
+from judging.models import JudgeConfig
+from labeling.management.commands.load_demo import EVAL_SET, JUDGE, LLM_JUDGE
+from labeling.models import EvalSet, LabelingQueue, Output, RubricVersion, User
+
+pytestmark = pytest.mark.django_db
+
+# Where each demo criterion is meant to land (labeling/demo/generate.py says why).
+INTENDED_TIERS = {"correct_amount": "gate", "within_policy": "trend", "concise": "unusable", "grounded": "unusable"}
+PEOPLE_DISAGREE = "grounded"
+
+
+@pytest.fixture
+def demo():
+    call_command("load_demo", verbosity=0, stdout=StringIO())
+    es = EvalSet.objects.get(name=EVAL_SET)
+    rv = LabelingQueue.objects.get(eval_set=es, is_current=True).rubric_version
+    return es, rv, JudgeConfig.objects.get(name=JUDGE)
+
+
+def report_url(es, rv, judge) -> str:
+    return reverse("calibration:report", args=[es.pk, rv.pk, judge.pk])
+
+
+def test_the_demo_puts_each_criterion_in_its_intended_situation(demo, client):
+    es, rv, judge = demo
+    assert 300 <= Output.objects.filter(case__eval_set=es).count() <= 400
+    rows = {r.criterion: r for r in calibration_report(eval_set=es, rubric_version=rv, judge_config=judge).rows}
+    assert {k: r.tier for k, r in rows.items()} == INTENDED_TIERS
+    assert all(r.n >= MIN_N for r in rows.values())  # no criterion is merely "insufficient"
+    # The gate-tier criterion clears the gate threshold with its whole interval, so no warning clouds the walk.
+    assert rows["correct_amount"].kappa_ci[0] >= 0.6
+    # People disagree on exactly one criterion; on the others the gold is trustworthy.
+    assert rows[PEOPLE_DISAGREE].human_kappa < HUMAN_MIN_KAPPA
+    assert "humans_disagree" in {w.code for w in rows[PEOPLE_DISAGREE].warnings}
+    others = [r for k, r in rows.items() if k != PEOPLE_DISAGREE]
+    assert all(r.human_kappa >= HUMAN_MIN_KAPPA for r in others)
+    # The lead's page says the same.
+    client.force_login(User.objects.get(username="lee"))
+    page = client.get(report_url(es, rv, judge)).content.decode()
+    for key, tier in INTENDED_TIERS.items():
+        row = page.split(f'id="criterion-{key}"', 1)[1].split("</tbody>", 1)[0]
+        assert f'class="pill tier-{tier}"' in row, key
+
+
+def test_the_demo_ships_an_llm_judge_that_reads_an_allowed_key(demo, settings):
+    llm = JudgeConfig.objects.get(name=LLM_JUDGE)
+    assert llm.backend == "openai" and llm.api_key_env in settings.JUDGE_KEY_VARS
+
+
+def test_the_readme_walk_reaches_a_gating_decision_without_an_override(demo, client):
+    es, rv, judge = demo
+    client.force_login(User.objects.get(username="lee"))
+    reason = {"reason": "demo walk: the judge agrees with people on refund amounts"}
+    client.post(reverse("calibration:approve_rubric", args=[rv.pk]), reason)
+    assert RubricVersion.objects.get(pk=rv.pk).status == RubricVersion.Status.APPROVED
+    gating = reverse("calibration:mark_gating", args=[es.pk, rv.pk, judge.pk])
+
+    # A negative control: an unusable criterion is refused without an override, and nothing is marked.
+    refused = client.post(gating, {**reason, "criterion": "concise"})
+    assert "only gate-tier criteria can gate" in refused.content.decode()
+    assert not GatingMark.objects.exists()
+
+    client.post(gating, {**reason, "criterion": "correct_amount"})
+    mark = GatingMark.objects.get()
+    assert (mark.criterion.key, mark.tier, mark.override) == ("correct_amount", "gate", False)
+
+
+def test_the_demo_loads_without_its_llm_judge_where_the_key_allowlist_leaves_its_variable_out(settings):
+    settings.JUDGE_KEY_VARS = ["SOME_OTHER_KEY"]
+    out = StringIO()
+    call_command("load_demo", stdout=out)
+    assert f"Judge {LLM_JUDGE} not added" in out.getvalue() and "OPENAI_API_KEY" in out.getvalue()
+    assert not JudgeConfig.objects.filter(name=LLM_JUDGE).exists()
+    assert JudgeConfig.objects.filter(name=JUDGE).exists() and Output.objects.count() == 360
+
+
+def test_an_earlier_demos_database_is_refused_with_what_to_do_and_nothing_imported(tmp_path):
+    earlier = tmp_path / "rubric.yaml"
+    earlier.write_text(
+        'name: refund-support\nversion: "1"\ninstruction: An earlier demo.\ncriteria:\n'
+        "  - key: next_step\n    definition: The reply says what happens next.\n"
+    )
+    call_command("import_rubric", str(earlier), stdout=StringIO())
+    with pytest.raises(CommandError, match="earlier Icewater demo.*fresh database.*Nothing was imported"):
+        call_command("load_demo", stdout=StringIO())
+    assert not EvalSet.objects.exists() and not JudgeConfig.objects.exists()
