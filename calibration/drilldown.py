@@ -16,7 +16,7 @@ from django.utils.safestring import SafeString
 from judging.models import JudgeConfig, Verdict
 from labeling.gold import derive_gold
 from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion
-from labeling.transcript import Transcript, highlight, quotes_of, render_json
+from labeling.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, quotes_of, render_json, show
 
 from . import data
 from .metrics import FAIL, PASS
@@ -72,13 +72,24 @@ class DrilldownItem:
 
 
 def _parts(output: Output, quotes: dict[str, str | list[str]]) -> list[TranscriptPart]:
-    parts = [TranscriptPart("Input", highlight(output.case.input, quotes))]
-    for i, call in enumerate(output.tool_calls or [], start=1):
+    """The transcript with every quote marked; long texts and many tool calls are cut as on the labeling page
+    (the output page, one click away, shows all of it)."""
+
+    def cut(text: str) -> SafeString:
+        part = show(text, quotes, PREVIEW_CHARS)
+        if not part.cut:
+            return part.html
+        return SafeString(f"{part.html}\n[… cut: {part.shown_text} of {part.length_text} characters shown]")
+
+    calls = list(output.tool_calls or [])
+    parts = [TranscriptPart("Input", cut(output.case.input))]
+    for i, call in enumerate(calls[:PREVIEW_TOOL_CALLS], start=1):
         name = str(call.get("name", ""))
-        args = highlight(render_json(call.get("args", "")), quotes)
-        result = highlight(render_json(call.get("response", "")), quotes)
+        args, result = cut(render_json(call.get("args", ""))), cut(render_json(call.get("response", "")))
         parts.append(TranscriptPart(f"Tool call {i}: {name}", SafeString(f"{args}\n→ {result}")))
-    parts.append(TranscriptPart("Response", highlight(output.response, quotes)))
+    if len(calls) > PREVIEW_TOOL_CALLS:
+        parts.append(TranscriptPart(f"{len(calls) - PREVIEW_TOOL_CALLS:,} more tool calls", SafeString("(cut)")))
+    parts.append(TranscriptPart("Response", cut(output.response)))
     return parts
 
 

@@ -9,7 +9,7 @@ from django.db.models import Count, Q, QuerySet
 
 from labeling.access import has_role
 from labeling.models import Role
-from labeling.transcript import NONE_QUOTE, Transcript, highlight, render_json
+from labeling.transcript import NONE_QUOTE, PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, render_json, show
 
 from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome
 from .probes.registry import ORIGINAL
@@ -82,7 +82,7 @@ def pretty_raw(raw: str) -> str:
     """The raw output as the judge gave it; JSON is indented for reading (the text is otherwise untouched)."""
     try:
         return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):  # not JSON, or nested deeper than json can walk
         return raw
 
 
@@ -95,7 +95,8 @@ def shown_transcript(verdict: Verdict) -> Transcript:
     return Transcript.of(verdict.output)
 
 
-def verdict_context(verdict: Verdict) -> dict:
+def verdict_context(verdict: Verdict, *, full: bool = False) -> dict:
+    """Unless `full`, long texts and many tool calls are cut as on the labeling page (a \"Show all\" link)."""
     output, shown = verdict.output, shown_transcript(verdict)
     quote = verdict.evidence if verdict.evidence and verdict.evidence.strip() != NONE_QUOTE else ""
     quotes = {"hl-judge": quote} if quote else {}
@@ -105,24 +106,39 @@ def verdict_context(verdict: Verdict) -> dict:
         .values("pk", "sample", "outcome")
     )
     summary = majority([s["outcome"] for s in siblings]) if len(siblings) > 1 else None
+    limit = None if full else PREVIEW_CHARS
+    calls = shown.tool_calls if full else shown.tool_calls[:PREVIEW_TOOL_CALLS]
+    parts_cut: list[bool] = []
+
+    def cut(text: str):
+        part = show(text, quotes, limit)
+        parts_cut.extend([True] if part.cut else [])
+        return part.html
+
+    transcript = {
+        "input": cut(shown.input),
+        "tool_calls": [
+            {
+                "name": cut(str(call.get("name", ""))),
+                "args": cut(render_json(call.get("args", ""))),
+                "result": cut(render_json(call.get("response", ""))),
+            }
+            for call in calls
+        ],
+        "response": cut(shown.response),
+        "reference": output.case.reference,
+    }
+    raw = pretty_raw(verdict.raw_output)
+    raw_cut = limit is not None and len(raw) > limit
     return {
         "verdict": verdict,
         "run": verdict.run,
-        "raw": pretty_raw(verdict.raw_output),
+        "raw": raw[:limit] if raw_cut else raw,
         "error_kind_label": ErrorKind(verdict.error_kind).label if verdict.error_kind else "",
         "samples": siblings,
         "majority": summary,
-        "transcript": {
-            "input": highlight(shown.input, quotes),
-            "tool_calls": [
-                {
-                    "name": highlight(str(call.get("name", "")), quotes),
-                    "args": highlight(render_json(call.get("args", "")), quotes),
-                    "result": highlight(render_json(call.get("response", "")), quotes),
-                }
-                for call in shown.tool_calls
-            ],
-            "response": highlight(shown.response, quotes),
-            "reference": output.case.reference,
-        },
+        "transcript": transcript,
+        "tool_calls_hidden": len(shown.tool_calls) - len(calls),
+        "preview_chars": f"{PREVIEW_CHARS:,}",
+        "cut": bool(parts_cut) or len(calls) < len(shown.tool_calls) or raw_cut,
     }

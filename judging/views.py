@@ -15,6 +15,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from labeling.access import STAFF_ROLES, has_role, role_required
 from labeling.models import Role
+from labeling.pages import full_url
 
 from . import pages, runner
 from .backends import Misconfigured
@@ -122,4 +123,6 @@ def verdict_detail(request: HttpRequest, verdict_id: int) -> HttpResponse:
         Verdict.objects.select_related("run", "output__case", "criterion", "judge_config", "rubric_version__rubric"),
         pk=verdict_id,
     )
-    return render(request, "judging/verdict.html", pages.verdict_context(verdict))
+    context = pages.verdict_context(verdict, full=request.GET.get("full") == "1")
+    context["full_url"] = full_url(request)
+    return render(request, "judging/verdict.html", context)
