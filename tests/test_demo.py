@@ -8,11 +8,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from calibration.management.commands.load_demo import EVAL_SET, JUDGE, LLM_JUDGE
 from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
 from calibration.models import GatingMark
 from calibration.report import calibration_report
 from judging.models import JudgeConfig
-from labeling.management.commands.load_demo import EVAL_SET, JUDGE, LLM_JUDGE
 from labeling.models import EvalSet, LabelingQueue, Output, RubricVersion, User
 
 pytestmark = pytest.mark.django_db
