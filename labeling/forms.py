@@ -145,6 +145,9 @@ class CriterionForm(forms.Form):
     fail_example = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     gold_policy = forms.ChoiceField(
         choices=GoldPolicy.choices,
+        # The default as the initial value too: the empty row for a new criterion posts it, and a row whose
+        # fields all equal their initial values is an untouched row the formset skips, not a criterion.
+        initial=GoldPolicy.MAJORITY,
         required=False,  # empty is the default, majority
         help_text="How labels become gold where no reviewer decided (labeling/gold.py).",
     )

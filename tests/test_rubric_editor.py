@@ -162,3 +162,16 @@ def test_the_gold_policy_is_carried_into_the_new_version_and_a_change_is_in_the_
     )
     assert bad.status_code == 422 and "Select a valid choice" in bad.content.decode()
     assert not RubricVersion.objects.filter(rubric=base.rubric, version="4").exists()
+
+
+def test_the_untouched_empty_row_the_browser_posts_is_not_a_criterion(client, base, lead):
+    # The page always carries one empty row for a new criterion; a browser posts its select's default.
+    rows = [
+        {"order": 1, "key": "correct_amount", "definition": "The amount is right.", "gold_policy": "majority"},
+        {"order": "", "key": "", "definition": "", "gold_policy": "majority"},
+    ]
+    client.force_login(lead)
+    response = client.post(reverse("labeling:rubric_edit", args=[base.pk]), post_data(rows=rows))
+    assert response.status_code == 302
+    new = RubricVersion.objects.get(rubric=base.rubric, version="2")
+    assert list(new.criteria.values_list("key", flat=True)) == ["correct_amount"]

@@ -119,7 +119,7 @@ def test_the_main_pages_of_every_role_show_no_policy_violation(live_server, watc
     visit(page, base, "/adjudication/")
     page.get_by_role("link", name="Adjudicate").first.click()
     expect(page.locator("form").first).to_be_visible()
-    visit(page, base, "/progress/")
+    visit(page, base, "/calibration/progress/")
 
     # The lead: calibration (and its agent-version picker, which submits from static JS), judging,
     # imports, queues, the admin and its lockouts.
@@ -140,7 +140,7 @@ def test_the_main_pages_of_every_role_show_no_policy_violation(live_server, watc
         f"/judging/probes/{probe_run.pk}/padding/concise/?show=missed",
         "/import/",
         "/queues/",
-        "/progress/",
+        "/calibration/progress/",
         "/admin/",
         "/admin/axes/accessattempt/",
     ]:
