@@ -75,7 +75,8 @@ def _text_rows(rows: tuple[CriterionReport, ...]) -> list[str]:
         )
         lines.append(
             f"    gold policy {r.gold_policy}: {r.labeled_items} labeled items, {r.gold_ties} ties, "
-            f"{r.awaiting_gold} without gold yet"
+            f"{r.awaiting_gold} without gold yet; people's quotes found only outside the response (in the input "
+            f"or a tool call): {r.human_quotes_outside_response}"
         )
         if r.n:
             lines.append(

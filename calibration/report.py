@@ -113,6 +113,7 @@ REPORT_KEYS = (
     "human_ceiling",
     "human_ceiling_ci",
     "human_ceiling_source",
+    "human_quotes_outside_response",
     "judge_samples",
     "judge_self_alpha",
     "judge_self_alpha_ci",
@@ -167,6 +168,7 @@ class CriterionReport:
     human_ceiling: float | None
     human_ceiling_ci: tuple[float, float] | None
     human_ceiling_source: str
+    human_quotes_outside_response: int
     judge_samples: int
     judge_self_alpha: float | None
     judge_self_alpha_ci: tuple[float, float] | None
@@ -285,6 +287,14 @@ def _human(labels: pd.DataFrame) -> dict[object, HumanAgreement]:
             over_two=int(over_two.get(crit, 0)),
         )
     return out
+
+
+def _quotes_outside_response(labels: pd.DataFrame) -> pd.Series:
+    """Per criterion, the people's quotes found only outside the response (stored per label when it was
+    written). A frame without the column (a hand-made one) has none."""
+    if "quotes_outside_response" not in labels.columns:
+        return pd.Series(dtype=np.int64)
+    return labels.groupby("criterion", sort=False)["quotes_outside_response"].sum()
 
 
 def human_agreement_from_labels(
@@ -534,6 +544,7 @@ def build_rows(
     compared = items[items["judge"].isin(BINARY) & items["gold"].isin(BINARY)]
     agreements = {crit: cohen_agreement(g["judge"], g["gold"]) for crit, g in compared.groupby("criterion", sort=False)}
     humans = _human(labels)
+    outside = _quotes_outside_response(labels)
     selves = _self_agreement(verdicts)
     rows = []
     for crit_id, key in criteria:
@@ -582,6 +593,7 @@ def build_rows(
                 human_ceiling=h.ceiling[1],
                 human_ceiling_ci=h.ceiling[2],
                 human_ceiling_source=h.ceiling[0],
+                human_quotes_outside_response=int(outside.get(crit_id, 0)),
                 judge_samples=me.samples,
                 judge_self_alpha=me.alpha,
                 judge_self_alpha_ci=me.alpha_ci,

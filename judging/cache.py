@@ -48,4 +48,3 @@ def lookup(wanted: dict[str, list[str]], *, exclude_run: int) -> dict[str, dict[
         if run_id == run_seen:
             answers[criterion] = dict(zip(CACHED_FIELDS, values, strict=True))
     return {key: answers for key, (_, answers) in latest.items() if set(wanted[key]) <= set(answers)}
-

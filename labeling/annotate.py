@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from .models import Annotation, Criterion, HumanOutcome, Label
 from .queue import RESERVATION, RESERVATION_REFRESH, current_queue
+from .transcript import Transcript
 
 # The outcomes in the order the page shows them, with the key that picks each one.
 OUTCOME_KEYS = [
@@ -125,11 +126,20 @@ def check_writable(annotation: Annotation, posted_rubric_version_id: int | None)
 
 
 def save_label(
-    *, annotation: Annotation, criterion: Criterion, outcome: str, evidence: str, more_evidence: list[str] | None = None
+    *,
+    annotation: Annotation,
+    criterion: Criterion,
+    outcome: str,
+    evidence: str,
+    more_evidence: list[str] | None = None,
+    transcript: Transcript | None = None,
 ) -> Label:
     """Store one criterion's answer (the first quote in `evidence`, any further ones in `more_evidence`): in
-    place for a draft, as a new revision after submission."""
+    place for a draft, as a new revision after submission. `transcript` is the output's (the page's form has
+    it already); without it, it is read from the annotation's output."""
     more_evidence = list(more_evidence or [])
+    if transcript is None:
+        transcript = Transcript.of(annotation.output)
     current = Label.objects.filter(annotation=annotation, criterion=criterion, is_current=True).first()
     if annotation.status == Annotation.Status.DRAFT:
         hold = timezone.now() + RESERVATION
@@ -137,15 +147,19 @@ def save_label(
             annotation.reserved_until = hold
             annotation.save(update_fields=["reserved_until"])
         if current is None:
-            return Label.objects.create(
+            label = Label(
                 annotation=annotation,
                 criterion=criterion,
                 outcome=outcome,
                 evidence=evidence,
                 more_evidence=more_evidence,
             )
+            label.place_quotes(transcript).save(force_insert=True)
+            return label
         current.outcome, current.evidence, current.more_evidence = outcome, evidence, more_evidence
-        current.save(update_fields=["outcome", "evidence", "more_evidence"])
+        current.place_quotes(transcript).save(
+            update_fields=["outcome", "evidence", "more_evidence", "quotes_outside_response"]
+        )
         return current
     # A correction after submission: the old answer stays on record, and the record stays complete.
     if outcome in NEEDS_EVIDENCE and not evidence:
@@ -163,7 +177,7 @@ def save_label(
         current.is_current = False
         current.save(update_fields=["is_current"])
         revision = current.revision + 1
-    return Label.objects.create(
+    label = Label(
         annotation=annotation,
         criterion=criterion,
         outcome=outcome,
@@ -171,6 +185,8 @@ def save_label(
         more_evidence=more_evidence,
         revision=revision,
     )
+    label.place_quotes(transcript).save(force_insert=True)
+    return label
 
 
 def submit(*, annotation: Annotation) -> None:

@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 
 from .models import Annotation, EvalSet, GoldLabel, Label, RubricVersion
 
-LABEL_COLUMNS = ["output", "criterion", "annotation", "annotator", "slot", "outcome"]
+LABEL_COLUMNS = ["output", "criterion", "annotation", "annotator", "slot", "outcome", "quotes_outside_response"]
 GOLD_COLUMNS = ["output", "criterion", "outcome"]
 
 
@@ -41,7 +41,8 @@ class Scope:
 
 
 def load_labels(scope: Scope) -> pd.DataFrame:
-    """Current labels of submitted annotations: output, criterion, annotation, annotator, slot, outcome."""
+    """Current labels of submitted annotations: output, criterion, annotation, annotator, slot, outcome, and
+    how many of the label's quotes are only outside the response (Label.quotes_outside_response)."""
     qs = Label.objects.filter(
         is_current=True,
         annotation__status=Annotation.Status.SUBMITTED,
@@ -57,6 +58,7 @@ def load_labels(scope: Scope) -> pd.DataFrame:
         "annotation__annotator_id",
         "annotation__slot",
         "outcome",
+        "quotes_outside_response",
     ]
     return frame(qs, fields, LABEL_COLUMNS)
 

@@ -14,7 +14,7 @@ from django.contrib.auth.models import AbstractUser
 from django.db import models
 from django.db.models import Q
 
-from .transcript import quotes_of
+from .transcript import Transcript, quotes_of
 
 
 class Role(models.TextChoices):
@@ -296,6 +296,11 @@ class Label(models.Model):
     evidence = models.TextField(blank=True)
     # Further quotes after `evidence` (a label may rest on several spans), each verbatim in the transcript.
     more_evidence = models.JSONField(default=list, blank=True)
+    # How many of the quotes are in the transcript only outside the response: in the input or a tool call,
+    # what the agent was given rather than what it said. Set when the label is written (`place_quotes`); an
+    # output never changes once imported, so it stays true, and the calibration report sums it per criterion
+    # without reading a single transcript.
+    quotes_outside_response = models.PositiveSmallIntegerField(default=0)
     revision = models.PositiveIntegerField(default=1)
     is_current = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -315,6 +320,11 @@ class Label(models.Model):
     def quotes(self) -> list[str]:
         """Every quote of the label, in order (NONE is no quote)."""
         return quotes_of(self.evidence, self.more_evidence)
+
+    def place_quotes(self, transcript: Transcript) -> Label:
+        """Set `quotes_outside_response` from the output's transcript; every writer of a label calls this."""
+        self.quotes_outside_response = transcript.outside_response_only(self.quotes)
+        return self
 
 
 class GoldLabel(models.Model):

@@ -171,6 +171,7 @@ def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.C
             outcome=form.cleaned_data["outcome"],
             evidence=form.cleaned_data["evidence"],
             more_evidence=form.cleaned_data["more_evidence"],
+            transcript=form.transcript,
         )
     except ann.LabelingError as exc:
         state.error = exc.message

@@ -21,6 +21,7 @@ export ICEWATER_CELERY_QUEUE=${ICEWATER_CELERY_QUEUE:-icewater-test-$$}
 # ICEWATER_SKIP_LINT=1 skips lint and the migrations check (for a quick run of one file).
 if [ "${ICEWATER_SKIP_LINT:-0}" != "1" ]; then
   .venv/bin/ruff check .
+  .venv/bin/ruff format --check .
   .venv/bin/python manage.py makemigrations --check --dry-run >/dev/null ||
     { echo "models and migrations disagree: run manage.py makemigrations" >&2; exit 1; }
 fi

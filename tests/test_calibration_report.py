@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from calibration.report import REPORT_KEYS, calibration_report, human_agreement, segmented_report
 from labeling.models import Annotation, GoldLabel, Label
@@ -380,3 +381,63 @@ def test_a_judge_that_disagrees_with_itself_is_named_beside_its_agreement_with_p
     assert report(es, rv, judge).row("next_step").judge_self_alpha is None
     text = command(*SCOPE)
     assert "judge against itself (3 samples, 8 items): alpha 0.361" in text
+
+
+def test_people_quotes_found_only_outside_the_response_are_counted_per_criterion(setup, client, lead):
+    """The worked example of docs/calibration.md, written through the labeling page's own save; the count is
+    stored on each label and summed by the report in JSON, CSV, text and on the page."""
+    import csv
+    import io
+    import json
+
+    from labeling.annotate import save_label, submit
+
+    es, rv, judge = setup
+    output = make_output(
+        es,
+        input="Refund order 1234 please",
+        tool_calls=[{"name": "lookup", "args": {"order": "1234"}, "response": {"amount": 40}}],
+        response="Refunded order 1234: $40.",
+    )
+    criteria = {c.key: c for c in rv.criteria.all()}
+    quotes = {"maria": ("Refund order", ['"amount": 40']), "li": ("1234", []), "ola": ("NONE", [])}
+    annotations = {}
+    for slot, (name, (first, more)) in enumerate(quotes.items(), start=1):
+        ann = Annotation.objects.create(output=output, rubric_version=rv, annotator=annotator(name), slot=slot)
+        save_label(annotation=ann, criterion=criteria["correct_amount"], outcome=P, evidence=first, more_evidence=more)
+        save_label(annotation=ann, criterion=criteria["next_step"], outcome=P, evidence="$40.")
+        submit(annotation=ann)
+        annotations[name] = ann
+    # A draft's quotes are not counted: only submitted annotations make gold.
+    draft = Annotation.objects.create(output=output, rubric_version=rv, annotator=annotator("pat"), slot=4)
+    save_label(annotation=draft, criterion=criteria["correct_amount"], outcome=F, evidence="Refund order")
+    assert Label.objects.get(annotation=draft).quotes_outside_response == 1
+
+    stored = dict(
+        Label.objects.filter(criterion__key="correct_amount").values_list(
+            "annotation__annotator__username", "quotes_outside_response"
+        )
+    )
+    assert stored == {"maria": 2, "li": 0, "ola": 0, "pat": 1}
+    row = report(es, rv, judge).row("correct_amount")
+    assert row.human_quotes_outside_response == 2
+    assert report(es, rv, judge).row("next_step").human_quotes_outside_response == 0
+
+    data = json.loads(command(*SCOPE, "--format", "json"))
+    assert [c["human_quotes_outside_response"] for c in data["criteria"]] == [2, 0]
+    rows = list(csv.DictReader(io.StringIO(command(*SCOPE, "--format", "csv"))))
+    assert [r["human_quotes_outside_response"] for r in rows] == ["2", "0"]
+    assert "people's quotes found only outside the response (in the input or a tool call): 2" in command(*SCOPE)
+    client.force_login(lead)
+    page = client.get(reverse("calibration:report", args=[es.pk, rv.pk, judge.pk])).content.decode()
+    assert page.count("people quoted outside the response") == 1  # next_step has none: nothing to say
+    assert "people quoted outside the response 2 times" in page
+
+    # Maria corrects her label to quote the response only: a new revision, counted anew; the old one is history.
+    save_label(annotation=annotations["maria"], criterion=criteria["correct_amount"], outcome=P, evidence="$40.")
+    assert list(
+        Label.objects.filter(annotation=annotations["maria"], criterion__key="correct_amount")
+        .order_by("revision")
+        .values_list("revision", "is_current", "quotes_outside_response")
+    ) == [(1, False, 2), (2, True, 0)]
+    assert report(es, rv, judge).row("correct_amount").human_quotes_outside_response == 0

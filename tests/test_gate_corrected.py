@@ -10,8 +10,6 @@ import json
 import numpy as np
 import pytest
 from django.core.management import call_command
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from judgy import estimate_success_rate
 
 from calibration.metrics import corrected_pass_rate, rogan_gladen, wilson_interval
@@ -19,6 +17,7 @@ from calibration.models import GateResult, GatingMark
 
 from .calibration_factories import bulk_calibration, bulk_verdicts, make_judge, mark_as_gating
 from .factories import make_eval_set, make_rubric_version, make_user
+from .migration_helpers import migrate
 
 
 def judgy_inputs(cells: tuple[int, int, int, int], passes: int, n: int):
@@ -208,16 +207,13 @@ def test_marks_made_before_the_choice_keep_the_observed_bound_and_new_ones_get_t
     )
     lee, cal, judge = make_user("lee"), make_eval_set("cal"), make_judge("gpt-judge")
     rv = make_rubric_version("refund", "1")
-    executor = MigrationExecutor(connection)
-    executor.migrate(before)
-    old = MigrationExecutor(connection).loader.project_state(before).apps
+    old = migrate(before)
     old.get_model("calibration", "GatingMark").objects.create(
         rubric_version_id=rv.pk, judge_config_id=judge.pk, criterion_id=rv.criteria.first().pk,
         rubric_content_hash="r", judge_config_hash="j", calibration_eval_set_id=cal.pk, tier="gate",
         reason="old", marked_by_id=lee.pk,
     )  # fmt: skip
-    MigrationExecutor(connection).migrate(after)
-    new = MigrationExecutor(connection).loader.project_state(after).apps
+    new = migrate(after)
     Mark = new.get_model("calibration", "GatingMark")
     assert Mark.objects.get().decide_on == "wilson_lower"
     fresh = GatingMark(

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from labeling.models import RubricVersion
 
 from .calibration_factories import make_judge
 from .factories import make_eval_set, make_rubric_version, make_user
+from .migration_helpers import migrate, migrate_to_latest
 
 BEFORE = [("calibration", "0001_initial")]
 AFTER = [("calibration", "0004_gate_token_rubric_version_only")]
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return MigrationExecutor(connection).loader.project_state(targets).apps
 
 
 @pytest.mark.django_db(transaction=True)
@@ -77,4 +70,4 @@ def test_old_tokens_keep_the_version_they_gated_on_else_the_newest_approved_one(
         "fresh": used.rubric_id,
         "drafts": only_draft.rubric_id,
     }
-    migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())  # every app's latest, as the next tests expect
+    migrate_to_latest()

@@ -42,6 +42,9 @@ def test_a_label_keeps_a_second_and_third_quote_and_says_where_each_was_found(cl
     assert label.quotes == [RESPONSE, TOOL, INPUT]
     body = r.content.decode()
     assert "the 3 quotes are in the transcript (1: response; 2: tool call 1; 3: input)" in body
+    assert label.quotes_outside_response == 2  # the tool call's and the input's, stored for the report
+    post(client, draft, outcome="PASS", evidence=RESPONSE, more_evidence=INPUT)  # a draft is edited in place
+    assert Label.objects.get().quotes_outside_response == 1
     assert f">{TOOL}\n{INPUT}</textarea>" in body.replace("&quot;", '"')  # the box shows them, one per line
 
 
@@ -151,6 +154,8 @@ def test_imported_evidence_may_be_a_list_and_quotes_outside_the_response_are_cou
     assert Label.objects.get(annotation__annotator__username="li").more_evidence == []
     # The tool result and the input are outside the agent's response: two of the four quotes.
     assert report.counts["quotes_outside_response"] == 2
+    stored = Label.objects.values_list("annotation__annotator__username", "quotes_outside_response")
+    assert dict(stored) == {"maria": 2, "li": 0}  # on each label, for the calibration report to sum
     assert "2 evidence quotes found only outside the response" in str(report)
 
 

@@ -179,9 +179,7 @@ def latest_complete(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_c
 def pairs_of(probe_run: ProbeRun, probe: str, criterion_id: int) -> list[tuple[int, str, str]]:
     """(output id, original verdict, probed verdict) of one probe on one criterion, by output id: one query."""
     rows = (
-        Verdict.objects.filter(
-            run__probe_run=probe_run, run__probe__in=(ORIGINAL, probe), criterion_id=criterion_id
-        )
+        Verdict.objects.filter(run__probe_run=probe_run, run__probe__in=(ORIGINAL, probe), criterion_id=criterion_id)
         .order_by("sample")
         .values_list("probe", "output_id", "outcome")
     )

@@ -548,19 +548,21 @@ class LabelImport:
             batch_size=QUERY_BATCH,
         )
         annotation_pk = {(a.output_id, a.annotator_id): a.pk for a in created}
-        Label.objects.bulk_create(
-            [
-                Label(
-                    annotation_id=pk if pk is not None else annotation_pk[key],
-                    criterion=self.criteria[r.criterion],
-                    outcome=r.outcome,
-                    evidence=r.text,
-                    more_evidence=list(r.more),
-                )
-                for key, pk, r in new_labels
-            ],
-            batch_size=QUERY_BATCH,
-        )
+        transcripts = self._transcripts(sorted({key[0] for key, _, r in new_labels if r.text}))
+        labels = [
+            Label(
+                annotation_id=pk if pk is not None else annotation_pk[key],
+                criterion=self.criteria[r.criterion],
+                outcome=r.outcome,
+                evidence=r.text,
+                more_evidence=list(r.more),
+            )
+            for key, pk, r in new_labels
+        ]
+        for label, (key, _, r) in zip(labels, new_labels, strict=True):
+            if r.text:
+                label.place_quotes(transcripts[key[0]])
+        Label.objects.bulk_create(labels, batch_size=QUERY_BATCH)
         GoldLabel.objects.bulk_create(
             [
                 GoldLabel(
@@ -581,21 +583,22 @@ class LabelImport:
         self.counts["annotations_created"] += len(created)
         self.counts["labels_created"] += len(new_labels)
         self.counts["gold_created"] += len(new_gold)
-        self._count_not_verbatim([(key[0], r) for key, _, r in new_labels])
+        # Imported evidence is kept as given; the report says how much of it is not a verbatim quote.
+        self.not_verbatim = sum(
+            1 for key, _, r in new_labels if r.text for q in (r.text, *r.more) if not transcripts[key[0]].contains(q)
+        )
+        self.outside_response = sum(label.quotes_outside_response for label in labels)
 
-    def _count_not_verbatim(self, labels: list[tuple[int, LabelRecord]]) -> None:
-        """Imported evidence is kept as given; say how much of it is not a verbatim quote."""
-        quoted = [(output_id, r) for output_id, r in labels if r.text]
-        ids = sorted({output_id for output_id, _ in quoted})
+    @staticmethod
+    def _transcripts(output_ids: list[int]) -> dict[int, Transcript]:
+        """The transcripts of these outputs, a batch of outputs per query."""
         transcripts: dict[int, Transcript] = {}
-        for chunk in _chunks(ids):
+        for chunk in _chunks(output_ids):
             for pk, input_, tool_calls, response in Output.objects.filter(pk__in=chunk).values_list(
                 "pk", "case__input", "tool_calls", "response"
             ):
                 transcripts[pk] = Transcript(input=input_, tool_calls=list(tool_calls or []), response=response)
-        quotes = [(transcripts[output_id], q) for output_id, r in quoted for q in (r.text, *r.more)]
-        self.not_verbatim = sum(1 for t, q in quotes if not t.contains(q))
-        self.outside_response = sum(t.outside_response_only([q]) for t, q in quotes)
+        return transcripts
 
 
 def import_labels(
