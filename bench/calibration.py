@@ -222,7 +222,8 @@ def resolve(scope: dict) -> dict:
 
 FLOOR_SQL = {
     "labels": """
-        SELECT a.output_id, l.criterion_id, l.annotation_id, a.slot, l.outcome
+        SELECT a.output_id, l.criterion_id, l.annotation_id, a.annotator_id, a.slot, l.outcome,
+               l.quotes_outside_response
         FROM labeling_label l
         JOIN labeling_annotation a ON a.id = l.annotation_id
         JOIN labeling_output o ON o.id = a.output_id

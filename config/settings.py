@@ -238,8 +238,14 @@ def axes_username(request, credentials: dict | None) -> str | None:
 
 
 AXES_USERNAME_CALLABLE = axes_username
+# Behind reverse proxies every request comes from the nearest proxy's address: with the number of proxies
+# that append to X-Forwarded-For, throttling counts per client address again (config/client_ip.py).
+ICEWATER_TRUSTED_PROXIES = env_int("ICEWATER_TRUSTED_PROXIES", 0, minimum=0)
+AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # htmx reads the token from the page, not the cookie
+# An htmx post refused by the CSRF check is told why in words the page can show (config/errors.py).
+CSRF_FAILURE_VIEW = "config.errors.csrf_failure"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 # Content-Security-Policy (django-csp), on every response, debug or not: every script, style sheet,

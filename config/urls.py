@@ -6,6 +6,8 @@ from django.urls import include, path
 
 from .home import home
 
+handler403 = "config.errors.permission_denied"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

@@ -18,12 +18,23 @@ from .models import Role
 ALL_ROLES = (Role.ANNOTATOR, Role.REVIEWER, Role.LEAD)
 STAFF_ROLES = (Role.REVIEWER, Role.LEAD)
 
+# An htmx request of a signed-out person (its answer is shown on the page as it is: text, not a login page).
+SIGNED_OUT = (
+    "You are signed out (your session ended, or you signed out in another tab). Sign in again in a new tab, "
+    "then come back here: what you typed is still on this page, and nothing was saved."
+)
+
 # The blind rule per person (docs/labeling.md, "Blind rule"): only annotators give labels. Reviewers and
 # leads can read judge verdicts, drilldowns and other people's labels, so a label of theirs is not blind.
 LABELING_REFUSED = (
     "Only annotators label: reviewers and leads can read judge verdicts and other people's labels, "
     "so a label of theirs would not be blind (docs/labeling.md, Blind rule). Nothing was saved."
 )
+
+
+def plain(message: str, status: int) -> HttpResponse:
+    """A refusal as one sentence of text: what an htmx request's page shows where the person was working."""
+    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
 
 
 def gives_blind_labels(user) -> bool:
@@ -45,10 +56,18 @@ def role_required(*roles: str, refused: str = "") -> Callable:
     def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @login_required
         @wraps(view)
-        def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
             if not has_role(request.user, *roles):
                 raise PermissionDenied(refused or f"This page is for {' or '.join(roles)}s.")
             return view(request, *args, **kwargs)
+
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            # An htmx request follows the redirect to the login page by itself and would put that page inside
+            # the form it came from; it is told in words instead, and what the person typed stays.
+            if not request.user.is_authenticated and request.headers.get("HX-Request") == "true":
+                return plain(SIGNED_OUT, 403)
+            return checked(request, *args, **kwargs)
 
         wrapped.allowed_roles = roles  # type: ignore[attr-defined]
         return wrapped

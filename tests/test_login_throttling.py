@@ -142,3 +142,61 @@ def test_other_staff_cannot_see_or_unlock_lockouts(client, annotator, role):
     pks = [str(pk) for pk in AccessAttempt.objects.values_list("pk", flat=True)]
     client.post("/admin/axes/accessattempt/", {"action": "delete_selected", "_selected_action": pks, "post": "yes"})
     assert AccessAttempt.objects.count() == 1
+
+
+# --- Behind reverse proxies (ICEWATER_TRUSTED_PROXIES, config/client_ip.py) ---------------------------------
+
+PROXY = "10.0.0.2"  # the nearest proxy: every request reaches Icewater from here
+
+
+def via_proxy(client, username, password, client_address, forwarded_by_client=""):
+    """A login post as it arrives through one proxy that appends the address it saw to X-Forwarded-For."""
+    chain = f"{forwarded_by_client}, {client_address}" if forwarded_by_client else client_address
+    data = {"username": username, "password": password}
+    return client.post(reverse("login"), data, REMOTE_ADDR=PROXY, HTTP_X_FORWARDED_FOR=chain)
+
+
+@pytest.mark.parametrize(
+    ("proxies", "remote", "forwarded", "expected"),
+    [
+        (0, PROXY, "203.0.113.9", PROXY),  # no proxy trusted: the header is the client's, not read
+        (1, PROXY, "203.0.113.9", "203.0.113.9"),
+        (1, PROXY, "6.6.6.6, 203.0.113.9", "203.0.113.9"),  # the client's own prefix is ignored
+        (2, PROXY, "6.6.6.6, 203.0.113.9, 10.0.0.1", "203.0.113.9"),  # the outer proxy saw the client
+        (2, PROXY, "203.0.113.9", PROXY),  # passed one proxy of two: not trusted, the nearest address
+        (1, PROXY, "", PROXY),  # no header
+        (1, PROXY, " , not-an-address", PROXY),  # garbage: the nearest address, never the garbage
+        (1, PROXY, "2001:db8::1", "2001:db8::1"),
+    ],
+)
+def test_the_client_address_is_read_from_the_right_of_the_forwarded_chain(
+    settings, proxies, remote, forwarded, expected
+):
+    from django.test import RequestFactory
+
+    from config.client_ip import client_ip
+
+    settings.ICEWATER_TRUSTED_PROXIES = proxies
+    meta = {"REMOTE_ADDR": remote, **({"HTTP_X_FORWARDED_FOR": forwarded} if forwarded else {})}
+    assert client_ip(RequestFactory().get("/", **meta)) == expected
+
+
+@pytest.mark.django_db
+def test_behind_a_trusted_proxy_a_guesser_locks_only_their_own_address(client, settings, annotator):
+    settings.ICEWATER_TRUSTED_PROXIES = 1
+    guesser, colleague = "198.51.100.7", "203.0.113.9"
+    for i in range(LIMIT):
+        via_proxy(client, "ann", f"wrong-{i}", guesser)
+    assert via_proxy(client, "ann", RIGHT, guesser).status_code == 429
+    # Writing another address in front of the chain does not get the guesser a fresh count.
+    assert via_proxy(client, "ann", RIGHT, guesser, forwarded_by_client=colleague).status_code == 429
+    # ann herself, behind the same proxy, still logs in.
+    assert via_proxy(client, "ann", RIGHT, colleague).status_code == 302
+
+
+@pytest.mark.django_db
+def test_without_a_trusted_proxy_everyone_behind_it_shares_one_address(client, annotator):
+    """The negative control: the default reads REMOTE_ADDR, so the proxy's address is locked for ann."""
+    for i in range(LIMIT):
+        via_proxy(client, "ann", f"wrong-{i}", "198.51.100.7")
+    assert via_proxy(client, "ann", RIGHT, "203.0.113.9").status_code == 429

@@ -55,6 +55,8 @@ def test_database_url_switches_to_postgres_and_broker_url_to_redis(tmp_path):
         ({"DATABASE_URL": "mysql://a@h/x", "ICEWATER_SECRET_KEY": "k"}, "must point at PostgreSQL"),
         ({"CELERY_BROKER_URL": "amqp://h//"}, "CELERY_BROKER_URL must be a redis:// URL"),
         ({"DATABASE_URL": "postgres://a@h/x"}, "ICEWATER_SECRET_KEY must be set"),
+        ({"ICEWATER_TRUSTED_PROXIES": "one"}, "ICEWATER_TRUSTED_PROXIES='one' is not a whole number"),
+        ({"ICEWATER_TRUSTED_PROXIES": "-1"}, "ICEWATER_TRUSTED_PROXIES=-1 must be at least 0"),
     ],
 )
 def test_bad_values_fail_loudly(tmp_path, env, message):

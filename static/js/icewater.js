@@ -8,3 +8,34 @@ document.addEventListener("change", (event) => {
   const field = event.target.closest("[data-submit-on-change]");
   if (field && field.form) field.form.requestSubmit();
 });
+
+// An htmx request the server refused, or that never reached it, says why next to the element that
+// sent it (htmx swaps no error answer, so otherwise a click would seem to do nothing). The server
+// words its refusals of htmx requests as one sentence of text/plain (config/errors.py). The labeling
+// page's criterion forms say it on the criterion instead (labeling.js).
+function htmxFailed(event, fallback) {
+  const elt = event.detail.elt;
+  if (!elt || !elt.closest || elt.closest("form.criterion")) return;
+  const xhr = event.detail.xhr;
+  const plain = xhr && (xhr.getResponseHeader("Content-Type") || "").startsWith("text/plain");
+  let box = elt.previousElementSibling;
+  if (!box || !box.classList.contains("htmx-error")) {
+    box = document.createElement("p");
+    box.className = "htmx-error bad";
+    box.setAttribute("role", "alert");
+    elt.before(box);
+  }
+  box.textContent = plain && xhr.responseText ? xhr.responseText : fallback(xhr);
+}
+document.addEventListener("htmx:responseError", (event) =>
+  htmxFailed(event, (xhr) => `The server answered ${xhr ? xhr.status : "with an error"}; nothing was changed. Reload the page and try again.`)
+);
+document.addEventListener("htmx:sendError", (event) =>
+  htmxFailed(event, () => "The server could not be reached; nothing was changed. Try again when you are back online.")
+);
+document.addEventListener("htmx:beforeRequest", (event) => {
+  // A new try clears what the last failure said (before the swap, while the element is still in place).
+  const elt = event.detail.elt;
+  const box = elt && elt.previousElementSibling;
+  if (box && box.classList.contains("htmx-error")) box.remove();
+});

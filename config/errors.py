@@ -1,0 +1,38 @@
+"""Refusals an htmx request can show: the reason as plain text instead of a page nobody sees.
+
+htmx does not swap an error answer into the page, and a whole HTML error page inside a labeling
+form would be worse. So a refused htmx request gets its reason as `text/plain`, and the page's
+script (static/js/icewater.js, and labeling.js on the labeling page) puts that sentence where the
+person was working. Every other request gets Django's own error page and view, unchanged.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.views import csrf, defaults
+
+from labeling.access import plain
+
+CSRF_REFUSED = (
+    "This page's security token is no longer valid (you signed in again or cookies were cleared since it "
+    "was loaded). Nothing was saved: copy what you typed, then reload the page."
+)
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    # request.htmx is set by django-htmx's middleware; a view for a failure found before it ran reads the header.
+    return bool(getattr(request, "htmx", False)) or request.headers.get("HX-Request") == "true"
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler403: the PermissionDenied's message (each role check words one) for htmx, else 403.html."""
+    if is_htmx(request):
+        return plain(str(exception) or "Your role cannot do this; nothing was saved.", 403)
+    return defaults.permission_denied(request, exception)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: Django's page, or for htmx what to do about it (Django's check itself is unchanged)."""
+    if is_htmx(request):
+        return plain(CSRF_REFUSED, 403)
+    return csrf.csrf_failure(request, reason)

@@ -1,0 +1,63 @@
+"""In Chromium: a refused htmx request says why where the person was working, and what they typed stays."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.sessions.models import Session
+from playwright.sync_api import expect
+
+from labeling.access import LABELING_REFUSED, SIGNED_OUT
+from labeling.models import Label, Role, User
+
+from ..factories import make_user
+from ..labeling_helpers import fast_passwords, labeling_setup  # noqa: F401 - fast_passwords is an autouse fixture
+from .conftest import screenshot
+from .test_labeling_browser import keys_ready, log_in, wait_saved
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_demoted_or_signed_out_annotator_is_told_why_the_save_failed(live_server, new_page):
+    labeling_setup(n_outputs=1)
+    make_user("kim")
+    page = new_page()
+    log_in(page, live_server.url, "kim")
+    page.get_by_role("button", name="Next").click()
+    keys_ready(page)
+    page.keyboard.press("p")
+    page.keyboard.type("NONE")
+    page.keyboard.press("Enter")
+    wait_saved(page, "correct_amount")
+
+    User.objects.filter(username="kim").update(role=Role.REVIEWER)  # a lead makes kim a reviewer meanwhile
+    page.keyboard.press("f")  # next_step: FAIL, saved on change
+    status = page.locator("#status-next_step")
+    expect(status).to_have_text(LABELING_REFUSED)
+    expect(status).to_have_attribute("role", "alert")
+    screenshot(page, "refused_save_demoted")
+
+    User.objects.filter(username="kim").update(role=Role.ANNOTATOR)
+    Session.objects.all().delete()  # signed out elsewhere, or the session ended
+    page.keyboard.type("NONE")
+    page.keyboard.press("Enter")
+    expect(status).to_have_text(SIGNED_OUT)
+    expect(page.get_by_label("Evidence for next_step")).to_have_value("NONE")  # what was typed stays
+    assert page.locator("input[name=username]").count() == 0  # no login page inside the form
+    assert list(Label.objects.values_list("criterion__key", "outcome")) == [("correct_amount", "PASS")]
+
+
+def test_a_lead_signed_out_elsewhere_is_told_so_above_the_form_they_sent(live_server, new_page):
+    make_user("lee", Role.LEAD)
+    page = new_page()
+    log_in(page, live_server.url, "lee")
+    page.goto(live_server.url + "/calibration/gates/")
+    form = page.locator("form[hx-post]")
+    form.get_by_label("Project").fill("checkout")
+    Session.objects.all().delete()
+    form.evaluate("f => { f.noValidate = true; }")  # the server refuses before it reads the fields
+    form.get_by_role("button", name="Create token").click()
+    error = page.locator("p.htmx-error")
+    expect(error).to_have_text(SIGNED_OUT)
+    expect(error).to_have_attribute("role", "alert")
+    expect(form.get_by_label("Project")).to_have_value("checkout")
+    screenshot(page, "refused_token_signed_out")
