@@ -111,3 +111,24 @@ def test_a_refused_submit_lists_what_is_left_and_stays_on_the_refused_quote(live
     expect(page.locator("#submit-problems")).to_be_in_viewport()
     screenshot(page, "labeling_laptop_refused_submit")
     assert Annotation.objects.get().status == "draft"
+
+
+def test_on_a_laptop_the_response_is_in_view_before_the_tool_calls(live_server, new_page):
+    from labeling.models import Output
+
+    labeling_setup(n_outputs=1, criteria=SIX)
+    result = {"order": "A9851", "items": [{"sku": f"SKU-{i}", "price": 10.0 + i} for i in range(12)]}
+    calls = [{"name": f"tool_{i}", "args": {"order_id": "A9851"}, "response": result} for i in range(1, 5)]
+    Output.objects.update(tool_calls=calls)  # four long results: above the response they would fill the screen
+    make_user("lap")
+    page = new_page(**LAPTOP)
+    log_in(page, live_server.url, "lap")
+    page.get_by_role("button", name="Next").click()
+    keys_ready(page)
+    response = page.locator("[data-part=response]")
+    box = response.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= LAPTOP["height"]  # all of it, without scrolling
+    parts = page.eval_on_selector_all("#transcript [data-part]", "els => els.map(e => e.dataset.part)")
+    assert parts == ["input", "response", "reference", "tool", "tool", "tool", "tool"]
+    expect(page.locator(".tool-calls-head")).to_contain_text("4, in the order the agent made them")
+    screenshot(page, "labeling_laptop_response_first")
