@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .models import GateResult, GateToken, GatingMark
+from .models import GateResult, GateToken, GatingMark, GatingReview
 
 
 @admin.register(GatingMark)
@@ -25,6 +25,16 @@ class GatingMarkAdmin(admin.ModelAdmin):
     list_filter = ("override", "tier")
     # Approvals are evidence: change them through the product (revoke and mark again), not here.
     readonly_fields = [f.name for f in GatingMark._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(GatingReview)
+class GatingReviewAdmin(admin.ModelAdmin):
+    list_display = ("rubric_version", "judge_config", "calibration_eval_set", "summary", "decided_by", "decided_at")
+    # Like marks, decisions are evidence: recorded on the calibration report, never edited here.
+    readonly_fields = [f.name for f in GatingReview._meta.fields]
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -1,4 +1,5 @@
-"""Domain actions of leads: approve a rubric version, mark criteria as gating, revoke a mark.
+"""Domain actions of leads: approve a rubric version, mark criteria as gating, revoke a mark, record that
+gating stays as it is after reading a calibration.
 
 Each action checks everything first and writes in one transaction, so a refused request leaves
 nothing half-written. Approvals hang on one rubric version and one judge config (and their content
@@ -15,7 +16,7 @@ from labeling.access import has_role
 from labeling.models import EvalSet, Role, RubricVersion, User
 
 from . import probes
-from .models import GatingMark
+from .models import GatingMark, GatingReview
 from .policy import GateThresholds
 from .report import calibration_report
 
@@ -143,6 +144,36 @@ def revoke_gating(*, mark: GatingMark, by: User, reason: str) -> GatingMark:
         raise ApprovalRefused("this mark was already revoked")
     mark.refresh_from_db()
     return mark
+
+
+def record_review(
+    *,
+    rubric_version: RubricVersion,
+    judge_config: JudgeConfig,
+    eval_set: EvalSet,
+    by: User,
+    reason: str,
+    agent_version: str | None = None,
+) -> GatingReview:
+    """Record that a lead read the calibration on `eval_set` and leaves gating as it is (nothing gates when no
+    criterion did). Stores the report's figures and the criteria gating at that moment, like a mark does."""
+    reason = _check_lead_and_reason(by, reason)
+    report = calibration_report(
+        eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version
+    )
+    gating = [row.criterion for row in report.rows if row.gating]
+    return GatingReview.objects.create(
+        rubric_version=rubric_version,
+        judge_config=judge_config,
+        rubric_content_hash=rubric_version.content_hash,
+        judge_config_hash=judge_config.content_hash,
+        calibration_eval_set=eval_set,
+        calibration_agent_version=agent_version or "",
+        gating=gating,
+        figures={**report.meta(), "criteria": [row.as_dict() for row in report.rows]},
+        reason=reason,
+        decided_by=by,
+    )
 
 
 def _kappa(k: float | None) -> str:

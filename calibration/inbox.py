@@ -5,7 +5,8 @@ Six kinds, in the order they appear:
   draft          a rubric version still a draft (approve it, or replace it)         -> the rubric version's page
   no_queue       an eval set nobody is labeling (open a queue if people should)     -> Queues
   uncalibrated   a finished judge run on a labeled eval set with no gating decision -> its calibration report
-                 (a mark or a revocation) made since it finished
+                 (a mark, a revocation, or "gating stays as it is": a GatingReview)
+                 made since it finished
   tier_changed   a gating criterion whose tier on a fresh report differs from the   -> its report row
                  tier it was marked in
   stale          a gating mark that no longer applies or soon will not: the judge   -> the report it was made on
@@ -31,7 +32,7 @@ from django.utils import timezone
 from judging.models import JudgeRun
 from labeling.models import Annotation, EvalSet, RubricVersion
 
-from .models import GateResult, GatingMark
+from .models import GateResult, GatingMark, GatingReview
 from .report import calibration_report
 
 # Gate answers older than a week are history, not news: a release pipeline runs the gate daily or more.
@@ -104,10 +105,17 @@ def uncalibrated_runs() -> list[Line]:
         judge_config=OuterRef("judge_config"),
         calibration_eval_set=OuterRef("eval_set"),
     ).filter(Q(marked_at__gte=OuterRef("finished_at")) | Q(revoked_at__gte=OuterRef("finished_at")))
+    reviewed = GatingReview.objects.filter(
+        rubric_version=OuterRef("rubric_version"),
+        judge_config=OuterRef("judge_config"),
+        calibration_eval_set=OuterRef("eval_set"),
+        decided_at__gte=OuterRef("finished_at"),
+    )
     runs = (
         JudgeRun.objects.filter(status=JudgeRun.Status.DONE, probe_run__isnull=True)  # probe arms calibrate nothing
         .filter(Exists(labeled))
         .exclude(Exists(decided))
+        .exclude(Exists(reviewed))
         .select_related("eval_set", "rubric_version__rubric", "judge_config")
         .order_by(F("finished_at").desc(nulls_last=True), "-pk")
     )

@@ -110,6 +110,40 @@ class GatingMark(models.Model):
         return GateThresholds(self.min_pass_rate, self.max_error_rate, self.confidence, self.decide_on)
 
 
+class GatingReview(models.Model):
+    """A lead's decision, after reading a calibration, that gating stays as it is: no new criterion gates with
+    this judge config on this rubric version (and where none did, nothing gates). It answers "a finished run
+    not yet decided on" as a mark or a revocation does, so a judge found unusable leaves no open question.
+
+    It keeps what it was decided on: the calibration eval set, the contents' hashes, the criteria that gated
+    at that moment and each criterion's report figures.
+    """
+
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="gating_reviews")
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="gating_reviews")
+    rubric_content_hash = models.CharField(max_length=64)
+    judge_config_hash = models.CharField(max_length=64)
+    calibration_eval_set = models.ForeignKey(EvalSet, on_delete=models.PROTECT, related_name="gating_reviews")
+    calibration_agent_version = models.CharField(max_length=200, blank=True)
+    # The criterion keys that gated with this instrument when the decision was made; empty: nothing gates.
+    gating = models.JSONField(default=list, blank=True)
+    # Per criterion key, the report row the decision was made on (the calibration_report JSON keys).
+    figures = models.JSONField(default=dict)
+    reason = models.TextField()
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    decided_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-decided_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.summary} ({self.rubric_version_id}/{self.judge_config_id})"
+
+    @property
+    def summary(self) -> str:
+        return f"gating stays: {', '.join(self.gating)}" if self.gating else "nothing gates"
+
+
 def hash_token(token: str) -> str:
     # Tokens are 256 random bits, so a fast hash is enough (no dictionary to attack); we only ever
     # store and compare this digest.

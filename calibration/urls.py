@@ -13,6 +13,7 @@ urlpatterns = [
     path(REPORT, views.report_page, name="report"),
     path(REPORT + "export.<str:fmt>", views.report_export, name="export"),
     path(REPORT + "gating", views.mark_gating_view, name="mark_gating"),
+    path(REPORT + "review", views.review_gating_view, name="review_gating"),
     path(REPORT + "<slug:key>/<slug:cell>/", views.drilldown, name="drilldown"),
     path(REPORT + "<slug:key>/<slug:cell>/dispute", decision_views.dispute_gold, name="dispute_gold"),
     path("compare/", views.compare, name="compare"),

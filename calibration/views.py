@@ -23,12 +23,12 @@ from labeling.pages import pick_scope
 from labeling.progress import versions_with_work
 
 from . import drilldown as dd
-from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, revoke_gating
+from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review, revoke_gating
 from .decision import CANNOT, MAY_GATE, MORE_LABELS, decide
 from .export import to_csv, to_json
 from .forms import CompareForm, GatingForm, ReasonForm, TokenForm
 from .metrics import HUMAN_MIN_KAPPA, MIN_N
-from .models import GateResult, GateToken, GatingMark, hash_token
+from .models import GateResult, GateToken, GatingMark, GatingReview, hash_token
 from .overview import comparison_params, overview_grids, run_instruments
 from .progress import progress as labeling_progress
 from .report import calibration_report
@@ -78,7 +78,11 @@ def _decision_groups(decision, waiting) -> list[dict]:
     return groups
 
 
-def _report_context(request, es, rv, judge, gating_form=None) -> dict:
+# Decisions to leave gating as it is, shown on the approval panel: the newest few (the admin has all).
+REVIEWS_SHOWN = 5
+
+
+def _report_context(request, es, rv, judge, gating_form=None, review_form=None) -> dict:
     agent_version = _agent_version(request)
     report = calibration_report(eval_set=es, rubric_version=rv, judge_config=judge, agent_version=agent_version)
     criteria = {c.key: c for c in Criterion.objects.filter(rubric_version=rv)}
@@ -104,6 +108,13 @@ def _report_context(request, es, rv, judge, gating_form=None) -> dict:
         "agent_version": agent_version,
         "agent_versions": sorted(versions),
         "gating_form": gating_form or GatingForm(rows=report.rows, probes=report.probes),
+        "gating_now": [r.criterion for r in report.rows if r.gating],
+        "reviews": list(
+            GatingReview.objects.filter(rubric_version=rv, judge_config=judge).select_related(
+                "decided_by", "calibration_eval_set"
+            )[:REVIEWS_SHOWN]
+        ),
+        "review_form": review_form or ReasonForm(prefix="review"),
         "is_lead": has_role(request.user, Role.LEAD),
     }
 
@@ -252,7 +263,36 @@ def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, j
             return redirect(_report_url(es, rv, jc, _agent_version(request)))
         except ApprovalRefused as exc:
             form.add_error(None, str(exc))
-    context = _report_context(request, es, rv, jc, gating_form=form)
+    return _refused_on_panel(request, _report_context(request, es, rv, jc, gating_form=form))
+
+
+@require_POST
+@role_required(Role.LEAD)
+def review_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
+    """Record that gating stays as it is (nothing gates, where nothing did) after reading this calibration."""
+    es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
+    form = ReasonForm(request.POST, prefix="review")
+    if form.is_valid():
+        try:
+            review = record_review(
+                rubric_version=rv,
+                judge_config=jc,
+                eval_set=es,
+                by=request.user,
+                reason=form.cleaned_data["reason"],
+                agent_version=_agent_version(request),
+            )
+            messages.success(request, f"Recorded for {jc.name} on {rv.ref}: {review.summary}.")
+            if request.htmx:
+                return HttpResponseClientRefresh()
+            return redirect(_report_url(es, rv, jc, _agent_version(request)))
+        except ApprovalRefused as exc:
+            form.add_error(None, str(exc))
+    return _refused_on_panel(request, _report_context(request, es, rv, jc, review_form=form))
+
+
+def _refused_on_panel(request: HttpRequest, context: dict) -> HttpResponse:
+    """A refused decision: the approval panel again with the form's errors, or the whole page without htmx."""
     if request.htmx:  # htmx swaps only 2xx answers, and the errors must be seen
         return render(request, "calibration/report.html#approval-panel", context)
     return render(request, "calibration/report.html", context, status=422)

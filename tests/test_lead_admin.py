@@ -49,7 +49,7 @@ def test_add_user_puts_a_lead_in_the_group_and_takes_them_out_when_the_role_chan
 def test_a_staff_lead_can_open_what_the_pages_promise(client, lee):
     client.force_login(lee)
     index = client.get(reverse("admin:index")).content.decode()
-    for name in ("judgeconfig", "verdict", "user", "goldlabel", "gatingmark", "accessattempt"):
+    for name in ("judgeconfig", "verdict", "user", "goldlabel", "gatingmark", "gatingreview", "accessattempt"):
         assert f"/{name}/" in index, name
     assert client.get(reverse("admin:judging_judgeconfig_add")).status_code == 200
     assert client.get(reverse("admin:labeling_label_changelist")).status_code == 200
