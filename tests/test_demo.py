@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from calibration.management.commands.load_demo import EVAL_SET, JUDGE, LLM_JUDGE
+from calibration.management.commands.load_demo import DEMO_DIR, EVAL_SET, JUDGE, LLM_JUDGE
 from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
 from calibration.models import GatingMark
 from calibration.report import calibration_report
@@ -47,6 +48,14 @@ def test_the_demo_puts_each_criterion_in_its_intended_situation(demo, client):
     assert "humans_disagree" in {w.code for w in rows[PEOPLE_DISAGREE].warnings}
     others = [r for k, r in rows.items() if k != PEOPLE_DISAGREE]
     assert all(r.human_kappa >= HUMAN_MIN_KAPPA for r in others)
+    # Maria backs each wrong amount with the policy tool's figure as a second quote: outside the response.
+    labels = [json.loads(line) for line in (DEMO_DIR / "labels.jsonl").read_text().splitlines()]
+    backed = [x for x in labels if isinstance(x.get("evidence"), list) and x["criterion"] == "correct_amount"]
+    assert backed and all(x["annotator"] == "maria" and x["outcome"] == "FAIL" for x in backed)
+    assert rows["correct_amount"].human_quotes_outside_response == len(backed)
+    assert {k: r.human_quotes_outside_response for k, r in rows.items() if k != "correct_amount"} == dict.fromkeys(
+        set(rows) - {"correct_amount"}, 0
+    )
     # The lead's page says the same.
     client.force_login(User.objects.get(username="lee"))
     page = client.get(report_url(es, rv, judge)).content.decode()

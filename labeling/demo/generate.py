@@ -366,6 +366,15 @@ def evidence(reply: str, criterion: str, outcome: str) -> str:
     return sentences[0][:160]
 
 
+def label_evidence(annotator: str, reply: str, s: Scenario, criterion: str, outcome: str) -> str | list[str]:
+    """What an annotator pastes. Maria backs a wrong amount with a second quote: the figure the policy tool
+    returned (in a tool call, not in the reply; the report counts such quotes), next to the reply's own."""
+    quote = evidence(reply, criterion, outcome)
+    if annotator == "maria" and criterion == "correct_amount" and outcome == "FAIL" and s.eligible:
+        return [quote, f'"refundable_amount": {json.dumps(s.refund)}']
+    return quote
+
+
 def pick_flaw(version: str, rng: random.Random) -> str | None:
     roll = rng.random() * 100
     for flaw, weight in FLAW_WEIGHTS.items():
@@ -424,7 +433,7 @@ def build() -> tuple[list[dict], list[dict]]:
                             "criterion": criterion,
                             "annotator": annotator,
                             "outcome": outcome,
-                            "evidence": evidence(reply, criterion, outcome),
+                            "evidence": label_evidence(annotator, reply, s, criterion, outcome),
                         }
                     )
             # The reviewer has settled most disagreements; every third one waits in the adjudication queue.
