@@ -47,3 +47,12 @@ def outsider(db):
     user.is_active = False
     user.save()
     return user
+
+
+@pytest.fixture
+def migrator():
+    """`migrate(targets)` for a data-migration test; afterwards, pass or fail, every app's newest migration."""
+    from .migration_helpers import migrate, migrate_to_latest
+
+    yield migrate
+    migrate_to_latest()

@@ -1,4 +1,9 @@
-"""Moving the test database between migrations, for tests of a data migration."""
+"""Moving the test database between migrations, for tests of a data migration.
+
+A test takes the `migrator` fixture (tests/conftest.py: `migrate` below) and calls it with targets;
+whatever happens in the test, the database is brought back to every app's newest migration afterwards, so
+a failing or incomplete migration test cannot leave the tables that later tests expect missing.
+"""
 
 from __future__ import annotations
 

@@ -17,7 +17,6 @@ from calibration.models import GateResult, GatingMark
 
 from .calibration_factories import bulk_calibration, bulk_verdicts, make_judge, mark_as_gating
 from .factories import make_eval_set, make_rubric_version, make_user
-from .migration_helpers import migrate
 
 
 def judgy_inputs(cells: tuple[int, int, int, int], passes: int, n: int):
@@ -200,20 +199,20 @@ def test_marking_on_a_real_calibration_stores_the_cells_the_gate_corrects_with(w
 
 
 @pytest.mark.django_db(transaction=True)
-def test_marks_made_before_the_choice_keep_the_observed_bound_and_new_ones_get_the_corrected_one():
+def test_marks_made_before_the_choice_keep_the_observed_bound_and_new_ones_get_the_corrected_one(migrator):
     before, after = (
         [("calibration", "0007_gate_result_web")],
         [("calibration", "0008_gating_mark_decide_on")],
     )
     lee, cal, judge = make_user("lee"), make_eval_set("cal"), make_judge("gpt-judge")
     rv = make_rubric_version("refund", "1")
-    old = migrate(before)
+    old = migrator(before)
     old.get_model("calibration", "GatingMark").objects.create(
         rubric_version_id=rv.pk, judge_config_id=judge.pk, criterion_id=rv.criteria.first().pk,
         rubric_content_hash="r", judge_config_hash="j", calibration_eval_set_id=cal.pk, tier="gate",
         reason="old", marked_by_id=lee.pk,
     )  # fmt: skip
-    new = migrate(after)
+    new = migrator(after)
     Mark = new.get_model("calibration", "GatingMark")
     assert Mark.objects.get().decide_on == "wilson_lower"
     fresh = GatingMark(

@@ -8,14 +8,13 @@ from labeling.models import RubricVersion
 
 from .calibration_factories import make_judge
 from .factories import make_eval_set, make_rubric_version, make_user
-from .migration_helpers import migrate, migrate_to_latest
 
 BEFORE = [("calibration", "0001_initial")]
 AFTER = [("calibration", "0004_gate_token_rubric_version_only")]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_old_tokens_keep_the_version_they_gated_on_else_the_newest_approved_one():
+def test_old_tokens_keep_the_version_they_gated_on_else_the_newest_approved_one(migrator):
     lee = make_user("lee")
     cal = make_eval_set("cal")
     judge = make_judge("gpt-judge")
@@ -24,7 +23,7 @@ def test_old_tokens_keep_the_version_they_gated_on_else_the_newest_approved_one(
     RubricVersion.objects.filter(pk=newest_approved.pk).update(approved_at="2026-11-01T00:00Z")
     RubricVersion.objects.filter(pk=used.pk).update(approved_at="2026-10-01T00:00Z")
     only_draft = make_rubric_version("billing", "1")
-    old = migrate(BEFORE)
+    old = migrator(BEFORE)
     Token, Result = old.get_model("calibration", "GateToken"), old.get_model("calibration", "GateResult")
     Mark = old.get_model("calibration", "GatingMark")
     Rubric = old.get_model("labeling", "Rubric")
@@ -49,7 +48,7 @@ def test_old_tokens_keep_the_version_they_gated_on_else_the_newest_approved_one(
         reason="old", marked_by_id=lee.pk,
     )  # fmt: skip
 
-    new = migrate(AFTER)
+    new = migrator(AFTER)
     Token, Result = new.get_model("calibration", "GateToken"), new.get_model("calibration", "GateResult")
     scoped = {t.hint: (t.rubric_version_id, t.eval_set_pattern) for t in Token.objects.all()}
     assert scoped == {
@@ -64,10 +63,9 @@ def test_old_tokens_keep_the_version_they_gated_on_else_the_newest_approved_one(
     assert (mark.min_pass_rate, mark.max_error_rate, mark.confidence) == (0.90, 0.02, 0.95)
     assert nothing.pk not in Token.objects.values_list("pk", flat=True)
 
-    back = migrate(BEFORE)  # and back again: each token is on its rubric
+    back = migrator(BEFORE)  # and back again: each token is on its rubric
     assert dict(back.get_model("calibration", "GateToken").objects.values_list("hint", "rubric_id")) == {
         "ci": used.rubric_id,
         "fresh": used.rubric_id,
         "drafts": only_draft.rubric_id,
     }
-    migrate_to_latest()

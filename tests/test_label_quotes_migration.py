@@ -5,14 +5,13 @@ from __future__ import annotations
 import pytest
 
 from .factories import make_eval_set, make_output, make_rubric_version, make_user
-from .migration_helpers import migrate, migrate_to_latest
 
 BEFORE = [("labeling", "0007_label_more_evidence")]
 AFTER = [("labeling", "0008_label_quotes_outside_response")]
 
 
 @pytest.mark.django_db(transaction=True)
-def test_existing_labels_get_the_count_of_their_quotes_only_outside_the_response():
+def test_existing_labels_get_the_count_of_their_quotes_only_outside_the_response(migrator):
     rv = make_rubric_version("refund", "1")
     es = make_eval_set("cal")
     output = make_output(
@@ -24,7 +23,7 @@ def test_existing_labels_get_the_count_of_their_quotes_only_outside_the_response
     other = make_output(es, input="Where is my parcel?", tool_calls=[], response="It left the depot today.")
     people = [make_user(name) for name in ("maria", "li", "ola", "pat")]
     criterion_id = rv.criteria.get(key="correct_amount").pk
-    old = migrate(BEFORE)
+    old = migrator(BEFORE)
     Annotation, Label = old.get_model("labeling", "Annotation"), old.get_model("labeling", "Label")
     # (output, evidence, more_evidence) -> what the count must be, worked out by hand from the transcripts.
     cases = [
@@ -41,9 +40,8 @@ def test_existing_labels_get_the_count_of_their_quotes_only_outside_the_response
                                  more_evidence=more).pk
         )  # fmt: skip
 
-    new = migrate(AFTER)
+    new = migrator(AFTER)
     counts = dict(new.get_model("labeling", "Label").objects.values_list("pk", "quotes_outside_response"))
     assert [counts[pk] for pk in ids] == [expected for *_, expected in cases]
-    migrate(BEFORE)  # and back: the column goes, the labels stay
+    migrator(BEFORE)  # and back: the column goes, the labels stay
     assert old.get_model("labeling", "Label").objects.count() == 4
-    migrate_to_latest()
