@@ -56,6 +56,24 @@ def test_a_lead_is_refused_then_overrides_in_place(live_server, new_page, calibr
     assert mark.override and mark.tier == "trend"
 
 
+def test_a_lead_records_that_nothing_gates_and_the_decision_is_listed(live_server, new_page, calibrated):  # noqa: F811
+    from calibration.models import GatingReview
+
+    es, rv, judge = calibrated
+    page = new_page()
+    log_in(page, live_server.url)
+    page.goto(f"{live_server.url}/calibration/report/{es.pk}/{rv.pk}/{judge.pk}/")
+    panel = page.locator("#approval-panel")
+    panel.get_by_role("button", name="Record: nothing gates").click()  # no reason: the browser asks for one
+    assert not GatingReview.objects.exists()
+    panel.get_by_label("Why should nothing gate?").fill("next_step is only trend; correct_amount waits for v2")
+    panel.get_by_role("button", name="Record: nothing gates").click()
+    expect(page.get_by_text("Recorded for gpt-judge on refund@1: nothing gates.")).to_be_visible()
+    expect(page.locator("ul.reviews li")).to_contain_text("nothing gates · lee")
+    screenshot(page, "calibration-nothing-gates")
+    assert GatingReview.objects.get().reason == "next_step is only trend; correct_amount waits for v2"
+
+
 def test_a_new_token_is_shown_once_in_the_panel(live_server, new_page, calibrated):  # noqa: F811
     page = new_page()
     log_in(page, live_server.url)

@@ -135,3 +135,15 @@ def test_home_stops_listing_the_run_once_decided(client, finished, lead):
     assert "no gating decision since" in client.get(reverse("home")).content.decode()
     client.post(url(es, rv, judge), {"review-reason": "judge unusable here"})
     assert "no gating decision since" not in client.get(reverse("home")).content.decode()
+
+
+def test_each_reason_box_on_the_panel_has_its_own_label(client, finished, lead):
+    """The mark's reason and this decision's reason sit on one panel; a screen reader tells them apart."""
+    import re
+
+    es, rv, judge = finished
+    approve_rubric_version(rubric_version=rv, by=lead, reason="definitions checked")  # the mark's form shows too
+    client.force_login(lead)
+    page = client.get(url(es, rv, judge, "calibration:report")).content.decode()
+    labels = re.findall(r'<label for="id_(?:review-)?reason">([^<]+)</label>', page)
+    assert labels == ["Reason", "Why should nothing gate?"]
