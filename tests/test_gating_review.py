@@ -147,3 +147,49 @@ def test_each_reason_box_on_the_panel_has_its_own_label(client, finished, lead):
     page = client.get(url(es, rv, judge, "calibration:report")).content.decode()
     labels = re.findall(r'<label for="id_(?:review-)?reason">([^<]+)</label>', page)
     assert labels == ["Reason", "Why should nothing gate?"]
+
+
+# --- The command line: approve --keep-gating ------------------------------------------------------------------
+
+
+def approve(*args: str) -> str:
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command("approve", *args, stdout=out)
+    return out.getvalue()
+
+
+SCOPE = ("--rubric", "refund@1", "--judge", "gpt-judge", "--eval-set", "cal")
+
+
+def test_the_command_records_that_nothing_gates(finished, lead):
+    out = approve(*SCOPE, "--keep-gating", "--by", "lead", "--reason", "judge unusable on next_step")
+    assert out.strip() == "recorded: nothing gates with gpt-judge on refund@1 (calibration on cal, by lead)"
+    review = GatingReview.objects.get()
+    assert (review.reason, review.gating, review.calibration_agent_version) == ("judge unusable on next_step", [], "")
+    assert waiting() == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--keep-gating", "--gating", "correct_amount"), "--keep-gating and --gating exclude each other"),
+        (("--keep-gating", "--override"), "--override only applies to --gating"),
+        (("--keep-gating", "--min-pass-rate", "0.95"), "only apply to --gating"),
+    ],
+)
+def test_the_command_refuses_flags_that_do_not_go_with_keep_gating(finished, lead, args, message):
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match=message):
+        approve(*SCOPE, *args, "--by", "lead", "--reason", "because")
+    with pytest.raises(CommandError, match="go together"):
+        approve("--rubric", "refund@1", "--keep-gating", "--by", "lead", "--reason", "no judge named")
+    with pytest.raises(CommandError, match="a reason is required"):
+        approve(*SCOPE, "--keep-gating", "--by", "lead", "--reason", "  ")
+    with pytest.raises(CommandError, match=r"unknown eval set 'nope' \(known: cal\)"):
+        approve(*SCOPE[:-1], "nope", "--keep-gating", "--by", "lead", "--reason", "x")
+    assert not GatingReview.objects.exists()

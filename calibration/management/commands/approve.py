@@ -2,16 +2,21 @@
 [--min-pass-rate R] [--max-error-rate R] [--confidence C] [--decide-on corrected_lower|wilson_lower]
 [--require-clean-probes]] --by USER --reason TEXT [--override] [--agent-version V]
 
+python manage.py approve --rubric NAME@VERSION --judge NAME --eval-set CALIBRATION_SET --keep-gating
+--by USER --reason TEXT [--agent-version V]
+
 Without --judge: approve the rubric version. With --judge, --eval-set and --gating: mark those criteria as
 gating for that (approved) rubric version and judge config, on a fresh calibration report of the eval set,
 with the gate policy they must meet (defaults: calibration/policy.py); callers of the gate may only tighten it.
+With --keep-gating instead of --gating: record that, on that calibration, gating stays as it is (nothing
+gates where nothing did), which answers the finished run waiting on Home as a mark would.
 """
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration.approvals import ApprovalRefused, approve_rubric_version, mark_gating
+from calibration.approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review
 from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
 from calibration.policy import (
     DECIDE_ON,
@@ -34,6 +39,11 @@ class Command(BaseCommand):
         parser.add_argument("--eval-set", help="the calibration eval set the decision relies on")
         parser.add_argument("--agent-version", help="calibrate on this agent version's outputs only")
         parser.add_argument("--gating", help="criterion keys, comma-separated")
+        parser.add_argument(
+            "--keep-gating",
+            action="store_true",
+            help="with --judge and --eval-set: record that gating stays as it is on this calibration",
+        )
         parser.add_argument("--by", required=True, help="username of the lead who decides")
         parser.add_argument("--reason", required=True, help="why, in words someone can check later")
         parser.add_argument("--override", action="store_true", help="allow criteria outside the gate tier")
@@ -57,13 +67,19 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **opts):
-        gating_parts = [opts["judge"], opts["eval_set"], opts["gating"]]
+        if opts["keep_gating"] and opts["gating"]:
+            raise CommandError("--keep-gating and --gating exclude each other: mark criteria, or keep gating as it is")
+        decision = opts["gating"] or opts["keep_gating"]
+        gating_parts = [opts["judge"], opts["eval_set"], decision]
         if any(gating_parts) and not all(gating_parts):
-            raise CommandError("--judge, --eval-set and --gating go together: give all three to mark gating criteria")
+            raise CommandError(
+                "--judge, --eval-set and --gating go together: give all three to mark gating criteria "
+                "(or --keep-gating instead of --gating, to record that gating stays as it is)"
+            )
         if opts["override"] and not opts["gating"]:
             raise CommandError("--override only applies to --gating")
-        if opts["agent_version"] and not opts["gating"]:
-            raise CommandError("--agent-version only applies to --gating")
+        if opts["agent_version"] and not decision:
+            raise CommandError("--agent-version only applies to --gating or --keep-gating")
         asked = {name: opts[name] for name in (*FIELDS, "decide_on") if opts[name] is not None}
         if (asked or opts["require_clean_probes"]) and not opts["gating"]:
             raise CommandError(
@@ -79,9 +95,23 @@ class Command(BaseCommand):
             raise CommandError(f"unknown user {opts['by']!r}")
         try:
             rubric_version = rubric_version_named(opts["rubric"])
-            if not opts["gating"]:
+            if not decision:
                 rv = approve_rubric_version(rubric_version=rubric_version, by=user, reason=opts["reason"])
                 self.stdout.write(f"approved {rv.ref} (by {user.username} at {rv.approved_at:%Y-%m-%d %H:%M})")
+                return
+            if opts["keep_gating"]:
+                review = record_review(
+                    rubric_version=rubric_version,
+                    judge_config=judge_named(opts["judge"]),
+                    eval_set=eval_set_named(opts["eval_set"]),
+                    by=user,
+                    reason=opts["reason"],
+                    agent_version=opts["agent_version"],
+                )
+                self.stdout.write(
+                    f"recorded: {review.summary} with {review.judge_config.name} on {rubric_version.ref} "
+                    f"(calibration on {review.calibration_eval_set.name}, by {user.username})"
+                )
                 return
             marks = mark_gating(
                 rubric_version=rubric_version,
