@@ -277,3 +277,17 @@ def test_csv_report_cells_that_a_spreadsheet_would_run_start_with_a_quote(client
     rows = list(csv.DictReader(io.StringIO(client.get(urls(es, rv, judge)["csv"]).content.decode())))
     assert rows[0]["criterion"] == "'-cmd"
     assert rows[0]["false_pass"] == "3" and rows[0]["kappa"].startswith("-0.")  # numbers stay numbers
+
+
+def test_a_mark_whose_stored_figures_lack_a_key_shows_a_dash_not_a_server_error(client, world, lead):
+    from calibration.models import GatingMark
+
+    from .calibration_factories import mark_as_gating
+
+    es, rv, judge = world
+    bulk_calibration(es, rv, judge, {"correct_amount": (145, 15, 5, 35)})
+    mark_as_gating(rv, judge, ["correct_amount"], es, by=lead)  # its figures: {}, no kappa stored
+    assert GatingMark.objects.get().figures == {}
+    client.force_login(lead)
+    page = client.get(urls(*world)["report"])
+    assert page.status_code == 200 and "κ — (n 0, false pass 0)" in page.content.decode()

@@ -7,17 +7,23 @@ from django import template
 register = template.Library()
 
 
+def _number(value) -> bool:
+    # None is undefined; "" is what a template gets for a key a stored record lacks (a mark's figures from
+    # before a key existed): both are shown as missing, never as 0 and never as a server error.
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 @register.filter
 def stat(value, digits: int = 2) -> str:
-    """0.71428 -> "0.71"; None -> "—"."""
-    if value is None:
+    """0.71428 -> "0.71"; None (or anything not a number) -> "—"."""
+    if not _number(value):
         return "—"
     return f"{value:.{int(digits)}f}"
 
 
 @register.filter
 def pct(value) -> str:
-    if value is None:
+    if not _number(value):
         return "—"
     return f"{value:.0%}"
 
