@@ -258,9 +258,7 @@ def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, j
                 require_clean_probes=form.cleaned_data["require_clean_probes"],
             )
             messages.success(request, f"{form.cleaned_data['criterion']} now gates releases with {jc.name}.")
-            if request.htmx:
-                return HttpResponseClientRefresh()
-            return redirect(_report_url(es, rv, jc, _agent_version(request)))
+            return _decided(request, es, rv, jc)
         except ApprovalRefused as exc:
             form.add_error(None, str(exc))
     return _refused_on_panel(request, _report_context(request, es, rv, jc, gating_form=form))
@@ -283,12 +281,17 @@ def review_gating_view(request: HttpRequest, eval_set: int, rubric_version: int,
                 agent_version=_agent_version(request),
             )
             messages.success(request, f"Recorded for {jc.name} on {rv.ref}: {review.summary}.")
-            if request.htmx:
-                return HttpResponseClientRefresh()
-            return redirect(_report_url(es, rv, jc, _agent_version(request)))
+            return _decided(request, es, rv, jc)
         except ApprovalRefused as exc:
             form.add_error(None, str(exc))
     return _refused_on_panel(request, _report_context(request, es, rv, jc, review_form=form))
+
+
+def _decided(request: HttpRequest, es: EvalSet, rv: RubricVersion, jc: JudgeConfig) -> HttpResponse:
+    """A recorded decision: the report again, with its message (htmx reloads the page, the rest is redirected)."""
+    if request.htmx:
+        return HttpResponseClientRefresh()
+    return redirect(_report_url(es, rv, jc, _agent_version(request)))
 
 
 def _refused_on_panel(request: HttpRequest, context: dict) -> HttpResponse:
