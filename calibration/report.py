@@ -32,7 +32,7 @@ from judging.probes.results import ProbeResults
 from labeling.gold import derive_gold, tied_items
 from labeling.models import Criterion, EvalSet, GoldPolicy, RubricVersion
 
-from . import data
+from . import content_cache, data
 from .metrics import (
     ABSTAIN,
     BINARY,
@@ -705,6 +705,32 @@ def _criteria(rubric_version: RubricVersion) -> tuple[list[tuple[int, str]], dic
     return [(c.id, c.key) for c in criteria], {c.id: c.gold_policy for c in criteria}
 
 
+def cached_rows(
+    *,
+    criteria: list[tuple[object, str]],
+    labels: pd.DataFrame,
+    adjudicated: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    gating: Iterable[str],
+    gold_policies: Mapping[object, str],
+) -> list[CriterionReport]:
+    """`build_rows` for these frames, computed once per content (content_cache.py says why that is exact)."""
+    gating, policies = sorted(gating), sorted((str(k), str(v)) for k, v in gold_policies.items())
+    parts = (criteria, labels, adjudicated, verdicts, gating, policies)
+    return content_cache.computed(
+        "report-rows",
+        parts,
+        lambda: build_rows(
+            criteria=criteria,
+            labels=labels,
+            adjudicated=adjudicated,
+            verdicts=verdicts,
+            gating=gating,
+            gold_policies=gold_policies,
+        ),
+    )
+
+
 def calibration_report(
     *,
     eval_set: EvalSet,
@@ -716,7 +742,7 @@ def calibration_report(
     for the newest complete probe run and three more when there is one)."""
     scope = data.Scope(eval_set, rubric_version, agent_version)
     criteria, policies = _criteria(rubric_version)
-    rows = build_rows(
+    rows = cached_rows(
         criteria=criteria,
         labels=data.load_labels(scope),
         adjudicated=data.load_adjudicated(scope),
@@ -752,7 +778,7 @@ def segmented_report(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_
         def cut(df: pd.DataFrame, ids: set = ids) -> pd.DataFrame:
             return df[df["output"].isin(ids)]
 
-        rows = build_rows(
+        rows = cached_rows(
             criteria=criteria,
             labels=cut(labels),
             adjudicated=cut(adjudicated),
