@@ -300,7 +300,7 @@ def _quotes_outside_response(labels: pd.DataFrame) -> pd.Series:
 def human_agreement_from_labels(
     labels: pd.DataFrame, criteria: Iterable[tuple[object, str]]
 ) -> dict[str, HumanAgreement]:
-    found = _human(labels)
+    found = content_cache.computed("human-ceiling", (labels,), lambda: _human(labels))
     empty = HumanAgreement(0, None, None, None)
     return {key: found.get(crit_id, empty) for crit_id, key in criteria}
 
