@@ -496,6 +496,13 @@ def _gold_counts(labels: pd.DataFrame, adjudicated: pd.DataFrame, gold: pd.DataF
     }
 
 
+def _ties_go(policy: str) -> str:
+    """Where a tie's item goes under a gold policy (labeling/gold.py's rule)."""
+    if policy == GoldPolicy.ANY_FAIL:
+        return "under the any_fail policy each of them is FAIL gold and counts, so the hardest items lean FAIL"
+    return "the hardest items wait for a reviewer and are left out of every figure until then"
+
+
 def _gold_findings(policy: str, g: GoldCounts) -> tuple[Finding, ...]:
     """Ties and items without gold, when they are a large share of what people labeled."""
     out = []
@@ -504,8 +511,8 @@ def _gold_findings(policy: str, g: GoldCounts) -> tuple[Finding, ...]:
             Finding(
                 "many_ties",
                 f"{g.gold_ties} of {g.labeled_items} labeled items are ties between annotators "
-                f"({fmt(100 * g.gold_ties / g.labeled_items, 1)}%); the hardest items are the ones left to "
-                "adjudicate or left out: adjudicate them, or sharpen the definition",
+                f"({fmt(100 * g.gold_ties / g.labeled_items, 1)}%); {_ties_go(policy)}: adjudicate them, or "
+                "sharpen the definition",
             )
         )
     if g.labeled_items and g.awaiting_gold / g.labeled_items > MAX_UNSETTLED_SHARE:
