@@ -14,9 +14,18 @@ from judging.models import JudgeConfig, Verdict
 
 # The human side's loaders are labeling's; they stand here too, so calibration reads all frames from one module.
 from labeling.data import GOLD_COLUMNS, LABEL_COLUMNS, Scope, frame, load_adjudicated, load_labels  # noqa: F401
+from labeling.gold import item_states
 from labeling.models import Criterion, Output, RubricVersion
 
+from . import content_cache
+
 VERDICT_COLUMNS = ["output", "criterion", "run", "sample", "outcome", "evidence_found"]
+
+
+def states_of(labels: pd.DataFrame, adjudicated: pd.DataFrame, policies: dict[int, str]) -> pd.DataFrame:
+    """labeling.gold.item_states of these frames, computed once per content (content_cache.py)."""
+    parts = (labels, adjudicated, sorted(policies.items()))
+    return content_cache.computed("item-states", parts, lambda: item_states(labels, adjudicated, policies))
 
 
 def criteria_of(rubric_version: RubricVersion) -> list[Criterion]:

@@ -7,7 +7,7 @@ import math
 from django import forms
 
 from judging.models import JudgeConfig
-from labeling.models import EvalSet, RubricVersion
+from labeling.models import EvalSet, Output, RubricVersion
 
 from .lookup import UnknownName, parse_rubric_ref
 from .models import GateToken, TokenScope
@@ -56,7 +56,7 @@ class GatingForm(ReasonForm):
         required=False,
         initial=DEFAULT_MIN_PASS_RATE,
         label="Minimum pass rate",
-        help_text=f"The Wilson lower bound must reach it (default {DEFAULT_MIN_PASS_RATE:g}).",
+        help_text=f"The lower bound named in Decide on must reach it (default {DEFAULT_MIN_PASS_RATE:g}).",
     )
     max_error_rate = _Rate(
         required=False,
@@ -68,7 +68,7 @@ class GatingForm(ReasonForm):
         required=False,
         initial=DEFAULT_CONFIDENCE,
         label="Confidence",
-        help_text=f"Of the Wilson lower bound (default {DEFAULT_CONFIDENCE:g}). CI may only tighten these three.",
+        help_text=f"Of that lower bound (default {DEFAULT_CONFIDENCE:g}). CI may only tighten these three.",
     )
 
     decide_on = forms.ChoiceField(
@@ -235,12 +235,21 @@ class GateRunForm(TighteningMixin, forms.Form):
         label="Judge config",
         error_messages={"invalid_choice": "Choose a judge config that exists."},
     )
-    agent_version = forms.CharField(
-        max_length=200, required=False, label="Agent version", help_text="Gate only this agent version's outputs."
+    agent_version = forms.ChoiceField(
+        required=False,
+        label="Agent version",
+        help_text="Gate only this agent version's outputs.",
+        error_messages={"invalid_choice": "Choose an agent version that has outputs."},
     )
     min_pass_rate = _Rate(required=False, label="Minimum pass rate", help_text="Only tightens the lead's.")
     max_error_rate = _Rate(required=False, label="Maximum ERROR rate", help_text="Only tightens the lead's.")
     confidence = _Rate(required=False, label="Confidence", help_text="Only tightens the lead's.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A list, as the report offers: a version typed by hand that has no outputs would gate nothing.
+        versions = Output.objects.order_by("agent_version").values_list("agent_version", flat=True).distinct()
+        self.fields["agent_version"].choices = [("", "Every agent version")] + [(v, v) for v in versions]
 
     def threshold_fields(self) -> list:
         return [self[name] for name in FIELDS]

@@ -8,12 +8,15 @@ mark that requires a clean probe run.
 
 from __future__ import annotations
 
+from django.db.models import Count, Max
+
 from judging.models import JudgeConfig
 from judging.probes.registry import MEANINGFUL
 from judging.probes.render import text_lines
 from judging.probes.results import ProbeResults, latest_complete, results_of
 from labeling.models import EvalSet, RubricVersion
 
+from . import content_cache
 from .models import GatingMark
 
 # The CSV columns of each probe of the run, after the report's own columns (`{probe}` is the probe's name).
@@ -26,7 +29,16 @@ def probe_results(
 ) -> ProbeResults | None:
     """The newest complete probe run's results for this calibration (None if there is none)."""
     probe_run = latest_complete(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
-    return results_of(probe_run) if probe_run is not None else None
+    if probe_run is None:
+        return None
+    # Verdicts are only ever added, never changed: the arms' verdict counts and newest ids stand for their content.
+    arms = list(
+        probe_run.judge_runs.order_by("pk")
+        .annotate(n=Count("verdicts"), newest=Max("verdicts__pk"))
+        .values_list("pk", "status", "n", "newest")
+    )
+    names = (probe_run.eval_set.name, probe_run.rubric_version.ref, probe_run.judge_config.name)
+    return content_cache.computed("probe-results", (probe_run.pk, names, arms), lambda: results_of(probe_run))
 
 
 def report_key(results: ProbeResults | None) -> dict | None:

@@ -16,10 +16,10 @@ import pandas as pd
 from django.db.models import Count
 from django.utils import timezone
 
-from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED, item_states
+from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED
 from labeling.models import Annotation, Criterion, EvalSet, HumanOutcome, Output, RubricVersion
 
-from .data import Scope, load_adjudicated, load_labels
+from .data import Scope, load_adjudicated, load_labels, states_of
 from .metrics import HUMAN_MIN_KAPPA, MIN_N, HumanAgreement
 from .report import human_agreement_from_labels
 
@@ -112,7 +112,8 @@ def progress(eval_set: EvalSet, rubric_version: RubricVersion) -> Progress:
     scope = Scope(eval_set, rubric_version)
     labels = load_labels(scope)
     criteria = list(Criterion.objects.filter(rubric_version=rubric_version).order_by("order", "id"))
-    states = item_states(labels, load_adjudicated(scope), {c.pk: c.gold_policy for c in criteria})
+    adjudicated, policies = load_adjudicated(scope), {c.pk: c.gold_policy for c in criteria}
+    states = states_of(labels, adjudicated, policies)
     agreement = human_agreement_from_labels(labels, [(c.pk, c.key) for c in criteria])
     counts = criterion_counts(states, criteria)
     rows = [CriterionProgress(criterion=c, agreement=agreement[c.key], **counts[c.pk]) for c in criteria]

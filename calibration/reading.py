@@ -104,9 +104,11 @@ def human_pairs(labels: pd.DataFrame) -> pd.DataFrame:
 def two_annotator_pairs(labels: pd.DataFrame) -> pd.DataFrame:
     """Annotator A vs B where exactly two annotations of an item said PASS or FAIL: columns a, b.
 
-    Items with more PASS/FAIL labels are left out (the mean pairwise kappa and alpha cover them): with
-    exactly two, which one is "A" cannot change Cohen's kappa, which is symmetric in its two raters, so
-    the figure no longer depends on the order labels were made or imported in.
+    Items with more PASS/FAIL labels are left out (the mean pairwise kappa and alpha cover them). "A" is the
+    lower slot: a position, not a person, so which person is A differs from item to item and the figure still
+    moves with the order labels were made or imported in (each rater's pass rate, and so the chance term,
+    changes when one item's two labels change places). The order-free ceiling is the mean pairwise kappa or
+    alpha; A vs B is shown for reference only (docs/calibration.md has the worked example).
     """
     binary = labels.loc[labels["outcome"].isin(BINARY), KEY + ["slot", "outcome"]]
     two = binary[binary.groupby(KEY, sort=False)["outcome"].transform("size").to_numpy() == 2]

@@ -32,7 +32,7 @@ from judging.probes.results import ProbeResults
 from labeling.gold import derive_gold, tied_items
 from labeling.models import Criterion, EvalSet, GoldPolicy, RubricVersion
 
-from . import data
+from . import content_cache, data
 from .metrics import (
     ABSTAIN,
     BINARY,
@@ -300,7 +300,7 @@ def _quotes_outside_response(labels: pd.DataFrame) -> pd.Series:
 def human_agreement_from_labels(
     labels: pd.DataFrame, criteria: Iterable[tuple[object, str]]
 ) -> dict[str, HumanAgreement]:
-    found = _human(labels)
+    found = content_cache.computed("human-ceiling", (labels,), lambda: _human(labels))
     empty = HumanAgreement(0, None, None, None)
     return {key: found.get(crit_id, empty) for crit_id, key in criteria}
 
@@ -496,6 +496,13 @@ def _gold_counts(labels: pd.DataFrame, adjudicated: pd.DataFrame, gold: pd.DataF
     }
 
 
+def _ties_go(policy: str) -> str:
+    """Where a tie's item goes under a gold policy (labeling/gold.py's rule)."""
+    if policy == GoldPolicy.ANY_FAIL:
+        return "under the any_fail policy each of them is FAIL gold and counts, so the hardest items lean FAIL"
+    return "the hardest items wait for a reviewer and are left out of every figure until then"
+
+
 def _gold_findings(policy: str, g: GoldCounts) -> tuple[Finding, ...]:
     """Ties and items without gold, when they are a large share of what people labeled."""
     out = []
@@ -504,8 +511,8 @@ def _gold_findings(policy: str, g: GoldCounts) -> tuple[Finding, ...]:
             Finding(
                 "many_ties",
                 f"{g.gold_ties} of {g.labeled_items} labeled items are ties between annotators "
-                f"({fmt(100 * g.gold_ties / g.labeled_items, 1)}%); the hardest items are the ones left to "
-                "adjudicate or left out: adjudicate them, or sharpen the definition",
+                f"({fmt(100 * g.gold_ties / g.labeled_items, 1)}%); {_ties_go(policy)}: adjudicate them, or "
+                "sharpen the definition",
             )
         )
     if g.labeled_items and g.awaiting_gold / g.labeled_items > MAX_UNSETTLED_SHARE:
@@ -705,6 +712,32 @@ def _criteria(rubric_version: RubricVersion) -> tuple[list[tuple[int, str]], dic
     return [(c.id, c.key) for c in criteria], {c.id: c.gold_policy for c in criteria}
 
 
+def cached_rows(
+    *,
+    criteria: list[tuple[object, str]],
+    labels: pd.DataFrame,
+    adjudicated: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    gating: Iterable[str],
+    gold_policies: Mapping[object, str],
+) -> list[CriterionReport]:
+    """`build_rows` for these frames, computed once per content (content_cache.py says why that is exact)."""
+    gating, policies = sorted(gating), sorted((str(k), str(v)) for k, v in gold_policies.items())
+    parts = (criteria, labels, adjudicated, verdicts, gating, policies)
+    return content_cache.computed(
+        "report-rows",
+        parts,
+        lambda: build_rows(
+            criteria=criteria,
+            labels=labels,
+            adjudicated=adjudicated,
+            verdicts=verdicts,
+            gating=gating,
+            gold_policies=gold_policies,
+        ),
+    )
+
+
 def calibration_report(
     *,
     eval_set: EvalSet,
@@ -716,7 +749,7 @@ def calibration_report(
     for the newest complete probe run and three more when there is one)."""
     scope = data.Scope(eval_set, rubric_version, agent_version)
     criteria, policies = _criteria(rubric_version)
-    rows = build_rows(
+    rows = cached_rows(
         criteria=criteria,
         labels=data.load_labels(scope),
         adjudicated=data.load_adjudicated(scope),
@@ -752,7 +785,7 @@ def segmented_report(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_
         def cut(df: pd.DataFrame, ids: set = ids) -> pd.DataFrame:
             return df[df["output"].isin(ids)]
 
-        rows = build_rows(
+        rows = cached_rows(
             criteria=criteria,
             labels=cut(labels),
             adjudicated=cut(adjudicated),

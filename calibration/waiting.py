@@ -11,8 +11,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from labeling.disputes import open_dispute_counts
-from labeling.gold import AWAITING, DISAGREED, load_item_states
+from labeling.gold import AWAITING, DISAGREED, gold_policies
 from labeling.models import EvalSet, LabelingQueue, Output, RubricVersion
+
+from .data import Scope, load_adjudicated, load_labels, states_of
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,9 @@ def waiting_counts(states: pd.DataFrame, criteria: list[tuple[int, str]], output
 
 
 def waiting_work(eval_set: EvalSet, rubric_version: RubricVersion) -> WaitingWork:
-    states = load_item_states(eval_set, rubric_version)
+    scope = Scope(eval_set, rubric_version)
+    labels, adjudicated, policies = load_labels(scope), load_adjudicated(scope), gold_policies(rubric_version)
+    states = states_of(labels, adjudicated, policies)
     criteria = list(rubric_version.criteria.order_by("order", "id").values_list("id", "key"))
     outputs = Output.objects.filter(case__eval_set=eval_set).count()
     counts = waiting_counts(states, criteria, outputs, open_dispute_counts(eval_set, rubric_version))

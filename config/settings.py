@@ -196,6 +196,16 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # Serve straight from the app folders: no collectstatic step for the embedded default.
 WHITENOISE_USE_FINDERS = True
 
+# Report figures cached under a digest of the data they come from (calibration/content_cache.py), so an entry
+# is never stale. Files in the data folder: every gunicorn worker of one machine shares them, across restarts.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(DATA_DIR / "cache"),
+        "OPTIONS": {"MAX_ENTRIES": 2000},
+    }
+}
+
 # Uploads are parsed as a stream; this only bounds what Django keeps in memory per file.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from calibration.report import REPORT_KEYS, calibration_report, human_agreement, segmented_report
+from calibration.report import (
+    REPORT_KEYS,
+    calibration_report,
+    human_agreement,
+    human_agreement_from_labels,
+    segmented_report,
+)
 from labeling.models import Annotation, GoldLabel, Label
 
 from .calibration_factories import (
@@ -441,3 +448,27 @@ def test_people_quotes_found_only_outside_the_response_are_counted_per_criterion
         .values_list("revision", "is_current", "quotes_outside_response")
     ) == [(1, False, 2), (2, True, 0)]
     assert report(es, rv, judge).row("correct_amount").human_quotes_outside_response == 0
+
+
+def test_a_vs_b_depends_on_who_is_first_on_each_item_and_the_ceiling_does_not():
+    """Worked by hand (docs/calibration.md): amy says P P P F, bo says F F P F on four outputs.
+    amy first everywhere: A = P P P F, B = F F P F; observed 2/4, pass rates 3/4 and 1/4, chance
+    0.75 * 0.25 + 0.25 * 0.75 = 0.375, kappa 0.125 / 0.625 = 0.2. bo first on the second output:
+    A = P F P F, B = F P P F; pass rates 1/2 and 1/2, chance 0.5, kappa 0. The pair amy-bo is 0.2 both ways."""
+    amy, bo = ["P", "P", "P", "F"], ["F", "F", "P", "F"]
+    word = {"P": P, "F": F}
+
+    def labels(bo_first_on: set[int]):
+        rows = []
+        for output, (a, b) in enumerate(zip(amy, bo, strict=True)):
+            slots = (2, 1) if output in bo_first_on else (1, 2)
+            rows.append((output, 1, output * 2, 1, slots[0], word[a]))
+            rows.append((output, 1, output * 2 + 1, 2, slots[1], word[b]))
+        return pd.DataFrame(rows, columns=["output", "criterion", "annotation", "annotator", "slot", "outcome"])
+
+    in_order = human_agreement_from_labels(labels(set()), [(1, "c")])["c"]
+    swapped = human_agreement_from_labels(labels({1}), [(1, "c")])["c"]
+    assert in_order.kappa == pytest.approx(0.2) and swapped.kappa == pytest.approx(0.0, abs=1e-12)
+    assert in_order.pairwise.kappa == pytest.approx(0.2) and swapped.pairwise.kappa == pytest.approx(0.2)
+    # The ceiling (alpha here: one pair sharing fewer than PAIR_MIN_ITEMS items) is the same both ways.
+    assert in_order.ceiling == swapped.ceiling and in_order.ceiling[0] == "alpha"

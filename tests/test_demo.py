@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from calibration.management.commands.load_demo import DEMO_DIR, EVAL_SET, JUDGE, LLM_JUDGE
 from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
-from calibration.models import GatingMark
+from calibration.models import GateResult, GatingMark
 from calibration.report import calibration_report
 from judging.models import JudgeConfig
 from labeling.models import EvalSet, LabelingQueue, Output, RubricVersion, User
@@ -85,6 +85,37 @@ def test_the_readme_walk_reaches_a_gating_decision_without_an_override(demo, cli
     client.post(gating, {**reason, "criterion": "correct_amount"})
     mark = GatingMark.objects.get()
     assert (mark.criterion.key, mark.tier, mark.override) == ("correct_amount", "gate", False)
+
+
+def test_the_readme_walks_gate_fails_the_whole_set_and_the_older_agent_and_passes_the_newer_one(demo, client):
+    """The README's numbers, read off `gate --format json` on the demo: correct_amount's corrected lower bound is
+    0.81 on all 310 judged outputs, 0.71 for v1.3 (its planted wrong amounts) and 0.88 for v1.4."""
+    es, rv, judge = demo
+    client.force_login(User.objects.get(username="lee"))
+    reason = {"reason": "demo walk: the judge agrees with people on refund amounts"}
+    client.post(reverse("calibration:approve_rubric", args=[rv.pk]), reason)
+    gating = reverse("calibration:mark_gating", args=[es.pk, rv.pk, judge.pk])
+    client.post(gating, {**reason, "criterion": "correct_amount", "min_pass_rate": "0.85"})
+    assert GatingMark.objects.get().min_pass_rate == 0.85
+
+    form = client.get(reverse("calibration:gate_run")).content.decode()
+    assert '<option value="v1.3">v1.3</option>' in form and '<option value="v1.4">v1.4</option>' in form
+
+    def gate(agent_version: str) -> str:
+        asked = {"eval_set": es.pk, "rubric_version": rv.pk, "judge_config": judge.pk, "agent_version": agent_version}
+        response = client.post(reverse("calibration:gate_run"), asked)
+        assert response.status_code == 302, response.content.decode()[:2000]
+        return GateResult.objects.get(pk=int(response["Location"].rstrip("/").rsplit("/", 1)[1])).decision
+
+    assert gate("") == GateResult.Decision.FAILED
+    assert gate("v1.3") == GateResult.Decision.FAILED
+    assert gate("v1.4") == GateResult.Decision.PASSED
+    # A version typed by hand that has no outputs is refused by the form, and nothing is recorded.
+    before = GateResult.objects.count()
+    typed = {"eval_set": es.pk, "rubric_version": rv.pk, "judge_config": judge.pk, "agent_version": "v9"}
+    refused = client.post(reverse("calibration:gate_run"), typed)
+    assert refused.status_code == 422 and "Choose an agent version that has outputs." in refused.content.decode()
+    assert GateResult.objects.count() == before
 
 
 def test_the_demo_loads_without_its_llm_judge_where_the_key_allowlist_leaves_its_variable_out(settings):

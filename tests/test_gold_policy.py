@@ -161,6 +161,18 @@ def test_56_ties_in_750_items_are_counted_and_warned_about():
     assert calm.gold_ties == 37 and not {"many_ties", "much_gold_pending"} & set(calm.warning_codes)
 
 
+def test_the_ties_warning_says_where_ties_go_under_each_policy():
+    items = [([P, P], P)] * 600 + [([F, F], F)] * 94 + [([P, F], P)] * 56
+    said = {
+        policy: next(w.message for w in row_for(items, policy).warnings if w.code == "many_ties")
+        for policy in (MAJORITY, ANY_FAIL)
+    }
+    # Under any_fail a P/F tie is FAIL gold and counts (56 false passes here); under majority it waits.
+    assert row_for(items, ANY_FAIL).false_pass == 56 and row_for(items, MAJORITY).pending_gold == 56
+    assert "each of them is FAIL gold and counts" in said[ANY_FAIL] and "left out" not in said[ANY_FAIL]
+    assert "wait for a reviewer and are left out" in said[MAJORITY]
+
+
 def test_any_fail_settles_the_ties_and_unanimous_leaves_the_splits_waiting():
     items = [([P, P, P], P)] * 80 + [([P, P, F], P)] * 15 + [([F, F, F], F)] * 30
     majority, any_fail, unanimous = (row_for(items, p) for p in (MAJORITY, ANY_FAIL, UNANIMOUS))
