@@ -7,6 +7,8 @@ from django.urls import include, path
 from .home import home
 
 handler403 = "config.errors.permission_denied"
+handler404 = "config.errors.page_not_found"
+# handler500 stays Django's default: it renders templates/500.html with no context, which cannot fail again.
 
 urlpatterns = [
     path("admin/", admin.site.urls),
