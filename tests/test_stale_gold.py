@@ -219,3 +219,43 @@ def test_draft_saves_are_unchanged(client, annotator):
         data = {"criterion": "correct_amount", "outcome": outcome, "evidence": "NONE", "rubric_version": rv.pk}
         assert client.post(save_url(annotation), data, HTTP_HX_REQUEST="true").status_code == 200
     assert list(Label.objects.values_list("outcome", "revision")) == [("FAIL", 1)]
+
+
+# --- Disputes ----------------------------------------------------------------------------------
+
+
+def test_a_dispute_from_a_page_that_showed_an_older_gold_is_refused(client, lead, reviewer):
+    """A dispute names the gold it doubts: if a reviewer decided again since the page was loaded, the lead
+    has not read the gold they would be disputing."""
+    from .calibration_factories import calibration_set, make_judge
+    from .factories import make_eval_set, make_rubric_version
+
+    es, rv, judge = make_eval_set("cal"), make_rubric_version("refund", "1"), make_judge("gpt-judge")
+    # Labels PASS, FAIL adjudicated FAIL, the judge says PASS: a false pass (tests/calibration_factories.py).
+    (_, adjudicated) = calibration_set(
+        es,
+        rv,
+        judge,
+        [{"correct_amount": ("PASS", "PASS", "PASS")}, {"correct_amount": ("PASS", "FAIL", "PASS", "FAIL")}],
+    )
+    criterion = rv.criteria.get(key="correct_amount")
+    client.force_login(lead)
+    drilldown = reverse("calibration:drilldown", args=[es.pk, rv.pk, judge.pk, "correct_amount", "false-pass"])
+    page = client.get(drilldown).content.decode()
+    assert '<input type="hidden" name="gold_revision" value="1">' in page
+    dispute = reverse("calibration:dispute_gold", args=[es.pk, rv.pk, judge.pk, "correct_amount", "false-pass"])
+
+    client.force_login(reviewer)
+    data = {"outcome": "PASS", "rationale": "Re-read: it matches.", "based_on": 1}
+    assert client.post(item_url(adjudicated, criterion), data).status_code == 302
+    client.force_login(lead)
+    response = client.post(
+        dispute, {"output": adjudicated.pk, "reason": "Is FAIL right?", "gold_revision": 1}, follow=True
+    )
+    assert "The gold label changed after this page was loaded: it is now PASS (revision 2, rev)" in (
+        response.content.decode()
+    )
+    assert not GoldDispute.objects.exists()
+    # Negative control: from the page as it is now, the dispute is raised.
+    client.post(dispute, {"output": adjudicated.pk, "reason": "Is PASS right?", "gold_revision": 2})
+    assert GoldDispute.objects.get().disputed_revision == 2
