@@ -61,7 +61,7 @@ class StaleLabel(LabelingError):
         if current is not None:
             quote = f" with “{current.evidence}”" if current.evidence else ""
             message += f" It is now {current.get_outcome_display()}{quote} (revision {current.revision})."
-        message += " Yours was not saved: to replace it with yours, confirm."
+        message += " Yours was not saved: to replace it with yours, press Replace it with mine."
         super().__init__(message, status=409)
         self.current = current
 
