@@ -116,6 +116,7 @@ def dispute_gold(request: HttpRequest, eval_set: int, rubric_version: int, judge
             by=request.user,
             reason=form.cleaned_data["reason"],
             raised_from=f"{title} of judge {jc.name}",
+            based_on=form.cleaned_data["gold_revision"],
         )
     except DisputeRefused as exc:
         messages.error(request, f"Not disputed: {exc}")

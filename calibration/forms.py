@@ -270,6 +270,8 @@ class DisputeForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Write why you doubt this gold label."},
     )
+    # The gold revision the page showed (0: the annotators' gold); a newer one is not disputed unseen.
+    gold_revision = forms.IntegerField(required=False, min_value=0)
 
 
 class CaseFilterForm(forms.Form):

@@ -1,14 +1,18 @@
-"""Refusals an htmx request can show: the reason as plain text instead of a page nobody sees.
+"""Error answers: the site's own pages, and refusals an htmx request can show.
 
 htmx does not swap an error answer into the page, and a whole HTML error page inside a labeling
 form would be worse. So a refused htmx request gets its reason as `text/plain`, and the page's
 script (static/js/icewater.js, and labeling.js on the labeling page) puts that sentence where the
-person was working. Every other request gets Django's own error page and view, unchanged.
+person was working. Every other request gets the site's 403/404/500 page (templates/), through
+Django's own default views.
+
+Expected refusals are not errors: config/log_filters.py logs a 4xx as one line, without the traceback
+Django attaches to a PermissionDenied; a 500 keeps its traceback (config/settings.py LOGGING).
 """
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.views import csrf, defaults
 
 from labeling.access import plain
@@ -36,3 +40,34 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     if is_htmx(request):
         return plain(CSRF_REFUSED, 403)
     return csrf.csrf_failure(request, reason)
+
+
+NOT_FOUND = "There is nothing at this address, or it is not yours to see."
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler404: the site's 404.html (or one plain sentence for htmx)."""
+    if is_htmx(request):
+        return plain(NOT_FOUND, 404)
+    return defaults.page_not_found(request, exception)
+
+
+class NotFoundPage:
+    """A view's Http404 (a wrong id) answered with the site's 404 page, with debug on too.
+
+    `make run` runs with DEBUG on, where Django answers every Http404 with its yellow technical page;
+    a newcomer following a stale link should see the site's page. Only a view's Http404 comes here: an
+    address that matches no URL pattern still gets the technical page (listing the patterns) while
+    debugging; with debug off both get 404.html. Responses a view builds with status 404 are untouched.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, Http404):
+            return page_not_found(request, exception)
+        return None

@@ -116,6 +116,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "config.errors.NotFoundPage",  # a view's Http404 gets the site's 404 page, debug or not
     "axes.middleware.AxesMiddleware",  # last, as django-axes asks: turns a lockout into its page
 ]
 
@@ -343,9 +344,18 @@ if _judge_lists_problem:
 # Probes of the judge beyond the built-in ones: dotted paths of judging.probes.Probe objects (docs/judging.md).
 PROBES = env_list("ICEWATER_PROBES", [])
 
+LOG_LEVEL = env_str("ICEWATER_LOG_LEVEL", "WARNING")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    # Expected refusals (403 "Not allowed", 404) as one line each; a 500 with its traceback (config/log_filters.py).
+    "filters": {"quiet_refusals": {"()": "config.log_filters.QuietRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_str("ICEWATER_LOG_LEVEL", "WARNING")},
+    "loggers": {
+        # Django's default gives "django" its own console handler while debugging: with the root's, every
+        # line came twice. One handler, the root's.
+        "django": {"handlers": [], "level": LOG_LEVEL},
+        "django.request": {"filters": ["quiet_refusals"]},
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }

@@ -5,12 +5,15 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from .home import home
+from .login import LoginView
 
 handler403 = "config.errors.permission_denied"
+handler404 = "config.errors.page_not_found"
+# handler500 stays Django's default: it renders templates/500.html with no context, which cannot fail again.
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("judging/", include("judging.urls")),
     path("calibration/", include("calibration.urls")),

@@ -32,6 +32,27 @@ class AdjudicationError(Exception):
         self.status = status
 
 
+class StaleGold(AdjudicationError):
+    """The page showed another gold revision than the current one: the decision waits for a confirmation.
+
+    Anyone's newer decision counts, the reviewer's own too (Back after saving shows the page as it was);
+    `current` is the gold now (None if the page claimed a revision that is not there)."""
+
+    def __init__(self, current: GoldLabel | None, by: User):
+        if current is None:
+            message = "This page showed a gold label that is not current; nothing was saved. Reload the page."
+        else:
+            mine = current.decided_by_id == by.pk
+            who = "You already" if mine else current.decided_by.username
+            message = (
+                f"{who} saved a gold label for this item after this page was loaded: "
+                f"{current.get_outcome_display()} (revision {current.revision}). Yours was not saved. "
+                "Read it below; to replace it with yours, confirm."
+            )
+        super().__init__(message)
+        self.current = current
+
+
 @dataclass(frozen=True)
 class Side:
     """One annotator's answer on the adjudication page: a letter, never a name."""
@@ -200,7 +221,8 @@ def _disagree(answers: dict[int, tuple[str, str]], policy: str) -> bool:
 
 
 def decide(*, output: Output, criterion: Criterion, outcome: str, rationale: str, by: User, based_on: int) -> GoldLabel:
-    """Record the gold outcome as a new revision. `based_on` is the revision the reviewer saw (0 = none)."""
+    """Record the gold outcome as a new revision. `based_on` is the revision the reviewer's page showed
+    (0 = none); if another one is current now, nothing is written (StaleGold: the page asks to confirm)."""
     with transaction.atomic():
         # Serialize decisions on one output, so two reviewers cannot both write revision N+1.
         Output.objects.select_for_update(no_key=True).filter(pk=output.pk).first()
@@ -208,11 +230,7 @@ def decide(*, output: Output, criterion: Criterion, outcome: str, rationale: str
         current = next((g for g in history if g.is_current), None)
         seen = current.revision if current else 0
         if seen != based_on:
-            who = current.decided_by.username if current else "someone"
-            raise AdjudicationError(
-                f"{who} changed the gold label of this item while you were reading it. "
-                "Reload to see their decision; yours was not saved."
-            )
+            raise StaleGold(current, by)
         n_labels = Label.objects.filter(
             is_current=True,
             criterion=criterion,

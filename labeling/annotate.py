@@ -46,6 +46,34 @@ class LabelingError(Exception):
         self.reasons = reasons or {}  # per criterion key: what it still needs, said on the criterion
 
 
+class StaleLabel(LabelingError):
+    """A correction posted from a page that showed another answer than the current one (another tab, Back, or
+    a page loaded before Submit): nothing is saved; the page shows the current answer and asks to confirm."""
+
+    def __init__(self, current: Label | None, *, was_draft: bool):
+        if was_draft:
+            message = (
+                "This case was submitted after this page was loaded, so a change now is a correction, kept as a "
+                "new revision."
+            )
+        else:
+            message = "This answer was corrected after this page was loaded."
+        if current is not None:
+            quote = f" with “{current.evidence}”" if current.evidence else ""
+            message += f" It is now {current.get_outcome_display()}{quote} (revision {current.revision})."
+        message += " Yours was not saved: to replace it with yours, press Replace it with mine."
+        super().__init__(message, status=409)
+        self.current = current
+
+
+def label_base(annotation: Annotation, label: Label | None) -> str:
+    """What a labeling page's criterion form says it was made on (its hidden `based_on`): "draft" while the
+    annotation is a draft (saves update it in place), else the revision of the answer shown, or "none"."""
+    if annotation.status == Annotation.Status.DRAFT:
+        return "draft"
+    return str(label.revision) if label is not None else "none"
+
+
 # What a refused Submit says on each criterion it names.
 NOT_ANSWERED = "Not answered yet: pick an outcome before you submit."
 NEEDS_QUOTE = "Needs an evidence quote from the transcript, or NONE, before you submit."
@@ -63,6 +91,8 @@ class CriterionState:
     posted_evidence: str | None = None
     posted_more_evidence: str | None = None
     saved_now: bool = False
+    stale: bool = False  # a correction refused because the page showed an older answer: the button confirms
+    base: str = ""  # label_base of what the page shows, posted back as `based_on`
     quote_places: list[tuple[str, str]] = field(default_factory=list)  # after a save: (quote, where it is)
     extra: dict = field(default_factory=dict)
 
@@ -133,10 +163,14 @@ def save_label(
     evidence: str,
     more_evidence: list[str] | None = None,
     transcript: Transcript | None = None,
+    based_on: str | None = None,
 ) -> Label:
     """Store one criterion's answer (the first quote in `evidence`, any further ones in `more_evidence`): in
     place for a draft, as a new revision after submission. `transcript` is the output's (the page's form has
-    it already); without it, it is read from the annotation's output."""
+    it already); without it, it is read from the annotation's output.
+
+    `based_on` is what the page's form was made on (label_base); a correction whose page showed another
+    answer than the current one raises StaleLabel and saves nothing. None: no page (a direct domain call)."""
     more_evidence = list(more_evidence or [])
     if transcript is None:
         transcript = Transcript.of(annotation.output)
@@ -172,6 +206,8 @@ def save_label(
         more_evidence,
     ):
         return current
+    if based_on is not None and based_on != label_base(annotation, current):
+        raise StaleLabel(current, was_draft=based_on == "draft")
     revision = 1
     if current is not None:
         current.is_current = False
@@ -255,5 +291,5 @@ def criterion_states(annotation: Annotation) -> list[CriterionState]:
                 revision=c.label_revision,
                 is_current=True,
             )
-        states.append(CriterionState(criterion=c, label=label, number=number))
+        states.append(CriterionState(criterion=c, label=label, number=number, base=label_base(annotation, label)))
     return states

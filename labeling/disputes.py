@@ -23,7 +23,11 @@ class DisputeRefused(Exception):
     """The dispute cannot be raised; the message says why (nothing was written)."""
 
 
-def raise_dispute(*, output: Output, criterion: Criterion, by: User, reason: str, raised_from: str = "") -> GoldDispute:
+def raise_dispute(
+    *, output: Output, criterion: Criterion, by: User, reason: str, raised_from: str = "", based_on: int | None = None
+) -> GoldDispute:
+    """`based_on`: the gold revision the page showed (0: the annotators' gold); if another one is current now,
+    nothing is disputed and the refusal says what the gold is now. None: no page to compare (a direct call)."""
     if not has_role(by, Role.REVIEWER, Role.LEAD):
         raise DisputeRefused("Only reviewers and leads dispute gold labels.")
     reason = (reason or "").strip()
@@ -42,6 +46,15 @@ def raise_dispute(*, output: Output, criterion: Criterion, by: User, reason: str
         outcome = current.outcome if current else view.agreed_outcome
         if outcome is None:
             raise DisputeRefused("This item has no gold yet: it is already waiting in the adjudication queue.")
+        revision = current.revision if current else 0
+        if based_on is not None and based_on != revision:
+            raise DisputeRefused(
+                f"The gold label changed after this page was loaded: it is now {current.get_outcome_display()} "
+                f"(revision {revision}, {current.decided_by.username}). Nothing was disputed; read it on the page, "
+                f"and dispute it again if you still doubt it. You wrote: “{reason}”"
+                if current
+                else "The gold label changed after this page was loaded; nothing was disputed. Read it and try again."
+            )
         open_ = GoldDispute.objects.filter(output=output, criterion=criterion, resolved_at__isnull=True).first()
         if open_ is not None:
             raise DisputeRefused(_already(open_))
@@ -52,7 +65,7 @@ def raise_dispute(*, output: Output, criterion: Criterion, by: User, reason: str
                     rubric_version_id=criterion.rubric_version_id,
                     criterion=criterion,
                     disputed_outcome=outcome,
-                    disputed_revision=current.revision if current else 0,
+                    disputed_revision=revision,
                     reason=reason,
                     raised_from=raised_from[:300],
                     raised_by=by,

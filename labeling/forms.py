@@ -43,6 +43,8 @@ class LabelForm(forms.Form):
     rubric_version = forms.IntegerField(
         error_messages={"required": "The page did not say its rubric version; reload it.", "invalid": "Reload."}
     )
+    # What the page showed ("draft", a label revision, or "none"): a correction from a stale page is refused.
+    based_on = forms.CharField(required=False, max_length=20)
 
     def __init__(self, *args, criteria: dict[str, Criterion], transcript: Transcript, **kwargs):
         super().__init__(*args, **kwargs)

@@ -126,6 +126,11 @@ def save_label(request: HttpRequest, pk: int) -> HttpResponse:
         # Said in words on the criterion (htmx shows no error page): most often a lapsed hold.
         return HttpResponse(LOST_DRAFT, status=404, content_type="text/plain")
     if not request.htmx:
+        if state is not None and state.stale:
+            # The page again, with the current answer and the confirm button beside what was typed.
+            page = annotation_context(request, annotation, correcting=True)
+            page["states"] = [state if s.criterion.pk == state.criterion.pk else s for s in page["states"]]
+            return render(request, "labeling/annotate.html", page, status=status)
         if status != 200:
             messages.error(request, state.error if state else "Nothing was saved.")
         return redirect("labeling:annotate", pk=pk)
@@ -172,12 +177,22 @@ def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.C
             evidence=form.cleaned_data["evidence"],
             more_evidence=form.cleaned_data["more_evidence"],
             transcript=form.transcript,
+            based_on=form.cleaned_data["based_on"],
         )
+    except ann.StaleLabel as exc:
+        # Show the answer now on record and keep what was typed; the form is now made on the current
+        # revision, so pressing its button again confirms the change.
+        state.label, state.stale, state.base = exc.current, True, ann.label_base(annotation, exc.current)
+        state.error = exc.message
+        state.posted_outcome, state.posted_evidence = form.cleaned_data["outcome"], form.cleaned_data["evidence"]
+        context.update(submitted=True, correcting=True, locked=False)
+        return state, exc.status
     except ann.LabelingError as exc:
         state.error = exc.message
         state.posted_outcome, state.posted_evidence = form.cleaned_data["outcome"], form.cleaned_data["evidence"]
         return state, exc.status
     state.saved_now = True
+    state.base = ann.label_base(annotation, state.label)
     state.posted_more_evidence = None
     state.quote_places = [(q, ", ".join(form.transcript.found_in(q))) for q in state.label.quotes]
     return state, 200
@@ -254,10 +269,16 @@ def adjudicate(request: HttpRequest, output_id: int, criterion_id: int) -> HttpR
         context = adjudication_context(request, output, criterion)
         return render(request, "labeling/adjudicate.html", context, status=200 if context["view"].ready else 409)
     form = AdjudicationForm(request.POST)
-    error, status = "", 422
+    error, status, confirm = "", 422, None
     if form.is_valid():
         try:
             gold = adj.decide(output=output, criterion=criterion, by=request.user, **form.cleaned_data)
+        except adj.StaleGold as exc:
+            error, status = exc.message, exc.status
+            if exc.current is not None:
+                # The same answer, offered again on top of the revision now current: one press confirms it.
+                confirm = {"current": exc.current, "outcome": form.cleaned_data["outcome"]}
+                form = AdjudicationForm({**form.cleaned_data, "based_on": exc.current.revision})
         except adj.AdjudicationError as exc:
             error, status = exc.message, exc.status
         else:
@@ -266,6 +287,7 @@ def adjudicate(request: HttpRequest, output_id: int, criterion_id: int) -> HttpR
             )
             return redirect(_after_decision(request, output, criterion))
     context = adjudication_context(request, output, criterion, form=form, error=error)
+    context["confirm"] = confirm
     return render(request, "labeling/adjudicate.html", context, status=status)
 
 

@@ -150,7 +150,7 @@ def test_a_decision_made_meanwhile_by_someone_else_is_not_overwritten(client, re
     client.force_login(reviewer)
     response = client.post(url(output, crit["correct_amount"]), {"outcome": "PASS", "rationale": "me", "based_on": 0})
     assert response.status_code == 409
-    assert "changed the gold label of this item while you were reading it" in response.content.decode()
+    assert "lead saved a gold label for this item after this page was loaded" in response.content.decode()
     assert list(GoldLabel.objects.values_list("outcome", "revision")) == [("FAIL", 1)]
 
 
@@ -234,8 +234,8 @@ def test_what_people_entered_here_is_what_export_data_writes(client, annotator, 
         assert client.post(submit_url(mine), {"rubric_version": rv.pk}).status_code == 302
     client.force_login(annotator)
     mine = Annotation.objects.get(annotator=annotator)
-    data = {"criterion": "next_step", "outcome": "FAIL", "evidence": "NONE", "rubric_version": rv.pk}
-    client.post(save_url(mine), data, HTTP_HX_REQUEST="true")
+    data = {"criterion": "next_step", "outcome": "FAIL", "evidence": "NONE", "rubric_version": rv.pk, "based_on": 1}
+    assert client.post(save_url(mine), data, HTTP_HX_REQUEST="true").status_code == 200
     client.force_login(reviewer)
     amount = Criterion.objects.get(rubric_version=rv, key="correct_amount")
     client.post(url(output, amount), {"outcome": "FAIL", "rationale": "Tool shows it.", "based_on": 0})

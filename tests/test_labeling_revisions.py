@@ -28,7 +28,17 @@ def draft(client, annotator):
 
 def save(client, annotation, key, outcome, evidence="NONE"):
     data = {"criterion": key, "outcome": outcome, "evidence": evidence, "rubric_version": annotation.rubric_version_id}
+    data["based_on"] = fresh_base(annotation, key)
     return client.post(save_url(annotation), data, HTTP_HX_REQUEST="true")
+
+
+def fresh_base(annotation, key) -> str:
+    """What a page loaded just now posts as `based_on` (stale pages: tests/test_stale_gold.py)."""
+    annotation.refresh_from_db()
+    if annotation.status == Annotation.Status.DRAFT:
+        return "draft"
+    current = Label.objects.filter(annotation=annotation, criterion__key=key, is_current=True).first()
+    return str(current.revision) if current else "none"
 
 
 def test_a_draft_survives_a_reload(client, draft):

@@ -200,3 +200,40 @@ def test_without_a_trusted_proxy_everyone_behind_it_shares_one_address(client, a
     for i in range(LIMIT):
         via_proxy(client, "ann", f"wrong-{i}", "198.51.100.7")
     assert via_proxy(client, "ann", RIGHT, "203.0.113.9").status_code == 429
+
+
+def warning_of(response) -> str:
+    """The attempts-left line of the login form, or "" (the page's text without tags)."""
+    import re
+
+    found = re.search(r'<p class="attempts-left"[^>]*>(.*?)</p>', response.content.decode(), re.S)
+    return re.sub(r"<[^>]+>", "", found.group(1)).strip() if found else ""
+
+
+@pytest.mark.django_db
+def test_the_form_says_how_many_attempts_are_left_when_few_remain(client, annotator):
+    # Worked out by hand: 5 allowed, so after 3 wrong passwords 2 are left, after 4 one.
+    said = [warning_of(attempt(client, "ann", f"wrong-{i}")) for i in range(LIMIT - 1)]
+    assert said == [
+        "",  # 4 left: a person who mistyped once is not alarmed
+        "",  # 3 left
+        "2 attempts left before a 15-minute lockout of ann from this address.",
+        "1 attempt left before a 15-minute lockout of ann from this address.",
+    ]
+    assert attempt(client, "ann", "wrong-last").status_code == 429  # and the fifth locks, as it said
+
+
+@pytest.mark.django_db
+def test_attempts_left_count_per_username_and_address(client, annotator):
+    fail(client, "ann", LIMIT - 2)
+    # Another address has its own count (nothing said); the same address again says 1 left.
+    assert warning_of(attempt(client, "ann", "wrong-x", address="10.0.0.9")) == ""
+    assert warning_of(attempt(client, "ann", "wrong-y")).startswith("1 attempt left")
+
+
+@pytest.mark.django_db
+def test_a_right_password_starts_the_count_again(client, annotator):
+    fail(client, "ann", LIMIT - 2)
+    assert attempt(client, "ann", RIGHT).status_code == 302
+    client.logout()
+    assert warning_of(attempt(client, "ann", "wrong-again")) == ""  # 4 left again

@@ -283,3 +283,37 @@ def test_a_save_asked_for_between_a_swap_and_its_settling_is_not_lost(live_serve
     expect(page.locator("#status-correct_amount")).to_contain_text("the quote is in the transcript")
     label = Label.objects.get(criterion__key="correct_amount", is_current=True)
     assert (label.outcome, label.evidence) == ("FAIL", "refund of $40.00")
+
+
+def test_gold_saved_in_another_tab_is_not_overwritten_unseen(live_server, new_page):
+    """Issue 20 item 8: a page that shows the item undecided (a tab left open, or Back after Save gold label
+    when the browser shows the page from before) must not replace the gold saved since without a confirmation.
+    (Chromium here reloads on Back, so two tabs of one reviewer give the same page deterministically.)"""
+    from ..labeling_helpers import annotate_directly
+
+    eval_set, rv, (output,) = labeling_setup(n_outputs=1)
+    annotate_directly(output, rv, make_user("ada"), {"correct_amount": ("PASS", "NONE"), "next_step": ("PASS", "NONE")})
+    annotate_directly(output, rv, make_user("bo"), {"correct_amount": ("FAIL", "NONE"), "next_step": ("PASS", "NONE")})
+    make_user("rex", "reviewer")
+    page = new_page()
+    log_in(page, live_server.url, "rex")
+    page.get_by_role("link", name="Adjudicate").first.click()
+    page.get_by_role("link", name="Start with the first").click()
+    other = page.context.new_page()  # the same reviewer's second tab on the same item
+    other.goto(page.url)
+    other.get_by_label("FAIL", exact=True).check()
+    other.get_by_label(re.compile("^Rationale")).fill("first look")
+    other.get_by_role("button", name="Save gold label").click()
+    expect(other.get_by_text("Gold for correct_amount on case-001: FAIL.")).to_be_visible()
+
+    page.get_by_label("PASS", exact=True).check()
+    page.get_by_label(re.compile("^Rationale")).fill("second look")
+    page.get_by_role("button", name="Save gold label").click()
+    expect(page.get_by_text("You already saved a gold label for this item after this page was loaded")).to_be_visible()
+    assert list(GoldLabel.objects.values_list("outcome", "revision")) == [("FAIL", 1)]
+    expect(page.get_by_label(re.compile("^Rationale"))).to_have_value("second look")  # nothing typed is lost
+    screenshot(page, "adjudication_stale_confirm")
+    page.get_by_role("button", name="Change the gold label from FAIL to PASS").click()
+    expect(page.get_by_text("Gold for correct_amount on case-001: PASS.")).to_be_visible()
+    rows = GoldLabel.objects.order_by("revision").values_list("outcome", "revision", "is_current")
+    assert list(rows) == [("FAIL", 1, False), ("PASS", 2, True)]
