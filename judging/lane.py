@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
 
+from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -45,10 +46,11 @@ from labeling.models import Criterion
 from labeling.transcript import Transcript
 
 from . import cache, parse
+from .allowlist import key_var_refusal
 from .backends import Misconfigured, ModelBackend, backend_for, config_refusal, redact
 from .backends.instruments import evaluate
 from .limiter import Limiter, LimiterUnavailable, limiter_for
-from .models import JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome
+from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome
 from .probes.registry import ORIGINAL
 from .prompt import CriterionSpec, JudgeRequest, Subject, build_request
 from .retry import call_with_retries, ms_since
@@ -116,6 +118,10 @@ class Work:
                 **fields,
             )
         )
+
+    def add_missing(self, criterion: Criterion, reason: str) -> None:
+        model_id, kind = self.lane.config.model_id, ErrorKind.INTERNAL
+        self.add(criterion, model_id=model_id, outcome=VerdictOutcome.ERROR, error_kind=kind, error_reason=reason)
 
 
 class RunFailed(Exception):
@@ -267,8 +273,9 @@ def failure_reason(config: JudgeConfig, exc: Exception) -> str:
         text = str(exc)
     else:
         text = f"a lane stopped on an unexpected error ({type(exc).__name__}: {exc}); see the worker log"
-    key = os.environ.get(config.api_key_env) if config.api_key_env else None
-    text = redact(text, key)
+    # Only a variable judges may read is read, even to scrub it (a lane never runs with another one anyway).
+    readable = config.api_key_env and not key_var_refusal(config.api_key_env, settings.JUDGE_KEY_VARS)
+    text = redact(text, os.environ.get(config.api_key_env) if readable else None)
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "\u2026"
 
 
@@ -351,7 +358,11 @@ def _prepare_one(lane: Lane, item: RunItem, probed: dict[int, Transcript] | None
             f"{where} was claimed {item.claims + 1} times without its verdicts being written; see the worker logs"
         )
     if probed is not None and work.probed is None:
-        raise RunFailed(f"the {lane.run.probe} transcript of {where} is missing from the probe run")
+        # A fact about this item's data, not an outage: the arm cannot show it to the judge. ERROR for it
+        # alone, so the probe's results count it as such (never a flip), and the arm's other items go on.
+        for criterion in criteria:
+            work.add_missing(criterion, f"the {lane.run.probe} transcript of this output is missing from the probe run")
+        return work
     output, shown = item.output, work.transcript
     for criterion in (c for c in criteria if c.key in instruments):
         spec, started = instruments[criterion.key], time.perf_counter()
