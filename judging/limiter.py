@@ -166,7 +166,7 @@ def _through_outage(ask, *, rng: random.Random | None = None):
             left = OUTAGE_WAIT_S - (now - first_failure)
             if left <= 0:
                 raise LimiterUnavailable(
-                    f"the judge's concurrency limiter (Redis) was unreachable for {OUTAGE_WAIT_S:.0f} s "
+                    f"the judge's concurrency limiter (Redis) was unreachable for {OUTAGE_WAIT_S:g} s "
                     f"({type(exc).__name__}: {exc})"
                 ) from exc
             time.sleep(min(left, ceiling / 2 + rng.uniform(0, ceiling / 2)))

@@ -202,3 +202,17 @@ def test_a_run_without_trouble_still_ends_done(fake_llm, judge_key, private_redi
     limiter = RedisLimiter(redis.Redis.from_url(private_redis.url), name=f"calm-{run.pk}", limit=2, lease_s=5)
     assert runner.run_in_process(run, limiter=limiter) == "done"
     assert Verdict.objects.filter(run=run, outcome="PASS").count() == 4
+
+
+def test_giving_a_slot_back_or_cooling_down_never_waits_for_redis_nor_fails(private_redis, monkeypatch):
+    """The call is over by then and its answer must be kept: the slot's lease frees it instead."""
+    monkeypatch.setattr(limiter_module, "OUTAGE_WAIT_S", 0.5)
+    limiter = RedisLimiter(redis.Redis.from_url(private_redis.url), name="give-back", limit=1, lease_s=5)
+    token = limiter.acquire()
+    private_redis.stop()
+    limiter.release(token)  # the old code: redis.ConnectionError out of the call's `finally`
+    limiter.cool_down(5)
+    with pytest.raises(limiter_module.LimiterUnavailable, match=r"unreachable for 0.5 s \(ConnectionError"):
+        limiter.acquire()
+    private_redis.start()
+    assert limiter.acquire()  # back: a fresh Redis has no holders
