@@ -19,6 +19,7 @@ the judge form, `add_judge`, the admin and the backends (at call time) check a c
 from __future__ import annotations
 
 import re
+import unicodedata
 from urllib.parse import urlsplit
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -84,19 +85,38 @@ def _host_port(netloc: str) -> tuple[str, int | None]:
     return (parts.hostname or "").lower(), parts.port
 
 
+def url_problem(url: str) -> str | None:
+    """Why `url` is not a plain http:// or https:// URL naming a host (None: it is).
+
+    Whitespace and control characters (CR, LF, TAB, NUL, U+2028, zero-width ones, ...) are refused anywhere
+    in it: urlsplit silently drops CR, LF and TAB, so a check on its parts alone lets them through to the
+    SDK, which breaks on them (or sends them on as a header line).
+    """
+    odd = next((c for c in url if c.isspace() or unicodedata.category(c).startswith("C")), None)
+    if odd is not None:
+        return f"must not contain whitespace or control characters (it has {ascii(odd)})"
+    parts = urlsplit(url)
+    # '@' (credentials) or a backslash in the host part are where URL parsers disagree about which host is
+    # meant; a base URL never needs them.
+    if parts.scheme not in ("http", "https") or not parts.netloc or re.search(r"[@\\]", parts.netloc):
+        return "must be a plain http:// or https:// URL, e.g. https://api.openai.com/v1"
+    try:
+        host, _ = _host_port(parts.netloc)
+    except ValueError:
+        return "has a port that is not a number from 0 to 65535"
+    if not host:
+        return "must name a host, e.g. https://api.openai.com/v1"
+    return None
+
+
 def base_url_refusal(url: str, allowed_hosts: list[str] | tuple[str, ...]) -> str | None:
     """Why a judge may not send its key to `url` (None: it may). An empty URL is the provider's own API."""
     if not url:
         return None
-    parts = urlsplit(url)
-    # '@' (credentials), a backslash or whitespace in the host part are where URL parsers disagree about
-    # which host is meant; a base URL never needs them.
-    if parts.scheme not in ("http", "https") or not parts.netloc or re.search(r"[@\\\s]", parts.netloc):
-        return "must be a plain http:// or https:// URL, e.g. https://api.openai.com/v1"
-    try:
-        host, port = _host_port(parts.netloc)
-    except ValueError:
-        return "has a port that is not a number from 0 to 65535"
+    problem = url_problem(url)
+    if problem:
+        return problem
+    host, port = _host_port(urlsplit(url).netloc)
     for entry in allowed_hosts:
         want, want_port = _host_port(entry)
         if want_port is not None and want_port != port:

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from labeling.models import EvalSet, RubricVersion
 
-from .allowlist import ENV_NAME_RE, base_url_refusal, key_var_refusal
+from .allowlist import ENV_NAME_RE, base_url_refusal, key_var_refusal, url_problem
 from .backends import Misconfigured
 from .backends.instruments import validate_instruments
 from .models import JudgeConfig
@@ -87,12 +87,15 @@ class JudgeConfigForm(forms.ModelForm):
         value = self.cleaned_data.get("base_url", "").strip()
         if value:
             parsed = urlparse(value)
-            if parsed.scheme not in ("http", "https") or not parsed.netloc:
-                raise forms.ValidationError("Must be an http:// or https:// URL, e.g. https://api.openai.com/v1.")
-            if parsed.username or parsed.password:
+            if parsed.username is not None or parsed.password is not None:
                 raise forms.ValidationError(
                     "Must not carry credentials: put the key in the variable api_key_env names."
                 )
+            # The shared rule (allowlist.url_problem: http or https, a host, no whitespace or control
+            # characters anywhere, which urlparse drops without a word), then the operator's hosts.
+            problem = url_problem(value)
+            if problem:
+                raise forms.ValidationError(f"{problem[0].upper()}{problem[1:]}.")
             problem = base_url_refusal(value, settings.JUDGE_BASE_URL_HOSTS)
             if problem:
                 raise forms.ValidationError(f"{problem}.")

@@ -14,6 +14,12 @@ Crash safety: a verdict and its item's "done" are committed together, so an item
 with all its verdicts or still claimed; an item whose lane stopped renewing its lease is claimed
 again by any live lane. An answer a dead lane had not written is asked again, and written once:
 verdicts are unique on (run, output, criterion, sample), and a second write of one is ignored.
+
+Only the judge's answers become verdicts: an outage of our own infrastructure never does. A lane waits
+for an unreachable limiter (judging/limiter.py, bounded); what it still cannot do goes back to pending,
+and the run is marked failed with the reason. So is every unexpected exception in a lane, in its own
+thread or a pool thread, and a config the operator's allowlists refuse: a run never stays "running"
+because a lane died of something it did not expect, and never ends "done" with our failures as verdicts.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
 
+from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -39,9 +46,10 @@ from labeling.models import Criterion
 from labeling.transcript import Transcript
 
 from . import cache, parse
-from .backends import Misconfigured, ModelBackend, backend_for
+from .allowlist import key_var_refusal
+from .backends import Misconfigured, ModelBackend, backend_for, config_refusal, redact
 from .backends.instruments import evaluate
-from .limiter import Limiter, limiter_for
+from .limiter import Limiter, LimiterUnavailable, limiter_for
 from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome
 from .probes.registry import ORIGINAL
 from .prompt import CriterionSpec, JudgeRequest, Subject, build_request
@@ -53,9 +61,12 @@ log = logging.getLogger("judging.runner")
 # and a dead worker's items are taken again about LEASE_S after it died.
 HEARTBEAT_S = 2.0
 LEASE_S = 10.0
-# An item claimed more often than this without being written is given up as ERROR (see _prepare_one):
-# a dead worker costs an item one extra claim, so only something that breaks every attempt gets here.
+# An item claimed more often than this without being written fails the run (see _prepare_one): a dead
+# worker costs an item one extra claim (a cancel or an outage none), so only something that breaks every
+# attempt gets here.
 MAX_CLAIMS = 5
+# The longest reason a failed run records (an exception's text can be long).
+MAX_REASON_CHARS = 1000
 # How often a lane with nothing to do looks again while other lanes still hold items (they may be dead).
 WAIT_FOR_LEASES_S = 0.5
 # Items a lane keeps handed to its pool, per pool thread: one being asked and one waiting, so that a thread
@@ -108,9 +119,13 @@ class Work:
             )
         )
 
-    def add_error(self, criterion: Criterion, reason: str) -> None:
+    def add_missing(self, criterion: Criterion, reason: str) -> None:
         model_id, kind = self.lane.config.model_id, ErrorKind.INTERNAL
         self.add(criterion, model_id=model_id, outcome=VerdictOutcome.ERROR, error_kind=kind, error_reason=reason)
+
+
+class RunFailed(Exception):
+    """The lane cannot go on with this run; the message says why, in the lead's words, and becomes run.error."""
 
 
 @dataclass
@@ -125,6 +140,7 @@ class Lane:
     sleep: Callable[[float], object] | None = None
     rng: random.Random = field(default_factory=random.Random)
     cancelled: threading.Event = field(default_factory=threading.Event)
+    failure: str = ""  # why the lane stopped the run (set once, by the lane's thread)
 
     def __post_init__(self) -> None:
         self.by_id = {c.pk: c for c in self.criteria}
@@ -151,23 +167,48 @@ def work_lane(
     config = run.judge_config
     criteria = list(run.rubric_version.criteria.order_by("order"))
     needs_model = any(c.key not in config.instruments for c in criteria)
-    try:
-        backend = backend_for(config) if needs_model else None
-    except Misconfigured as exc:
-        fail_run(run_id, str(exc))
-        log.error("judge run %s failed: %s", run_id, exc)
-        return JudgeRun.Status.FAILED
     # Instruments need no parallelism. Model calls: in process, one lane has the whole bound; on Celery the
     # lanes of a run split it, so that together they just fill it (the shared limiter holds the bound when
     # more lanes join: a resumed run, two runs of one config).
     share = config.max_concurrency if in_process else -(-config.max_concurrency // LANES_PER_RUN)
-    limiter = limiter or limiter_for(config, in_process=in_process)
+    try:
+        # A config stored before a rule, or one the operator's lists no longer allow: the run says why and
+        # sends nothing (rather than an ERROR per item, which would read as the judge's answer).
+        refusal = config_refusal(config) if needs_model else None
+        if refusal:
+            raise Misconfigured(refusal)
+        backend = backend_for(config) if needs_model else None
+        limiter = limiter or limiter_for(config, in_process=in_process)
+    except Misconfigured as exc:
+        fail_run(run_id, str(exc))
+        log.error("judge run %s failed: %s", run_id, exc)
+        return JudgeRun.Status.FAILED
+    except DatabaseError:
+        raise
+    except Exception as exc:  # e.g. an SDK refusing a value no rule foresaw: say so instead of staying "running"
+        log.exception("judge run %s: the lane could not start", run_id)
+        fail_run(run_id, failure_reason(config, exc))
+        return JudgeRun.Status.FAILED
     lane = Lane(run, config, criteria, backend, limiter, threads=share if needs_model else 1, sleep=sleep)
     with ThreadPoolExecutor(max_workers=lane.threads, thread_name_prefix=f"judge-run-{run_id}") as pool:
         try:
             _work(lane, pool)
+        except DatabaseError:
+            raise  # the database is gone: nothing can be recorded; the task runs again (tasks.py)
+        except RunFailed as exc:
+            stop(lane, str(exc))
+        except Exception as exc:
+            log.exception("judge run %s lane %s stopped", run_id, lane.lane_id)
+            stop(lane, failure_reason(config, exc))
         finally:
             lane.cancelled.set()  # on the way out for whatever reason: calls still in flight stop retrying
+    if lane.failure:
+        # After the pool is shut down: no call of this lane is in flight any more.
+        RunItem.objects.filter(run_id=run_id, lane=lane.lane_id, state=RunItem.State.CLAIMED).update(
+            state=RunItem.State.PENDING, lane="", lease_until=None, claims=F("claims") - 1
+        )
+        fail_run(run_id, lane.failure)
+        log.error("judge run %s failed: %s", run_id, lane.failure)
     status = finish_if_complete(run_id)
     log.info("judge run %s lane %s ended; run is %s", run_id, lane.lane_id, status)
     return status
@@ -203,11 +244,39 @@ def _work(lane: Lane, pool: ThreadPoolExecutor) -> None:
         answered, _ = wait(asking, timeout=0 if finished else HEARTBEAT_S, return_when=FIRST_COMPLETED)
         for future in answered:
             work = asking.pop(future)
-            if future.result():
+            try:
+                answered_it = future.result()
+            except Exception as exc:  # LimiterUnavailable, or a bug: the run fails, saying why; no verdict
+                log.exception("judge run %s: item %s failed", lane.run.pk, work.item.pk)
+                stop(lane, failure_reason(lane.config, exc))
+                answered_it = False
+            if answered_it:
                 finished.append(work)
-            else:  # cancelled between attempts: nothing to write, the item is free for a later run of it
+            else:  # cancelled, or the lane stopped: nothing to write, the item is free for a later run of it
                 release(lane, work.item)
         write(lane, finished)
+
+
+def stop(lane: Lane, reason: str) -> None:
+    """Stop claiming and asking: the run will be marked failed with `reason` (the first one, if several)."""
+    if not lane.failure:
+        lane.failure = reason
+    lane.cancelled.set()
+
+
+def failure_reason(config: JudgeConfig, exc: Exception) -> str:
+    """What a failed run says about an exception: its own words for ours, the type and text for anything else,
+    the key scrubbed (an SDK error may echo a header) and the length bounded."""
+    if isinstance(exc, LimiterUnavailable):
+        text = f"{exc}; the items not judged yet are pending: start the run again once it is back"
+    elif isinstance(exc, RunFailed):
+        text = str(exc)
+    else:
+        text = f"a lane stopped on an unexpected error ({type(exc).__name__}: {exc}); see the worker log"
+    # Only a variable judges may read is read, even to scrub it (a lane never runs with another one anyway).
+    readable = config.api_key_env and not key_var_refusal(config.api_key_env, settings.JUDGE_KEY_VARS)
+    text = redact(text, os.environ.get(config.api_key_env) if readable else None)
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "\u2026"
 
 
 def heartbeat(lane: Lane) -> None:
@@ -242,9 +311,12 @@ def claim(lane: Lane, limit: int) -> list[RunItem]:
     return items
 
 
-def release(lane: Lane, item: RunItem) -> None:
+def release(lane: Lane, item: RunItem, *, tried: bool = False) -> None:
+    """Give a claimed item back. `tried`: its verdicts could not be written, and the claim counts toward
+    MAX_CLAIMS; otherwise (a cancel, an outage, the lane stopping) the item was not at fault and it does not."""
+    uncount = {} if tried else {"claims": F("claims") - 1}
     RunItem.objects.filter(pk=item.pk, lane=lane.lane_id, state=RunItem.State.CLAIMED).update(
-        state=RunItem.State.PENDING, lane="", lease_until=None
+        state=RunItem.State.PENDING, lane="", lease_until=None, **uncount
     )
 
 
@@ -277,16 +349,19 @@ def _prepare_one(lane: Lane, item: RunItem, probed: dict[int, Transcript] | None
     criteria = [lane.by_id[item.criterion_id]] if item.criterion_id else lane.criteria
     instruments = lane.config.instruments
     work = Work(lane, item, probed=probed.get(item.output_id) if probed is not None else None)
-    reason = ""
+    where = f"output {item.output_id} (case {item.output.case.case_id})"
     if item.claims + 1 > MAX_CLAIMS:
         # Taken again and again without its verdicts ever being written: something about this item breaks
-        # the write or kills the worker. Say so as ERROR instead of asking the model for ever.
-        reason = f"claimed {item.claims + 1} times without its verdicts being written; see the worker logs"
-    elif probed is not None and work.probed is None:
-        reason = f"the {lane.run.probe} transcript of this output is missing from the probe run"
-    if reason:
+        # the write or kills the worker. Stop the run saying so, instead of asking the model for ever (and
+        # rather than an ERROR verdict: the judge said nothing wrong).
+        raise RunFailed(
+            f"{where} was claimed {item.claims + 1} times without its verdicts being written; see the worker logs"
+        )
+    if probed is not None and work.probed is None:
+        # A fact about this item's data, not an outage: the arm cannot show it to the judge. ERROR for it
+        # alone, so the probe's results count it as such (never a flip), and the arm's other items go on.
         for criterion in criteria:
-            work.add_error(criterion, reason)
+            work.add_missing(criterion, f"the {lane.run.probe} transcript of this output is missing from the probe run")
         return work
     output, shown = item.output, work.transcript
     for criterion in (c for c in criteria if c.key in instruments):
@@ -324,20 +399,9 @@ def _prepare_one(lane: Lane, item: RunItem, probed: dict[int, Transcript] | None
 def ask_model(lane: Lane, work: Work) -> bool:
     """In a pool thread (no database here): ask the judge, with retries, and add the verdicts to `work`.
 
-    False if the run was cancelled meanwhile. A bug becomes ERROR verdicts, never a silently ended lane.
+    False if the run was cancelled meanwhile. Anything raised here (the limiter unreachable past its bound,
+    a bug) reaches the lane's thread, which stops the run with the reason: it never becomes a verdict.
     """
-    try:
-        return _ask(lane, work)
-    except Exception as exc:
-        log.exception("judge run %s: item %s failed", lane.run.pk, work.item.pk)
-        reason = f"internal error while judging ({type(exc).__name__}); see the worker log"
-        answered = {v.criterion_id for v in work.verdicts}
-        for criterion in (c for c in work.model_criteria if c.pk not in answered):
-            work.add_error(criterion, reason)
-        return True
-
-
-def _ask(lane: Lane, work: Work) -> bool:
     assert lane.backend is not None and work.request is not None
     answer = call_with_retries(
         lane.backend,
@@ -401,7 +465,7 @@ def write(lane: Lane, finished: list[Work]) -> None:
     except DatabaseError:
         log.exception("judge run %s: could not write %s items; they go back to pending", lane.run.pk, len(finished))
         for work in finished:
-            release(lane, work.item)
+            release(lane, work.item, tried=True)
         return
     for v in (v for work in finished for v in work.verdicts if v.outcome == VerdictOutcome.ERROR):
         where = f"output {v.output_id} {lane.by_id[v.criterion_id].key} sample {v.sample}"

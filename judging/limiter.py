@@ -15,11 +15,18 @@ every lane of every run of the config:
 - FileLimiter (the embedded file-system broker: all workers on one machine): one
   lock file per slot; the OS drops a dead process's locks.
 - LocalLimiter (`--in-process`): a semaphore in this process.
+
+An outage of Redis (a restart, a failover, a dropped connection) is not the judge's answer: a caller
+waits for it to come back, asking again with a growing, jittered pause, for up to OUTAGE_WAIT_S;
+past that it raises LimiterUnavailable, and the lane stops the run with that reason (judging/lane.py).
+Giving a slot back or setting a cool-down never waits: a slot not given back is freed when its lease
+runs out, and a lost cool-down is set again by the next 429.
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import random
 import threading
@@ -30,11 +37,24 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+log = logging.getLogger(__name__)
+
 # A slot outlives the longest attempt (the config's timeout, which the SDK enforces) by this
 # much, so a live holder is never dropped; a dead worker's slot comes back this long after its timeout.
 SLOT_LEASE_MARGIN_S = 5.0
 # How often a caller waiting for a slot asks again: a small fraction of a model call (seconds).
 WAIT_POLL_S = 0.25
+# How long a caller waits for an unreachable Redis to come back before the lane gives up and fails the run
+# (seconds): a restart or a failover takes a few seconds; an outage longer than this needs an operator.
+OUTAGE_WAIT_S = 120.0
+# The pause between tries while Redis is unreachable: from the first, doubling up to the cap, with jitter.
+OUTAGE_RETRY_FIRST_S = 0.1
+OUTAGE_RETRY_CAP_S = 5.0
+# What a Redis client raises when the server cannot be reached (refused, reset, timed out, still loading).
+REDIS_DOWN = (RedisConnectionError, RedisTimeoutError)
 
 # Take a slot if there is room (after dropping holders whose lease ran out); the cool-down left if any.
 _ACQUIRE = """
@@ -50,6 +70,10 @@ if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
 end
 return 0
 """
+
+
+class LimiterUnavailable(Exception):
+    """The limiter's store stayed unreachable for longer than OUTAGE_WAIT_S: no call may be made."""
 
 
 class Limiter(Protocol):
@@ -95,22 +119,58 @@ class RedisLimiter:
         """Take a slot (waiting for one, and out any cool-down); returns the holder's token."""
         token = uuid.uuid4().hex
         while True:
-            got = int(self._acquire(keys=[self._slots, self._cool], args=[self._limit, self._lease_ms, token]))
+            got = int(
+                _through_outage(
+                    lambda: self._acquire(keys=[self._slots, self._cool], args=[self._limit, self._lease_ms, token])
+                )
+            )
             if got == 1:
                 return token
             # Cooling down after a 429 (everyone waits the Retry-After out), or every slot is taken.
             time.sleep(-got / 1000 if got < 0 else WAIT_POLL_S)
 
     def release(self, token: str) -> None:
-        self._redis.zrem(self._slots, token)
+        try:
+            self._redis.zrem(self._slots, token)
+        except REDIS_DOWN as exc:
+            # Never wait here: the call is over and its answer must be kept. The slot's lease frees it.
+            log.warning("judge limiter: could not give a slot back (%s); its lease frees it", exc)
 
     def cool_down(self, seconds: float) -> None:
         millis = int(seconds * 1000)
         if millis > 0:
-            # Keep the later of an existing and the new cool-down.
-            current = self._redis.pttl(self._cool)
-            if current is None or current < millis:
-                self._redis.set(self._cool, 1, px=millis)
+            try:
+                # Keep the later of an existing and the new cool-down.
+                current = self._redis.pttl(self._cool)
+                if current is None or current < millis:
+                    self._redis.set(self._cool, 1, px=millis)
+            except REDIS_DOWN as exc:
+                log.warning("judge limiter: could not set a %.1f s cool-down (%s)", seconds, exc)
+
+
+def _through_outage(ask, *, rng: random.Random | None = None):
+    """`ask()`'s answer, asking again while Redis is unreachable, for up to OUTAGE_WAIT_S (LimiterUnavailable
+    after that). The pauses grow from OUTAGE_RETRY_FIRST_S to OUTAGE_RETRY_CAP_S, each between half and all
+    of its ceiling, so the lanes of every worker do not all knock at the same moment when it is back."""
+    rng = rng or random.Random()
+    first_failure: float | None = None
+    ceiling = OUTAGE_RETRY_FIRST_S
+    while True:
+        try:
+            return ask()
+        except REDIS_DOWN as exc:
+            now = time.monotonic()
+            if first_failure is None:
+                first_failure = now
+                log.warning("judge limiter: Redis is unreachable (%s); waiting up to %.0f s", exc, OUTAGE_WAIT_S)
+            left = OUTAGE_WAIT_S - (now - first_failure)
+            if left <= 0:
+                raise LimiterUnavailable(
+                    f"the judge's concurrency limiter (Redis) was unreachable for {OUTAGE_WAIT_S:g} s "
+                    f"({type(exc).__name__}: {exc})"
+                ) from exc
+            time.sleep(min(left, ceiling / 2 + rng.uniform(0, ceiling / 2)))
+            ceiling = min(OUTAGE_RETRY_CAP_S, ceiling * 2)
 
 
 class FileLimiter:

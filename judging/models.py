@@ -199,7 +199,10 @@ class RunItem(models.Model):
 
 
 class ErrorKind(models.TextChoices):
-    """Why a verdict is ERROR. The first two come from an answer the judge gave; the rest from no answer."""
+    """Why a verdict is ERROR. The first two come from an answer the judge gave; the next five from no answer
+    (the provider's failure after the retries, or a request refused). INTERNAL is never an outage or a bug of
+    ours (those fail the run: judging/lane.py): only an item of a probe arm whose probed transcript is missing,
+    and verdicts stored before that rule."""
 
     PARSE = "parse", "Unusable answer"
     REFUSAL = "refusal", "Refused"

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from labeling.models import EvalSet, Output, Rubric, RubricVersion
@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 # Lanes per Celery run: two, so a run spreads over two worker processes and keeps going, at
 # half width, when one worker dies. Give workers --concurrency >= 2 so both lanes run at once.
 LANES_PER_RUN = 2
+# Queuing a lane waits this long for an unreachable broker (a Redis restart) before the run fails saying
+# so: Celery's publish retries, 0.2 s apart at first and 2 s at most, about 8 s in all. Short, since a web
+# request (the start form) waits for it.
+BROKER_RETRY = {"max_retries": 6, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 2.0}
 
 
 # -- scope and planning ------------------------------------------------------------------------------
@@ -183,12 +187,13 @@ def start_run(scope: Scope, *, started_by=None, check_api_key: bool = True) -> J
 
 
 def enqueue_lanes(run_id: int, lanes: int = LANES_PER_RUN) -> bool:
-    """Queue the run's lanes; False (and the run marked failed, saying why) when the broker is unreachable."""
+    """Queue the run's lanes; False (and the run marked failed, saying why) when the broker stays unreachable
+    for longer than BROKER_RETRY allows."""
     from .tasks import run_lane
 
     try:
         for _ in range(lanes):
-            run_lane.delay(run_id)
+            run_lane.apply_async((run_id,), retry=True, retry_policy=BROKER_RETRY)
     except Exception as exc:  # kombu raises several kinds: whatever it is, the run must not sit queued for ever
         log.error("could not enqueue judge run %s: %s", run_id, exc)
         fail_run(run_id, f"could not reach the Celery broker to start the run ({type(exc).__name__}); is it running?")
@@ -198,7 +203,12 @@ def enqueue_lanes(run_id: int, lanes: int = LANES_PER_RUN) -> bool:
 
 def run_in_process(run: JudgeRun, **kwargs) -> str | None:
     """Work the whole run in this process (same code, limits and retries as a lane; no broker)."""
-    return work_lane(run.pk, in_process=True, **kwargs)
+    try:
+        return work_lane(run.pk, in_process=True, **kwargs)
+    except DatabaseError as exc:
+        # No Celery to run the lane again: record why, if the database takes it, rather than stay "running".
+        fail_run_if_possible(run.pk, f"the run lost its database ({type(exc).__name__}); start it again")
+        raise
 
 
 def cancel_run(run: JudgeRun) -> bool:
@@ -213,6 +223,14 @@ def fail_run(run_id: int, message: str) -> None:
     JudgeRun.objects.filter(pk=run_id, status__in=JudgeRun.ACTIVE).update(
         status=JudgeRun.Status.FAILED, error=message, finished_at=timezone.now()
     )
+
+
+def fail_run_if_possible(run_id: int, message: str) -> None:
+    """fail_run when the database that has just failed the run may itself be gone (logged if it is)."""
+    try:
+        fail_run(run_id, message)
+    except DatabaseError:
+        log.exception("judge run %s: could not record that it failed (%s)", run_id, message)
 
 
 def unfinished_runs() -> list[int]:

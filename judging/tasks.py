@@ -20,10 +20,19 @@ log = logging.getLogger(__name__)
 
 
 # A lane that loses the database (a restart, a dropped connection) is run again a little later: it picks up
-# where the run is, since the items it held are claimed again once their leases run out.
-@shared_task(acks_late=True, ignore_result=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=5)
-def run_lane(run_id: int) -> str | None:
-    return runner.work_lane(run_id)
+# where the run is, since the items it held are claimed again once their leases run out. After the last
+# retry the run is marked failed with the reason (if the database takes it), never left "running".
+@shared_task(
+    bind=True, acks_late=True, ignore_result=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=5
+)
+def run_lane(self, run_id: int) -> str | None:
+    try:
+        return runner.work_lane(run_id)
+    except DatabaseError as exc:
+        if self.request.retries >= self.max_retries:
+            tries = self.max_retries + 1
+            runner.fail_run_if_possible(run_id, f"a lane lost the database {tries} times ({type(exc).__name__})")
+        raise
 
 
 @shared_task(acks_late=True, ignore_result=True)

@@ -19,7 +19,7 @@ from django.urls import reverse
 
 from judging import allowlist, runner
 from judging.backends import CallFailed, Misconfigured, api_key_for, backend_for
-from judging.models import JudgeConfig, JudgeRun, Verdict
+from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
 from judging.prompt import CriterionSpec, Subject, build_request
 from tests import judging_helpers
 from tests.judging_helpers import CONFIG_FORM, KEY_ENV, KEY_VALUE, make_judge, make_scope
@@ -196,6 +196,72 @@ def test_the_admin_refuses_them_too(admin_client):
     assert response.status_code == 302 and JudgeConfig.objects.get().created_by.is_superuser
 
 
+# -- the shape of a base URL, wherever a config is made -----------------------------------------------
+
+# Each is refused on every path; the loopback host is allowed, so only the URL's shape is wrong. urlsplit drops
+# CR, LF and TAB without a word, so the first three looked like http://127.0.0.1:8001/v1 to the old checks.
+BAD_URLS = [
+    ("http://127.0.0.1:8001/v1\r\nX-Injected: 1", "must not contain whitespace or control characters (it has '\\r')"),
+    ("http://127.0.0.1:8001/v1\nHost: evil", "must not contain whitespace or control characters (it has '\\n')"),
+    ("http://127.0.0.1:8001/\tv1", "must not contain whitespace or control characters (it has '\\t')"),
+    ("http://127.0.0.1:8001/v\u20281", "must not contain whitespace or control characters (it has '\\u2028')"),
+    ("http://127.0.0.1:8001/v\x001", "must not contain whitespace or control characters (it has '\\x00')"),
+    ("ftp://127.0.0.1/v1", "must be a plain http:// or https:// URL"),
+    ("127.0.0.1:8001/v1", "must be a plain http:// or https:// URL"),
+    ("http://:8001/v1", "must name a host"),
+]
+
+
+# Django's form fields refuse a NUL before any check of ours, with their own message.
+BAD_URLS_IN_FORMS = [(url, message) for url, message in BAD_URLS if "\x00" not in url]
+
+
+@pytest.mark.parametrize("url,message", BAD_URLS)
+def test_a_base_url_is_plain_http_or_https_with_a_host_and_no_control_characters(url, message):
+    assert message in allowlist.url_problem(url)
+    assert message in allowlist.base_url_refusal(url, ["127.0.0.1"])
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8001/v1", "https://127.0.0.1/v1?x=1", "http://[::1]:11434/v1"])
+def test_plain_urls_pass_the_shape_rule(url):
+    assert allowlist.url_problem(url) is None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url,message", BAD_URLS_IN_FORMS)
+def test_the_judge_form_and_the_admin_refuse_a_malformed_base_url(client, lead, admin_client, url, message):
+    client.force_login(lead)
+    response = client.post(reverse("judging:config_new"), {**FORM, "base_url": url})
+    assert response.status_code == 400 and not JudgeConfig.objects.exists()
+    shown = message[0].upper() + message[1:]
+    assert shown.replace("'", "&#x27;") in response.content.decode()
+    response = admin_client.post("/admin/judging/judgeconfig/add/", {**FORM, "base_url": url})
+    assert response.status_code == 200 and not JudgeConfig.objects.exists()
+    assert shown.replace("'", "&#x27;") in response.content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url,message", BAD_URLS_IN_FORMS)
+def test_add_judge_refuses_a_malformed_base_url_and_writes_nothing(tmp_path, url, message):
+    path = tmp_path / "judge.json"
+    path.write_text(json.dumps({"name": "j", "backend": "openai", "model_id": "m-2026", "base_url": url}))
+    with pytest.raises(CommandError, match="Nothing was written") as exc:
+        call_command("add_judge", str(path), stdout=io.StringIO())
+    assert f"base_url: {message[0].upper()}{message[1:]}" in str(exc.value)
+    assert not JudgeConfig.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_legacy_config_with_a_crlf_base_url_cannot_start_a_run(fake_llm, judge_key):
+    judge = make_judge(fake_llm, name="legacy")
+    scope = make_scope(judge)
+    JudgeConfig.objects.filter(pk=judge.pk).update(base_url=f"{fake_llm.openai_base_url}\r\nX-Injected: 1")
+    scope.judge_config.refresh_from_db()
+    with pytest.raises(Misconfigured, match="judge legacy: base_url must not contain whitespace or control"):
+        runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
+    assert not JudgeRun.objects.exists() and fake_llm.calls == 0
+
+
 # -- at call time --------------------------------------------------------------------------------------
 
 
@@ -227,21 +293,29 @@ def test_a_stored_config_naming_another_host_never_sends_the_key(judge_key, sett
 
 
 @pytest.mark.django_db(transaction=True)  # the lane writes from its own threads
-@pytest.mark.parametrize("narrowed", ["JUDGE_KEY_VARS", "JUDGE_BASE_URL_HOSTS"])
-def test_a_queued_run_after_the_operator_narrowed_a_list_becomes_error_and_sends_nothing(
+@pytest.mark.parametrize("narrowed", ["JUDGE_KEY_VARS", "JUDGE_BASE_URL_HOSTS", "crlf"])
+def test_a_queued_run_on_a_config_refused_at_call_time_fails_saying_why_and_sends_nothing(
     fake_llm, judge_key, settings, narrowed
 ):
-    scope = make_scope(make_judge(fake_llm), responses=["$40 back.", "Refunded $40."])
+    judge = make_judge(fake_llm)
+    scope = make_scope(judge, responses=["$40 back.", "Refunded $40."])
     run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
-    setattr(settings, narrowed, ["OPENAI_API_KEY"] if narrowed == "JUDGE_KEY_VARS" else ["api.openai.com"])
-    assert runner.run_in_process(run) == JudgeRun.Status.DONE
-    verdicts = Verdict.objects.filter(run=run)
-    assert verdicts.count() == 2 * 2 and {v.outcome for v in verdicts} == {"ERROR"}
-    assert {v.error_kind for v in verdicts} == {"rejected"}
-    what = f"api_key_env {KEY_ENV} is not a variable" if narrowed == "JUDGE_KEY_VARS" else "is not a host judges"
-    assert all(v.error_reason.startswith("not sent: judge judge: ") and what in v.error_reason for v in verdicts)
-    assert fake_llm.calls == 0
-    assert not any(KEY_VALUE in (v.error_reason + v.raw_output) for v in verdicts)
+    if narrowed == "crlf":  # a row stored before the rule (update() skips every check), as a legacy one is
+        JudgeConfig.objects.filter(pk=judge.pk).update(base_url=f"{fake_llm.openai_base_url}\r\nX-Injected: 1")
+    else:
+        setattr(settings, narrowed, ["OPENAI_API_KEY"] if narrowed == "JUDGE_KEY_VARS" else ["api.openai.com"])
+    assert runner.run_in_process(run) == JudgeRun.Status.FAILED
+    run.refresh_from_db()
+    what = {
+        "JUDGE_KEY_VARS": f"judge judge: api_key_env {KEY_ENV} is not a variable judges may read",
+        "JUDGE_BASE_URL_HOSTS": "is not a host judges may call",
+        "crlf": "judge judge: base_url must not contain whitespace or control characters (it has '\\r')",
+    }[narrowed]
+    assert run.status == "failed" and what in run.error
+    # Our configuration is not the judge's answer: no ERROR verdicts, nothing sent, the items still to do.
+    assert not Verdict.objects.filter(run=run).exists() and fake_llm.calls == 0
+    assert RunItem.objects.filter(run=run, state="pending").count() == 2
+    assert KEY_VALUE not in run.error
 
 
 @pytest.mark.django_db

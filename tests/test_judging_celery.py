@@ -21,14 +21,15 @@ from django.db.models import Count
 
 from config.celery import app
 from judging import runner
-from judging.models import JudgeRun, RunItem, Verdict
-from tests import judging_helpers
+from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
+from tests import judging_helpers, test_judging_outage
 from tests.factories import make_rubric_version
 from tests.judging_helpers import KEY_ENV, KEY_VALUE, RESPONSE, celery_worker_argv, make_judge, make_scope
 
 # Fixtures shared by the judging tests (tests/conftest.py belongs to the foundation).
 fake_llm = judging_helpers.fake_llm
 judge_key = judging_helpers.judge_key
+private_redis = test_judging_outage.private_redis
 
 pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,14 +45,14 @@ def database_url() -> str:
 class Worker:
     """One `celery -A config worker` process (its own process group, so a kill takes its pool too)."""
 
-    def __init__(self, log_dir: Path, concurrency: int = 2):
+    def __init__(self, log_dir: Path, concurrency: int = 2, broker_url: str = ""):
         self.name = f"judgetest-{uuid.uuid4().hex[:8]}"
         self.log = log_dir / f"{self.name}.log"
         env = {
             **os.environ,
             "DATABASE_URL": database_url(),
             "ICEWATER_CELERY_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE,
-            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            "CELERY_BROKER_URL": broker_url or settings.CELERY_BROKER_URL,
             KEY_ENV: KEY_VALUE,
             "ICEWATER_JUDGE_KEY_VARS": KEY_ENV,
         }
@@ -182,3 +183,48 @@ def test_a_worker_killed_mid_run_loses_nothing(fake_llm, workers):
     # What the dead worker held was taken again once its leases ran out.
     assert set(RunItem.objects.filter(pk__in=held, claims__gte=2).values_list("pk", flat=True)) == held
     assert fake_llm.calls >= 40
+
+
+@pytest.mark.parametrize(
+    "breakage,reason",
+    [
+        # Written after the run was checked and queued, past every rule (update() validates nothing).
+        ({"instruments": {"correct_amount": "max_length"}}, "a lane stopped on an unexpected error (TypeError: "),
+        ({"base_url": "{fake}\r\nX-Injected: 1"}, "base_url must not contain whitespace or control characters"),
+    ],
+)
+def test_a_lane_that_breaks_on_a_worker_fails_the_run_with_the_reason(fake_llm, workers, breakage, reason):
+    judge = make_judge(fake_llm, instruments={"correct_amount": {"kind": "max_length", "max_chars": 500}})
+    scope = make_scope(judge, responses=["$40 back.", "Refunded $40."])
+    run = runner.start_run(scope, check_api_key=False)
+    field, value = next(iter(breakage.items()))
+    value = value.format(fake=fake_llm.openai_base_url) if isinstance(value, str) else value
+    JudgeConfig.objects.filter(pk=judge.pk).update(**{field: value})
+    workers(concurrency=2)
+    run = wait_for(run)  # the old code: the lanes crashed and the run stayed "running" (this timed out)
+    assert run.status == "failed" and reason in run.error
+    assert not Verdict.objects.filter(run=run).exists() and fake_llm.calls == 0
+    assert RunItem.objects.filter(run=run, state="pending").count() == 2
+
+
+def test_a_redis_restart_mid_run_on_a_worker_leaves_no_error_verdict(fake_llm, workers, private_redis):
+    """The worker's broker and limiter are one private Redis, stopped mid-run and started again."""
+    fake_llm.latency_s = 0.2
+    judge = make_judge(fake_llm, max_concurrency=2)
+    scope = make_scope(judge, responses=[f"Reply {i}: a refund of $40.00." for i in range(30)])
+    # Planned, not queued here: the worker's start-up hook (resume_runs) queues its lanes on its own broker.
+    run = runner.create_run(scope, mode=JudgeRun.Mode.CELERY, check_api_key=False)
+    worker = workers(concurrency=2, broker_url=private_redis.url)
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while RunItem.objects.filter(run=run, state="done").count() < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    private_redis.stop()
+    deadline = time.monotonic() + 10
+    while "Redis is unreachable" not in worker.log.read_text(errors="replace") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    private_redis.start()
+    run = wait_for(run)
+    outcomes = list(Verdict.objects.filter(run=run).values_list("outcome", "error_reason"))
+    assert [o for o in outcomes if o[0] == "ERROR"] == []  # the old code: ERROR, internal ... ConnectionError
+    assert run.status == "done" and len(outcomes) == 60
+    assert "Redis is unreachable" in worker.log.read_text(errors="replace")  # it really came mid-run

@@ -640,7 +640,7 @@ def test_run_judge_says_so_when_the_broker_is_unreachable(monkeypatch):
     def refuse(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    monkeypatch.setattr(tasks.run_lane, "delay", refuse)
+    monkeypatch.setattr(tasks.run_lane, "apply_async", refuse)  # what Celery raises once its publish retries end
     scope = instrument_scope()
     with pytest.raises(CommandError) as failure:
         run_command("run_judge", "--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "inst")

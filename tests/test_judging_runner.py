@@ -114,15 +114,17 @@ def test_a_nul_character_in_the_answer_is_stored_replaced_not_refused(fake_llm, 
     assert v.outcome == "PASS" and v.evidence == "refund\ufffdof" and v.evidence_found is False
 
 
-def test_an_item_that_keeps_failing_to_be_written_is_given_up_as_error(fake_llm, judge_key):
+def test_an_item_that_keeps_failing_to_be_written_fails_the_run_saying_so(fake_llm, judge_key):
     scope = make_scope(make_judge(fake_llm), responses=[RESPONSE])
     run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
     RunItem.objects.filter(run=run).update(claims=5)  # five lanes took it and none ever wrote it
-    runner.run_in_process(run)
+    assert runner.run_in_process(run) == "failed"
     run.refresh_from_db()
-    assert run.status == "done" and fake_llm.calls == 0
-    assert {(v.outcome, v.error_kind) for v in verdicts(run)} == {("ERROR", "internal")}
-    assert "claimed 6 times without its verdicts being written" in verdicts(run)[0].error_reason
+    assert run.status == "failed" and fake_llm.calls == 0
+    assert "case case-001) was claimed 6 times without its verdicts being written" in run.error
+    # Not an ERROR verdict: the judge was never asked. The item waits, pending, for a run that can write it.
+    assert verdicts(run) == []
+    assert RunItem.objects.filter(run=run, state="pending", claims=5).count() == 1
 
 
 # -- retries --------------------------------------------------------------------------------------------

@@ -220,7 +220,7 @@ def test_an_unreachable_broker_fails_the_probe_run_and_says_so(client, lead, mon
     def no_broker(*args, **kwargs):
         raise ConnectionRefusedError("no broker")
 
-    monkeypatch.setattr("judging.tasks.run_lane.delay", no_broker)
+    monkeypatch.setattr("judging.tasks.run_lane.apply_async", no_broker)
     client.force_login(lead)
     response = client.post(reverse("judging:start_probe_run"), start_form(scope), follow=True)
     assert "could not start" in response.content.decode() and "Celery broker" in response.content.decode()
