@@ -6,6 +6,7 @@ from django.urls import include, path
 
 from .home import home
 
+handler400 = "config.errors.bad_request"
 handler403 = "config.errors.permission_denied"
 
 urlpatterns = [
