@@ -41,6 +41,7 @@ request_logger = logging.getLogger("django.request")
 
 SERVER_ERROR = "the server failed to answer (an error on our side, logged with its details); try again later"
 NOT_JSON = "send a JSON object (Content-Type: application/json)"
+RUBRIC_REF = r"^.+@[^@]+$"  # NAME@VERSION, as lookup.parse_rubric_ref reads it (the last @ splits)
 
 
 class GateIn(BaseModel):
@@ -51,7 +52,7 @@ class GateIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, title="GateRequest")
 
     eval_set: str = Field(min_length=1, max_length=200, description="the release candidate's eval set")
-    rubric: str = Field(min_length=3, max_length=310, pattern=r"^.+@[^@]+$", description="NAME@VERSION")
+    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF, description="NAME@VERSION")
     judge: str = Field(min_length=1, max_length=200, description="the judge config")
     agent_version: str | None = Field(default=None, max_length=200, description="gate only this agent version")
     min_pass_rate: float | None = Field(default=None, ge=0, le=1, description="only tightens the lead's")

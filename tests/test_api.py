@@ -375,7 +375,8 @@ def test_the_report_is_the_same_json_as_the_command(client, tokens, calibrated):
     [
         ({"judge": "nobody"}, 404, "unknown judge config 'nobody'"),
         ({"eval_set": "nope"}, 404, "unknown eval set 'nope'"),
-        ({"rubric": "refund"}, 403, "this token is for refund@1 only, not 'refund'"),
+        ({"rubric": "refund"}, 400, "rubric: must be written NAME@VERSION"),
+        ({"rubric": "refund@2"}, 403, "this token is for refund@1 only, not 'refund@2'"),
         ({"by": "case"}, 400, "by must be agent_version"),
         ({"by": "agent_version", "agent_version": "v1"}, 400, "exclude each other"),
         ({"judge": None}, 400, "bad parameters: judge: is missing"),

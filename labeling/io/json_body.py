@@ -126,6 +126,6 @@ def _schema_message(error: dict, field: str | None, known: list[str]) -> str:
         return f"unknown field{hint} (a misspelt field is refused, not ignored)"
     if kind == "missing":
         return "is missing"
-    if kind == "string_pattern_mismatch" and field == "rubric":
+    if kind == "string_pattern_mismatch" and field == "rubric":  # the gate's, judge runs' and report's NAME@VERSION
         return "must be written NAME@VERSION"
     return error.get("msg", "is not valid")
