@@ -2,21 +2,29 @@
 
 Every endpoint calls the same domain function as the command line (the importers, the judge
 runner, the calibration report, the gate), so the API has the same checks, atomicity and
-messages. Errors are JSON {"error": message, ...details} with the status that fits (400 bad
-input, 401 no usable token, 403 outside the token's scope, 404 unknown name, never followed by
-the names that exist, 409 the gate cannot decide, 413 too large); docs/api.md lists them.
+messages. Every JSON body and query is read with the import files' rules (labeling/io/json_body.py:
+repeated keys, nesting, NUL, lone surrogates), and every error is JSON in one shape,
+{"error": message, "problems": [...], ...details} (labeling.io.errors.error_body), with the status
+that fits (400 bad input, 401 no usable token, 403 outside the token's scope, 404 unknown name or
+address, never followed by the names that exist, 405, 409 the gate cannot decide, 413 too large,
+500 logged); docs/api.md lists them.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Annotated
 
 from csp.decorators import csp_update
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from ninja import NinjaAPI, Query, Schema, Status
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
+from pydantic import ConfigDict
 
 from calibration import api as gate_api
+from calibration.api import RUBRIC_REF, GateIn, bad_parameters, error, refused_body, server_error, too_large
 from calibration.export import to_json
 from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
 from calibration.models import TokenScope as Scope
@@ -28,6 +36,7 @@ from judging.io import import_verdicts
 from judging.models import JudgeRun
 from judging.progress import Progress, progress_of
 from labeling.io import import_cases
+from labeling.io.json_body import BodyRefused, check_query, parse_json_body, schema_problems
 
 from .auth import NO_TOKEN, ApiError, TokenAuth, check_scope
 from .pushes import body_source, run_import
@@ -35,6 +44,22 @@ from .pushes import body_source, run_import
 # Swagger UI's stylesheet draws its icons as data: SVG images; the site's policy allows images from 'self' only.
 # An image cannot run anything, so the docs page alone may also show data: images (scripts stay 'self' only).
 DOCS_CSP = csp_update({"img-src": ["data:"]})
+
+
+class BodyParser(Parser):
+    """ninja's parser with the import files' rules for JSON bodies, and no NUL in query parameters.
+
+    ninja turns any error of parse_body into HttpError 400 "Cannot parse request body" raised from it; the
+    handler below answers with the BodyRefused behind it, which says what and where.
+    """
+
+    def parse_body(self, request: HttpRequest):
+        return parse_json_body(request.body)
+
+    def parse_querydict(self, data, list_fields, request):
+        check_query(data.lists())
+        return super().parse_querydict(data, list_fields, request)
+
 
 api = NinjaAPI(
     title="Icewater API",
@@ -44,57 +69,82 @@ api = NinjaAPI(
     "scope); see docs/api.md.",
     urls_namespace="api",
     docs_decorator=DOCS_CSP,
+    parser=BodyParser(),
 )
 PUSH, JUDGE, REPORT, GATE = (TokenAuth(s) for s in (Scope.PUSH, Scope.JUDGE, Scope.REPORT, Scope.GATE))
+# Names in query parameters: never empty (the schema says so, as the server does), at most a name's length.
+EvalSetName = Annotated[str, Field(min_length=1, max_length=200)]
+RubricRef = Annotated[str, Field(min_length=3, max_length=310, pattern=RUBRIC_REF, description="NAME@VERSION")]
+JudgeName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 # -- errors -----------------------------------------------------------------------------------------------
 
 
-def _error(status: int, message: str, **extra) -> JsonResponse:
-    return JsonResponse({"error": message, **extra}, status=status)
-
-
 @api.exception_handler(ApiError)
 def _api_error(request: HttpRequest, exc: ApiError) -> JsonResponse:
-    return _error(exc.status, exc.message, **exc.extra)
+    return error(exc.status, exc.message, **exc.extra)
 
 
 @api.exception_handler(AuthenticationError)
 def _no_token(request: HttpRequest, exc: AuthenticationError) -> JsonResponse:
-    return _error(401, NO_TOKEN)
+    return error(401, NO_TOKEN)
 
 
 @api.exception_handler(ValidationError)
 def _bad_input(request: HttpRequest, exc: ValidationError) -> JsonResponse:
-    """ninja's checks of parameters and JSON bodies, in the importers' shape: field and message."""
-    problems = [
-        {"line": None, "field": ".".join(str(part) for part in e.get("loc", ())), "message": e.get("msg", "")}
-        for e in exc.errors
-    ]
-    return _error(
-        400, "bad parameters: " + "; ".join(f"{p['field']}: {p['message']}" for p in problems), problems=problems
-    )
+    """ninja's checks of parameters and JSON bodies against their schemas, as the HTTP gate words its own."""
+    problems = schema_problems(exc.errors)
+    return error(400, bad_parameters(problems), problems)
+
+
+@api.exception_handler(BodyRefused)
+def _bad_query(request: HttpRequest, exc: BodyRefused) -> JsonResponse:
+    return error(400, f"the query was refused: {exc.problem}", [exc.problem])
 
 
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> JsonResponse:
-    message = str(exc)
-    if message.startswith("Cannot parse request body"):  # ninja's words for a JSON body that is not JSON
-        message = "the body is not valid JSON: send a JSON object (Content-Type: application/json)"
-    return _error(exc.status_code, message)
+    if isinstance(exc.__cause__, BodyRefused):  # BodyParser refused the body (ninja re-raises it as HttpError)
+        return refused_body(exc.__cause__.problem)
+    if isinstance(exc.__cause__, RequestDataTooBig):
+        return too_large()
+    return error(exc.status_code, str(exc))
 
 
-class Problem(Schema):
-    line: int | None
-    field: str | None
+@api.exception_handler(Http404)
+def _not_found(request: HttpRequest, exc: Http404) -> JsonResponse:
+    return error(404, str(exc) or NOT_FOUND)
+
+
+@api.exception_handler(RequestDataTooBig)
+def _too_large(request: HttpRequest, exc: RequestDataTooBig) -> JsonResponse:
+    return too_large()
+
+
+@api.exception_handler(Exception)
+def _server_error(request: HttpRequest, exc: Exception) -> JsonResponse:
+    """Anything unexpected: logged with its traceback, answered as JSON (never a traceback, debug on or off)."""
+    return server_error(request, exc)
+
+
+NOT_FOUND = "there is nothing at this address; the endpoints are listed at /api/docs"
+
+
+class ProblemOut(Schema):
+    line: int | None = Field(description="the record's line in a pushed file, else null")
+    field: str | None = Field(description="where: a record's field, a path in the body, a query parameter")
     message: str
-    text: str | None = None
+    text: str = Field(description="the problem as one line, as the command would print it")
 
 
 class ErrorOut(Schema):
-    error: str
-    problems: list[Problem] | None = None
+    """Every error answer: this, plus the details some answers add (truncated, limit_bytes, run_id, passed)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    error: str = Field(description="what went wrong and what to do")
+    problems: list[ProblemOut] = Field(description="the problems behind it; empty when the error says it all")
 
 
 class PushOut(Schema):
@@ -103,14 +153,20 @@ class PushOut(Schema):
     counts: dict[str, int]
 
 
-ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut}
+ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 405: ErrorOut, 500: ErrorOut}
+# What the server takes as {"records": [...]}: at least one record, each an object (one line of the JSONL format,
+# whose fields the importer checks), and nothing beside "records".
+RECORDS = {
+    "type": "object",
+    "required": ["records"],
+    "additionalProperties": False,
+    "properties": {"records": {"type": "array", "minItems": 1, "items": {"type": "object"}}},
+}
 PUSH_BODY = {
     "requestBody": {
         "description": 'An import file (?filename picks its format by suffix), or JSON {"records": [...]}.',
         "content": {
-            "application/json": {
-                "schema": {"type": "object", "required": ["records"], "properties": {"records": {"type": "array"}}}
-            },
+            "application/json": {"schema": RECORDS},
             "application/x-ndjson": {"schema": {"type": "string"}},
             "text/csv": {"schema": {"type": "string"}},
             "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
@@ -126,7 +182,10 @@ PUSH_BODY = {
     "/outputs", auth=PUSH, response={200: PushOut, 201: PushOut, 413: ErrorOut, **ERRORS}, openapi_extra=PUSH_BODY
 )
 def push_outputs(
-    request: HttpRequest, eval_set: str, agent_version: str | None = None, filename: str = "outputs.jsonl"
+    request: HttpRequest,
+    eval_set: EvalSetName,
+    agent_version: str | None = None,
+    filename: str = "outputs.jsonl",
 ):
     """Push cases and outputs into an eval set (created if missing), as `import_cases` does: all or nothing."""
     check_scope(request, eval_set=eval_set)
@@ -142,9 +201,9 @@ def push_outputs(
 )
 def push_verdicts(
     request: HttpRequest,
-    eval_set: str,
-    rubric: str,
-    judge: str,
+    eval_set: EvalSetName,
+    rubric: RubricRef,
+    judge: JudgeName,
     agent_version: str = "",
     filename: str = "verdicts.jsonl",
     scorer: list[str] = Query([]),  # noqa: B008 - ninja's way to declare a repeated query parameter
@@ -174,10 +233,13 @@ def push_verdicts(
 
 
 class RunIn(Schema):
-    eval_set: str
-    rubric: str
-    judge: str
-    agent_version: str = ""
+    # Strict, as the server: a misspelt key or a number for a name is refused, not ignored or converted.
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    eval_set: str = Field(min_length=1, max_length=200)
+    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF, description="NAME@VERSION")
+    judge: str = Field(min_length=1, max_length=200)
+    agent_version: str = Field("", max_length=200)
 
 
 def _named(eval_set: str, rubric: str, judge: str) -> tuple:
@@ -236,9 +298,9 @@ def judge_run_progress(request: HttpRequest, run_id: int):
 @api.get("/calibration-report", auth=REPORT, response={200: dict, **ERRORS})
 def report(
     request: HttpRequest,
-    eval_set: str,
-    rubric: str,
-    judge: str,
+    eval_set: EvalSetName,
+    rubric: RubricRef,
+    judge: JudgeName,
     agent_version: str | None = None,
     by: str | None = None,
 ):
@@ -253,34 +315,15 @@ def report(
     return HttpResponse(to_json(built), content_type="application/json")
 
 
-GATE_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "type": "object",
-                    "required": ["eval_set", "rubric", "judge"],
-                    "properties": {
-                        "eval_set": {"type": "string"},
-                        "rubric": {"type": "string", "description": "NAME@VERSION"},
-                        "judge": {"type": "string"},
-                        "agent_version": {"type": "string"},
-                        "min_pass_rate": {"type": "number"},
-                        "max_error_rate": {"type": "number"},
-                        "confidence": {"type": "number"},
-                    },
-                }
-            }
-        },
-    },
-}
+# The view validates the body with GateIn itself (it also answers at /calibration/api/gate): its schema is this.
+GATE_BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": GateIn.model_json_schema()}}}}
 
 
-@api.post("/gate", auth=GATE, response={200: dict, 400: dict, 401: dict, 403: dict, 409: dict}, openapi_extra=GATE_BODY)
+@api.post("/gate", auth=GATE, response={200: dict, 409: ErrorOut, 413: ErrorOut, **ERRORS}, openapi_extra=GATE_BODY)
 def gate(request: HttpRequest):
     """The release gate: /calibration/api/gate itself (the token's rubric version, eval set pattern and policy).
 
-    200 with the decision (read "passed"), 409 when it cannot decide; every decision is recorded.
+    200 with the decision (read "passed"), 409 when it cannot decide, 404 for a name that matches nothing (both
+    with "passed": null); every decision is recorded.
     """
     return gate_api.gate(request)

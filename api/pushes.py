@@ -2,8 +2,10 @@
 
 The body is either a file in any import format (JSONL, CSV, ADK, an Inspect AI log), named by
 the `filename` parameter so that its suffix picks the format as on the command line, or a JSON
-object {"records": [...]} whose records are read as JSON Lines (line N is records[N-1]). Either
-way the importer is the one the commands run: same checks, same all-or-nothing, same messages.
+object {"records": [...]} whose records are read as JSON Lines (line N is records[N-1]); that body is
+read with the file rules first (labeling/io/json_body.py), so a key twice in a record is refused as
+it is in a file. Either way the importer is the one the commands run: same checks, same
+all-or-nothing, same messages.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from django.conf import settings
 from django.http import HttpRequest
 
 from labeling.io import ImportFailed, ImportReport, Source
+from labeling.io.json_body import BodyRefused, parse_json_body
 
 from .auth import ApiError
 
@@ -51,9 +54,10 @@ def body_source(request: HttpRequest, filename: str) -> Source:
 
 def _records_as_jsonl(body: bytes) -> bytes:
     try:
-        value = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, f"the body is not valid JSON ({exc})") from None
+        value = parse_json_body(body)
+    except BodyRefused as exc:
+        problem = exc.problem
+        raise ApiError(400, f"the body was refused: {problem}", problems=[problem]) from None
     records = value.get("records") if isinstance(value, dict) else None
     if not isinstance(records, list) or set(value) != {"records"}:
         raise ApiError(
@@ -61,6 +65,7 @@ def _records_as_jsonl(body: bytes) -> bytes:
             'a JSON body must be {"records": [...]}, one object per record; or send the file itself with another '
             "Content-Type and ?filename=NAME",
         )
+    # One line per record, as a JSONL file would hold it (parse_json_body left nothing a line cannot carry).
     return b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records)
 
 
@@ -72,7 +77,7 @@ def run_import(importer, source: Source, **kwargs) -> tuple[int, dict]:
         raise ApiError(
             400,
             "the push was refused; nothing was imported",
-            problems=[{"line": p.line, "field": p.field, "message": p.message, "text": str(p)} for p in exc.problems],
+            problems=exc.problems,
             truncated=exc.truncated,
         ) from None
     body = {"summary": report.summary, "notes": report.notes, "counts": report.counts}

@@ -1,12 +1,56 @@
 """/api/: the JSON API (api/endpoints.py), with its browsable docs at /api/docs and schema at /api/openapi.json.
 
-Tokens are made on the gate page (calibration:gates), where a lead gives each its scopes.
+Tokens are made on the gate page (calibration:gates), where a lead gives each its scopes. Every answer under
+/api/ is JSON, an address that does not exist and a method an endpoint does not take included.
 """
 
 from __future__ import annotations
 
-from django.urls import path
+from functools import wraps
 
-from .endpoints import api
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import URLPattern, include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 
-urlpatterns = [path("", api.urls)]
+from calibration.api import error
+
+from .endpoints import NOT_FOUND, api
+
+
+def _json_refusals(view):
+    """ninja answers a method an endpoint does not take with a bare 405, and its root (/api/) with Http404, which
+    Django would answer with its HTML page: the same statuses, as JSON (Allow kept)."""
+
+    @wraps(view)
+    def answered(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            response = view(request, *args, **kwargs)
+        except Http404:  # ninja's root view raises it
+            return error(404, NOT_FOUND)
+        if response.status_code not in (404, 405) or response.get("Content-Type", "").startswith("application/json"):
+            return response
+        if response.status_code == 404:
+            return error(404, NOT_FOUND)
+        allowed = response["Allow"]
+        refused = error(405, f"{request.method} is not allowed here; use {allowed}")
+        refused["Allow"] = allowed
+        return refused
+
+    return answered
+
+
+@csrf_exempt  # a POST to a wrong address is told so, like a GET, not refused for a CSRF token the API never uses
+def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
+    return error(404, NOT_FOUND)
+
+
+# Not named app_name: include("api.urls") would take a module's app_name as this URLconf's own namespace.
+_patterns, _ninja_app, _namespace = api.urls
+_patterns = [
+    URLPattern(p.pattern, _json_refusals(p.callback), p.default_args, p.name) if isinstance(p, URLPattern) else p
+    for p in _patterns
+]
+urlpatterns = [
+    path("", include((_patterns, _ninja_app), namespace=_namespace)),
+    re_path(r"^(?P<rest>.*)$", not_found),
+]

@@ -1,4 +1,4 @@
-"""Plain forms for the calibration pages and the HTTP gate; the domain functions re-check everything."""
+"""Plain forms for the calibration pages; the domain functions re-check everything (the HTTP gate: api.GateIn)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from django import forms
 from judging.models import JudgeConfig
 from labeling.models import EvalSet, Output, RubricVersion
 
-from .lookup import UnknownName, parse_rubric_ref
 from .models import GateToken, TokenScope
 from .policy import (
     DECIDE_ON,
@@ -189,26 +188,6 @@ class TighteningMixin:
         except ValueError as exc:
             raise forms.ValidationError(str(exc))
         return data
-
-
-class GateApiForm(TighteningMixin, forms.Form):
-    """The HTTP gate's parameters, the same as the command's flags. The three thresholds are optional and may
-    only tighten the lead's policy (checked by the gate, which knows the policy)."""
-
-    eval_set = forms.CharField(max_length=200)
-    rubric = forms.CharField(max_length=310)
-    judge = forms.CharField(max_length=200)
-    agent_version = forms.CharField(max_length=200, required=False)
-    min_pass_rate = _Rate(required=False)
-    max_error_rate = _Rate(required=False)
-    confidence = _Rate(required=False)
-
-    def clean_rubric(self) -> str:
-        try:
-            parse_rubric_ref(self.cleaned_data["rubric"])
-        except UnknownName as exc:
-            raise forms.ValidationError(str(exc)) from None
-        return self.cleaned_data["rubric"]
 
 
 class _RefChoice(forms.ModelChoiceField):

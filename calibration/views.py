@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
 from judging.models import JudgeConfig
-from labeling.access import STAFF_ROLES, has_role, role_required
+from labeling.access import STAFF_ROLES, checked_query, has_role, role_required
 from labeling.io.export import attachment_header
 from labeling.models import Criterion, EvalSet, GoldDispute, Output, Role, RubricVersion
 from labeling.pages import pick_scope
@@ -49,7 +49,7 @@ def instrument_or_404(eval_set: int, rubric_version: int, judge: int) -> tuple[E
 
 
 def _agent_version(request: HttpRequest) -> str | None:
-    return request.GET.get("agent_version") or None
+    return checked_query(request.GET).get("agent_version") or None
 
 
 def _rows_for_page(report, criteria: dict[str, Criterion], marks) -> list[dict]:

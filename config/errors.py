@@ -12,7 +12,9 @@ Django attaches to a PermissionDenied; a 500 keeps its traceback (config/setting
 
 from __future__ import annotations
 
+from django.core.exceptions import BadRequest
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.views import csrf, defaults
 
 from labeling.access import plain
@@ -26,6 +28,20 @@ CSRF_REFUSED = (
 def is_htmx(request: HttpRequest) -> bool:
     # request.htmx is set by django-htmx's middleware; a view for a failure found before it ran reads the header.
     return bool(getattr(request, "htmx", False)) or request.headers.get("HX-Request") == "true"
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler400: a BadRequest's message (e.g. labeling.access.checked_query's) on the page, or as text for htmx.
+
+    Django's own 400 page says nothing about what was wrong; ours says what to change. Other 400s (a suspicious
+    request: a host not allowed, a body too large) keep Django's page, which tells an outsider nothing.
+    """
+    if not isinstance(exception, BadRequest):
+        return defaults.bad_request(request, exception)
+    message = str(exception) or "The request could not be read; nothing was saved."
+    if is_htmx(request):
+        return plain(message, 400)
+    return render(request, "400.html", {"exception": message}, status=400)
 
 
 def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:

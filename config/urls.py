@@ -7,6 +7,7 @@ from django.urls import include, path
 from .home import home
 from .login import LoginView
 
+handler400 = "config.errors.bad_request"
 handler403 = "config.errors.permission_denied"
 handler404 = "config.errors.page_not_found"
 # handler500 stays Django's default: it renders templates/500.html with no context, which cannot fail again.

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from labeling.access import STAFF_ROLES, has_role, role_required
+from labeling.access import STAFF_ROLES, checked_query, has_role, role_required
 from labeling.models import Role
 from labeling.pages import full_url
 
@@ -111,7 +111,7 @@ def run_verdicts(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(
         JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
     )
-    filters = pages.VerdictFilters.from_query(request.GET, run)
+    filters = pages.VerdictFilters.from_query(checked_query(request.GET), run)
     page = Paginator(filters.apply(pages.verdict_rows(run)), pages.VERDICTS_PER_PAGE).get_page(request.GET.get("page"))
     context = {"run": run, "page": page, "filters": filters, **pages.filter_choices(run)}
     return render(request, "judging/verdicts.html", context)

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import BadRequest, PermissionDenied
+from django.http import HttpRequest, HttpResponse, QueryDict
 
 from .models import Role
 
@@ -35,6 +35,22 @@ LABELING_REFUSED = (
 def plain(message: str, status: int) -> HttpResponse:
     """A refusal as one sentence of text: what an htmx request's page shows where the person was working."""
     return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")
+
+
+def checked_query(query: QueryDict) -> QueryDict:
+    """The query parameters of a page, refused (BadRequest: a 400 that says why) when one holds a NUL character.
+
+    A query string is decoded with replacement characters, so NUL (%00) is the one character that gets through
+    and that PostgreSQL cannot compare: a filter by it was a 500. No name holds one, so nothing would match.
+    """
+    for name, values in query.lists():
+        if "\x00" in name or any("\x00" in value for value in values):
+            shown = name.replace("\x00", "%00")
+            raise BadRequest(
+                f"The address has a NUL character (%00) in its {shown!r} parameter, which no name can hold: "
+                "remove it from the address."
+            )
+    return query
 
 
 def gives_blind_labels(user) -> bool:

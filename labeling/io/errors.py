@@ -7,6 +7,7 @@ obvious), then fails as a whole so that nothing is half-written.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 # Enough to show a pattern (a renamed column, a wrong outcome spelling) without
@@ -28,6 +29,10 @@ class Problem:
         if self.field:
             where += f', field "{self.field}"'
         return f"{where}: {self.message}"
+
+    def as_dict(self) -> dict:
+        """The problem in an API error answer (docs/api.md, Errors): `text` is the line the command would print."""
+        return {"line": self.line, "field": self.field, "message": self.message, "text": str(self)}
 
 
 class ImportFailed(Exception):
@@ -77,6 +82,12 @@ class Problems:
     def raise_if_any(self) -> None:
         if self.items:
             raise ImportFailed(self.items)
+
+
+def error_body(message: str, problems: Iterable[Problem] = (), **extra) -> dict:
+    """The one shape of every API error answer (docs/api.md, Errors): what went wrong and what to do, and the
+    problems behind it (none when the message says it all), plus any details the answer names (limit_bytes, ...)."""
+    return {"error": message, "problems": [p.as_dict() for p in problems], **extra}
 
 
 class RecordError(Exception):

@@ -1,0 +1,143 @@
+"""The OpenAPI schema is as strict as the server, and the server refuses what the schema refuses.
+
+The schema allowed empty names, unknown keys and `records: [null]`; a client generated from it (or a fuzzer
+such as schemathesis) could not tell a good request from a bad one. The bodies below are checked against the
+published schema with jsonschema, then sent: whatever the schema refuses, the server answers 400.
+"""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from calibration.models import GateResult
+from labeling.models import Output
+
+from .api_helpers import call, create_token
+from .calibration_factories import bulk_verdicts, make_judge, mark_as_gating
+from .factories import make_eval_set, make_rubric_version
+
+pytestmark = pytest.mark.django_db
+
+ASK = {"eval_set": "rc-1", "rubric": "refund@1", "judge": "j"}
+OUTPUT = {"case_id": "r-001", "agent_version": "v2", "input": "Refund order 1234?", "response": "Refunded $40.00."}
+
+
+@pytest.fixture
+def schema(client) -> dict:
+    return client.get("/api/openapi.json").json()
+
+
+def body_schema(schema: dict, path: str) -> dict:
+    """The JSON body schema of POST `path`, with its $refs resolved against the whole document."""
+    found = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    return {**found, "components": schema["components"]} if "$ref" in found else found
+
+
+def test_the_schema_states_the_servers_rules(schema):
+    gate = body_schema(schema, "/api/gate")
+    assert gate["additionalProperties"] is False and set(gate["required"]) == {"eval_set", "rubric", "judge"}
+    props = gate["properties"]
+    assert props["eval_set"]["minLength"] == 1 and props["judge"]["minLength"] == 1
+    assert props["rubric"]["pattern"] == "^.+@[^@]+$"
+    confidence = next(s for s in props["confidence"]["anyOf"] if s["type"] == "number")
+    assert confidence["exclusiveMinimum"] == 0 and confidence["exclusiveMaximum"] == 1
+    run = schema["components"]["schemas"]["RunIn"]
+    assert run["additionalProperties"] is False and run["properties"]["eval_set"]["minLength"] == 1
+    for path in ("/api/outputs", "/api/verdicts"):
+        records = body_schema(schema, path)
+        assert records["additionalProperties"] is False
+        assert records["properties"]["records"] == {"type": "array", "minItems": 1, "items": {"type": "object"}}
+        names = {p["name"]: p["schema"] for p in schema["paths"][path]["post"]["parameters"]}
+        assert names["eval_set"]["minLength"] == 1
+    report = {p["name"]: p["schema"] for p in schema["paths"]["/api/calibration-report"]["get"]["parameters"]}
+    assert report["judge"]["minLength"] == 1 and report["rubric"]["pattern"] == "^.+@[^@]+$"
+    error = schema["components"]["schemas"]["ErrorOut"]
+    assert set(error["required"]) == {"error", "problems"}
+    problem = schema["components"]["schemas"]["ProblemOut"]
+    assert set(problem["required"]) == {"line", "field", "message", "text"}
+    for path, operations in schema["paths"].items():
+        for operation in operations.values():
+            for status in ("400", "401", "403", "404", "405", "500"):
+                assert operation["responses"][status]["content"]["application/json"]["schema"] == {
+                    "$ref": "#/components/schemas/ErrorOut"
+                }, (path, status)
+
+
+@pytest.fixture
+def token(client, lead) -> str:
+    rv = make_rubric_version("refund", "1")
+    judge = make_judge("j")
+    mark_as_gating(rv, judge, ["correct_amount"], make_eval_set("cal"), by=lead)
+    bulk_verdicts(make_eval_set("rc-1"), rv, judge, {"correct_amount": {"PASS": 50}})
+    return create_token(client, lead, ["push", "judge", "gate", "report"], rv)
+
+
+GATE_BODIES = [
+    ASK,
+    {**ASK, "agent_version": None, "min_pass_rate": 0.95, "max_error_rate": 0, "confidence": 0.99},
+    {**ASK, "eval_set": ""},
+    {**ASK, "judge": ""},
+    {**ASK, "min_pass_rat": 0.95},
+    {**ASK, "eval_set": 1},
+    {**ASK, "min_pass_rate": "0.95"},
+    {**ASK, "min_pass_rate": True},
+    {**ASK, "min_pass_rate": 1.5},
+    {**ASK, "confidence": 1},
+    {**ASK, "confidence": 0},
+    {**ASK, "rubric": "refund"},
+    {**ASK, "rubric": "@1"},
+    {"eval_set": "rc-1", "rubric": "refund@1"},
+    {**ASK, "agent_version": "v" * 201},
+]
+
+
+@pytest.mark.parametrize("body", GATE_BODIES)
+@pytest.mark.parametrize("address", ["/api/gate", "/calibration/api/gate"])
+def test_the_gate_refuses_exactly_what_its_schema_refuses(client, schema, token, body, address):
+    valid = jsonschema.Draft202012Validator(body_schema(schema, "/api/gate")).is_valid(body)
+    response = call(client, "POST", address, token, body)
+    assert (response.status_code == 400) == (not valid), (body, response.json())
+    if not valid:
+        assert not GateResult.objects.exists()
+
+
+RUN_BODIES = [
+    {**ASK, "eval_set": ""},
+    {**ASK, "extra": 1},
+    {**ASK, "judge": 7},
+    {**ASK, "rubric": "refund"},
+    {"eval_set": "rc-1", "judge": "j"},
+    {**ASK, "agent_version": None},
+]
+
+
+@pytest.mark.parametrize("body", RUN_BODIES)
+def test_judge_runs_refuse_what_their_schema_refuses(client, schema, token, body):
+    assert not jsonschema.Draft202012Validator(body_schema(schema, "/api/judge-runs")).is_valid(body)
+    assert call(client, "POST", "/api/judge-runs", token, body).status_code == 400
+
+
+RECORD_BODIES = [
+    ({"records": [None]}, False),
+    ({"records": [1, "x"]}, False),
+    ({"records": []}, False),
+    ({"records": [OUTPUT], "more": []}, False),
+    ({"records": {"0": OUTPUT}}, False),
+    ({"records": [OUTPUT]}, True),
+]
+
+
+@pytest.mark.parametrize("body,expected", RECORD_BODIES)
+def test_pushes_refuse_what_their_schema_refuses(client, schema, token, body, expected):
+    valid = jsonschema.Draft202012Validator(body_schema(schema, "/api/outputs")).is_valid(body)
+    assert valid is expected  # the schema says it
+    response = call(client, "POST", "/api/outputs", token, body, eval_set="rc-9")
+    assert response.status_code == (201 if valid else 400)  # and the server does what it says
+    assert Output.objects.filter(case__eval_set__name="rc-9").exists() is valid
+
+
+def test_empty_names_in_query_parameters_are_refused_as_the_schema_says(client, token):
+    for query in ({"eval_set": ""}, {"judge": ""}, {"rubric": "refund"}):
+        response = call(client, "GET", "/api/calibration-report", token, **{**ASK, **query})
+        assert response.status_code == 400 and response.json()["problems"][0]["field"] == next(iter(query))
