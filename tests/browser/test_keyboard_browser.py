@@ -136,6 +136,7 @@ def test_a_refused_submit_without_script_is_said_in_the_same_bar(live_server, ch
         context.close()
 
 
+HEIGHT = "(id) => document.getElementById(id).getBoundingClientRect().height"
 CSP_WATCH = """document.addEventListener("securitypolicyviolation", (e) => {
   console.error(`Content Security Policy: ${e.violatedDirective} blocked ${e.blockedURI || "inline"}`);
 });"""
@@ -163,15 +164,15 @@ def test_labeling_a_case_by_keyboard_and_mouse_shows_no_csp_error(live_server, c
         page.mouse.move(box["x"] + box["width"] - 3, box["y"] + box["height"] + 60, steps=4)
         page.mouse.up()
         assert evidence(page, "correct_amount").get_attribute("style")  # the negative control's condition holds
-        taller = evidence(page, "correct_amount").bounding_box()["height"]
+        taller = page.evaluate(HEIGHT, "ev-correct_amount")
         evidence(page, "correct_amount").click()
         page.keyboard.press("Escape")
         page.keyboard.press("p")
         page.keyboard.type("refund of $40.00")
         page.keyboard.press("Enter")
-        wait_saved(page, "correct_amount")
+        expect(evidence(page, "correct_amount")).to_have_attribute("data-saved", "refund of $40.00")  # swapped in
         # The box the person resized keeps its size after the save (asserted below, after the policy's errors).
-        height_after_save = evidence(page, "correct_amount").bounding_box()["height"]
+        height_after_save = page.evaluate(HEIGHT, "ev-correct_amount")
         page.keyboard.press("f")
         page.keyboard.type("not in the transcript at all")
         page.keyboard.press("Enter")
