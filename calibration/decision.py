@@ -1,14 +1,19 @@
 """What a calibration report means for the lead's decision: per criterion, may it gate now, could it with
 more labels, or can it not, and why. Pure: report rows in, words and numbers out (no Django, no queries).
 
-Three answers, in the order a lead acts on them:
+Four answers, in the order a lead acts on them:
 
+  gates now         the criterion already gates releases with this judge (an active gating mark), whatever
+                    today's figures say: nothing left to decide but whether it stays (the report's approval
+                    panel), so it is no longer offered as "may gate"
   may gate now      the criterion is in the gate tier (kappa >= GATE_MIN_KAPPA on at least MIN_N items)
   more labels       kappa so far would gate but there are too few items for a tier, or there is nothing to
                     compute kappa on yet (no data, one outcome only)
-  cannot            the judge disagrees with people (kappa below the gate threshold, however many items), or
+  cannot            the judge disagrees with people (kappa below the gate threshold, however many items),
                     people disagree with each other (the `humans_disagree` warning: gold itself is noisy,
-                    so the definition needs work before any judge can be calibrated on it)
+                    so the definition needs work before any judge can be calibrated on it), or the judge has
+                    no verdict on the criterion at all (a judge that grades only some criteria, e.g. an
+                    imported one): more labels cannot help there
 
 **The label budget.** For a criterion whose interval's lower end is below the threshold of the tier its
 kappa points to (or with fewer than MIN_N items), how many compared items (gold PASS/FAIL and a judge
@@ -35,6 +40,7 @@ from dataclasses import dataclass
 
 from .metrics import GATE_MIN_KAPPA, MIN_N, TREND_MIN_KAPPA
 
+GATING = "gating"
 MAY_GATE = "may_gate"
 MORE_LABELS = "more_labels"
 CANNOT = "cannot"
@@ -46,6 +52,8 @@ WHY_NO_DATA = "no_data"
 WHY_ONE_OUTCOME = "one_outcome"
 WHY_JUDGE = "judge_disagrees"
 WHY_PEOPLE = "people_disagree"
+WHY_NO_VERDICTS = "no_verdicts"
+WHY_GATING = "gating"
 
 # Tier thresholds from the top, for the tier a kappa points to (metrics.tier_for's bands).
 THRESHOLDS = (("gate", GATE_MIN_KAPPA), ("trend", TREND_MIN_KAPPA))
@@ -92,7 +100,7 @@ def label_budget(
 @dataclass(frozen=True)
 class CriterionVerdict:
     criterion: str
-    answer: str  # MAY_GATE, MORE_LABELS or CANNOT
+    answer: str  # GATING, MAY_GATE, MORE_LABELS or CANNOT
     why: str  # one of the WHY_ codes
     sentence: str
     budget: LabelBudget | None = None
@@ -123,15 +131,35 @@ def criterion_verdict(row) -> CriterionVerdict:
     key, n, kappa = row.criterion, row.n, row.kappa
     low = row.kappa_ci[0] if row.kappa_ci else None
     codes = set(row.warning_codes)
+    if getattr(row, "gating", False):
+        figures = f"kappa {_k(kappa)} on {n} items" if n else "no compared items today"
+        return CriterionVerdict(
+            key, GATING, WHY_GATING, f"it gates releases with this judge ({figures}); the approval panel has its mark"
+        )
     if "humans_disagree" in codes:
-        # The report's own warning says how far people agree (by whichever ceiling the report uses).
+        # The report's own warning says how far people agree (by whichever ceiling the report uses); only its
+        # figure is repeated here, since the rest of it is what this sentence says.
         said = next((w.message for w in getattr(row, "warnings", ()) if w.code == "humans_disagree"), "")
+        figure = said.split(": ", 1)[0].removeprefix("people ")
         return CriterionVerdict(
             key,
             CANNOT,
             WHY_PEOPLE,
-            "people disagree with each other, so gold is noisy and no judge can be calibrated on it; sharpen the "
-            "definition and its examples in a new rubric version" + (f" ({said})" if said else ""),
+            "people disagree with each other"
+            + (f" (they {figure})" if figure else "")
+            + ", so gold is noisy and no judge can be calibrated on it; sharpen the definition and its examples "
+            "in a new rubric version",
+        )
+    if n == 0 and getattr(row, "judge_items", None) == 0 and getattr(row, "no_verdict", 0) > 0:
+        # Labeled items wait for this judge, which gave no verdict at all on the criterion: it does not grade it
+        # (a judge that grades only some criteria), so neither labeling nor waiting makes it comparable.
+        waiting = row.no_verdict
+        return CriterionVerdict(
+            key,
+            CANNOT,
+            WHY_NO_VERDICTS,
+            f"this judge has no verdicts for {key}: {waiting} labeled item{'s' if waiting != 1 else ''} wait for one; "
+            "it does not grade this criterion (or has not been run on it): run or import a judge that grades it",
         )
     if n == 0:
         return CriterionVerdict(
@@ -168,7 +196,14 @@ def criterion_verdict(row) -> CriterionVerdict:
     if "constant_judge" in codes:
         sentence = f"the judge gives one outcome on every item (kappa {_k(kappa)}): it cannot tell them apart"
     if budget is not None and budget.more:
-        sentence += f"; for the {budget.tier} tier {_budget_words(budget)}"
+        if budget.tier == row.tier:
+            # Already in that tier by kappa: what is missing is an interval whose lower end clears its threshold.
+            sentence += (
+                f"; it is in the {budget.tier} tier, but its interval's lower end {_k(low)} is not above "
+                f"{budget.threshold:g}: {_budget_words(budget)}"
+            )
+        else:
+            sentence += f"; for the {budget.tier} tier {_budget_words(budget)}"
     return CriterionVerdict(key, CANNOT, WHY_JUDGE, sentence, budget)
 
 
@@ -180,6 +215,10 @@ class Decision:
 
     def _with(self, answer: str) -> list[CriterionVerdict]:
         return [c for c in self.criteria if c.answer == answer]
+
+    @property
+    def gating(self) -> list[CriterionVerdict]:
+        return self._with(GATING)
 
     @property
     def may_gate(self) -> list[CriterionVerdict]:
@@ -199,7 +238,13 @@ class Decision:
     @property
     def headline(self) -> str:
         parts = []
-        for answer, words in ((MAY_GATE, "may gate now"), (MORE_LABELS, "could with more labels"), (CANNOT, "cannot")):
+        answers = (
+            (GATING, "gates now"),
+            (MAY_GATE, "may gate now"),
+            (MORE_LABELS, "could with more labels"),
+            (CANNOT, "cannot"),
+        )
+        for answer, words in answers:
             keys = [c.criterion for c in self._with(answer)]
             if keys:
                 parts.append(f"{len(keys)} {words} ({', '.join(keys)})")

@@ -108,6 +108,8 @@ def dispute_gold(request: HttpRequest, eval_set: int, rubric_version: int, judge
         messages.error(request, "Not disputed: " + " ".join(e for errors in form.errors.values() for e in errors))
         return redirect(back)
     output = get_object_or_404(Output.objects.select_related("case"), pk=form.cleaned_data["output"], case__eval_set=es)
+    # Back to the item, not the top of a long drilldown: its dispute note (or why not) is there.
+    back = f"{back.split('#', 1)[0]}#output-{output.pk}"
     title = dd.CELL_TITLES.get(cell, cell).split(":")[0].lower()
     try:
         raise_dispute(

@@ -368,7 +368,8 @@ def _findings(key: str, a: Agreement, c: Counts, h: HumanAgreement, gating: bool
         )
     name, ceiling, _ = h.ceiling
     if ceiling is not None and ceiling < HUMAN_MIN_KAPPA:
-        over = f" over {h.pairwise.pairs} annotator pairs" if name != "alpha" and h.pairwise else ""
+        pairs = h.pairwise.pairs if h.pairwise else 0
+        over = f" over {pairs} annotator pair{'s' if pairs != 1 else ''}" if name != "alpha" and h.pairwise else ""
         out.append(
             Finding(
                 "humans_disagree",
@@ -380,7 +381,12 @@ def _findings(key: str, a: Agreement, c: Counts, h: HumanAgreement, gating: bool
         out.append(
             Finding(
                 "human_pairs_sparse",
-                f"the {h.pairwise.pairs} annotator pairs share a median of {h.pairwise.median_items:g} items, fewer "
+                (
+                    f"the {h.pairwise.pairs} annotator pairs share a median of"
+                    if h.pairwise.pairs != 1
+                    else "the one annotator pair shares"
+                )
+                + f" {h.pairwise.median_items:g} items, fewer "
                 f"than {PAIR_MIN_ITEMS}: each pair's kappa is mostly noise, so the human ceiling here is alpha",
             )
         )

@@ -24,7 +24,7 @@ from labeling.progress import versions_with_work
 
 from . import drilldown as dd
 from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review, revoke_gating
-from .decision import CANNOT, MAY_GATE, MORE_LABELS, decide
+from .decision import CANNOT, GATING, MAY_GATE, MORE_LABELS, decide
 from .export import to_csv, to_json
 from .forms import CompareForm, GatingForm, ReasonForm, TokenForm
 from .metrics import HUMAN_MIN_KAPPA, MIN_N
@@ -66,7 +66,12 @@ def _rows_for_page(report, criteria: dict[str, Criterion], marks) -> list[dict]:
     ]
 
 
-DECISION_TITLES = {MAY_GATE: "May gate now", MORE_LABELS: "Could gate with more labels", CANNOT: "Cannot gate"}
+DECISION_TITLES = {
+    GATING: "Gates now",
+    MAY_GATE: "May gate now",
+    MORE_LABELS: "Could gate with more labels",
+    CANNOT: "Cannot gate",
+}
 
 
 def _decision_groups(decision, waiting) -> list[dict]:

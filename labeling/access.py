@@ -74,7 +74,7 @@ def role_required(*roles: str, refused: str = "") -> Callable:
         @wraps(view)
         def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
             if not has_role(request.user, *roles):
-                raise PermissionDenied(refused or f"This page is for {' or '.join(roles)}s.")
+                raise PermissionDenied(refused or f"This page is for {' or '.join(f'{role}s' for role in roles)}.")
             return view(request, *args, **kwargs)
 
         @wraps(view)

@@ -151,7 +151,10 @@ class CriterionForm(forms.Form):
         # fields all equal their initial values is an untouched row the formset skips, not a criterion.
         initial=GoldPolicy.MAJORITY,
         required=False,  # empty is the default, majority
-        help_text="How labels become gold where no reviewer decided (labeling/gold.py).",
+        help_text=(
+            "How two or more annotators' labels become gold when no reviewer decided; items it cannot settle "
+            "wait in Adjudicate."
+        ),
     )
 
 

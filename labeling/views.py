@@ -213,10 +213,12 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
     except ann.LabelingError as exc:
         context = annotation_context(request, own_annotation(request.user, pk))
         context["submit_error"] = exc.message
+        context["submit_problems"] = [(key, exc.reasons.get(key, "Needed before you submit.")) for key in exc.keys]
         for key in exc.keys:  # mark each criterion the refusal is about, where the person looks
             context["states_by_key"][key].error = exc.reasons.get(key, "Needed before you submit.")
         return render(request, "labeling/annotate.html", context, status=exc.status)
-    messages.success(request, f"Submitted {annotation.output.case.case_id}.")
+    # The output's own name: a case with two answers (two agent versions) names which one was submitted.
+    messages.success(request, f"Submitted {output_names([annotation.output_id])[annotation.output_id]}.")
     return next_output(request, annotation.output.case.eval_set_id)
 
 

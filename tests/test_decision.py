@@ -8,11 +8,14 @@ import pandas as pd
 
 from calibration.decision import (
     CANNOT,
+    GATING,
     MAY_GATE,
     MORE_LABELS,
     WHY_FEW_ITEMS,
+    WHY_GATING,
     WHY_JUDGE,
     WHY_NO_DATA,
+    WHY_NO_VERDICTS,
     WHY_ONE_OUTCOME,
     WHY_PEOPLE,
     criterion_verdict,
@@ -142,3 +145,59 @@ def test_waiting_work_counts_disagreements_single_labels_and_unlabeled_outputs()
     assert (a.disagreements, a.labeled_once, a.unlabeled, a.disputes) == (1, 1, 2, 0)
     assert (b.disagreements, b.labeled_once, b.unlabeled, b.disputes) == (0, 0, 5, 2)
     assert (b.for_reviewers, b.for_annotators) == (2, 5)
+
+
+# --- What the decision says (issue 25: a newcomer's reading) ------------------------------------------------
+
+
+def test_a_judge_without_verdicts_on_a_criterion_is_told_so_not_asked_for_labels():
+    # A judge that grades only some criteria: 120 items have gold or labels, none a verdict of this judge.
+    none = vars(row(n=0, kappa=None, ci=None, tier="insufficient", codes=["no_data", "no_verdict"]))
+    v = criterion_verdict(SimpleNamespace(**none, judge_items=0, no_verdict=120))
+    assert (v.answer, v.why) == (CANNOT, WHY_NO_VERDICTS)
+    assert "this judge has no verdicts for correct_amount" in v.sentence and "120 labeled items" in v.sentence
+    assert "label and judge" not in v.sentence
+    # Negative control: a judge with verdicts that wait for gold is still asked for labels.
+    waiting = vars(row(n=0, kappa=None, ci=None, tier="insufficient", codes=["no_data"])) | {
+        "judge_items": 40,
+        "no_verdict": 0,
+    }
+    assert criterion_verdict(SimpleNamespace(**waiting)).why == WHY_NO_DATA
+
+
+def test_a_trend_tier_criterion_is_told_its_interval_reaches_below_the_trend_threshold():
+    # kappa 0.46 on 296 items, interval (0.32, 0.60): in the trend tier by kappa, its lower end is below 0.4.
+    # Budget: 296 * ((0.46 - 0.32) / (0.46 - 0.40))^2 = 296 * (0.14 / 0.06)^2 = 296 * 5.444... = 1611.6 -> 1612.
+    v = criterion_verdict(row("within_policy", n=296, kappa=0.46, ci=(0.32, 0.60), tier="trend"))
+    assert v.answer == CANNOT and v.budget.needed == 1612 and v.budget.more == 1316
+    assert "it is in the trend tier, but its interval's lower end 0.32 is not above 0.4" in v.sentence
+    assert "for the trend tier about" not in v.sentence
+    # Negative control: below MIN_N the tier is "insufficient", and the budget is still for the trend tier.
+    few = criterion_verdict(row(n=80, kappa=0.46, ci=(0.32, 0.60), tier="insufficient"))
+    assert "for the trend tier about" in few.sentence
+
+
+def test_people_who_disagree_are_said_once_with_their_figure():
+    message = (
+        "people agree only at mean pairwise kappa 0.13 over 1 annotator pair: gold is noisy; sharpen the "
+        "criterion's definition before calibrating a judge on it"
+    )
+    r = row("grounded", codes=["humans_disagree"])
+    r.warnings = [Finding("humans_disagree", message)]
+    v = criterion_verdict(r)
+    assert v.sentence == (
+        "people disagree with each other (they agree only at mean pairwise kappa 0.13 over 1 annotator pair), so "
+        "gold is noisy and no judge can be calibrated on it; sharpen the definition and its examples in a new "
+        "rubric version"
+    )
+    assert v.sentence.count("noisy") == 1 and v.sentence.count("definition") == 1
+
+
+def test_a_criterion_that_already_gates_is_no_longer_offered_as_may_gate():
+    gating = vars(row()) | {"gating": True}
+    v = criterion_verdict(SimpleNamespace(**gating))
+    assert (v.answer, v.why) == (GATING, WHY_GATING) and "it gates releases with this judge" in v.sentence
+    decision = decide([SimpleNamespace(**gating), row("b")])
+    assert [c.criterion for c in decision.gating] == ["correct_amount"]
+    assert [c.criterion for c in decision.may_gate] == ["b"]
+    assert decision.headline == "1 gates now (correct_amount); 1 may gate now (b)."

@@ -141,7 +141,7 @@ def test_pass_without_evidence_is_a_draft_but_cannot_be_submitted(client, draft)
     post_save(client, draft, criterion="next_step", outcome="NOT_APPLICABLE", evidence="")
     r = client.post(submit_url(draft), {"rubric_version": draft.rubric_version_id})
     assert r.status_code == 422
-    assert "Missing for: correct_amount." in r.content.decode()
+    assert "<li>correct_amount: Needs an evidence quote from the transcript" in r.content.decode()
     draft.refresh_from_db()
     assert draft.status == "draft" and draft.submitted_at is None
 
@@ -150,7 +150,7 @@ def test_submitting_with_an_unanswered_criterion_is_refused(client, draft):
     post_save(client, draft, outcome="PASS", evidence="NONE")
     r = client.post(submit_url(draft), {"rubric_version": draft.rubric_version_id})
     assert r.status_code == 422
-    assert "Answer every criterion before submitting. Missing: next_step." in r.content.decode()
+    assert "<li>next_step: Not answered yet: pick an outcome before you submit.</li>" in r.content.decode()
     draft.refresh_from_db()
     assert draft.status == "draft"
 
@@ -261,9 +261,10 @@ def test_a_refused_submit_names_every_problem_at_once_and_only_those(client, ann
     r = client.post(submit_url(draft), {"rubric_version": draft.rubric_version_id})
     body = r.content.decode()
     assert r.status_code == 422
-    message = body.split('id="submit-error">', 1)[1].split("</div>", 1)[0]
-    assert "Missing: next_step." in message and "Missing for: correct_amount." in message
-    assert "tone" not in message
+    # Said where labeling.js says it, in the sticky Submit bar: one line per criterion left, and no other banner.
+    message = body.split('id="submit-problems"', 1)[1].split("</div>", 1)[0]
+    assert "<li>correct_amount: Needs an evidence quote" in message and "<li>next_step: Not answered yet" in message
+    assert "tone" not in message and 'id="submit-error"' not in body
     # Each named criterion says what it still needs; the complete one says nothing of the kind.
     keys = ("correct_amount", "next_step", "tone")
     status = {k: body.split(f'id="status-{k}"', 1)[1].split("</p>", 1)[0] for k in keys}

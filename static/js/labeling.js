@@ -55,6 +55,7 @@
   let currentKey = null;
 
   const forms = () => Array.from(document.querySelectorAll("form.criterion"));
+  let leftWithEnter = null; // the criterion Enter saved and left, until its answer comes back
   const formFor = (key) => document.getElementById("criterion-" + key);
   const evidenceOf = (form) => form.querySelector("textarea[name=evidence]");
   const checkedOf = (form) => {
@@ -129,19 +130,21 @@
     if (!radio || radio.disabled) return;
     radio.checked = true;
     radio.dispatchEvent(new Event("change", { bubbles: true }));
-    if (value === "PASS" || value === "FAIL") focusEvidence(form);
+    if (value === "PASS" || value === "FAIL") focusEvidence(form, { select: true });
     else if (correcting) radio.focus(); // a correction is saved deliberately: Enter or Save correction
     else move(1);
   }
 
-  function focusEvidence(form) {
+  // select: an existing quote is selected, so what is typed next replaces it (p / f on a criterion that
+  // already has one); otherwise the cursor goes to its end, to go on writing (e).
+  function focusEvidence(form, { select = false } = {}) {
     const ev = evidenceOf(form);
     if (!ev || ev.disabled) return;
     ev.focus({ preventScroll: true });
     // Scrolled by hand: "nearest" honours the box's scroll-margin-bottom (labeling.css), which keeps it
     // clear of the sticky Submit bar; focus's own scrolling stops as soon as the box is under the bar.
     ev.scrollIntoView({ block: "nearest" });
-    ev.setSelectionRange(ev.value.length, ev.value.length);
+    ev.setSelectionRange(select ? 0 : ev.value.length, ev.value.length);
   }
 
   function selectedQuote() {
@@ -207,6 +210,7 @@
       evidence: ev ? ev.value : "",
       focusId: active && form.contains(active) ? active.id : null,
       caret: active === ev ? [ev.selectionStart, ev.selectionEnd] : null,
+      height: ev ? ev.style.height : "", // a box the person resized keeps its size (set as script, not markup)
       resave: Boolean(form._resave),
     };
     window.__pendingKeep = form._keep;
@@ -221,6 +225,7 @@
     const ev = evidenceOf(form);
     // Typed or picked after the save left: put it back, and save it unless the person is still typing.
     if (ev && keep.evidence !== keep.sent.evidence) ev.value = keep.evidence;
+    if (ev && keep.height) ev.style.height = keep.height;
     if (keep.outcome !== keep.sent.outcome) {
       const r = form.querySelector(`input[name=outcome][value="${keep.outcome}"]`);
       if (r) r.checked = true;
@@ -235,6 +240,12 @@
     const typing = ev && document.activeElement === ev;
     const changed = keep.outcome !== keep.sent.outcome || (keep.evidence !== keep.sent.evidence && !typing);
     const resave = keep.resave || changed;
+    // The answer to the save Enter asked for (not an earlier one still in flight, after which it is sent):
+    // whether it was refused is known once it settles (until then the form wears the old one's classes).
+    if (keep.key === leftWithEnter && !resave) {
+      leftWithEnter = null;
+      form._backIfRefused = true;
+    }
     updateCount();
     if (keep.key === currentKey) showQuote(form);
     // htmx wires the new form's triggers when it settles, so a save asked for now would be lost:
@@ -249,6 +260,17 @@
       form.classList.toggle("current", form.dataset.key === currentKey);
     }
     if (form) form._settling = false;
+    if (form && form._backIfRefused) {
+      form._backIfRefused = false;
+      // Refused after Enter had moved on: back to it (unless the person is already typing a quote elsewhere),
+      // so the reason is not left behind, off-screen.
+      const active = document.activeElement;
+      const elsewhere = active && active.matches("textarea") && !form.contains(active);
+      if (form.classList.contains("has-error") && !elsewhere) {
+        setCurrent(form.dataset.key, { focus: false });
+        focusEvidence(form);
+      }
+    }
     if (form && form._resaveOnSettle) {
       form._resaveOnSettle = false;
       save(form);
@@ -301,14 +323,19 @@
       if (inFlight() === 0) dirty.forEach(save);
       await new Promise((r) => setTimeout(r, 60));
     }
-    const refused = forms().filter((f) => f.classList.contains("has-error"));
-    if (refused.length) {
+    // Whatever is left (a refused quote, an unanswered criterion, a PASS/FAIL without a quote) is listed in the
+    // sticky bar and nothing is posted: the one way a refused Submit is shown (the server's refusal, for a page
+    // without script, renders the same list there).
+    const left = problemForms();
+    if (left.length) {
       submitting = false;
       showProblems();
-      // The cursor stays on a criterion whose save was refused (the current one if it is), in its evidence box.
-      const stay = refused.find((f) => f.dataset.key === currentKey) || refused[0];
+      // The cursor goes to a refused criterion first (the current one if it is), else the first one left.
+      const refused = left.filter((f) => f.classList.contains("has-error"));
+      const pool = refused.length ? refused : left;
+      const stay = pool.find((f) => f.dataset.key === currentKey) || pool[0];
       setCurrent(stay.dataset.key);
-      focusEvidence(stay);
+      if (stay.dataset.savedOutcome || stay.classList.contains("has-error")) focusEvidence(stay);
       return;
     }
     submitForm.submit();
@@ -316,22 +343,22 @@
 
   // Everything that still stands between this page and a submit, one line per criterion: the server
   // says the same when it refuses (labeling/annotate.py submit), but it cannot know of a refused quote.
-  function problems() {
-    return forms().flatMap((f) => {
-      const key = f.dataset.key;
-      const saved = f.dataset.savedOutcome || "";
-      const ev = evidenceOf(f);
-      if (f.classList.contains("has-error")) {
-        // The reason's first sentence: the whole of it is on the criterion.
-        const said = ((f.querySelector(".crit-status") || {}).textContent || "").trim().split(/(?<=\.)\s/)[0];
-        return [`${key}: ${said || "not saved"}`];
-      }
-      if (!saved) return [`${key}: not answered yet`];
-      if ((saved === "PASS" || saved === "FAIL") && ev && !(ev.dataset.saved || "").trim()) {
-        return [`${key}: needs an evidence quote from the transcript, or NONE`];
-      }
-      return [];
-    });
+  const problemForms = () => forms().filter((f) => problemOf(f));
+  const problems = () => forms().map(problemOf).filter(Boolean);
+  function problemOf(f) {
+    const key = f.dataset.key;
+    const saved = f.dataset.savedOutcome || "";
+    const ev = evidenceOf(f);
+    if (f.classList.contains("has-error")) {
+      // The reason's first sentence: the whole of it is on the criterion.
+      const said = ((f.querySelector(".crit-status") || {}).textContent || "").trim().split(/(?<=\.)\s/)[0];
+      return `${key}: ${said || "not saved"}`;
+    }
+    if (!saved) return `${key}: not answered yet`;
+    if ((saved === "PASS" || saved === "FAIL") && ev && !(ev.dataset.saved || "").trim()) {
+      return `${key}: needs an evidence quote from the transcript, or NONE`;
+    }
+    return "";
   }
 
   // Said in the sticky Submit bar, so it is on the screen wherever the page is scrolled.
@@ -379,7 +406,12 @@
       const form = t.closest("form.criterion");
       if (e.key === "Enter" && !e.shiftKey) {
         e.preventDefault();
-        if (isDirty(form)) save(form);
+        if (isDirty(form)) {
+          save(form);
+          leftWithEnter = form.dataset.key; // if the server refuses this quote, the cursor comes back to it
+        } else if (form.classList.contains("has-error")) {
+          return; // the refused quote is still there, unchanged: stay on it and its reason
+        }
         move(1);
       } else if (e.key === "Escape") {
         e.preventDefault();
@@ -452,5 +484,6 @@
   // A refused Submit comes back with its criteria marked: start on the first of them.
   const first =
     forms().find((f) => f.classList.contains("has-error")) || forms().find((f) => !f.dataset.savedOutcome) || forms()[0];
-  if (first) setCurrent(first.dataset.key, { focus: !locked, scroll: false });
+  const refusedOnLoad = Boolean(document.getElementById("submit-problems"));
+  if (first) setCurrent(first.dataset.key, { focus: !locked, scroll: refusedOnLoad });
 })();

@@ -159,9 +159,9 @@ def test_a_quote_that_is_not_in_the_transcript_is_refused_on_the_page(live_serve
     assert quoted and quoted in text
     assert Label.objects.get(criterion__key="correct_amount").evidence == quoted
 
-    # Submitting with an unanswered criterion explains what is missing.
+    # Submitting with an unanswered criterion explains what is missing, in the sticky Submit bar.
     page.get_by_role("button", name="Submit").click()
-    expect(page.locator("#submit-error")).to_contain_text("Missing: next_step")
+    expect(page.locator("#submit-problems")).to_contain_text("next_step: not answered yet")
     assert Annotation.objects.get().status == "draft"
 
 
