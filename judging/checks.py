@@ -45,11 +45,15 @@ def imported_verdicts_of_run_configs(app_configs=None, databases=None, **kwargs)
         by_config.setdefault((name, backend), []).append((run, n))
     return [
         checks.Warning(
-            f"judge config {name!r} ({backend}) holds {sum(n for _, n in runs):,} imported verdicts in "
-            f"{len(runs)} run{'s' if len(runs) != 1 else ''}: " + ", ".join(f"run {run} ({n:,})" for run, n in runs),
+            f"judge config {name!r} ({backend}) holds {_plural(sum(n for _, n in runs), 'imported verdict')} in "
+            f"{_plural(len(runs), 'run')}: " + ", ".join(f"run {run} ({n:,})" for run, n in runs),
             hint=HINT,
             obj=name,
             id="judging.W001",
         )
         for (name, backend), runs in by_config.items()
     ]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"

@@ -18,12 +18,15 @@ from calibration.policy import Tightening
 from judging.checks import imported_verdicts_of_run_configs
 from judging.models import JudgeConfig, JudgeRun, Verdict
 
+from . import inspect_helpers
 from .api_helpers import call, create_token
 from .calibration_factories import add_verdict, bulk_verdicts, make_judge, mark_as_gating
 from .factories import make_eval_set, make_output, make_rubric_version
 from .io_helpers import jsonl
 
 pytestmark = pytest.mark.django_db
+offline = inspect_helpers.offline
+refund_logs = inspect_helpers.refund_logs
 
 INSTRUMENTS = {"correct_amount": {"kind": "reference_values_contained", "pattern": r"\$\d+\.\d{2}"}}
 RUDE = "No refund. Go away."
@@ -89,6 +92,14 @@ def test_the_same_attack_from_the_command_line_is_refused_and_a_new_name_is_the_
     run = JudgeRun.objects.get()
     assert run.judge_config.backend == "imported" and run.imported_via == "command" and run.source_name == str(path)
     assert Verdict.objects.filter(judge_config__name="elsewhere").count() == 3
+
+
+def test_inspect_scores_cannot_go_into_a_config_that_runs_either(calibrated, refund_logs, offline):
+    make_eval_set("rc-9")
+    scope = ("--eval-set", "rc-9", "--rubric", "refund@1", "--judge", "demo-instruments")
+    with pytest.raises(CommandError, match="its verdicts come only from its own judge runs"):
+        call_command("import_verdicts", *scope, "--scorer", "model_graded_qa=correct_amount", str(refund_logs["eval"]))
+    assert not Verdict.objects.exists() and not JudgeRun.objects.exists()
 
 
 def test_a_lead_names_only_imported_configs_on_a_push_token(client, lead, calibrated):
