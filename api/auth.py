@@ -73,3 +73,25 @@ def check_scope(request: HttpRequest, *, eval_set: str, rubric: str | None = Non
     # Case-sensitive like the names themselves, as the gate matches them.
     if not fnmatch.fnmatchcase(eval_set, token.eval_set_pattern):
         raise ApiError(403, f"this token is for eval sets whose names match {token.eval_set_pattern!r} only")
+
+
+def check_judge(request: HttpRequest, *, judge: str) -> None:
+    """ApiError 403 unless the token names `judge` among the imported judge configs it may push verdicts into.
+
+    A model or instrument config can never be named (the lead's form refuses it, and the importer refuses to
+    write into one anyway): its verdicts come only from its own judge runs.
+    """
+    token: GateToken = request.auth  # type: ignore[attr-defined]
+    if token.may_push_verdicts_into(judge):
+        return
+    if not token.judges:
+        raise ApiError(
+            403,
+            f"this token may not push verdicts into judge config {judge!r}: it names no judge configs to push "
+            "verdicts into; a lead can create a push token that names the imported judge configs it may write",
+        )
+    raise ApiError(
+        403,
+        f"this token may push verdicts only into {', '.join(repr(j) for j in token.judges)}, not {judge!r}; "
+        "a lead can create a push token that names it",
+    )

@@ -17,6 +17,7 @@ from typing import Annotated
 
 from csp.decorators import csp_update
 from django.core.exceptions import RequestDataTooBig
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -28,6 +29,7 @@ from calibration.api import RUBRIC_REF, GateIn, bad_parameters, error, refused_b
 from calibration.export import to_json
 from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
 from calibration.models import TokenScope as Scope
+from calibration.models import VerdictPush
 from calibration.report import calibration_report, segmented_report
 from judging import runner
 from judging.backends import Misconfigured
@@ -38,7 +40,7 @@ from judging.progress import Progress, progress_of
 from labeling.io import import_cases
 from labeling.io.json_body import BodyRefused, check_query, parse_json_body, schema_problems
 
-from .auth import NO_TOKEN, ApiError, TokenAuth, check_scope
+from .auth import NO_TOKEN, ApiError, TokenAuth, check_judge, check_scope
 from .pushes import body_source, run_import
 
 # Swagger UI's stylesheet draws its icons as data: SVG images; the site's policy allows images from 'self' only.
@@ -210,23 +212,30 @@ def push_verdicts(
     score: list[str] = Query([]),  # noqa: B008
     skip_scorer: list[str] = Query([]),  # noqa: B008
 ):
-    """Push verdicts judged elsewhere, as `import_verdicts` does (scorer/score/skip_scorer: Inspect AI logs)."""
+    """Push verdicts judged elsewhere, as `import_verdicts` does (scorer/score/skip_scorer: Inspect AI logs), into
+    an imported judge config the token names; the run records the token."""
     check_scope(request, eval_set=eval_set, rubric=rubric)
+    check_judge(request, judge=judge)
     try:
         mapping = ScoreMapping.parse(scorer, score, skip_scorer)
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
-    return Status(
-        *run_import(
+    source = body_source(request, filename)
+    # One transaction for the run and its record of the token: a pushed run never exists without its provenance.
+    with transaction.atomic():
+        status, body = run_import(
             import_verdicts,
-            body_source(request, filename),
+            source,
             eval_set_name=eval_set,
             rubric_ref=rubric,
             judge_name=judge,
             default_agent_version=agent_version,
             score_mapping=mapping,
+            via=JudgeRun.ImportedVia.PUSH,
         )
-    )
+        if "run" in body["counts"]:
+            VerdictPush.objects.create(run_id=body["counts"]["run"], token=request.auth)
+    return Status(status, body)
 
 
 # -- judge runs -------------------------------------------------------------------------------------------

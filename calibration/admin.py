@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .models import GateResult, GateToken, GatingMark, GatingReview
+from .models import GateResult, GateToken, GatingMark, GatingReview, VerdictPush
 
 
 @admin.register(GatingMark)
@@ -45,6 +45,7 @@ class GateTokenAdmin(admin.ModelAdmin):
     list_display = (
         "project",
         "scopes",
+        "judges",
         "rubric_version",
         "eval_set_pattern",
         "hint",
@@ -53,7 +54,8 @@ class GateTokenAdmin(admin.ModelAdmin):
         "last_used_at",
         "revoked_at",
     )
-    readonly_fields = ("scopes", "token_hash", "hint", "created_by", "created_at", "last_used_at")
+    # What a token may write is decided where the form checks it (the gate page): scopes and judge configs.
+    readonly_fields = ("scopes", "judges", "token_hash", "hint", "created_by", "created_at", "last_used_at")
 
     def has_add_permission(self, request) -> bool:
         return False  # tokens are created on the gate page, where the secret is shown once
@@ -74,4 +76,17 @@ class GateResultAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in GateResult._meta.fields]
 
     def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(VerdictPush)
+class VerdictPushAdmin(admin.ModelAdmin):
+    """Which token pushed which run: a record, never edited."""
+
+    list_display = ("run", "token", "created_at")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False

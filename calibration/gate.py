@@ -16,18 +16,23 @@ caller may only tighten it, and a looser value is refused (PolicyRefused) before
 
 Cannot decide (exit 2) is not a failure of the agent: no approved gating criteria, a gating
 criterion with no verdicts at all, a gating criterion whose lead requires a clean probe run (of the
-judge on the mark's calibration eval set) and whose newest one is not clean, or a name that matches
-nothing.
+judge on the mark's calibration eval set) and whose newest one is not clean, a model or instrument
+config whose verdicts came from an import (possible only before the provenance rule), or a name that
+matches nothing.
+
+Every decision says where its verdicts came from (`provenance`): each run whose verdicts are current, with
+how many, and for imported ones how they came in (manage.py import_verdicts, or a push and its token).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import pandas as pd
 
-from judging.models import JudgeConfig
+from judging.models import JudgeConfig, JudgeRun
 from labeling.models import EvalSet, RubricVersion
 
 from . import data, probes
@@ -35,7 +40,7 @@ from .lookup import UnknownName, eval_set_named, judge_named, rubric_version_nam
 from .metrics import BINARY, ERROR, PASS, CorrectedPassRate, corrected_pass_rate, fmt, wilson_interval
 from .models import GateResult, GateToken, GatingMark
 from .policy import CORRECTED_LOWER, GateThresholds, Tightening
-from .reading import current_verdicts
+from .reading import current_runs, current_verdicts
 
 EXIT_PASSED, EXIT_FAILED, EXIT_UNDECIDED = 0, 1, 2
 
@@ -105,12 +110,89 @@ class GateCriterion:
         return {**head, **corrected, **tail, **self.thresholds.as_dict()}
 
 
+JUDGE_RUN, IMPORT, PUSH = "judge_run", "import", "push"
+
+
+@dataclass(frozen=True)
+class VerdictSource:
+    """One run whose verdicts the gate decided on. `origin`: judge_run (the config's own run), import
+    (manage.py import_verdicts, or an import made before provenance was recorded: then `file` is empty) or push
+    (POST /api/verdicts, with its token)."""
+
+    run: int
+    origin: str
+    verdicts: int  # current verdict samples of the gating criteria from this run
+    mode: str
+    label: str
+    file: str
+    finished_at: str | None
+    token: dict | None  # {"id", "project"} of the token that pushed it
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def describe(self) -> str:
+        label = f' "{self.label}"' if self.label else ""
+        if self.origin == JUDGE_RUN:
+            how = f"judge run, {dict(JudgeRun.Mode.choices).get(self.mode, self.mode).lower()}"
+        elif self.origin == PUSH:
+            token = self.token or {}
+            how = f"pushed with token {token.get('project', '?')!r} (id {token.get('id', '?')}), {self.file}"
+        else:
+            how = f"imported with manage.py import_verdicts, {self.file}" if self.file else "imported, how not recorded"
+        return f"run {self.run}{label} ({how}): {self.verdicts:,}"
+
+
+def verdict_sources(run_counts: dict[int, int]) -> tuple[VerdictSource, ...]:
+    """The runs of `run_counts` (run id -> current verdicts) with their provenance, oldest first; one query."""
+    runs = JudgeRun.objects.filter(pk__in=list(run_counts)).select_related("push__token").order_by("pk")
+    return tuple(_source(run, run_counts[run.pk]) for run in runs)
+
+
+def _source(run: JudgeRun, verdicts: int) -> VerdictSource:
+    push = getattr(run, "push", None)
+    if run.mode != JudgeRun.Mode.IMPORT:
+        origin = JUDGE_RUN
+    elif push is not None or run.imported_via == JudgeRun.ImportedVia.PUSH:
+        origin = PUSH
+    else:
+        origin = IMPORT
+    return VerdictSource(
+        run=run.pk,
+        origin=origin,
+        verdicts=verdicts,
+        mode=run.mode,
+        label=run.label,
+        file=run.source_name,
+        finished_at=run.finished_at.isoformat() if run.finished_at else None,
+        token={"id": push.token_id, "project": push.token.project} if push is not None else None,
+    )
+
+
+def refuse_imports_into_a_run_config(judge_config: JudgeConfig, sources: tuple[VerdictSource, ...]) -> None:
+    """CannotDecide if a model or instrument config's verdicts came from imports or pushes, which only a
+    database from before the provenance rule can hold: they speak in the name of an instrument that never said
+    them. Its own newer run supersedes them item by item."""
+    if judge_config.takes_imports:
+        return
+    imported = [s for s in sources if s.origin != JUDGE_RUN]
+    if imported:
+        raise CannotDecide(
+            f"{sum(s.verdicts for s in imported):,} of the verdicts to decide on came into judge config "
+            f"{judge_config.name} ({judge_config.get_backend_display()}) from imports, not from its own judge runs: "
+            + "; ".join(s.describe() for s in imported)
+            + ". A model or instrument config's verdicts come only from its own runs (docs/security.md, Verdict "
+            "provenance): run the judge on this eval set again, and its verdicts supersede these"
+        )
+
+
 @dataclass(frozen=True)
 class GateDecision:
     passed: bool
     binding_criterion: str | None
     criteria: tuple[GateCriterion, ...]
     tightening: Tightening
+    provenance: tuple[VerdictSource, ...] = ()  # where the verdicts came from (run_gate fills it in)
 
     @property
     def met_count(self) -> int:
@@ -131,6 +213,7 @@ class GateDecision:
             "met_count": self.met_count,
             "gating_count": self.gating_count,
             "criteria": [c.as_dict() for c in self.criteria],
+            "provenance": [s.as_dict() for s in self.provenance],
         }
 
 
@@ -252,10 +335,13 @@ def run_gate(
     if unclean:
         raise CannotDecide(f"gating criteria whose lead requires a clean probe run have none: {unclean}")
     scope = data.Scope(eval_set, rubric_version, agent_version)
-    verdicts = current_verdicts(data.load_verdicts(scope, judge_config))
-    ids = {g.criterion_id for g in gating}
+    stored = data.load_verdicts(scope, judge_config)
+    stored = stored[stored["criterion"].isin({g.criterion_id for g in gating})]
+    sources = verdict_sources(current_runs(stored))
+    refuse_imports_into_a_run_config(judge_config, sources)
     outputs = len(data.load_agent_versions(scope))
-    return evaluate(verdicts[verdicts["criterion"].isin(ids)], gating, tightening, outputs=outputs)
+    decision = evaluate(current_verdicts(stored), gating, tightening, outputs=outputs)
+    return dataclasses.replace(decision, provenance=sources)
 
 
 @dataclass(frozen=True)
@@ -352,5 +438,6 @@ def render_text(outcome: GateOutcome) -> str:
         "errors (Rogan-Gladen, its TPR and TNR on the calibration the mark relied on) and its lower bound"
     )
     lines.append(f"binding criterion: {d.binding_criterion}")
+    lines.append("verdicts from: " + ("; ".join(s.describe() for s in d.provenance) or "none"))
     lines.append(f"{d.met_count} of {d.gating_count} criteria met (information only: the gate is conjunctive)")
     return "\n".join(lines)

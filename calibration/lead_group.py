@@ -34,7 +34,13 @@ LEAD_PERMISSIONS: dict[str, dict[str, tuple[str, ...]]] = {
         "labelingqueue": VIEW,
     },
     "judging": {"judgeconfig": ("view", "add", "change"), "judgerun": VIEW, "runitem": VIEW, "verdict": VIEW},
-    "calibration": {"gatingmark": VIEW, "gatingreview": VIEW, "gatetoken": VIEW, "gateresult": VIEW},
+    "calibration": {
+        "gatingmark": VIEW,
+        "gatingreview": VIEW,
+        "gatetoken": VIEW,
+        "gateresult": VIEW,
+        "verdictpush": VIEW,
+    },
 }
 
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from judging.models import JudgeConfig
+from judging.models import JudgeConfig, JudgeRun
 from labeling.models import Criterion, EvalSet, RubricVersion
 
 from .policy import (
@@ -180,6 +180,10 @@ class GateToken(models.Model):
     eval_set_pattern = models.CharField(max_length=200, default=ANY_EVAL_SET)
     # TokenScope values; JSON rather than a join table: a handful of fixed words, read with the token.
     scopes = models.JSONField(default=gate_scope_only)
+    # With the push scope: the names of the imported judge configs it may push verdicts into (a name that does not
+    # exist yet is created, backend imported, by its first push). Never a config that runs: its verdicts come only
+    # from its own judge runs. Empty: the token pushes outputs only. Names, not ids, since new ones do not exist yet.
+    judges = models.JSONField(default=list, blank=True)
     token_hash = models.CharField(max_length=64, unique=True)
     # The first characters, so people can tell their tokens apart without the secret.
     hint = models.CharField(max_length=16)
@@ -207,6 +211,9 @@ class GateToken(models.Model):
 
     def allows(self, scope: str) -> bool:
         return scope in self.scopes
+
+    def may_push_verdicts_into(self, judge_name: str) -> bool:
+        return self.allows(TokenScope.PUSH) and judge_name in self.judges
 
     def scope_refusal(self, *, rubric_ref: str, eval_set_name: str) -> str | None:
         """Why this token may not ask about that rubric version and eval set (None: it may). It names only
@@ -276,3 +283,15 @@ class GateResult(models.Model):
     @property
     def exit_code(self) -> int:
         return {self.Decision.PASSED: 0, self.Decision.FAILED: 1}.get(self.decision, 2)
+
+
+class VerdictPush(models.Model):
+    """Which token pushed an imported run's verdicts (POST /api/verdicts): the provenance the gate reports for
+    them. Written in the push's transaction, so a pushed run never exists without it."""
+
+    run = models.OneToOneField(JudgeRun, on_delete=models.CASCADE, related_name="push")
+    token = models.ForeignKey(GateToken, on_delete=models.PROTECT, related_name="pushes")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} pushed with {self.token}"

@@ -65,6 +65,16 @@ def current_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def current_runs(verdicts: pd.DataFrame) -> dict[int, int]:
+    """Which runs the current verdict samples come from: run id -> how many samples, by the rule current_verdicts
+    reads them by (each (output, criterion, sample) from the most recent run that has it)."""
+    if not len(verdicts):
+        return {}
+    v = verdicts.sort_values("run_rank", kind="stable").drop_duplicates(KEY + ["sample"], keep="first")
+    counts = (-v["run_rank"].astype("int64")).value_counts()
+    return {int(run): int(n) for run, n in counts.items()}
+
+
 def judge_sample_counts(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Per (criterion, output): how many of the judge's current samples said PASS and FAIL, and how
     many samples it has (for its self-agreement). Each sample is the one of the most recent run that has

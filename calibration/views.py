@@ -362,6 +362,7 @@ def create_token(request: HttpRequest) -> HttpResponse:
             rubric_version=form.cleaned_data["rubric_version"],
             eval_set_pattern=form.cleaned_data["eval_set_pattern"],
             scopes=form.cleaned_data["scopes"],
+            judges=form.cleaned_data["judges"],
             token_hash=hash_token(secret),
             hint=secret[:8],
             created_by=request.user,

@@ -28,7 +28,7 @@ class JudgeConfigAdmin(admin.ModelAdmin):
 @admin.register(JudgeRun)
 class JudgeRunAdmin(admin.ModelAdmin):
     list_display = ("id", "eval_set", "rubric_version", "judge_config", "status", "mode", "probe", "created_at")
-    list_filter = ("status", "mode")
+    list_filter = ("status", "mode", "imported_via")
 
 
 @admin.register(RunItem)

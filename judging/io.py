@@ -13,9 +13,11 @@ an ADK `.evalset_result.json`, whose rubric-based metrics' per-rubric scores bec
 rubric_id is the criterion key, score 1 is PASS, 0 is FAIL, and a missing score (or a criterion
 with no score) is ERROR. An import is atomic with line-numbered errors, creates the judge config
 (backend "imported") when it does not exist, and records one finished run, so imported verdicts
-read exactly like judged ones. Importing the same verdicts again changes nothing; a verdict
-already there with different content is an error (never an overwrite) unless the user names a
-new run for the file (`new_run`, `import_verdicts --new-run LABEL`).
+read exactly like judged ones. It writes only into an imported judge config: a model or instrument
+config's verdicts come only from its own judge runs (`imported_only`). The run keeps how it came in
+(`imported_via`: the command or a push) and the file's name. Importing the same verdicts again
+changes nothing; a verdict already there with different content is an error (never an overwrite)
+unless the user names a new run for the file (`new_run`, `import_verdicts --new-run LABEL`).
 """
 
 from __future__ import annotations
@@ -168,8 +170,10 @@ def import_verdicts(
     default_agent_version: str = "",
     new_run: str = "",
     score_mapping: ScoreMapping | None = None,
+    via: str = JudgeRun.ImportedVia.COMMAND,
 ) -> ImportReport:
-    """Import verdicts as one finished run; all or nothing.
+    """Import verdicts as one finished run; all or nothing. Only into an imported judge config (or a new name,
+    which creates one): a config that runs is refused before the file is read.
 
     A verdict already there (same output, criterion, sample) with the same content is skipped; with
     different content it is an error, unless `new_run` names a run of its own for the whole file: then the
@@ -191,6 +195,7 @@ def import_verdicts(
         raise problems.fatal(None, "rubric", str(exc)) from None
     except RecordError as exc:
         raise problems.fatal(None, exc.field, exc.message) from None
+    imported_only(JudgeConfig.objects.filter(name=judge_name).first(), problems)
     keys = list(rv.criteria.order_by("order").values_list("key", flat=True))
     if is_inspect_log(source):
         records = list(inspect_records(source, problems, keys, score_mapping or ScoreMapping(), default_agent_version))
@@ -204,7 +209,19 @@ def import_verdicts(
         raise problems.fatal(None, None, "the file has no verdicts")
     resolved = _resolve(records, eval_set, default_agent_version, problems)
     problems.raise_if_any()
-    return _write(source, eval_set, rv, judge_name, resolved, new_run, problems)
+    return _write(source, eval_set, rv, judge_name, resolved, new_run, problems, via)
+
+
+def imported_only(judge: JudgeConfig | None, problems: Problems) -> None:
+    """ImportFailed unless `judge` is missing (the import creates it) or imported: the provenance rule."""
+    if judge is not None and not judge.takes_imports:
+        raise problems.fatal(
+            None,
+            "judge",
+            f'judge config "{judge.name}" is a {judge.get_backend_display()} config: its verdicts come only from its '
+            "own judge runs, never from an import or a push. Import these verdicts under another judge config name "
+            '(a new name creates one with backend "imported") and calibrate that one',
+        )
 
 
 def is_adk_result(source: Source) -> bool:
@@ -580,11 +597,19 @@ def _plan(resolved, eval_set, rv, judge: JudgeConfig | None, judge_name: str, ne
 
 
 def _write(
-    source: Source, eval_set: EvalSet, rv: RubricVersion, judge_name: str, resolved, new_run: str, problems: Problems
+    source: Source,
+    eval_set: EvalSet,
+    rv: RubricVersion,
+    judge_name: str,
+    resolved,
+    new_run: str,
+    problems: Problems,
+    via: str,
 ) -> ImportReport:
     criteria = {c.key: c for c in rv.criteria.all()}
     with transaction.atomic():
         judge = JudgeConfig.objects.select_for_update().filter(name=judge_name).first()
+        imported_only(judge, problems)  # again under the lock: the config may have been made since the first look
         todo, same_run = _plan(resolved, eval_set, rv, judge, judge_name, new_run, problems)
         if not todo:
             where = f' as run {same_run.pk} "{new_run}"' if same_run else ""
@@ -605,6 +630,8 @@ def _write(
             label=new_run,
             status=JudgeRun.Status.DONE,
             mode=JudgeRun.Mode.IMPORT,
+            imported_via=via,
+            source_name=source.name[-255:],
             started_at=now,
             finished_at=now,
             total_items=len({(o, r.sample) for o, r in todo}),

@@ -86,6 +86,13 @@ class JudgeConfig(models.Model):
         payload = {f: getattr(self, f) for f in self.HASHED_FIELDS}
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
+    @property
+    def takes_imports(self) -> bool:
+        """Only an imported config holds verdicts from imports and pushes. A model or instrument config's verdicts
+        come only from its own judge runs, so nothing sent from outside can speak in the name of a calibrated
+        instrument (docs/security.md, "Verdict provenance")."""
+        return self.backend == self.Backend.IMPORTED
+
     def is_in_use(self) -> bool:
         """True once any run or verdict refers to this config: from then on it is a fixed instrument."""
         return self.runs.exists() or self.verdicts.exists()
@@ -120,6 +127,12 @@ class JudgeRun(models.Model):
         IN_PROCESS = "in_process", "In one process"
         IMPORT = "import", "Imported"
 
+    class ImportedVia(models.TextChoices):
+        """How an imported run came in (blank for a judge run): who could write it, for the gate's record."""
+
+        COMMAND = "command", "manage.py import_verdicts"
+        PUSH = "push", "Pushed over the API"
+
     eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="judge_runs")
     agent_version = models.CharField(max_length=200, blank=True)
     rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="judge_runs")
@@ -135,6 +148,10 @@ class JudgeRun(models.Model):
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.CELERY)
     # The name a person gave an imported run (import_verdicts --new-run): a second opinion kept as its own run.
     label = models.CharField(max_length=200, blank=True)
+    # Provenance of an imported run (mode "import"): the way it came in and the file's name as given ("records"
+    # for a JSON push). Which token pushed it is calibration's VerdictPush (tokens live there).
+    imported_via = models.CharField(max_length=16, choices=ImportedVia.choices, blank=True)
+    source_name = models.CharField(max_length=255, blank=True)
     # Planned when the run is created: work items (model calls, or instrument evaluations) and verdict rows.
     total_items = models.PositiveIntegerField(default=0)
     expected_verdicts = models.PositiveIntegerField(default=0)

@@ -8,10 +8,20 @@ from urllib.parse import urlencode
 from django.urls import reverse
 
 
-def create_token(client, lead, scopes: list[str], rubric_version, pattern: str = "*", project: str = "refund-bot CI"):
-    """Create a token on the gate page and read the secret off the page."""
+def create_token(
+    client,
+    lead,
+    scopes: list[str],
+    rubric_version,
+    pattern: str = "*",
+    project: str = "refund-bot CI",
+    judges: tuple[str, ...] = (),
+):
+    """Create a token on the gate page and read the secret off the page. `judges`: the imported judge configs a
+    push token may push verdicts into."""
     client.force_login(lead)
     data = {"project": project, "rubric_version": rubric_version.pk, "eval_set_pattern": pattern, "scopes": scopes}
+    data["judges"] = "\n".join(judges)
     response = client.post(reverse("calibration:create_token"), data)
     assert response.status_code == 200 and response["Cache-Control"] == "no-store"
     body = response.content.decode()

@@ -45,7 +45,11 @@ def rv(db):
 
 @pytest.fixture
 def tokens(client, lead, rv) -> dict[str, str]:
-    return {scope: create_token(client, lead, [scope], rv) for scope in ("push", "judge", "report", "gate")}
+    # The push token may push verdicts into the imported judge configs these tests name (docs/security.md).
+    judges = {"push": ("ci-judge", "grader")}
+    return {
+        s: create_token(client, lead, [s], rv, judges=judges.get(s, ())) for s in ("push", "judge", "report", "gate")
+    }
 
 
 def said(response) -> str:

@@ -22,7 +22,7 @@ from .factories import make_eval_set, make_rubric_version
 
 pytestmark = pytest.mark.django_db
 
-KEYS = ["passed", "binding_criterion", "met_count", "gating_count", "criteria"]
+KEYS = ["passed", "binding_criterion", "met_count", "gating_count", "criteria", "provenance"]
 CRITERION_KEYS = [
     "criterion",
     "n",

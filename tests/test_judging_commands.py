@@ -602,15 +602,25 @@ def test_export_and_import_round_trip(tmp_path):
 def test_export_takes_each_verdict_from_the_latest_run_that_has_it(tmp_path):
     scope = instrument_scope()
     judge_in_process(scope)
-    # A later import, asked for as a run of its own, changes one verdict; everything else still reads from the first.
+    judged = io.StringIO()
+    export_verdicts(
+        eval_set=scope.eval_set,
+        rubric_version=scope.rubric_version,
+        judge_config=scope.judge_config,
+        fmt="jsonl",
+        stream=judged,
+    )
+    # The judge's verdicts imported as an imported config's (imports never write into the instrument itself); a later
+    # import, asked for as a run of its own, changes one verdict; everything else still reads from the first.
+    scope_args = ("--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "copy")
+    run_command("import_verdicts", *scope_args, write(tmp_path, "judged.jsonl", judged.getvalue()))
     path = write(tmp_path, "v.jsonl", jsonl(line("case-002", "next_step", "PASS", "No idea.")))
-    scope_args = ("--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "inst")
     run_command("import_verdicts", *scope_args, "--new-run", "second opinion", path)
     out = io.StringIO()
     export_verdicts(
         eval_set=scope.eval_set,
         rubric_version=scope.rubric_version,
-        judge_config=scope.judge_config,
+        judge_config=JudgeConfig.objects.get(name="copy"),
         fmt="jsonl",
         stream=out,
     )
