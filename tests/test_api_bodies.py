@@ -41,7 +41,7 @@ def world(lead):
 
 @pytest.fixture
 def token(client, lead, world) -> str:
-    return create_token(client, lead, ["push", "judge", "report", "gate"], world)
+    return create_token(client, lead, ["push", "judge", "report", "gate"], world, judges=("ci-judge",))
 
 
 def counts() -> dict[str, int]:
