@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import models
 
 from labeling.models import Criterion, EvalSet, Output, RubricVersion
+from labeling.validators import validate_name
 
 
 class JudgeConfigLocked(Exception):
@@ -41,7 +42,7 @@ class JudgeConfig(models.Model):
         PER_OUTPUT = "per_output", "One call per output, grading every criterion"
         PER_CRITERION = "per_criterion", "One call per criterion"
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200, unique=True, validators=[validate_name])
     backend = models.CharField(max_length=16, choices=Backend.choices)
     model_id = models.CharField(max_length=200, blank=True)
     base_url = models.CharField(max_length=500, blank=True)
@@ -121,7 +122,7 @@ class JudgeRun(models.Model):
         IMPORT = "import", "Imported"
 
     eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="judge_runs")
-    agent_version = models.CharField(max_length=200, blank=True)
+    agent_version = models.CharField(max_length=200, blank=True, validators=[validate_name])
     rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="judge_runs")
     judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="runs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
@@ -134,7 +135,7 @@ class JudgeRun(models.Model):
     error = models.TextField(blank=True)
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.CELERY)
     # The name a person gave an imported run (import_verdicts --new-run): a second opinion kept as its own run.
-    label = models.CharField(max_length=200, blank=True)
+    label = models.CharField(max_length=200, blank=True, validators=[validate_name])
     # Planned when the run is created: work items (model calls, or instrument evaluations) and verdict rows.
     total_items = models.PositiveIntegerField(default=0)
     expected_verdicts = models.PositiveIntegerField(default=0)
@@ -274,7 +275,7 @@ class ProbeRun(models.Model):
     """
 
     eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="probe_runs")
-    agent_version = models.CharField(max_length=200, blank=True)
+    agent_version = models.CharField(max_length=200, blank=True, validators=[validate_name])
     rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="probe_runs")
     judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="probe_runs")
     # The probes as they were when the run was planned, in run order: name, version, summary, and the

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from ..validators import name_problem
 from .errors import RecordError
 
 
@@ -221,7 +222,8 @@ def _no_nul(value: str, field: str) -> None:
 
 
 def ident(value: Any, field: str, max_length: int, default: str | None = None) -> str:
-    """An identifier such as a case_id or agent_version: non-empty text (a whole number is accepted)."""
+    """An identifier such as a case_id or agent_version: non-empty text (a whole number is accepted), one line of
+    visible characters (labeling/validators.py)."""
     if value is None or value == "":
         if default is not None:
             return default
@@ -230,11 +232,12 @@ def ident(value: Any, field: str, max_length: int, default: str | None = None) -
         value = str(value)
     elif not isinstance(value, str):
         raise RecordError(field, f"must be text, not {json_type(value)}")
-    if value != value.strip():
-        raise RecordError(field, f"must not start or end with spaces: {value!r}")
+    _no_nul(value, field)
+    problem = name_problem(value)  # line breaks, tabs, invisible characters: labeling/validators.py
+    if problem:
+        raise RecordError(field, problem)
     if len(value) > max_length:
         raise RecordError(field, f"is longer than {max_length} characters")
-    _no_nul(value, field)
     return value
 
 
