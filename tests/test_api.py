@@ -95,7 +95,9 @@ def test_a_token_reaches_only_its_rubric_version_and_eval_sets(client, lead, rv)
     assert "is for refund@1 only" in call(client, "GET", "/api/calibration-report", token, **other).json()["error"]
     assert call(client, "POST", "/api/judge-runs", token, other).status_code == 403
     run = JudgeRun.objects.create(eval_set=make_eval_set("cal-2"), rubric_version=rv, judge_config=make_judge("j"))
-    assert call(client, "GET", f"/api/judge-runs/{run.pk}", token).status_code == 403
+    # Outside its scope, an existing run answers as a missing one does: ids tell nothing (the 404 test's message).
+    hidden = call(client, "GET", f"/api/judge-runs/{run.pk}", token)
+    assert hidden.status_code == 404 and hidden.json() == {"error": f"there is no judge run {run.pk}"}
     assert row_counts()["EvalSet"] == 1 and JudgeRun.objects.count() == 1  # nothing was written
     inside = call(client, "POST", "/api/outputs", token, {"records": [OUTPUT]}, eval_set="rc-1")
     assert inside.status_code == 201  # the positive control
