@@ -154,7 +154,7 @@ def push_verdicts(
     """Push verdicts judged elsewhere, as `import_verdicts` does (scorer/score/skip_scorer: Inspect AI logs)."""
     check_scope(request, eval_set=eval_set, rubric=rubric)
     try:
-        mapping = ScoreMapping.parse(scorer, score, skip_scorer)
+        mapping = ScoreMapping.parse(scorer, score, skip_scorer, via_api=True)
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
     return Status(
