@@ -8,6 +8,7 @@ from django import forms
 
 from judging.models import JudgeConfig
 from labeling.models import EvalSet, RubricVersion
+from labeling.validators import validate_name
 
 from .lookup import UnknownName, parse_rubric_ref
 from .models import GateToken, TokenScope
@@ -142,7 +143,9 @@ class CompareForm(forms.Form):
 
 
 class TokenForm(forms.Form):
-    project = forms.CharField(max_length=200, help_text="Who uses the token, e.g. the CI pipeline's name.")
+    project = forms.CharField(
+        max_length=200, validators=[validate_name], help_text="Who uses the token, e.g. the CI pipeline's name."
+    )
     rubric_version = forms.ModelChoiceField(
         RubricVersion.objects.select_related("rubric").exclude(status=RubricVersion.Status.RETIRED),
         label="Rubric version",

@@ -6,20 +6,25 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from calibration.models import GateToken
 from judging.models import JudgeConfig
 from labeling.forms import RubricVersionForm
-from labeling.io import ImportFailed, import_cases, import_labels, import_rubric
+from labeling.io import ImportFailed, import_cases, import_labels, import_rubric, open_source
 from labeling.models import EvalSet, Output, Role, Rubric
 from labeling.validators import name_problem
 
+from . import inspect_helpers
 from .api_helpers import call, create_token
 from .factories import make_rubric_version, make_user
+from .inspect_helpers import REFUND_SAMPLES, write_log
 from .io_helpers import DATA, data_source, jsonl, row_counts, source
 
 pytestmark = pytest.mark.django_db
+offline = inspect_helpers.offline
 
 # Each looks like "rc 1" (or like "rc1") on a page, yet is another name.
 LOOKALIKES = {
@@ -211,3 +216,36 @@ def test_the_admin_refuses_a_name_with_a_control_character(superuser_client, mod
     assert row_counts()["EvalSet"] == 0 and row_counts()["Rubric"] == 0
     good = superuser_client.post(reverse(f"admin:labeling_{model}_add"), {**data, field: "café-v2"})
     assert good.status_code == 302
+
+
+def test_the_upload_page_refuses_an_eval_set_name_with_a_line_separator_and_writes_nothing(client, lead):
+    client.force_login(lead)
+    data = {
+        "kind": "cases",
+        "cases-eval_set": "refunds\u2028rc",
+        "cases-agent_version": "",
+        "cases-file": SimpleUploadedFile("cases.csv", (DATA / "cases.csv").read_bytes()),
+    }
+    page = client.post(reverse("labeling:upload"), data).content.decode().replace("&quot;", '"')
+    assert 'field "eval set": contains a line separator (U+2028)' in page
+    assert row_counts()["EvalSet"] == 0
+
+
+def test_an_inspect_sample_id_with_a_tab_is_refused(tmp_path, offline):
+    samples = [{**REFUND_SAMPLES[0], "id": "r-001\tbis"}]
+    log = write_log(tmp_path, samples, model_graded=False)
+    with open_source(log) as src, pytest.raises(ImportFailed) as caught:
+        import_cases(source=src, eval_set_name="refunds")
+    assert [field for _, field in problems_of(caught.value)] == ["samples[0].id"]
+    assert "contains a tab (U+0009)" in str(caught.value)
+    assert row_counts()["Case"] == 0
+
+
+def test_a_token_project_with_a_line_break_is_refused_on_the_gate_page(client, lead):
+    rv = make_rubric_version("refund", "1")
+    client.force_login(lead)
+    data = {"project": "nightly\u2028ci", "rubric_version": rv.pk, "eval_set_pattern": "*", "scopes": ["gate"]}
+    response = client.post(reverse("calibration:create_token"), data)
+    assert response.status_code == 422 and "line separator" in response.content.decode()
+    assert not GateToken.objects.exists()
+    assert client.post(reverse("calibration:create_token"), {**data, "project": "nuit-café"}).status_code == 200
