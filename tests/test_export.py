@@ -203,10 +203,18 @@ SPIKY_CASES = [
     },
     {"case_id": "@case", "input": "\rstarts with a carriage return", "reference": "''two quotes"},
     # Spreadsheets skip whitespace before a formula character: these run too unless quoted.
-    {"case_id": "spaced", "input": " =SUM(A1:A2) after a space", "reference": "\n=1 after a newline",
-     "response": "  @two spaces, then an at sign"},
-    {"case_id": "spaced-2", "input": "\r\n+1 after CR LF", "reference": " plain text after a space",
-     "response": "\t -1 after a tab and a space"},
+    {
+        "case_id": "spaced",
+        "input": " =SUM(A1:A2) after a space",
+        "reference": "\n=1 after a newline",
+        "response": "  @two spaces, then an at sign",
+    },
+    {
+        "case_id": "spaced-2",
+        "input": "\r\n+1 after CR LF",
+        "reference": " plain text after a space",
+        "response": "\t -1 after a tab and a space",
+    },
     {"case_id": "'tis", "agent_version": "default", "input": "Where is my refund? ünïcödé", "response": "''"},
 ]
 LABEL_KEYS = ("case_id", "agent_version", "criterion", "annotator", "outcome", "evidence")
