@@ -38,6 +38,14 @@ class TokenAuth(HttpBearer):
     learns that first, whatever it sent.
     """
 
+    # The security scheme's words in the OpenAPI schema, which Swagger UI shows in its Authorize dialog.
+    openapi_bearerFormat = "icw_..."
+    openapi_description = (
+        "Send 'Authorization: Bearer <token>', e.g. 'Authorization: Bearer icw_...': a token a lead creates on the "
+        "gate page (/calibration/gates/, Gate tokens for CI) with the endpoint's scope (push, judge, report or "
+        "gate). Here, paste the token itself (icw_...) without the word Bearer."
+    )
+
     def __init__(self, scope: str) -> None:
         super().__init__()
         self.scope = scope

@@ -217,7 +217,7 @@ def push_verdicts(
     check_scope(request, eval_set=eval_set, rubric=rubric)
     check_judge(request, judge=judge)
     try:
-        mapping = ScoreMapping.parse(scorer, score, skip_scorer)
+        mapping = ScoreMapping.parse(scorer, score, skip_scorer, via_api=True)
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
     source = body_source(request, filename)
@@ -295,9 +295,15 @@ def start_judge_run(request: HttpRequest, payload: RunIn):
 def judge_run_progress(request: HttpRequest, run_id: int):
     """How far a judge run has got: items, verdicts per outcome, the most frequent ERROR reasons."""
     run = JudgeRun.objects.select_related("eval_set", "rubric_version__rubric").filter(pk=run_id).first()
+    # A run outside the token's scope gets the very answer a missing one gets: a 403 would tell a token
+    # holder which run ids exist (and so how many runs other projects made).
+    try:
+        if run is not None:
+            check_scope(request, eval_set=run.eval_set.name, rubric=run.rubric_version.ref)
+    except ApiError:
+        run = None
     if run is None:
         raise ApiError(404, f"there is no judge run {run_id}")
-    check_scope(request, eval_set=run.eval_set.name, rubric=run.rubric_version.ref)
     return progress_body(progress_of(run))
 
 

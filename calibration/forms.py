@@ -10,6 +10,7 @@ from judging.models import JudgeConfig
 from labeling.io import fields as f
 from labeling.io.errors import RecordError
 from labeling.models import EvalSet, Output, RubricVersion
+from labeling.validators import validate_name
 
 from .models import GateToken, TokenScope
 from .policy import (
@@ -144,7 +145,9 @@ class CompareForm(forms.Form):
 
 
 class TokenForm(forms.Form):
-    project = forms.CharField(max_length=200, help_text="Who uses the token, e.g. the CI pipeline's name.")
+    project = forms.CharField(
+        max_length=200, validators=[validate_name], help_text="Who uses the token, e.g. the CI pipeline's name."
+    )
     rubric_version = forms.ModelChoiceField(
         RubricVersion.objects.select_related("rubric").exclude(status=RubricVersion.Status.RETIRED),
         label="Rubric version",

@@ -1,6 +1,6 @@
 """What waits for a lead's decision, for Home: each line says what, and links to the page where it is decided.
 
-Six kinds, in the order they appear:
+Seven kinds, in the order they appear:
 
   draft          a rubric version still a draft (approve it, or replace it)         -> the rubric version's page
   no_queue       an eval set nobody is labeling (open a queue if people should)     -> Queues
@@ -13,11 +13,14 @@ Six kinds, in the order they appear:
                  config's or rubric version's contents changed, the rubric version
                  is no longer approved, or a newer version of the rubric exists
   gate_failed    a gate that failed or could not decide in the last RECENT_GATES    -> the gate result
-                 days
+                 days (identical ones as one line, with how many times)
+  gate_misnamed  a gate call in those days that named an eval set, rubric version   -> the gate result
+                 or judge config that does not exist: the caller's mistake, not a
+                 release's failure
 
 Calibration is above labeling and judging, so this module may read all three (labeling.inbox has the
-reviewer's part). Queries: one per kind, plus one report (six queries, nine with a probe run) per
-calibration a gating mark was made on, at most MAX_TIER_CHECKS of them.
+reviewer's part). Queries: one per kind (the two gate kinds share one), plus one report (six queries, nine
+with a probe run) per calibration a gating mark was made on, at most MAX_TIER_CHECKS of them.
 """
 
 from __future__ import annotations
@@ -196,31 +199,70 @@ def _newest_versions(rubric_ids: set[int]) -> dict[int, RubricVersion]:
     return newest
 
 
-def gate_failures(now: datetime | None = None) -> list[Line]:
+def gate_problems(now: datetime | None = None) -> tuple[list[Line], list[Line]]:
+    """(failures, calls naming the unknown) among the gates of the last RECENT_GATES days, newest first; one query.
+
+    A gate that failed or could not decide on an instrument that exists is a release's news; a call naming an
+    eval set, rubric version or judge config that does not exist (a misspelled name in a CI job) is the
+    caller's mistake, listed apart. Identical answers to identical asks (a pipeline retrying) are one line
+    that says how often, linking to the newest.
+    """
     since = (now or timezone.now()) - RECENT_GATES
     results = GateResult.objects.filter(
         created_at__gte=since, decision__in=[GateResult.Decision.FAILED, GateResult.Decision.UNDECIDED]
-    )
-    lines = []
+    ).select_related("token")
+    failures: dict[tuple, list[GateResult]] = {}
+    mistakes: dict[tuple, list[GateResult]] = {}
     for g in results.order_by("-created_at", "-pk"):
-        if g.decision == GateResult.Decision.FAILED:
-            text = f"the gate failed {g.rubric_ref} with {g.judge_name} on {g.eval_set_name}"
-            if g.binding_criterion:
-                text += f" (binding: {g.binding_criterion})"
+        if _names_unknown(g):
+            mistakes.setdefault((g.reason, g.source, g.token_id), []).append(g)
         else:
-            text = f"the gate could not decide {g.rubric_ref} with {g.judge_name} on {g.eval_set_name}: {g.reason}"
-        lines.append(Line(text, reverse("calibration:gate_result", args=[g.pk]), "Read the result", g.created_at))
-    return lines
+            ask = (g.decision, g.rubric_ref, g.judge_name, g.eval_set_name, g.agent_version)
+            failures.setdefault((*ask, g.binding_criterion, g.reason), []).append(g)
+    return [_failure_line(same) for same in failures.values()], [_mistake_line(same) for same in mistakes.values()]
+
+
+def _names_unknown(g: GateResult) -> bool:
+    # The gate resolves the eval set, then the rubric version, then the judge config, and records what it found.
+    return g.decision == GateResult.Decision.UNDECIDED and None in (
+        g.eval_set_id,
+        g.rubric_version_id,
+        g.judge_config_id,
+    )
+
+
+def _times(same: list[GateResult]) -> str:
+    return f" ({len(same)} times)" if len(same) > 1 else ""
+
+
+def _failure_line(same: list[GateResult]) -> Line:
+    g = same[0]  # the newest
+    versions = f"agent version {g.agent_version}" if g.agent_version else "all agent versions"
+    what = f"{g.rubric_ref} with {g.judge_name} on {g.eval_set_name}, {versions}"
+    if g.decision == GateResult.Decision.FAILED:
+        text = f"the gate failed {what}" + (f" (binding: {g.binding_criterion})" if g.binding_criterion else "")
+    else:
+        text = f"the gate could not decide {what}: {g.reason}"
+    return Line(text + _times(same), reverse("calibration:gate_result", args=[g.pk]), "Read the result", g.created_at)
+
+
+def _mistake_line(same: list[GateResult]) -> Line:
+    g = same[0]
+    who = f"token {g.token.project}" if g.token else g.get_source_display().lower()
+    text = f"a gate call from {who} named what does not exist: {g.reason}{_times(same)}"
+    return Line(text, reverse("calibration:gate_result", args=[g.pk]), "Read the call", g.created_at)
 
 
 def lead_inbox() -> list[Section]:
     marks = list(_active_marks())
+    failures, mistakes = gate_problems()
     sections = [
         _section("draft", "Draft rubric versions", drafts()),
         _section("no_queue", "Eval sets nobody is labeling", eval_sets_without_queue()),
         _section("uncalibrated", "Finished judge runs not yet decided on", uncalibrated_runs()),
         _section("tier_changed", "Gating criteria whose tier changed", tier_changes(marks)),
         _section("stale", "Gating marks gone stale", stale_marks(marks)),
-        _section("gate_failed", "Recent gate failures", gate_failures()),
+        _section("gate_failed", "Recent gate failures", failures),
+        _section("gate_misnamed", "Gate calls that named something unknown", mistakes),
     ]
     return [s for s in sections if s is not None]

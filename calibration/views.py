@@ -33,6 +33,7 @@ from .overview import comparison_params, overview_grids, run_instruments
 from .progress import progress as labeling_progress
 from .report import calibration_report
 from .svg import confusion_cells, kappa_chart, opacity
+from .token_examples import token_examples
 from .waiting import waiting_work
 
 DRILLDOWN_PAGE_SIZE = 10
@@ -370,6 +371,9 @@ def create_token(request: HttpRequest) -> HttpResponse:
         form = TokenForm()
     tokens = GateToken.objects.select_related("rubric_version__rubric", "created_by", "revoked_by")
     context = {"tokens": tokens, "form": form, "secret": secret, "created": created, "is_lead": True}
+    if created is not None:
+        base_url = request.build_absolute_uri("/").rstrip("/")
+        context["examples"] = token_examples(token=created, secret=secret, base_url=base_url)
     if request.htmx:  # htmx swaps only 2xx answers, and the errors must be seen
         response = render(request, "calibration/gates.html#token-panel", context)
     else:

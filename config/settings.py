@@ -111,6 +111,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "config.token_throttle.failed_token_throttle",  # before anything reads a session: API calls carry none
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -235,6 +236,14 @@ AXES_RESET_ON_SUCCESS = True
 # The cool-off runs from the lockout: more tries while locked out do not push it further away.
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+
+# Failed token attempts on the JSON API and the HTTP gate (config/token_throttle.py; docs/security.md): after
+# 30 answers 401 (missing, unknown or revoked token) to one client address within a 60-second window, that
+# address gets 429 with Retry-After until the window ends. A CI job sends a handful of calls a run, all with
+# a valid token (never counted); 30 leaves room for a misconfigured one to see its 401s, while a scanner
+# gets 30 attempts a minute instead of the hundreds a second it gets unthrottled.
+API_TOKEN_FAILURE_LIMIT = 30
+API_TOKEN_FAILURE_WINDOW = 60
 
 
 def axes_username(request, credentials: dict | None) -> str | None:

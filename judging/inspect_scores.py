@@ -53,21 +53,30 @@ class ScoreMapping:
     scorers: dict[str, str] = field(default_factory=dict)  # scorer name -> criterion key
     skip: frozenset[str] = frozenset()
     values: dict[str, str] = field(default_factory=lambda: dict(VALUE_MAP))
+    # Where the mapping came from, so that refusals name what the caller can change: the command's flags
+    # (--scorer NAME=CRITERION) or the API's query parameters (scorer=NAME=CRITERION).
+    via_api: bool = False
 
     @classmethod
-    def parse(cls, scorers: list[str] = (), values: list[str] = (), skip: list[str] = ()) -> ScoreMapping:
-        """From `NAME=KEY` and `VALUE=OUTCOME` texts (the command's flags); ValueError says what is wrong."""
-        by_scorer = dict(_pair(text, "--scorer NAME=CRITERION") for text in scorers)
+    def parse(
+        cls, scorers: list[str] = (), values: list[str] = (), skip: list[str] = (), *, via_api: bool = False
+    ) -> ScoreMapping:
+        """From `NAME=KEY` and `VALUE=OUTCOME` texts (the command's flags or the API's parameters); ValueError
+        says what is wrong."""
+        by_scorer = dict(_pair(text, option("scorer", "NAME=CRITERION", via_api)) for text in scorers)
         by_value = dict(VALUE_MAP)
         for text in values:
-            value, outcome = _pair(text, "--score VALUE=OUTCOME")
+            value, outcome = _pair(text, option("score", "VALUE=OUTCOME", via_api))
             if outcome not in OUTCOMES:
-                raise ValueError(f"--score {text}: {outcome!r} is not one of {', '.join(OUTCOMES)}")
+                raise ValueError(f"{option('score', text, via_api)}: {outcome!r} is not one of {', '.join(OUTCOMES)}")
             by_value[value] = outcome
         both = set(by_scorer) & set(skip)
         if both:
             raise ValueError(f"scorer {sorted(both)[0]!r} is both mapped and skipped")
-        return cls(by_scorer, frozenset(skip), by_value)
+        return cls(by_scorer, frozenset(skip), by_value, via_api)
+
+    def option(self, name: str, value: str) -> str:
+        return option(name, value, self.via_api)
 
     def outcome(self, value: Any) -> tuple[str, str]:
         """(outcome, error reason) for one score value."""
@@ -79,6 +88,11 @@ class ScoreMapping:
                 f"Inspect score {text} has no outcome (mapped: {known}); map it with --score {text}=OUTCOME"
             )
         return outcome, ""
+
+
+def option(name: str, value: str, via_api: bool) -> str:
+    """How the caller writes an option: `--skip-scorer X` on the command line, `skip_scorer=X` in an API query."""
+    return f"{name.replace('-', '_')}={value}" if via_api else f"--{name} {value}"
 
 
 def _pair(text: str, form: str) -> tuple[str, str]:
@@ -109,7 +123,8 @@ def _criteria_of(log: Any, keys: list[str], mapping: ScoreMapping, problems: Pro
                 None,
                 f"scorers.{name}",
                 f'"{key}" is not a criterion of the rubric{suggest(key, keys)} (its criteria are {", ".join(keys)}); '
-                f"map the scorer with --scorer {name}=CRITERION or leave it out with --skip-scorer {name}",
+                f"map the scorer with {mapping.option('scorer', name + '=CRITERION')} or leave it out with "
+                f"{mapping.option('skip-scorer', name)}",
             )
             continue
         if key in targets.values():

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import models
 
 from labeling.models import Criterion, EvalSet, Output, RubricVersion
+from labeling.validators import validate_name
 
 
 class JudgeConfigLocked(Exception):
@@ -41,7 +42,7 @@ class JudgeConfig(models.Model):
         PER_OUTPUT = "per_output", "One call per output, grading every criterion"
         PER_CRITERION = "per_criterion", "One call per criterion"
 
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200, unique=True, validators=[validate_name])
     backend = models.CharField(max_length=16, choices=Backend.choices)
     model_id = models.CharField(max_length=200, blank=True)
     base_url = models.CharField(max_length=500, blank=True)
@@ -134,7 +135,7 @@ class JudgeRun(models.Model):
         PUSH = "push", "Pushed over the API"
 
     eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="judge_runs")
-    agent_version = models.CharField(max_length=200, blank=True)
+    agent_version = models.CharField(max_length=200, blank=True, validators=[validate_name])
     rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="judge_runs")
     judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="runs")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
@@ -147,7 +148,7 @@ class JudgeRun(models.Model):
     error = models.TextField(blank=True)
     mode = models.CharField(max_length=16, choices=Mode.choices, default=Mode.CELERY)
     # The name a person gave an imported run (import_verdicts --new-run): a second opinion kept as its own run.
-    label = models.CharField(max_length=200, blank=True)
+    label = models.CharField(max_length=200, blank=True, validators=[validate_name])
     # Provenance of an imported run (mode "import"): the way it came in and the file's name as given ("records"
     # for a JSON push). Which token pushed it is calibration's VerdictPush (tokens live there).
     imported_via = models.CharField(max_length=16, choices=ImportedVia.choices, blank=True)
@@ -294,7 +295,7 @@ class ProbeRun(models.Model):
     """
 
     eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="probe_runs")
-    agent_version = models.CharField(max_length=200, blank=True)
+    agent_version = models.CharField(max_length=200, blank=True, validators=[validate_name])
     rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="probe_runs")
     judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="probe_runs")
     # The probes as they were when the run was planned, in run order: name, version, summary, and the

@@ -6,6 +6,7 @@ from django import forms
 
 from .models import Criterion, GoldPolicy, HumanOutcome, RubricVersion
 from .transcript import MAX_QUOTES, NONE_QUOTE, Transcript
+from .validators import validate_name
 
 # A quote is a pointer into the transcript, not an essay; this bounds what one save can store.
 EVIDENCE_MAX_CHARS = 4000
@@ -135,7 +136,11 @@ class QueueMoveForm(forms.Form):
 class RubricVersionForm(forms.Form):
     """The new version's name and instruction; its criteria are CriterionFormSet."""
 
-    version = forms.CharField(max_length=100, help_text="A new name, e.g. 2: a saved version never changes.")
+    version = forms.CharField(
+        max_length=100,
+        validators=[validate_name],
+        help_text="A new name, e.g. 2: a saved version never changes.",
+    )
     instruction = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
 
 

@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import Q
 
 from .transcript import Transcript, quotes_of
+from .validators import validate_name
 
 
 class Role(models.TextChoices):
@@ -47,7 +48,7 @@ class HumanOutcome(models.TextChoices):
 
 
 class EvalSet(models.Model):
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200, unique=True, validators=[validate_name])
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -62,7 +63,7 @@ class Case(models.Model):
     """One task given to the agent: the input and what a good answer contains."""
 
     eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="cases")
-    case_id = models.CharField(max_length=300)
+    case_id = models.CharField(max_length=300, validators=[validate_name])
     input = models.TextField()
     reference = models.TextField(blank=True)
     metadata = models.JSONField(default=dict, blank=True)
@@ -79,7 +80,7 @@ class Output(models.Model):
     """What one agent version answered for one case (one output per case and agent version)."""
 
     case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="outputs")
-    agent_version = models.CharField(max_length=200, default="default")
+    agent_version = models.CharField(max_length=200, default="default", validators=[validate_name])
     response = models.TextField()
     # [{"name": str, "args": any JSON, "response": any JSON}, ...] in call order.
     tool_calls = models.JSONField(default=list, blank=True)
@@ -105,7 +106,7 @@ class GoldPolicy(models.TextChoices):
 
 
 class Rubric(models.Model):
-    name = models.CharField(max_length=200, unique=True)
+    name = models.CharField(max_length=200, unique=True, validators=[validate_name])
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -128,7 +129,7 @@ class RubricVersion(models.Model):
         RETIRED = "retired", "Retired"
 
     rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="versions")
-    version = models.CharField(max_length=100)
+    version = models.CharField(max_length=100, validators=[validate_name])
     instruction = models.TextField(blank=True)
     content_hash = models.CharField(max_length=64, editable=False)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 
 from labeling.models import Role
 
@@ -18,6 +19,13 @@ def fast_password_hashing(settings):
 def judge_test_key_allowed(settings):
     """The operator's allowlist as a deployment would set it: the provider defaults plus the tests' variable."""
     settings.JUDGE_KEY_VARS = [*settings.JUDGE_KEY_VARS, KEY_ENV]
+
+
+@pytest.fixture(autouse=True)
+def no_failed_token_counts():
+    """Django's cache counts failed token attempts per address (config/token_throttle.py), and every test client
+    calls from 127.0.0.1: without this, the 401s of earlier tests in the same minute would throttle later ones."""
+    cache.clear()
 
 
 @pytest.fixture

@@ -202,6 +202,19 @@ SPIKY_CASES = [
         "metadata": {"note": "-x"},
     },
     {"case_id": "@case", "input": "\rstarts with a carriage return", "reference": "''two quotes"},
+    # Spreadsheets skip whitespace before a formula character: these run too unless quoted.
+    {
+        "case_id": "spaced",
+        "input": " =SUM(A1:A2) after a space",
+        "reference": "\n=1 after a newline",
+        "response": "  @two spaces, then an at sign",
+    },
+    {
+        "case_id": "spaced-2",
+        "input": "\r\n+1 after CR LF",
+        "reference": " plain text after a space",
+        "response": "\t -1 after a tab and a space",
+    },
     {"case_id": "'tis", "agent_version": "default", "input": "Where is my refund? ünïcödé", "response": "''"},
 ]
 LABEL_KEYS = ("case_id", "agent_version", "criterion", "annotator", "outcome", "evidence")
@@ -321,7 +334,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_start_with_a_quote(spiky, tmp_pa
     text = export_file(tmp_path, what, "csv", "x.csv").read_bytes().decode()  # read_text() would turn CR into LF
     rows = list(csv.reader(io.StringIO(text, newline="")))
     cells = [cell for row in rows[1:] for cell in row]
-    assert cells and not [c for c in cells if c.startswith(FORMULA_STARTS)]
+    assert cells and not [c for c in cells if c.startswith(FORMULA_STARTS) or c.lstrip()[:1] in ("=", "+", "-", "@")]
     # Worked from the SPIKY_ values: each starts with =, +, -, @, tab, CR, or a quote, and gets one quote more.
     expected = {
         "cases": {
@@ -333,6 +346,12 @@ def test_csv_cells_that_a_spreadsheet_would_run_start_with_a_quote(spiky, tmp_pa
             "'''two quotes",
             "'''",
             "''tis",
+            "' =SUM(A1:A2) after a space",
+            "'\n=1 after a newline",
+            "'  @two spaces, then an at sign",
+            "'\r\n+1 after CR LF",
+            "'\t -1 after a tab and a space",
+            " plain text after a space",  # whitespace before anything else: left alone
         },
         "labels": {"'=1+1", "'-maria", "'@li", "'+SUM(A1:A2)", "'=HYPERLINK", "''tis the reference", "'\tindented"},
         "gold": {"'=1+1", "'-v1", "''v2", "'@rey", "'=because\nthe tool said so"},
@@ -349,9 +368,11 @@ def test_csv_importers_take_one_quote_off_before_a_formula_character_or_a_quote_
         "'tis,default,next_step,ann1,PASS,'tis the reference\n"  # a quote before a letter: kept
         "'tis,default,within_policy,ann1,PASS,'=SUM(A1)\n"  # what a spreadsheet shows as =SUM(A1)
         "'tis,default,within_policy,ann2,PASS,''tis\n"
+        "'tis,default,correct_amount,ann1,PASS,' =SUM(A1)\n"  # a spreadsheet's text: the quote comes off
+        "'tis,default,correct_amount,ann2,PASS,' tis\n"  # a quote before a space and a letter: kept
     )
     call_command("import_labels", *SCOPE["labels"], str(path), stdout=io.StringIO())
     evidence = Label.objects.filter(annotation__annotator__username__in=["ann1", "ann2"]).values_list(
         "evidence", flat=True
     )
-    assert sorted(evidence) == sorted(["'tis the reference", "=SUM(A1)", "'tis"])
+    assert sorted(evidence) == sorted(["'tis the reference", "=SUM(A1)", "'tis", " =SUM(A1)", "' tis"])

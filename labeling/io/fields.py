@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from ..validators import name_problem
 from .errors import RecordError
 
 
@@ -221,7 +222,8 @@ def _no_nul(value: str, field: str) -> None:
 
 
 def ident(value: Any, field: str, max_length: int, default: str | None = None) -> str:
-    """An identifier such as a case_id or agent_version: non-empty text (a whole number is accepted)."""
+    """An identifier such as a case_id or agent_version: non-empty text (a whole number is accepted), one line of
+    visible characters (labeling/validators.py)."""
     if value is None or value == "":
         if default is not None:
             return default
@@ -230,11 +232,12 @@ def ident(value: Any, field: str, max_length: int, default: str | None = None) -
         value = str(value)
     elif not isinstance(value, str):
         raise RecordError(field, f"must be text, not {json_type(value)}")
-    if value != value.strip():
-        raise RecordError(field, f"must not start or end with spaces: {value!r}")
+    _no_nul(value, field)
+    problem = name_problem(value)  # line breaks, tabs, invisible characters: labeling/validators.py
+    if problem:
+        raise RecordError(field, problem)
     if len(value) > max_length:
         raise RecordError(field, f"is longer than {max_length} characters")
-    _no_nul(value, field)
     return value
 
 
@@ -337,21 +340,29 @@ def json_equal(a: Any, b: Any) -> bool:
 # --- CSV cells and spreadsheets ----------------------------------------------------------------------------
 
 # A spreadsheet runs a cell that starts with one of these as a formula (OWASP "CSV injection": =, +, -, @, and
-# tab and carriage return, which some spreadsheets skip before looking). Exports put a single quote before
-# such a cell, which spreadsheets show as text; a cell that itself starts with a quote gets one more, so that
-# the importers can take exactly one quote away again and every value comes back as it was.
+# tab and carriage return, which some spreadsheets skip before looking). Spreadsheets also skip spaces and line
+# breaks before the formula character (" =1+1", "\n=HYPERLINK(...)" run too), so a cell whose first character
+# after any whitespace is one of them counts as well. Exports put a single quote before such a cell, which
+# spreadsheets show as text; a cell that itself starts with a quote gets one more, so that the importers can
+# take exactly one quote away again and every value comes back as it was.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-_QUOTED_STARTS = (*FORMULA_STARTS, "'")
+_FORMULA_CHARACTERS = ("=", "+", "-", "@")
+
+
+def needs_quote(cell: str) -> bool:
+    """True for a cell a spreadsheet could run (or one that starts with a quote): csv_safe puts a quote before it."""
+    return cell.startswith((*FORMULA_STARTS, "'")) or cell.lstrip().startswith(_FORMULA_CHARACTERS)
 
 
 def csv_safe(cell: str) -> str:
-    """The cell as an export writes it: "'" before a cell that starts with a formula character or a quote."""
-    return "'" + cell if cell.startswith(_QUOTED_STARTS) else cell
+    """The cell as an export writes it: "'" before a cell that needs_quote."""
+    return "'" + cell if needs_quote(cell) else cell
 
 
 def csv_unsafe(cell: str) -> str:
-    """What csv_safe undoes: one leading quote comes off when a formula character or another quote follows it.
+    """What csv_safe undoes: one leading quote comes off when what follows it needs_quote (a formula character,
+    perhaps after whitespace, or another quote).
 
     A cell such as "'tis" (a quote before anything else) is left alone, so a file from elsewhere reads as written.
     """
-    return cell[1:] if cell.startswith("'") and cell[1:2] in _QUOTED_STARTS else cell
+    return cell[1:] if cell.startswith("'") and needs_quote(cell[1:]) else cell

@@ -39,3 +39,38 @@ document.addEventListener("htmx:beforeRequest", (event) => {
   const box = elt && elt.previousElementSibling;
   if (box && box.classList.contains("htmx-error")) box.remove();
 });
+
+// <button data-copy="ID"> copies the text of the element with that id (a token shown once, a command) and
+// says so in the .copy-status next to it. The clipboard API needs a secure context (https, localhost);
+// elsewhere the text is selected and copied the older way, or left selected for the person to copy.
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest("button[data-copy]");
+  const source = button && document.getElementById(button.dataset.copy);
+  if (!source) return;
+  const text = source.textContent.trim();
+  let copied = false;
+  if (navigator.clipboard && window.isSecureContext) {
+    try {
+      await navigator.clipboard.writeText(text);
+      copied = true;
+    } catch (error) {
+      copied = false;
+    }
+  }
+  if (!copied) {
+    const range = document.createRange();
+    range.selectNodeContents(source);
+    const selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    try {
+      copied = document.execCommand("copy");
+    } catch (error) {
+      copied = false;
+    }
+  }
+  const status = button.nextElementSibling;
+  if (status && status.classList.contains("copy-status")) {
+    status.textContent = copied ? "Copied." : "Selected: press Ctrl+C (⌘C) to copy it.";
+  }
+});
