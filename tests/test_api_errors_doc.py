@@ -44,7 +44,8 @@ def test_the_docs_state_one_shape_and_a_table_of_statuses():
     example = documented_example()
     assert set(example) == {"error", "problems"} and set(example["problems"][0]) == {"line", "field", "message", "text"}
     statuses = documented_statuses()
-    assert set(statuses) == {400, 401, 403, 404, 405, 409, 411, 413, 500, 503}
+    assert set(statuses) == {400, 401, 403, 404, 405, 409, 411, 413, 429, 500, 503}
+    assert statuses[429] == {"retry_after"}
     assert statuses[413] == {"limit_bytes"} and statuses[409] == {"passed"} and statuses[401] == set()
 
 
@@ -123,12 +124,14 @@ def answers(client, token, settings, monkeypatch) -> list:
     found.append(call(client, "POST", "/api/outputs", token, {"records": [{"case_id": "x" * 20}]}, eval_set="rc-4"))
     monkeypatch.setattr("api.endpoints.calibration_report", lambda **kw: 1 / 0)
     found.append(call(client, "GET", "/api/calibration-report", token, **ASK))  # 500
+    settings.API_TOKEN_FAILURE_LIMIT = 2  # the third unknown token from this address is refused unread
+    found += [call(client, "GET", "/api/calibration-report", "icw_nope", **ASK) for _ in range(3)]  # 401, 401, 429
     return found
 
 
 def test_every_error_answer_has_the_documented_shape(client, token, settings, monkeypatch):
     found = answers(client, token, settings, monkeypatch)
     statuses = sorted({r.status_code for r in found})
-    assert statuses == [400, 401, 403, 404, 405, 409, 413, 500, 503]  # every kind was seen
+    assert statuses == [400, 401, 403, 404, 405, 409, 413, 429, 500, 503]  # every kind was seen
     for response in found:
         assert_documented(response)
