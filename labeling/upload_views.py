@@ -25,19 +25,22 @@ def upload_limit_mb() -> int:
 
 
 class UploadLimit(FileUploadHandler):
-    """Drops a file as soon as it streams past settings.ICEWATER_UPLOAD_MAX_BYTES.
+    """Drops a file as soon as the request's files together stream past settings.ICEWATER_UPLOAD_MAX_BYTES.
 
-    The import runs inside the web request, so a file too big to import before the worker's timeout is
-    refused with a message instead. Django reads the rest of that file and throws it away (SkipFile), so
-    the browser still gets the answer, and nothing of it is kept on disk.
+    The files of one request count together, so extra file fields cannot add up to more than one allowed
+    file (Django refuses more than DATA_UPLOAD_MAX_NUMBER_FILES of them anyway). Django reads the rest of a
+    dropped file and throws it away (SkipFile), so the browser still gets the answer, and nothing of it is
+    kept on disk.
     """
 
     def __init__(self, request: HttpRequest | None = None) -> None:
         super().__init__(request)
         self.refused: dict[str, str] = {}  # form field name -> file name
+        self.received = 0  # bytes of the request's files so far
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
-        if start + len(raw_data) > settings.ICEWATER_UPLOAD_MAX_BYTES:
+        self.received += len(raw_data)
+        if self.received > settings.ICEWATER_UPLOAD_MAX_BYTES:
             self.refused[self.field_name] = self.file_name
             raise SkipFile
         return raw_data

@@ -222,3 +222,24 @@ def test_the_limit_is_checked_with_the_csrf_token_still_required(lead, settings)
     assert client.post(URL, {**data, "cases-file": upload("c.jsonl", cases_file(2048))}).status_code == 403
     assert client.post(URL, {**data, "cases-file": upload("c.jsonl", cases_file(2 * 1024 * 1024))}).status_code == 403
     assert row_counts() == before
+
+
+def test_extra_file_fields_are_refused_and_nothing_is_imported(client, lead):
+    # Five more files of 9 MB, each under the 10 MB a file may be, beside a valid one: refused as a whole.
+    client.force_login(lead)
+    before = row_counts()
+    data = {"kind": "cases", "cases-eval_set": "x", "cases-agent_version": "", "cases-file": upload("cases.csv")}
+    data.update({f"extra{i}": upload(f"extra{i}.bin", bytes(9 * 1024 * 1024)) for i in range(5)})
+    assert client.post(URL, data).status_code == 400
+    assert row_counts() == before
+    alone = {**{k: v for k, v in data.items() if not k.startswith("extra")}, "cases-file": upload("cases.csv")}
+    assert 'data-result="ok"' in client.post(URL, alone).content.decode()
+
+
+def test_large_text_fields_beside_the_file_are_refused(client, lead):
+    client.force_login(lead)
+    before = row_counts()
+    data = {"kind": "cases", "cases-eval_set": "x", "cases-agent_version": "", "cases-file": upload("cases.csv")}
+    data.update({f"extra{i}": "x" * (300 * 1024) for i in range(5)})  # 1.5 MB of form text
+    assert client.post(URL, data).status_code == 400
+    assert row_counts() == before
