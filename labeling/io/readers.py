@@ -74,6 +74,19 @@ def open_source(path: str | Path) -> Iterator[Source]:
         yield Source(name=str(path), stream=stream, archive_limits=ArchiveLimits.command_line())
 
 
+def refuse_unsupported_type(source: Source, problems: Problems, read: tuple[str, ...], what: str) -> None:
+    """A name ending in no format of this import (notes.txt) is refused, rather than read as CSV or YAML.
+
+    A name without an ending (a pushed JSON body, the rubric editor) is still told apart by its content.
+    """
+    if source.suffix and source.suffix not in read:
+        raise problems.fatal(
+            None,
+            None,
+            f'unsupported file type "{source.suffix}": {what} are read from {", ".join(read)} files (docs/formats.md)',
+        )
+
+
 def suggest(word: str, choices: Iterable[str]) -> str:
     """' (did you mean "x"?)' for a near miss, else ''."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.75)
