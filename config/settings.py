@@ -115,6 +115,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "config.not_allowed.method_not_allowed_page",  # a GET on a form's target: a page, not a blank 405
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "config.errors.NotFoundPage",  # a view's Http404 gets the site's 404 page, debug or not
@@ -198,24 +199,36 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 # Serve straight from the app folders: no collectstatic step for the embedded default.
 WHITENOISE_USE_FINDERS = True
 
-# Report figures cached under a digest of the data they come from (calibration/content_cache.py), so an entry
-# is never stale. Files in the data folder: every gunicorn worker of one machine shares them, across restarts.
-CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-        "LOCATION": str(DATA_DIR / "cache"),
-        "OPTIONS": {"MAX_ENTRIES": 2000},
-    }
-}
-
-# Uploads are parsed as a stream; this only bounds what Django keeps in memory per file.
+# Uploads are parsed as a stream; this only bounds what Django keeps in memory per file (a bigger one goes to a
+# temporary file).
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
-DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
-# The largest file the upload page imports (labeling.upload_views.UploadLimit). The import runs inside the web
-# request, which must end well before the web worker's timeout (gunicorn's default: 30 s). The slowest import,
-# labels into SQLite, ran at about 1 MB a second on the 2-core development machine (200,000 labels, 26 MB, in
-# 25 s), so 10 MB stays near a third of that timeout. The command line has no limit.
+# A request's fields other than files, together (the forms' text and the gate's JSON body are a few KB; pushes
+# read their body as a stream, under ICEWATER_UPLOAD_MAX_MB). Django answers 400 beyond it.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+# Every form of Icewater takes one file: a request with more is refused (400) before any is stored. The files'
+# bytes together are bounded by ICEWATER_UPLOAD_MAX_MB as well (labeling.upload_views.UploadLimit).
+DATA_UPLOAD_MAX_NUMBER_FILES = 1
+# The largest file the upload page imports (labeling.upload_views.UploadLimit), and an API push. A push is imported
+# inside the web request, which must end well before the web worker's timeout (gunicorn's default: 30 s). The
+# slowest import, labels into SQLite, ran at about 1 MB a second on the 2-core development machine (200,000
+# labels, 26 MB, in 25 s), so 10 MB stays near a third of that timeout; the page hands files over
+# ICEWATER_UPLOAD_INLINE_MB to a Celery worker. The command line has no limit.
 ICEWATER_UPLOAD_MAX_BYTES = env_int("ICEWATER_UPLOAD_MAX_MB", 10, minimum=1) * 1024 * 1024
+# Files up to this size import while the Import page waits; a larger one is imported by a Celery worker while the
+# page shows how far it has got (labeling/import_jobs.py): a legal 9.7 MB file of 200,000 lines outlasted
+# gunicorn's 30 s timeout. A megabyte imports in about a second, the slowest way (labels into SQLite).
+ICEWATER_UPLOAD_INLINE_BYTES = env_int("ICEWATER_UPLOAD_INLINE_MB", 1, minimum=0) * 1024 * 1024
+# Compressed files (an Inspect AI .eval log is a zip archive): the most one may expand to in all, any one member,
+# and how many members it may have, checked before anything decompresses it (labeling/io/archives.py). The limit
+# above counts compressed bytes: a 214 KB .eval expanded to a 200 MB response and grew a web worker to 2 GB.
+# The page and the API: inspect_ai holds a whole log in memory, several times its JSON, so 50 MB of it stays
+# well under a GB. The command line runs outside the web workers, on files the operator chose: larger bounds.
+ICEWATER_UPLOAD_MAX_EXPANDED_BYTES = env_int("ICEWATER_UPLOAD_MAX_EXPANDED_MB", 50, minimum=1) * 1024 * 1024
+ICEWATER_UPLOAD_MAX_MEMBER_BYTES = env_int("ICEWATER_UPLOAD_MAX_MEMBER_MB", 20, minimum=1) * 1024 * 1024
+ICEWATER_UPLOAD_MAX_MEMBERS = env_int("ICEWATER_UPLOAD_MAX_MEMBERS", 10_000, minimum=1)
+ICEWATER_CLI_MAX_EXPANDED_BYTES = env_int("ICEWATER_CLI_MAX_EXPANDED_MB", 2048, minimum=1) * 1024 * 1024
+ICEWATER_CLI_MAX_MEMBER_BYTES = env_int("ICEWATER_CLI_MAX_MEMBER_MB", 512, minimum=1) * 1024 * 1024
+ICEWATER_CLI_MAX_MEMBERS = env_int("ICEWATER_CLI_MAX_MEMBERS", 1_000_000, minimum=1)
 
 # Sessions live in the database (Django's default engine), so they stay revocable on the server.
 # django-axes first: it refuses a locked-out username+address before any password is checked.
@@ -334,6 +347,26 @@ if not CELERY_BROKER_URL:
     }
 elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "filesystem://", "memory://")):
     raise ImproperlyConfigured("CELERY_BROKER_URL must be a redis:// URL (or filesystem:// for the embedded broker)")
+CACHES = {
+    # Report figures cached under a digest of the data they come from (calibration/content_cache.py), so an
+    # entry is never stale, and the failed-token counts (config/token_throttle.py). Files in the data folder:
+    # every gunicorn worker of one machine shares them, across restarts.
+    "default": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(DATA_DIR / "cache"),
+        "OPTIONS": {"MAX_ENTRIES": 2000},
+    },
+    # How far a background import has read (labeling/import_jobs.py). Not in the database: the import holds its
+    # transaction (on SQLite, the write lock) until it ends. Redis beside the broker, or files in the data folder
+    # with the embedded broker (web and worker on one machine); keys carry the queue name, so installations
+    # sharing a Redis do not mix.
+    "progress": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CELERY_BROKER_URL}
+        if CELERY_BROKER_URL.startswith(("redis://", "rediss://"))
+        else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": DATA_DIR / "progress"}
+    )
+    | {"KEY_PREFIX": env_str("ICEWATER_CELERY_QUEUE", "icewater")},
+}
 # Progress lives in the database (JudgeRun rows), so task results are not kept.
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for another worker

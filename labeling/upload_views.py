@@ -1,8 +1,10 @@
 """Lead-only upload page: the importers of the management commands, with the same messages.
 
-One page, three cards (rubric, cases, labels); each card posts its own form and
-is the swap target of its htmx request (`upload.html#upload-card`). Without
-htmx the whole page comes back with the card's result in place.
+One page, three cards (rubric, cases, labels); each card posts its own form, and its htmx request
+swaps only the card's result region (`upload.html#upload-result`), which sits above the form where
+it is seen, so the form and the file chosen in it stay. Without htmx the whole page comes back with
+the card's result in place. A file above ICEWATER_UPLOAD_INLINE_MB is imported by a Celery worker
+(labeling/import_jobs.py) and the region polls its progress until it ends.
 """
 
 from __future__ import annotations
@@ -11,13 +13,15 @@ from django import forms
 from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseStopPolling
 
+from . import import_jobs
 from .access import role_required
-from .io import ImportFailed, Source, import_cases, import_labels, import_rubric
-from .models import EvalSet, Role, RubricVersion
+from .io import Source
+from .models import EvalSet, ImportJob, Role, RubricVersion
 
 
 def upload_limit_mb() -> int:
@@ -25,19 +29,22 @@ def upload_limit_mb() -> int:
 
 
 class UploadLimit(FileUploadHandler):
-    """Drops a file as soon as it streams past settings.ICEWATER_UPLOAD_MAX_BYTES.
+    """Drops a file as soon as the request's files together stream past settings.ICEWATER_UPLOAD_MAX_BYTES.
 
-    The import runs inside the web request, so a file too big to import before the worker's timeout is
-    refused with a message instead. Django reads the rest of that file and throws it away (SkipFile), so
-    the browser still gets the answer, and nothing of it is kept on disk.
+    The files of one request count together, so extra file fields cannot add up to more than one allowed
+    file (Django refuses more than DATA_UPLOAD_MAX_NUMBER_FILES of them anyway). Django reads the rest of a
+    dropped file and throws it away (SkipFile), so the browser still gets the answer, and nothing of it is
+    kept on disk.
     """
 
     def __init__(self, request: HttpRequest | None = None) -> None:
         super().__init__(request)
         self.refused: dict[str, str] = {}  # form field name -> file name
+        self.received = 0  # bytes of the request's files so far
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
-        if start + len(raw_data) > settings.ICEWATER_UPLOAD_MAX_BYTES:
+        self.received += len(raw_data)
+        if self.received > settings.ICEWATER_UPLOAD_MAX_BYTES:
             self.refused[self.field_name] = self.file_name
             raise SkipFile
         return raw_data
@@ -56,14 +63,17 @@ class UploadForm(forms.Form):
     def clean_file(self):
         if self.too_large:
             raise forms.ValidationError(
-                f"{self.too_large} is larger than {upload_limit_mb()} MB, the most this page imports (a bigger "
-                "file would outlast the web request). Import it from the command line, which has no such limit. "
-                "Nothing was imported.",
+                f"{self.too_large} is larger than {upload_limit_mb()} MB, the most this page imports. Import it "
+                "from the command line, which has no such limit. Nothing was imported.",
                 code="too_large",
             )
         if not self.cleaned_data.get("file"):
             raise forms.ValidationError(self.fields["file"].error_messages["required"], code="required")
         return self.cleaned_data["file"]
+
+    def options(self) -> dict:
+        """The fields other than the file, as names (what an import job keeps)."""
+        return {}
 
 
 def file_field(label: str, help_text: str) -> forms.FileField:
@@ -94,6 +104,9 @@ class CasesUploadForm(UploadForm):
     )
     file = file_field("Cases file", "JSONL, CSV, ADK .evalset.json or .evalset_result.json, Inspect AI .eval or .json.")
 
+    def options(self) -> dict:
+        return {"eval_set": self.cleaned_data["eval_set"], "agent_version": self.cleaned_data["agent_version"]}
+
 
 class RubricVersionChoice(forms.ModelChoiceField):
     def label_from_instance(self, obj: RubricVersion) -> str:
@@ -103,10 +116,18 @@ class RubricVersionChoice(forms.ModelChoiceField):
 class LabelsUploadForm(UploadForm):
     eval_set = forms.ModelChoiceField(label="Eval set", queryset=EvalSet.objects.order_by("name"), to_field_name="name")
     rubric = RubricVersionChoice(label="Rubric version", queryset=RubricVersion.objects.select_related("rubric"))
+    # As on the cases card: empty by default, and empty means "default".
     agent_version = forms.CharField(
-        label="Default agent version", max_length=200, initial="default", help_text="For lines without agent_version."
+        label="Default agent version",
+        max_length=200,
+        required=False,
+        help_text="For lines without agent_version (empty: default).",
     )
     file = file_field("Labels file", "JSONL, CSV or a Label Studio JSON export.")
+
+    def options(self) -> dict:
+        data = self.cleaned_data
+        return {"eval_set": data["eval_set"].name, "rubric": data["rubric"].ref, "agent_version": data["agent_version"]}
 
 
 CARDS = {
@@ -116,38 +137,40 @@ CARDS = {
 }
 
 
-def _import(kind: str, data: dict) -> dict:
-    upload = data["file"]
+def _card(kind: str, form: forms.Form | None = None, result: dict | None = None, job: ImportJob | None = None) -> dict:
+    title, form_class = CARDS[kind]
+    read = import_jobs.bytes_read(job) if job else 0
+    return {
+        "kind": kind,
+        "title": title,
+        "form": form or form_class(prefix=kind),
+        "result": result,
+        "job": job,
+        "read": read,
+    }
+
+
+def _submit(request: HttpRequest, kind: str, form: UploadForm) -> dict:
+    """Import a valid form's file now, or queue it as a job when it is large (import_jobs)."""
+    upload = form.cleaned_data["file"]
+    if upload.size > settings.ICEWATER_UPLOAD_INLINE_BYTES:
+        job = import_jobs.start(
+            kind=kind, file_name=upload.name, stream=upload.file, options=form.options(), user=request.user
+        )
+        return _card(kind, form, job=job)
     upload.seek(0)
     source = Source(name=upload.name, stream=upload.file)
-    try:
-        if kind == "rubric":
-            report = import_rubric(source=source)
-        elif kind == "cases":
-            report = import_cases(
-                source=source, eval_set_name=data["eval_set"], default_agent_version=data["agent_version"] or None
-            )
-        else:
-            report = import_labels(
-                source=source,
-                eval_set_name=data["eval_set"].name,
-                rubric_ref=data["rubric"].ref,
-                default_agent_version=data["agent_version"],
-            )
-    except ImportFailed as exc:
-        return {"ok": False, "messages": str(exc).splitlines()}
-    result = {"ok": True, "messages": str(report).splitlines(), "counts": report.counts}
-    # What the next step links need (upload.html): the eval set and rubric version the import was about.
-    if kind == "cases":
-        result["eval_set"] = EvalSet.objects.filter(name=data["eval_set"]).first()
-    elif kind == "labels":
-        result["eval_set"], result["rubric_version"] = data["eval_set"], data["rubric"]
-    return result
+    return _card(kind, form, import_jobs.import_file(kind=kind, source=source, options=form.options()))
 
 
-def _card(kind: str, form: forms.Form | None = None, result: dict | None = None) -> dict:
-    title, form_class = CARDS[kind]
-    return {"kind": kind, "title": title, "form": form or form_class(prefix=kind), "result": result}
+def _page(request: HttpRequest, cards: dict) -> HttpResponse:
+    context = {
+        "cards": cards.values(),
+        "eval_sets": EvalSet.objects.order_by("name"),
+        "limit_mb": upload_limit_mb(),
+        "inline_mb": settings.ICEWATER_UPLOAD_INLINE_BYTES / (1024 * 1024),
+    }
+    return render(request, "labeling/upload.html", context)
 
 
 # Upload handlers must be in place before anything reads the body, and CsrfViewMiddleware reads it: so the view
@@ -171,9 +194,22 @@ def _upload(request: HttpRequest, limit: UploadLimit) -> HttpResponse:
             return HttpResponseBadRequest("unknown kind of upload")
         too_large = limit.refused.get(f"{kind}-file", "")
         form = CARDS[kind][1](request.POST, request.FILES, prefix=kind, too_large=too_large)
-        result = _import(kind, form.cleaned_data) if form.is_valid() else None
-        cards[kind] = _card(kind, form, result)
+        cards[kind] = _submit(request, kind, form) if form.is_valid() else _card(kind, form)
         if request.htmx:
-            return render(request, "labeling/upload.html#upload-card", {"card": cards[kind]})
-    context = {"cards": cards.values(), "eval_sets": EvalSet.objects.order_by("name"), "limit_mb": upload_limit_mb()}
-    return render(request, "labeling/upload.html", context)
+            # Only the result region: the form, and the file chosen in it, stay as they are.
+            return render(request, "labeling/upload.html#upload-result", {"card": cards[kind]})
+    return _page(request, cards)
+
+
+@role_required(Role.LEAD)
+@require_GET
+def import_job(request: HttpRequest, pk: int) -> HttpResponse:
+    """How far a background import has got: the card's result region (htmx polls it), or the whole page."""
+    job = get_object_or_404(ImportJob, pk=pk)
+    card = _card(job.kind, job=job)
+    if not request.htmx:
+        return _page(request, {kind: card if kind == job.kind else _card(kind) for kind in CARDS})
+    response = render(request, "labeling/upload.html#upload-result", {"card": card})
+    if job.finished:
+        return HttpResponseStopPolling(response.content, content_type=response["Content-Type"])
+    return response

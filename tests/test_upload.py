@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -65,7 +66,7 @@ def test_a_lead_imports_a_rubric_and_sees_what_was_created(client, lead):
     assert "already imported with the same content; nothing changed" in again
 
 
-def test_cases_upload_creates_the_eval_set_and_answers_htmx_with_the_card_only(client, lead):
+def test_cases_upload_creates_the_eval_set_and_answers_htmx_with_the_result_only(client, lead):
     client.force_login(lead)
     data = {
         "kind": "cases",
@@ -76,7 +77,8 @@ def test_cases_upload_creates_the_eval_set_and_answers_htmx_with_the_card_only(c
     response = client.post(URL, data, headers={"HX-Request": "true"})
     body = response.content.decode()
     assert response.status_code == 200
-    assert body.lstrip().startswith('<section class="card" id="upload-cases">') and "<html" not in body
+    # The result region alone: the form, and the file chosen in it, stay on the page.
+    assert body.lstrip().startswith('<div id="upload-result-cases"') and "<form" not in body and "<html" not in body
     assert 'cases.csv -&gt; eval set "refunds" (new): 3 cases created' in body.replace("&quot;", '"')
     assert Case.objects.filter(eval_set__name="refunds").count() == 3
 
@@ -136,7 +138,7 @@ def test_a_missing_file_or_field_is_a_form_error_not_an_import(client, lead):
     client.force_login(lead)
     page = client.post(URL, {"kind": "labels", "labels-agent_version": "default"}).content.decode()
     assert page.count("This field is required.") == 3  # eval set, rubric version, file
-    assert "data-result" not in page
+    assert 'data-result="invalid"' in page and 'data-result="ok"' not in page and 'data-result="failed"' not in page
     assert client.post(URL, {"kind": "everything"}).status_code == 400
 
 
@@ -222,3 +224,92 @@ def test_the_limit_is_checked_with_the_csrf_token_still_required(lead, settings)
     assert client.post(URL, {**data, "cases-file": upload("c.jsonl", cases_file(2048))}).status_code == 403
     assert client.post(URL, {**data, "cases-file": upload("c.jsonl", cases_file(2 * 1024 * 1024))}).status_code == 403
     assert row_counts() == before
+
+
+def test_extra_file_fields_are_refused_and_nothing_is_imported(client, lead):
+    # Five more files of 9 MB, each under the 10 MB a file may be, beside a valid one: refused as a whole.
+    client.force_login(lead)
+    before = row_counts()
+    data = {"kind": "cases", "cases-eval_set": "x", "cases-agent_version": "", "cases-file": upload("cases.csv")}
+    data.update({f"extra{i}": upload(f"extra{i}.bin", bytes(9 * 1024 * 1024)) for i in range(5)})
+    assert client.post(URL, data).status_code == 400
+    assert row_counts() == before
+    alone = {**{k: v for k, v in data.items() if not k.startswith("extra")}, "cases-file": upload("cases.csv")}
+    assert 'data-result="ok"' in client.post(URL, alone).content.decode()
+
+
+def test_large_text_fields_beside_the_file_are_refused(client, lead):
+    client.force_login(lead)
+    before = row_counts()
+    data = {"kind": "cases", "cases-eval_set": "x", "cases-agent_version": "", "cases-file": upload("cases.csv")}
+    data.update({f"extra{i}": "x" * (300 * 1024) for i in range(5)})  # 1.5 MB of form text
+    assert client.post(URL, data).status_code == 400
+    assert row_counts() == before
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra", "read"),
+    [
+        ("cases", {"cases-eval_set": "x"}, "cases and outputs are read from .jsonl, .ndjson, .csv, .json"),
+        ("labels", {}, "labels are read from .jsonl, .ndjson, .csv, .json files"),
+        ("rubric", {}, "rubrics are read from .json, .yaml, .yml files"),
+    ],
+)
+def test_a_file_of_another_type_is_refused_as_unsupported_not_read_as_csv(client, lead, kind, extra, read):
+    rv = import_rubric(source=data_source("rubric.json")).counts and find_version("refund-support@1")
+    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
+    client.force_login(lead)
+    before = row_counts()
+    data = {"kind": kind, f"{kind}-file": upload("notes.txt", b"Remember to ask Rita about the refunds.\n"), **extra}
+    if kind == "labels":
+        data.update({"labels-eval_set": "refunds", "labels-rubric": rv.pk})
+    page = client.post(URL, data).content.decode().replace("&quot;", '"')
+    assert f'notes.txt: unsupported file type ".txt": {read}' in page
+    assert "unknown column" not in page and row_counts() == before
+
+
+def test_a_pushed_body_without_a_file_name_is_still_told_apart_by_its_content(lead):
+    report = import_cases(
+        source=source_named("records", b'{"case_id": "c1", "input": "Q", "response": "A"}\n'), eval_set_name="e"
+    )
+    assert report.counts["cases_created"] == 1
+
+
+def source_named(name: str, content: bytes):
+    from .io_helpers import source
+
+    return source(name, content)
+
+
+def test_both_agent_version_fields_start_empty_and_empty_means_default(client, lead):
+    import_rubric(source=data_source("rubric.json"))
+    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
+    client.force_login(lead)
+    page = client.get(URL).content.decode()
+    for kind in ("cases", "labels"):
+        tag = re.search(rf'<input[^>]*name="{kind}-agent_version"[^>]*>', page).group(0)
+        assert "value=" not in tag and "required" not in tag
+    assert page.count("(empty: default)") == 2
+    data = {
+        "kind": "labels",
+        "labels-eval_set": "refunds",
+        "labels-rubric": find_version("refund-support@1").pk,
+        "labels-agent_version": "",
+        "labels-file": upload("labels.jsonl"),
+    }
+    assert 'data-result="ok"' in client.post(URL, data).content.decode()
+    assert Label.objects.count() == 9
+
+
+def test_a_get_on_a_form_target_is_a_page_that_says_so(client, annotator):
+    client.force_login(annotator)
+    response = client.get(reverse("labeling:next", args=[1]))
+    assert response.status_code == 405 and response["Allow"] == "POST"
+    page = response.content.decode()
+    assert "<html" in page and "Nothing to show here" in page and "where a form sends what you submit" in page
+    assert client.post(reverse("labeling:next", args=[1])).status_code != 405  # the form's own way still works
+
+
+def test_the_api_keeps_its_own_405(client):
+    response = client.get("/api/outputs")
+    assert response.status_code == 405 and "<html" not in response.content.decode()

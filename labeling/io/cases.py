@@ -18,7 +18,7 @@ from ..models import Case, EvalSet, Output
 from . import fields as f
 from .errors import Problems, RecordError
 from .planner import analyze_after_import
-from .readers import Source, check_fields, iter_csv, iter_jsonl, peek_first_line, suggest
+from .readers import Source, check_fields, iter_csv, iter_jsonl, peek_first_line, refuse_unsupported_type, suggest
 from .report import ImportReport, plural
 
 CASE_FIELDS = ("case_id", "input", "reference", "metadata")
@@ -174,6 +174,10 @@ def _has_output(values: Mapping[str, Any], from_csv: bool) -> bool:
 # --- reading files into rows -------------------------------------------------------------------------------
 
 
+# The endings a cases file may have (Source.suffix); another is refused as an unsupported file type.
+CASE_FILE_TYPES = (".jsonl", ".ndjson", ".csv", ".json", ".evalset.json", ".evalset_result.json", ".test.json", ".eval")
+
+
 def detect_kind(source: Source, problems: Problems) -> str:
     """'jsonl', 'csv', 'adk_evalset' or 'adk_result', from the name first, then the content."""
     suffix = source.suffix
@@ -187,6 +191,7 @@ def detect_kind(source: Source, problems: Problems) -> str:
         return "adk_evalset"
     if suffix in (".yaml", ".yml"):
         raise problems.fatal(None, None, "this is a YAML file, as rubrics are; import a rubric with import_rubric")
+    refuse_unsupported_type(source, problems, CASE_FILE_TYPES, "cases and outputs")
     if suffix == ".csv":
         return "csv"
     if suffix in (".jsonl", ".ndjson"):

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .archives import ArchiveLimits, check_archive
 from .errors import Problems, RecordError
 from .readers import Source
 
@@ -62,6 +63,8 @@ def read_log(source: Source, problems: Problems):
     from inspect_ai.log import read_eval_log  # imported on use: importing inspect_ai takes about a second
 
     fmt = "eval" if source.suffix == ".eval" else "json"
+    if fmt == "eval":  # a zip: how far it expands is checked before inspect_ai decompresses any of it
+        check_archive(source.stream, source.archive_limits or ArchiveLimits.upload(), problems)
     path = _path_of(source)
     try:
         if path:

@@ -44,7 +44,7 @@ from . import fields as f
 from .cases import AGENT_VERSION_MAX, CASE_ID_MAX, DEFAULT_AGENT_VERSION
 from .errors import Problems, RecordError
 from .planner import analyze_after_import
-from .readers import Source, iter_csv, iter_jsonl, peek_first_line, suggest
+from .readers import Source, iter_csv, iter_jsonl, peek_first_line, refuse_unsupported_type, suggest
 from .report import ImportReport, plural
 from .rubrics import find_version
 
@@ -210,6 +210,7 @@ def iter_records(
         raise problems.fatal(None, None, "this is a YAML file, as rubrics are; import a rubric with import_rubric")
     if suffix in (".evalset.json", ".evalset_result.json"):
         raise problems.fatal(None, None, "this is an ADK eval file; import it with import_cases")
+    refuse_unsupported_type(source, problems, (".jsonl", ".ndjson", ".csv", ".json"), "labels")
     first = peek_first_line(source)
     if not first:
         raise problems.fatal(None, None, "the file is empty")

@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
+from .archives import ArchiveLimits
 from .errors import Problems, RecordError
 from .fields import (
     DUPLICATE_KEY,
@@ -53,6 +54,8 @@ class Source:
 
     name: str
     stream: BinaryIO
+    # How far a compressed file (an Inspect .eval) may expand; None: the bounds of the page and the API.
+    archive_limits: ArchiveLimits | None = None
 
     @property
     def suffix(self) -> str:
@@ -66,8 +69,22 @@ class Source:
 
 @contextmanager
 def open_source(path: str | Path) -> Iterator[Source]:
+    """A file named on the command line (it has the command line's larger bounds on compressed files)."""
     with open(path, "rb") as stream:
-        yield Source(name=str(path), stream=stream)
+        yield Source(name=str(path), stream=stream, archive_limits=ArchiveLimits.command_line())
+
+
+def refuse_unsupported_type(source: Source, problems: Problems, read: tuple[str, ...], what: str) -> None:
+    """A name ending in no format of this import (notes.txt) is refused, rather than read as CSV or YAML.
+
+    A name without an ending (a pushed JSON body, the rubric editor) is still told apart by its content.
+    """
+    if source.suffix and source.suffix not in read:
+        raise problems.fatal(
+            None,
+            None,
+            f'unsupported file type "{source.suffix}": {what} are read from {", ".join(read)} files (docs/formats.md)',
+        )
 
 
 def suggest(word: str, choices: Iterable[str]) -> str:

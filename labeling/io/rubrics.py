@@ -17,7 +17,15 @@ from django.db import IntegrityError, transaction
 from ..models import Criterion, GoldPolicy, Rubric, RubricVersion, rubric_content_hash
 from . import fields as f
 from .errors import Problems, RecordError
-from .readers import Source, line_of, load_json_document, load_yaml_document, read_text, suggest
+from .readers import (
+    Source,
+    line_of,
+    load_json_document,
+    load_yaml_document,
+    read_text,
+    refuse_unsupported_type,
+    suggest,
+)
 from .report import ImportReport, plural
 
 RUBRIC_FIELDS = frozenset({"name", "version", "instruction", "criteria"})
@@ -60,6 +68,8 @@ def _clean_text(value: Any, field: str, required: bool) -> str:
 
 
 def _load(source: Source, problems: Problems) -> Any:
+    if source.suffix not in (".jsonl", ".ndjson", ".csv"):  # a cases or labels file: named as such below
+        refuse_unsupported_type(source, problems, (".json", ".yaml", ".yml"), "rubrics")
     text = read_text(source, problems)
     if not text.strip():
         raise problems.fatal(None, None, "the file is empty")
