@@ -146,6 +146,7 @@ class JudgeConfigForm(forms.ModelForm):
             and not data.get("api_key_env")
             and not data.get("base_url")
             and "base_url" not in self.errors
+            and "api_key_env" not in self.errors
         ):
             self.add_error(
                 "api_key_env",
