@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from judging.models import JudgeRun
@@ -49,6 +50,7 @@ def gate_initial(query) -> dict:
     return initial
 
 
+@never_cache
 @role_required(Role.LEAD)
 @require_http_methods(["GET", "POST"])
 def gate_run(request: HttpRequest) -> HttpResponse:
@@ -97,6 +99,7 @@ def _command(record: GateResult) -> str:
     return " ".join(parts)
 
 
+@never_cache
 @require_POST
 @role_required(*STAFF_ROLES)
 def dispute_gold(request: HttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):

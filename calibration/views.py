@@ -12,6 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
@@ -138,6 +139,7 @@ def index(request: HttpRequest) -> HttpResponse:
     return render(request, "calibration/index.html", context)
 
 
+@never_cache
 @role_required(*STAFF_ROLES)
 def report_page(request: HttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
     es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
@@ -165,6 +167,7 @@ def cell_or_404(eval_set: int, rubric_version: int, judge: int, key: str, cell: 
     return es, rv, jc, get_object_or_404(Criterion, rubric_version=rv, key=key)
 
 
+@never_cache
 @role_required(*STAFF_ROLES)
 def drilldown(request: HttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
     es, rv, jc, criterion = cell_or_404(eval_set, rubric_version, judge, key, cell)
@@ -228,6 +231,7 @@ def _pairs(sides) -> list[dict]:
     return out
 
 
+@never_cache
 @require_POST
 @role_required(Role.LEAD)
 def approve_rubric(request: HttpRequest, rubric_version: int) -> HttpResponse:
@@ -243,6 +247,7 @@ def approve_rubric(request: HttpRequest, rubric_version: int) -> HttpResponse:
     return redirect(safe_next(request, reverse("calibration:index")))
 
 
+@never_cache
 @require_POST
 @role_required(Role.LEAD)
 def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
@@ -270,6 +275,7 @@ def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, j
     return _refused_on_panel(request, _report_context(request, es, rv, jc, gating_form=form))
 
 
+@never_cache
 @require_POST
 @role_required(Role.LEAD)
 def review_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
@@ -307,6 +313,7 @@ def _refused_on_panel(request: HttpRequest, context: dict) -> HttpResponse:
     return render(request, "calibration/report.html", context, status=422)
 
 
+@never_cache
 @require_POST
 @role_required(Role.LEAD)
 def revoke_gating_view(request: HttpRequest, mark: int) -> HttpResponse:
@@ -335,6 +342,7 @@ def safe_next(request: HttpRequest, default: str) -> str:
     return target if ok else default
 
 
+@never_cache
 @role_required(*STAFF_ROLES)
 def gates(request: HttpRequest) -> HttpResponse:
     page = Paginator(GateResult.objects.select_related("token", "asked_by"), GATE_HISTORY_PAGE_SIZE).get_page(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.views.decorators.cache import never_cache
 
 from calibration.inbox import lead_inbox
 from labeling.access import ALL_ROLES, STAFF_ROLES, gives_blind_labels, has_role, role_required
@@ -18,6 +19,7 @@ from labeling.progress import my_queues
 from labeling.queue import open_queues
 
 
+@never_cache
 @role_required(*ALL_ROLES)
 def home(request: HttpRequest) -> HttpResponse:
     """Each role's next action first: an annotator's queues; a reviewer's adjudications; a lead's decisions

@@ -161,7 +161,12 @@ def _database() -> dict:
         name = DATA_DIR / "icewater.sqlite3"
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": name, "OPTIONS": dict(SQLITE_OPTIONS)}
     try:
-        config = dj_database_url.parse(url, conn_max_age=env_int("ICEWATER_DB_CONN_MAX_AGE", 60, minimum=0))
+        # Connections persist across requests (CONN_MAX_AGE); the health check makes a worker notice at the start
+        # of a request that the database dropped its connection (a restart, a failover) and reconnect, where it
+        # would otherwise answer that request with a 500.
+        config = dj_database_url.parse(
+            url, conn_max_age=env_int("ICEWATER_DB_CONN_MAX_AGE", 60, minimum=0), conn_health_checks=True
+        )
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
     if config.get("ENGINE") not in {"django.db.backends.postgresql", "django.db.backends.sqlite3"}:

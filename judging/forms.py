@@ -144,6 +144,18 @@ class JudgeConfigForm(forms.ModelForm):
                 self.add_error(
                     "temperature", "The Anthropic Messages API this version speaks has no temperature: leave it at 0."
                 )
+        if (
+            backend == JudgeConfig.Backend.OPENAI
+            and not data.get("api_key_env")
+            and not data.get("base_url")
+            and "base_url" not in self.errors
+            and "api_key_env" not in self.errors
+        ):
+            self.add_error(
+                "api_key_env",
+                "The provider's own API needs the name of the variable holding its key "
+                "(only a local server at a base URL needs none).",
+            )
         if backend == JudgeConfig.Backend.INSTRUMENT and not data.get("instruments"):
             self.add_error("instruments", "An instrument judge needs at least one instrument.")
         return data

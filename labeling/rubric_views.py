@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from . import queue as q
@@ -20,6 +21,7 @@ def _version(pk: int) -> RubricVersion:
     return get_object_or_404(RubricVersion.objects.select_related("rubric", "approved_by"), pk=pk)
 
 
+@never_cache
 @require_http_methods(["GET"])
 @role_required(*STAFF_ROLES)
 def rubric_version_page(request: HttpRequest, rubric_version: int) -> HttpResponse:
@@ -37,6 +39,7 @@ def rubric_version_page(request: HttpRequest, rubric_version: int) -> HttpRespon
     return render(request, "labeling/rubric_version.html", context)
 
 
+@never_cache
 @require_http_methods(["GET", "POST"])
 @role_required(Role.LEAD)
 def rubric_edit_page(request: HttpRequest, rubric_version: int) -> HttpResponse:

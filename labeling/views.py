@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from . import adjudicate as adj
@@ -58,6 +59,7 @@ def next_output(request: HttpRequest, eval_set_id: int) -> HttpResponse:
     return redirect("labeling:annotate", pk=claim.annotation.pk)
 
 
+@never_cache
 @require_GET
 @role_required(Role.LEAD)
 def queues(request: HttpRequest) -> HttpResponse:
@@ -99,6 +101,7 @@ def _queues_context(failed_eval_set_id: int | None = None, failed_form: QueueMov
 # --- Labeling ----------------------------------------------------------------------------------
 
 
+@never_cache
 @require_GET
 @labeler_required
 def annotate(request: HttpRequest, pk: int) -> HttpResponse:
@@ -107,6 +110,7 @@ def annotate(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "labeling/annotate.html", context)
 
 
+@never_cache
 @require_POST
 @labeler_required
 def save_label(request: HttpRequest, pk: int) -> HttpResponse:
@@ -198,6 +202,7 @@ def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.C
     return state, 200
 
 
+@never_cache
 @require_POST
 @labeler_required
 def submit(request: HttpRequest, pk: int) -> HttpResponse:
@@ -226,6 +231,7 @@ def submit(request: HttpRequest, pk: int) -> HttpResponse:
 MY_WORK_PAGE_SIZE = 50
 
 
+@never_cache
 @require_GET
 @labeler_required
 def my_work(request: HttpRequest) -> HttpResponse:
@@ -249,6 +255,7 @@ def my_work(request: HttpRequest) -> HttpResponse:
 # --- Adjudication ------------------------------------------------------------------------------
 
 
+@never_cache
 @require_GET
 @role_required(*STAFF_ROLES)
 def adjudication_queue(request: HttpRequest) -> HttpResponse:
@@ -263,6 +270,7 @@ def adjudication_queue(request: HttpRequest) -> HttpResponse:
     return render(request, "labeling/adjudication_queue.html", context)
 
 
+@never_cache
 @require_http_methods(["GET", "POST"])
 @role_required(*STAFF_ROLES)
 def adjudicate(request: HttpRequest, output_id: int, criterion_id: int) -> HttpResponse:

@@ -8,8 +8,8 @@ so the samples may run in any order.
 
 inspect_ai counts tokens with tiktoken, which downloads its encoding on first use; the
 `offline` fixture replaces the counter (a public method of inspect_ai.model.ModelAPI) with
-a word count and makes any other use of tiktoken fail at once instead of reaching for the
-network.
+the word count users get from `manage.py inspect_eval` (labeling/io/inspect_offline.py) and
+makes any other use of tiktoken fail at once instead of reaching for the network.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ def go_offline(mp: pytest.MonkeyPatch) -> None:
     import tiktoken
     from inspect_ai.model import ModelAPI
 
-    async def count_words(self, text: str) -> int:
-        return max(1, len(text.split()))
+    from labeling.io.inspect_offline import count_words
 
     def no_download(*args, **kwargs):
         raise AssertionError("tiktoken was asked for an encoding: the tests must not need one")

@@ -13,7 +13,7 @@ from calibration.management.commands.load_demo import DEMO_DIR, EVAL_SET, JUDGE,
 from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
 from calibration.models import GateResult, GatingMark
 from calibration.report import calibration_report
-from judging.models import JudgeConfig
+from judging.models import JudgeConfig, JudgeRun
 from labeling.models import EvalSet, LabelingQueue, Output, RubricVersion, User
 
 pytestmark = pytest.mark.django_db
@@ -137,3 +137,15 @@ def test_an_earlier_demos_database_is_refused_with_what_to_do_and_nothing_import
     with pytest.raises(CommandError, match="earlier Icewater demo.*fresh database.*Nothing was imported"):
         call_command("load_demo", stdout=StringIO())
     assert not EvalSet.objects.exists() and not JudgeConfig.objects.exists()
+
+
+def test_loading_the_demo_again_adds_nothing_and_says_so():
+    # `make run` on a data folder that has the demo: it used to print "Demo loaded" and judge the demo again.
+    first, again = StringIO(), StringIO()
+    call_command("load_demo", stdout=first)
+    runs = list(JudgeRun.objects.values_list("pk", flat=True))
+    call_command("load_demo", stdout=again)
+    assert "Demo loaded: eval set refund-support-demo" in first.getvalue()
+    assert "Demo already loaded, nothing added: eval set refund-support-demo" in again.getvalue()
+    assert "Demo loaded:" not in again.getvalue()
+    assert list(JudgeRun.objects.values_list("pk", flat=True)) == runs

@@ -5,6 +5,11 @@ schema; the tool's input is the answer. A text reply instead of the tool call is
 the raw output and parsed like any other answer (so it usually becomes ERROR), and
 `stop_reason: "refusal"` is a refusal. The Messages API of the SDK version we pin has no
 temperature parameter, so a judge config for this backend keeps temperature 0.
+
+Nothing comes from the SDK's environment variables: the key is always passed (an explicit credential keeps
+the SDK from ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_PROFILE and federation), and so are the base
+URL (never ANTHROPIC_BASE_URL) and the headers (ANTHROPIC_CUSTOM_HEADERS undone); redirects are not followed
+(judging/backends/__init__.py says why).
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ import anthropic
 
 from ..parse import clip
 from ..prompt import JudgeRequest
-from . import CallFailed, CallResult, redact, status_failure, tls_context
+from . import CallFailed, CallResult, headers_without_ambient, redact, status_failure, tls_context
+
+# An empty base URL means the provider's own API; given explicitly, or the SDK would read ANTHROPIC_BASE_URL.
+PROVIDER_URL = "https://api.anthropic.com"
 
 TOOL_NAME = "record_verdicts"
 TOOL_DESCRIPTION = (
@@ -25,17 +33,23 @@ TOOL_DESCRIPTION = (
 
 
 class AnthropicBackend:
-    def __init__(self, config, api_key: str | None):
+    def __init__(self, config, api_key: str):
+        if not api_key:  # backend_for refuses such a config first; without a key the SDK reads the environment
+            raise ValueError("the anthropic backend needs the key from the variable the config names")
         self.model_id = config.model_id
         self.max_output_tokens = config.max_output_tokens
         self.timeout_s = config.timeout_s
         self._secret = api_key
+        headers = headers_without_ambient("ANTHROPIC_CUSTOM_HEADERS", f"Bearer {api_key}")
         self.client = anthropic.Anthropic(
             api_key=api_key,
-            base_url=config.base_url or None,
+            webhook_key="",
+            base_url=config.base_url or PROVIDER_URL,
+            default_headers={name: anthropic.omit if value is None else value for name, value in headers.items()},
             timeout=config.timeout_s,
             max_retries=0,  # the runner retries, with the same rules for every backend
-            http_client=anthropic.DefaultHttpxClient(verify=tls_context()),
+            # The SDK's own client (its timeouts and connection limits), minus redirects.
+            http_client=anthropic.DefaultHttpxClient(verify=tls_context(), follow_redirects=False),
         )
 
     def call(self, request: JudgeRequest) -> CallResult:

@@ -11,7 +11,7 @@ Kinds (all look at the output's response):
   (whitespace-normalized; `ignore_case`, default false); NOT_APPLICABLE when the case has no reference.
 - reference_values_contained: every match of `pattern` in the reference (amounts, ids, dates)
   appears verbatim in the response; NOT_APPLICABLE when the reference has no match.
-- regex_must_match / regex_must_not_match: Python regular expression `pattern` (`ignore_case`, default false).
+- regex_must_match / regex_must_not_match: regular expression `pattern` (`ignore_case`, default false).
 - max_length: PASS when the response has at most `max_chars` characters and/or `max_words` words.
 - min_length: PASS when the response has at least `min_chars` characters and/or `min_words` words. A
   crude "substantial answer" check, and by design fooled by padding (the probes' tests use it so).
@@ -20,14 +20,23 @@ Kinds (all look at the output's response):
 
 They produce verdicts exactly like a model judge (evidence is the matched text, or NONE),
 so they are calibrated against people and gated the same way. Pure functions, no Django.
+
+A lead writes `pattern`, and it runs on every output: with Python's backtracking `re`, `^(a+)+$` took
+2 s on 27 characters and doubled with each one more. Lead-written patterns run on RE2 (google-re2),
+whose matching time grows linearly with the text whatever the pattern. RE2 has no backreferences and no
+lookarounds (the constructs that need backtracking); a pattern using them is refused with a message
+when the config is made (form, add_judge, admin) and when a run starts.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+import re2
 
 from labeling.transcript import NONE_QUOTE, normalize_ws
 
@@ -86,10 +95,9 @@ def validate_instruments(value: Any) -> list[str]:
             if not isinstance(pattern, str) or not pattern:
                 errors.append(f"{where}: {kind} needs a non-empty regular expression in pattern")
             else:
-                try:
-                    re.compile(pattern)
-                except re.error as exc:
-                    errors.append(f"{where}: pattern is not a valid regular expression ({exc})")
+                problem = pattern_problem(pattern)
+                if problem:
+                    errors.append(f"{where}: {problem}")
         if kind in _LIMITS:
             limits = {k: spec.get(k) for k in _LIMITS[kind] if k in spec}
             if not limits:
@@ -102,16 +110,42 @@ def validate_instruments(value: Any) -> list[str]:
     return errors
 
 
+@functools.lru_cache(maxsize=256)
+def lead_pattern(pattern: str, *, ignore_case: bool = False) -> Any:
+    """A lead-written pattern compiled with RE2 (re2.error if RE2 cannot handle it); cached, as `re` caches."""
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.log_errors = False  # a refused pattern is told to the lead who wrote it, not logged to stderr
+    return re2.compile(pattern, options)
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why RE2 cannot run a lead-written pattern (None: it can)."""
+    try:
+        lead_pattern(pattern)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        reason = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+        return (
+            f"pattern is not a valid regular expression for RE2 ({reason}). Patterns run on RE2, so that no "
+            "pattern can take exponential time: it has no backreferences (\\1) and no lookarounds "
+            "((?=...), (?!...), (?<=...), (?<!...)); write $ rather than \\Z"
+        )
+    return None
+
+
 def evaluate(spec: dict, *, response: str, reference: str) -> InstrumentVerdict:
     kind = spec["kind"]
-    flags = re.I if spec.get("ignore_case") else 0
+    ignore_case = bool(spec.get("ignore_case"))
+    flags = re.I if ignore_case else 0
     if kind == "reference_contained":
         if not reference.strip():
             return _verdict("NOT_APPLICABLE", NONE_QUOTE, spec, note="the case has no reference")
         found = _find_words(reference, response, flags)
         return _verdict("PASS" if found else "FAIL", found or NONE_QUOTE, spec)
     if kind == "reference_values_contained":
-        values = list(dict.fromkeys(m.group(0) for m in re.finditer(spec["pattern"], reference, flags) if m.group(0)))
+        pattern = lead_pattern(spec["pattern"], ignore_case=ignore_case)
+        values = list(dict.fromkeys(m.group(0) for m in pattern.finditer(reference) if m.group(0)))
         if not values:
             return _verdict("NOT_APPLICABLE", NONE_QUOTE, spec, note="the reference has no value to look for")
         missing = [v for v in values if not _find_words(v, response, flags)]
@@ -120,7 +154,7 @@ def evaluate(spec: dict, *, response: str, reference: str) -> InstrumentVerdict:
         evidence = found[0] if found and not missing else NONE_QUOTE
         return _verdict(outcome, evidence, spec, values=values, missing=missing)
     if kind in ("regex_must_match", "regex_must_not_match"):
-        match = re.search(spec["pattern"], response, flags)
+        match = lead_pattern(spec["pattern"], ignore_case=ignore_case).search(response)
         matched = match.group(0) if match else ""
         quote = matched if matched.strip() else NONE_QUOTE
         if kind == "regex_must_match":

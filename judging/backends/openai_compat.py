@@ -4,6 +4,10 @@ This covers OpenAI itself, Gemini's OpenAI-compatible endpoint, vLLM, Ollama, ll
 server and most hosted models. The answer is requested as JSON-schema structured output
 (`response_format={"type": "json_schema", ...}`); servers that ignore it still get the
 schema spelled out in the prompt, and the parser checks the answer either way.
+
+Nothing comes from the SDK's environment variables (OPENAI_API_KEY, OPENAI_ADMIN_KEY, OPENAI_ORG_ID,
+OPENAI_PROJECT_ID, OPENAI_BASE_URL, OPENAI_CUSTOM_HEADERS, OPENAI_WEBHOOK_SECRET): each is passed explicitly,
+and redirects are not followed (judging/backends/__init__.py says why).
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ import openai
 
 from ..parse import clip
 from ..prompt import SCHEMA_NAME, JudgeRequest
-from . import CallFailed, CallResult, redact, status_failure, tls_context
+from . import CallFailed, CallResult, headers_without_ambient, redact, status_failure, tls_context
 
 # Local servers (Ollama, llama.cpp, vLLM without --api-key) need no key, but the SDK insists on one.
 NO_KEY_PLACEHOLDER = "no-key"
+# An empty base URL means the provider's own API; given explicitly, or the SDK would read OPENAI_BASE_URL.
+PROVIDER_URL = "https://api.openai.com/v1"
 
 
 class OpenAIBackend:
@@ -27,12 +33,22 @@ class OpenAIBackend:
         self.max_output_tokens = config.max_output_tokens
         self.timeout_s = config.timeout_s
         self._secret = api_key
+        key = api_key or NO_KEY_PLACEHOLDER
+        headers = headers_without_ambient("OPENAI_CUSTOM_HEADERS", f"Bearer {key}")
+        # An empty organization and project (never OPENAI_ORG_ID, OPENAI_PROJECT_ID), sent as no header at all.
+        headers |= {"OpenAI-Organization": None, "OpenAI-Project": None}
         self.client = openai.OpenAI(
-            api_key=api_key or NO_KEY_PLACEHOLDER,
-            base_url=config.base_url or None,
+            api_key=key,
+            admin_api_key="",
+            organization="",
+            project="",
+            webhook_secret="",
+            base_url=config.base_url or PROVIDER_URL,
+            default_headers={name: openai.omit if value is None else value for name, value in headers.items()},
             timeout=config.timeout_s,
             max_retries=0,  # the runner retries, with the same rules for every backend
-            http_client=openai.DefaultHttpxClient(verify=tls_context()),
+            # The SDK's own client (its timeouts and connection limits), minus redirects.
+            http_client=openai.DefaultHttpxClient(verify=tls_context(), follow_redirects=False),
         )
 
     def body(self, request: JudgeRequest) -> dict:

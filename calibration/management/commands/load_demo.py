@@ -45,6 +45,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         password = os.environ.get("ICEWATER_DEMO_PASSWORD", DEFAULT_DEMO_PASSWORD)
+        before = demo_rows()
         with transaction.atomic():
             for username, role, _ in DEMO_USERS:
                 user = User.objects.filter(username=username).first() or User(username=username)
@@ -89,9 +90,13 @@ class Command(BaseCommand):
             call_command("add_judge", str(DEMO_DIR / "judge-llm.json"), **quiet)
         except CommandError as exc:
             llm_refused = str(exc)
-        call_command("run_judge", "--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE, "--in-process", **quiet)
+        load_judge_run(quiet)
         load_probe_run(quiet)
-        self.stdout.write(f"Demo loaded: eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}.")
+        what = f"eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}"
+        if before[0] and demo_rows() == before:  # `make run` again on the same data folder
+            self.stdout.write(f"Demo already loaded, nothing added: {what}.")
+        else:
+            self.stdout.write(f"Demo loaded: {what}.")
         if llm_refused:
             self.stdout.write(f"Judge {LLM_JUDGE} not added: {llm_refused}")
         else:
@@ -99,6 +104,35 @@ class Command(BaseCommand):
         self.stdout.write(f"Demo logins (password {password!r}):")
         for username, role, what in DEMO_USERS:
             self.stdout.write(f"  {username:<8} {role.label:<10} {what}")
+
+
+def demo_rows() -> tuple[int, ...]:
+    """How many of each thing the demo makes there are: the same before and after a load that added nothing."""
+    from judging.models import JudgeConfig, JudgeRun, ProbeRun, Verdict
+    from labeling.models import Annotation, EvalSet, Label, LabelingQueue, Output, RubricVersion
+
+    models = (
+        EvalSet,
+        Output,
+        RubricVersion,
+        Annotation,
+        Label,
+        LabelingQueue,
+        JudgeConfig,
+        JudgeRun,
+        ProbeRun,
+        Verdict,
+    )
+    return tuple(model.objects.count() for model in models)
+
+
+def load_judge_run(quiet: dict) -> None:
+    """The demo judge's run, once: a restart finds its verdicts there and judges nothing again."""
+    from judging.models import JudgeRun
+
+    runs = JudgeRun.objects.filter(eval_set__name=EVAL_SET, judge_config__name=JUDGE, probe_run=None)
+    if not runs.filter(status=JudgeRun.Status.DONE).exists():
+        call_command("run_judge", "--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE, "--in-process", **quiet)
 
 
 def load_probe_run(quiet: dict) -> None:
