@@ -171,14 +171,17 @@ def betting_log_capital(*, y: np.ndarray, f: np.ndarray, m, bet_share: float = B
     z_t can take, so 1 + beta (z - c) >= 0 for every value of the next draw.
     """
     y = np.atleast_2d(np.asarray(y, dtype=float))
-    f = np.atleast_2d(np.asarray(f, dtype=float))
+    f = np.asarray(f, dtype=float)
+    # One order shared by every row (the confidence sequence's grid of m) is kept 1-D: no (S, N) copies.
+    if f.ndim == 1:
+        f = f[None, :]
     S, T = y.shape
     N = f.shape[1]
     if T > N:
         raise ValueError("more draws than outputs")
     m = np.broadcast_to(np.asarray(m, dtype=float), (S,))
-    f_mean = f.mean(axis=1)
-    f_total = f.sum(axis=1)
+    f_mean = np.broadcast_to(f.mean(axis=1), (S,))
+    f_total = np.broadcast_to(f.sum(axis=1), (S,))
     # The largest f among the outputs not yet drawn before draw t: a suffix maximum.
     f_max_rest = np.maximum.accumulate(f[:, ::-1], axis=1)[:, ::-1]
     s_y = np.zeros(S)
@@ -200,7 +203,7 @@ def betting_log_capital(*, y: np.ndarray, f: np.ndarray, m, bet_share: float = B
             lam = np.zeros(S)
         f_rest_mean = (f_total - s_f) / rest
         c = (N * m - s_y) / rest - lam * (f_rest_mean - f_mean)
-        z_min = -lam * (f_max_rest[:, t] - f_mean)
+        z_min = -lam * (f_max_rest[:, t] - f_mean)  # (1,) for a shared order: broadcasts
         # Plug-in estimates from the past, shrunk towards theta = 1/2 and residual variance 1/4.
         s_r = s_y - lam * s_f
         s_rr = s_yy - 2 * lam * s_yf + lam**2 * s_ff
@@ -235,7 +238,9 @@ class _Decisions:
 
 
 def _decide(*, gold: np.ndarray, f: np.ndarray, minimum: float, confidence: float, min_gold: int) -> _Decisions:
-    """The first decision along each of S sequences; gold (S, T) with NaN for pending, f (S, N)."""
+    """The first decision along each of S sequences; gold (S, T) with NaN for pending, f (S, N) or one
+    order (N,) shared by all."""
+    f = np.atleast_2d(f)
     S, T = gold.shape
     N = f.shape[1]
     pending = np.isnan(gold)
@@ -312,9 +317,8 @@ def _confidence_sequence(*, y_pass, y_fail, f, gold, confidence: float) -> tuple
     grid = np.arange(N + 1) / N if exact_grid else np.linspace(0, 1, 2001)
     G = grid.size
     threshold = math.log(2 / (1 - confidence))
-    ff = np.broadcast_to(f, (G, N))
-    k_pass = betting_log_capital(y=np.broadcast_to(y_pass, (G, T)), f=ff, m=grid)
-    k_fail = betting_log_capital(y=np.broadcast_to(1 - y_fail, (G, T)), f=1 - ff, m=1 - grid)
+    k_pass = betting_log_capital(y=np.broadcast_to(y_pass, (G, T)), f=f, m=grid)
+    k_fail = betting_log_capital(y=np.broadcast_to(1 - y_fail, (G, T)), f=1 - f, m=1 - grid)
     rejected_low = (k_pass >= threshold).any(axis=1)  # "theta <= m" rejected
     rejected_high = (k_fail >= threshold).any(axis=1)  # "theta >= m" rejected
     kept = ~(rejected_low | rejected_high) & (grid >= exact_lower - 1e-12) & (grid <= exact_upper + 1e-12)
@@ -348,7 +352,7 @@ def audit_decision(
         raise ValueError("min_gold must be at least 1")
     g, _raw, f = _check(gold=gold, verdicts=verdicts, confidence=confidence)
     N = f.size
-    d = _decide(gold=g[None, :], f=f[None, :], minimum=minimum, confidence=confidence, min_gold=min_gold)
+    d = _decide(gold=g[None, :], f=f, minimum=minimum, confidence=confidence, min_gold=min_gold)
     pending = np.isnan(g)
     lower, upper = _confidence_sequence(
         y_pass=np.where(pending, 0.0, g), y_fail=np.where(pending, 1.0, g), f=f, gold=g, confidence=confidence
@@ -416,23 +420,33 @@ def audit_forecast(
     strata = np.where(np.isnan(raw), 2, raw).astype(int)  # 0 judge FAIL, 1 judge PASS, 2 no verdict
     known = np.concatenate([~np.isnan(g), np.zeros(N - n, dtype=bool)])
     full = np.concatenate([g, np.full(N - n, np.nan)])
-    sims = np.tile(full, (n_sims, 1))
+    rates = []
     for s in range(3):
         in_s = strata == s
         ones = int(np.sum(full[in_s & known] == 1))
         zeros = int(np.sum(full[in_s & known] == 0))
-        rate = rng.beta(1 + ones, 1 + zeros, size=n_sims)
-        todo = in_s & ~known
-        sims[:, todo] = (rng.random((n_sims, int(todo.sum()))) < rate[:, None]).astype(float)
-    d = _decide(gold=sims, f=np.broadcast_to(f, (n_sims, N)), minimum=minimum, confidence=confidence, min_gold=min_gold)
+        rates.append(rng.beta(1 + ones, 1 + zeros, size=n_sims))
+    # In chunks of about 2 million cells, so memory stays bounded on large candidates (time is n_sims x N).
+    chunk = max(1, 2_000_000 // N)
+    decided, at = [], []
+    for start in range(0, n_sims, chunk):
+        sims = np.tile(full, (min(chunk, n_sims - start), 1))
+        for s in range(3):
+            todo = (strata == s) & ~known
+            rate = rates[s][start : start + sims.shape[0], None]
+            sims[:, todo] = (rng.random((sims.shape[0], int(todo.sum()))) < rate).astype(float)
+        d = _decide(gold=sims, f=f, minimum=minimum, confidence=confidence, min_gold=min_gold)
+        decided.append(d.decided)
+        at.append(d.at)
+    decisions, at_label = np.concatenate(decided), np.concatenate(at)
     # With every gold known the exact rule decides, so each simulation decides by label N at the latest.
-    more = np.maximum(d.at - n, 0)
+    more = np.maximum(at_label - n, 0)
     within = more <= k
     return AuditForecast(
         k=k,
         p_decided=float(within.mean()),
-        p_pass=float((within & (d.decided == PASS)).mean()),
-        p_fail=float((within & (d.decided == FAIL)).mean()),
+        p_pass=float((within & (decisions == PASS)).mean()),
+        p_fail=float((within & (decisions == FAIL)).mean()),
         expected_labels=float(more.mean()),
         p90_labels=int(np.ceil(np.quantile(more, 0.9))),
         n_sims=n_sims,

@@ -325,6 +325,37 @@ def test_the_anytime_valid_bounds_hold_the_estimate_and_close_on_full_labeling()
     assert whole.decided == FAIL
 
 
+def test_the_worked_example_in_the_docs():
+    """docs/calibration.md, "Audits on the candidate": 1,000 outputs, theta 0.70, a judge passing 750 with
+    correlation 0.6, minimum 0.60, order seed 2026."""
+    y, f = population(N=1000, theta=0.7, phi=0.6, judge_rate=0.75)
+    assert (int((y * f).sum()), int(((1 - y) * f).sum())) == (644, 106)
+    order = np.random.default_rng(2026).permutation(1000)
+    y, f = y[order], f[order]
+    at_20 = audit_decision(gold=y[:20], verdicts=f, minimum=0.6)
+    assert (int(y[:20].sum()), int((y[:20] * f[:20]).sum()), int(((1 - y[:20]) * f[:20]).sum())) == (13, 13, 1)
+    assert at_20.estimate.lam == pytest.approx(0.929, abs=5e-4)
+    assert at_20.estimate.estimate == pytest.approx(0.696, abs=5e-4)
+    assert (at_20.estimate.lower, at_20.estimate.upper) == pytest.approx((0.601, 0.792), abs=5e-4)
+    assert (at_20.lower, at_20.upper) == pytest.approx((0.418, 0.982), abs=5e-4)
+    assert at_20.evidence_pass == pytest.approx(2.14, abs=5e-3)
+    assert at_20.decided is None
+    at_40 = audit_decision(gold=y[:40], verdicts=f, minimum=0.6)
+    assert at_40.estimate.estimate == pytest.approx(0.670, abs=5e-4)
+    assert (at_40.lower, at_40.upper) == pytest.approx((0.503, 0.838), abs=5e-4)
+    forecast = audit_forecast(gold=y[:40], verdicts=f, minimum=0.6, k=25)
+    assert forecast.p_decided == pytest.approx(0.031, abs=5e-4)
+    assert round(forecast.expected_labels) == 241
+    assert forecast.p90_labels == 768
+    at_80 = audit_decision(gold=y[:80], verdicts=f, minimum=0.6)
+    assert (at_80.lower, at_80.upper) == pytest.approx((0.590, 0.782), abs=5e-4)
+    assert at_80.decided is None
+    at_100 = audit_decision(gold=y[:100], verdicts=f, minimum=0.6)
+    assert (at_100.decided, at_100.decided_at, at_100.decided_by) == (PASS, 88, "test")
+    assert (at_100.lower, at_100.upper) == pytest.approx((0.609, 0.782), abs=5e-4)
+    assert (at_100.estimate.lower, at_100.estimate.upper) == pytest.approx((0.639, 0.761), abs=5e-4)
+
+
 # --- Validity by simulation with known truth ------------------------------------------------------
 
 THETA = 0.7
