@@ -381,6 +381,18 @@ def test_wrong_decisions_stay_below_alpha_over_2_on_both_sides_of_the_truth(simu
     assert (decisions.decided == right).mean() == 1.0 - wrong  # every order decides by label N at the latest
 
 
+def test_the_anytime_valid_bounds_hold_the_truth_at_every_moment_in_95_percent_of_orders():
+    # The bounds after T labels are the intersection over every moment up to T, so a miss at any moment
+    # shows at T. 200 orders of 200 outputs, read after 120 labels.
+    y, f = population(N=200, theta=0.6, phi=0.5, judge_rate=0.55)
+    ys, fs = orders(y=y, f=f, count=200, seed=4)
+    missed = [
+        not (d.lower <= 0.6 <= d.upper)
+        for d in (audit_decision(gold=ys[i, :120], verdicts=fs[i], minimum=0.5) for i in range(200))
+    ]
+    assert np.mean(missed) <= 0.05
+
+
 def test_peeking_at_a_fixed_n_interval_every_10_labels_is_wrong_too_often(simulated):
     """Negative control: the same simulation sees an invalid rule. Stop at the first look (every 10 labels
     from 20 on) where the fixed-n 95% PPI++ interval with the FPC clears the minimum."""
