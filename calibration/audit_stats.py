@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 PASS = "PASS"
 FAIL = "FAIL"
@@ -57,7 +58,7 @@ BET_SHARE = 0.5
 PRIOR_WEIGHT = 1.0
 
 
-def _as_float_array(values, *, name: str) -> np.ndarray:
+def _as_float_array(values: ArrayLike, *, name: str) -> np.ndarray:
     array = np.array([np.nan if v is None else v for v in values], dtype=float).ravel()
     usable = array[~np.isnan(array)]
     if not np.all((usable == 0) | (usable == 1)):
@@ -65,7 +66,7 @@ def _as_float_array(values, *, name: str) -> np.ndarray:
     return array
 
 
-def judge_scores(*, verdicts) -> np.ndarray:
+def judge_scores(*, verdicts: ArrayLike) -> np.ndarray:
     """The judge's score f for each output: its verdict, and for outputs without a usable verdict the
     judge's pass rate on the rest.
 
@@ -82,7 +83,7 @@ def judge_scores(*, verdicts) -> np.ndarray:
     return np.where(missing, fill, raw)
 
 
-def _check(*, gold, verdicts, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check(*, gold: ArrayLike, verdicts: ArrayLike, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     raw = _as_float_array(verdicts, name="verdicts")
     g = _as_float_array(gold, name="gold")
     if raw.size == 0:
@@ -118,7 +119,7 @@ class PPIEstimate:
 
 
 def ppi_estimate(
-    *, gold, verdicts, confidence: float = 0.95, fpc: bool = True, lam: float | None = None
+    *, gold: ArrayLike, verdicts: ArrayLike, confidence: float = 0.95, fpc: bool = True, lam: float | None = None
 ) -> PPIEstimate:
     """theta_hat = lam * mean_N(f) + mean_n(y - lam f), over the settled gold of the labeled prefix.
 
@@ -150,7 +151,7 @@ def ppi_estimate(
     return PPIEstimate(estimate, lower, upper, std_error, lam, n, N, fpc)
 
 
-def betting_log_capital(*, y: np.ndarray, f: np.ndarray, m, bet_share: float = BET_SHARE) -> np.ndarray:
+def betting_log_capital(*, y: np.ndarray, f: np.ndarray, m: ArrayLike, bet_share: float = BET_SHARE) -> np.ndarray:
     """log K_t of the test of "theta <= m" (bets >= 0), after each of the first T draws.
 
     y: (S, T) gold of the first T draws (0/1) of S sequences; f: (S, N) the judge's scores of all N outputs
@@ -303,7 +304,9 @@ class AuditDecision:
     evidence_fail: float
 
 
-def _confidence_sequence(*, y_pass, y_fail, f, gold, confidence: float) -> tuple[float, float]:
+def _confidence_sequence(
+    *, y_pass: np.ndarray, y_fail: np.ndarray, f: np.ndarray, gold: np.ndarray, confidence: float
+) -> tuple[float, float]:
     """The m not rejected by either test at any time so far (on the grid k/N, where theta lies), and the
     exact bounds (labeled passes / N, 1 - labeled fails / N)."""
     N = f.size
@@ -333,7 +336,7 @@ def _confidence_sequence(*, y_pass, y_fail, f, gold, confidence: float) -> tuple
 
 
 def audit_decision(
-    *, gold, verdicts, minimum: float, confidence: float = 0.95, min_gold: int = MIN_GOLD
+    *, gold: ArrayLike, verdicts: ArrayLike, minimum: float, confidence: float = 0.95, min_gold: int = MIN_GOLD
 ) -> AuditDecision:
     """PASS once "theta < minimum" is rejected, FAIL once "theta >= minimum" is, each at (1 - confidence)/2.
 
@@ -390,8 +393,8 @@ class AuditForecast:
 
 def audit_forecast(
     *,
-    gold,
-    verdicts,
+    gold: ArrayLike,
+    verdicts: ArrayLike,
     minimum: float,
     confidence: float = 0.95,
     k: int = 25,
