@@ -1,0 +1,193 @@
+"""Audits on the candidate: labels to a release decision and wrong decisions, on real and synthetic sets.
+
+    python bench/audit.py                  # 500 label orders per set and threshold
+    python bench/audit.py --orders 200     # a quicker run
+
+Pure statistics, no database: calibration/audit_stats.py's decision rule (two one-sided anytime-valid
+betting tests without replacement with the judge as a control variate, the exact rule, at least 20 gold
+items, 95% confidence: 2.5% per side) replayed along --orders random label orders of each set, with the
+minimum placed 0.02, 0.05 and 0.10 below and above the set's true pass rate (the share of gold PASS).
+
+Real sets, read from ../shared/datasets beside the checkout (or ICEWATER_DATASETS_DIR; nothing is copied
+into the repository). Gold is the majority of the three raters (what A, B and the adjudicator give under the
+app's suggested mapping). No per-item LLM verdicts are published for these sets (the JUDGE-BENCH files hold
+only aggregate scores), so the "judge" is one rater, position 0 (on USR always the same person), whose
+label is also one of the three votes: its correlation with gold is higher than an outside judge's would be.
+XSum factuality has an automatic judge instead (Entailment >= 0.5, kappa 0.07 against the majority: a
+judge that adds almost nothing). Binarised as the READMEs do: QAGS yes = PASS (CNN/DM and XSum sentences
+pooled); USR Uses Knowledge 1 = PASS, Overall >= 4 = PASS; XSum is_factual yes = PASS.
+
+Synthetic sets: 1,000 outputs, true pass rate 0.70, a judge that passes 75% (it is biased) with
+judge-gold correlation 0.3, 0.6 and 0.8.
+
+Prints per set and threshold the median and 90th percentile of the labels to a decision (% of N) and the
+wrong-decision rate, then the goals: wrong <= 2.5% per side everywhere; at distance 0.10 a median <= 25% of
+N; at 0.05 a median <= 50% of N when the judge-gold correlation is >= 0.6. It also prints the measured
+ratio of the median to the fixed-n sample size that calibration.audit_stats.labels_per_decision scales by.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from calibration.audit_stats import FAIL, MIN_GOLD, PASS, _decide, labels_per_decision  # noqa: E402
+
+DISTANCES = (0.02, 0.05, 0.10)
+CONFIDENCE = 0.95
+
+
+def datasets_dir() -> Path:
+    return Path(os.environ.get("ICEWATER_DATASETS_DIR", ROOT.parent / "shared" / "datasets"))
+
+
+def majority(votes) -> int:
+    return int(sum(votes) * 2 > len(votes))
+
+
+def qags(base: Path):
+    gold, judge = [], []
+    for name in ("mturk_cnndm.jsonl", "mturk_xsum.jsonl"):
+        for line in (base / "qags" / name).read_text().splitlines():
+            for sentence in json.loads(line)["summary_sentences"]:
+                votes = [int(r["response"] == "yes") for r in sentence["responses"]]
+                gold.append(majority(votes))
+                judge.append(votes[0])
+    yield "qags factual (rater 0)", np.array(gold, float), np.array(judge, float)
+
+
+def usr(base: Path):
+    for corpus, file in (("topical", "usr_topical_chat.json"), ("persona", "usr_percona_chat.json")):
+        contexts = json.loads((base / "usr_dialog" / file).read_text())
+        responses = [r for c in contexts for r in c["responses"]]
+        for criterion, passes in (("uses_knowledge", lambda s: s == 1), ("overall>=4", lambda s: s >= 4)):
+            key = "Uses Knowledge" if criterion == "uses_knowledge" else "Overall"
+            votes = [[int(passes(s)) for s in r[key]] for r in responses]
+            gold = np.array([majority(v) for v in votes], float)
+            judge = np.array([v[0] for v in votes], float)
+            yield f"usr {corpus} {criterion} (rater 0)", gold, judge
+
+
+def xsum(base: Path):
+    folder = base / "xsum_hallucination"
+    labels: dict[tuple[str, str], list[int]] = {}
+    with open(folder / "factuality_annotations_xsum_summaries.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["is_factual"] in ("yes", "no"):
+                labels.setdefault((row["bbcid"], row["system"]), []).append(int(row["is_factual"] == "yes"))
+    systems = {"bert_withckpt": "BERTS2S", "ptgen": "PtGen", "tconvs2s": "TConvS2S", "bert_nockpt": "TranS2S"}
+    entailment = {}
+    with open(folder / "eval_scores_xsum_summaries.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            prefix, bbcid = row["system_bbcid"].rsplit("_", 1)
+            entailment[(bbcid, systems[prefix])] = float(row["Entailment"])
+    keys = [k for k, v in labels.items() if len(v) == 3 and k in entailment]
+    gold = np.array([majority(labels[k]) for k in keys], float)
+    judge = np.array([float(entailment[k] >= 0.5) for k in keys], float)
+    yield "xsum factual (Entailment>=0.5)", gold, judge
+
+
+def synthetic(N: int = 1000, theta: float = 0.70, judge_rate: float = 0.75):
+    for phi in (0.3, 0.6, 0.8):
+        p11 = theta * judge_rate + phi * math.sqrt(theta * (1 - theta) * judge_rate * (1 - judge_rate))
+        n11, n1, nf = round(N * p11), round(N * theta), round(N * judge_rate)
+        n10, n01 = n1 - n11, nf - n11
+        n00 = N - n11 - n10 - n01
+        gold = np.r_[np.ones(n11), np.ones(n10), np.zeros(n01), np.zeros(n00)]
+        judge = np.r_[np.ones(n11), np.zeros(n10), np.ones(n01), np.zeros(n00)]
+        yield f"synthetic phi={phi}", gold, judge
+
+
+def run(name: str, gold: np.ndarray, judge: np.ndarray, *, orders: int, rng, rows: list[dict]) -> None:
+    N = gold.size
+    theta = float(gold.mean())
+    phi = float(np.corrcoef(gold, judge)[0, 1])
+    perm = np.argsort(rng.random((orders, N)), axis=1)
+    ys, fs = gold[perm], judge[perm]
+    print(f"\n{name}: N = {N}, true pass rate {theta:.3f}, judge pass rate {judge.mean():.3f}, phi {phi:.2f}")
+    print(
+        f"  {'minimum':>8} {'distance':>9} {'right':>5} {'median %N':>10} {'p90 %N':>8} {'wrong %':>8} {'x fixed-n':>9}"
+    )
+    for distance in DISTANCES:
+        for sign in (-1, 1):
+            minimum = theta + sign * distance
+            if not 0 < minimum < 1:
+                continue
+            right = PASS if theta >= minimum else FAIL
+            d = _decide(gold=ys, f=fs, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
+            labels = d.at.astype(float)
+            median, p90 = float(np.median(labels)), float(np.quantile(labels, 0.9))
+            wrong = float(((d.decided != "") & (d.decided != right)).mean())
+            fixed = labels_per_decision(phi=phi, pass_rate=theta, margin=distance, N=N, factor=1.0).fixed_n
+            rows.append(
+                {"set": name, "phi": phi, "distance": distance, "median": median / N, "p90": p90 / N, "wrong": wrong}
+                | {"ratio": median / fixed}
+            )
+            print(
+                f"  {minimum:8.3f} {sign * distance:+9.2f} {right:>5} {100 * median / N:10.1f} {100 * p90 / N:8.1f}"
+                f" {100 * wrong:8.2f} {median / fixed:9.2f}"
+            )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--orders", type=int, default=500, help="random label orders per set and threshold")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    base = datasets_dir()
+    if not base.is_dir():
+        print(f"no datasets at {base}: set ICEWATER_DATASETS_DIR", file=sys.stderr)
+        return 1
+    rng = np.random.default_rng(args.seed)
+    rows: list[dict] = []
+    started = time.perf_counter()
+    for source in (qags(base), usr(base), xsum(base), synthetic()):
+        for name, gold, judge in source:
+            run(name, gold, judge, orders=args.orders, rng=rng, rows=rows)
+    seconds = time.perf_counter() - started
+
+    worst = max(r["wrong"] for r in rows)
+    at_10 = [r for r in rows if r["distance"] == 0.10]
+    at_05 = [r for r in rows if r["distance"] == 0.05 and r["phi"] >= 0.6]
+    ratios = [r["ratio"] for r in rows if r["distance"] >= 0.05]
+    print(f"\n{len(rows)} set x threshold cells, {args.orders} orders each, {seconds:.0f} s")
+    goals = [
+        ("wrong decisions <= 2.5% per side everywhere", worst <= 0.025, f"worst {100 * worst:.2f}%"),
+        (
+            "distance 0.10: median <= 25% of N",
+            all(r["median"] <= 0.25 for r in at_10),
+            f"worst {100 * max(r['median'] for r in at_10):.1f}% ({max(at_10, key=lambda r: r['median'])['set']})",
+        ),
+        (
+            "distance 0.05, phi >= 0.6: median <= 50% of N",
+            all(r["median"] <= 0.50 for r in at_05),
+            (
+                f"worst {100 * max(r['median'] for r in at_05):.1f}% ({max(at_05, key=lambda r: r['median'])['set']})"
+                if at_05
+                else "no such set"
+            ),
+        ),
+    ]
+    for goal, met, figure in goals:
+        print(f"  {'met ' if met else 'MISSED'}  {goal}: {figure}")
+    print(
+        f"  median / fixed-n sample size at distances 0.05 and 0.10: median {np.median(ratios):.2f},"
+        f" range {min(ratios):.2f}-{max(ratios):.2f} (labels_per_decision uses the factor"
+        " calibration.audit_stats.ANYTIME_FACTOR)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,495 @@
+"""Audits on the candidate: a release decision from gold on a random sample of the candidate itself.
+
+Pure functions over arrays (numpy, scipy), no Django. An audit labels the candidate's outputs in one
+seeded random order (the plan's order) and combines that gold with the judge's verdicts on all N
+outputs. Everything here takes, in the plan's order:
+
+- ``verdicts``: the judge's verdict on each of the N outputs, 1 (PASS), 0 (FAIL) or NaN/None for no
+  usable verdict (ERROR, ABSTAIN, N/A or missing: see `judge_scores`);
+- ``gold``: the gold of the first n outputs of that order (the labeled prefix), 1, 0, or NaN/None while
+  the gold is pending (labeled but not settled). n may be 0.
+
+What is assumed: only that the order is a uniformly random permutation, fixed before any label (the
+plan's seed), and that the labels are taken in that order without skipping. Nothing about the judge is
+assumed: its verdicts only reduce the variance; a judge that is wrong, biased or different from the
+calibration set costs labels, never validity.
+
+The parts:
+- `ppi_estimate`: the finite-population PPI++ (regression) estimate of theta, the mean gold over all N,
+  and its fixed-n normal interval with the finite-population correction (for display, not for deciding).
+- `audit_decision`: the decision rule. Two one-sided anytime-valid betting tests for sampling without
+  replacement (Waudby-Smith & Ramdas, NeurIPS 2020) at (1 - confidence)/2 each, with the judge as a
+  control variate inside the test, plus the exact rule; and the anytime-valid bounds (the confidence
+  sequence) for display.
+- `audit_forecast`: a Monte Carlo forecast from the posterior predictive (a forecast, not a promise).
+- `labels_per_decision`: the price of gating, an estimate of labels per release decision from a
+  calibration's figures.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+PASS = "PASS"
+FAIL = "FAIL"
+
+# No decision by the betting tests before this many settled gold items (the exact rule always applies).
+# Validity does not need it (Ville's inequality holds from the first label, and the capital grows from the
+# first label; only the decision waits), so it costs labels only when a decision would come earlier. Why
+# 20: the judge's weight lambda and the bet sizes are estimated from the labels, and below about 20 they
+# are mostly noise (one label moves a covariance of 10 points by a tenth); a lead asked "why did we ship?"
+# should be able to point at more than a handful of labels; and at 2.5% per side the tests need about 10
+# consecutive favourable labels anyway, so 20 rarely delays a decision the data supports (bench/audit.py
+# medians are above it everywhere).
+MIN_GOLD = 20
+
+# Bets are truncated at this share of the largest bet that keeps the capital non-negative for every value
+# the next draw can take (Waudby-Smith & Ramdas truncate at 1/2 or 3/4). Validity holds for any share <= 1;
+# a share < 1 keeps one unlucky draw from losing most of the capital.
+BET_SHARE = 0.5
+
+# The bets shrink their estimates of theta and of the residual variance towards 1/2 and 1/4 with this many
+# pseudo-labels, so the first bets are small and a run of early labels cannot make them large.
+PRIOR_WEIGHT = 1.0
+
+
+def _as_float_array(values: ArrayLike, *, name: str) -> np.ndarray:
+    array = np.array([np.nan if v is None else v for v in values], dtype=float).ravel()
+    usable = array[~np.isnan(array)]
+    if not np.all((usable == 0) | (usable == 1)):
+        raise ValueError(f"{name} must be 1 (PASS), 0 (FAIL) or None/NaN, got {sorted(set(usable) - {0.0, 1.0})}")
+    return array
+
+
+def judge_scores(*, verdicts: ArrayLike) -> np.ndarray:
+    """The judge's score f for each output: its verdict, and for outputs without a usable verdict the
+    judge's pass rate on the rest.
+
+    An ERROR (or ABSTAIN, N/A, missing) is not a verdict. Any f fixed before sampling keeps the estimate
+    unbiased and the tests valid (the control variate only needs f known on all N), so those outputs get
+    the judge's pass rate over the outputs it did judge: a constant that tells nothing about the item and
+    does not move mean_N(f) away from the judged items' rate. If the judge judged nothing, f is 0 everywhere:
+    a constant, so lambda is 0 and the audit is plain sampling. The forecast treats them as a stratum of
+    their own.
+    """
+    raw = _as_float_array(verdicts, name="verdicts")
+    missing = np.isnan(raw)
+    fill = float(raw[~missing].mean()) if (~missing).any() else 0.0
+    return np.where(missing, fill, raw)
+
+
+def _check(*, gold: ArrayLike, verdicts: ArrayLike, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    raw = _as_float_array(verdicts, name="verdicts")
+    g = _as_float_array(gold, name="gold")
+    if raw.size == 0:
+        raise ValueError("an audit needs at least one output")
+    if g.size > raw.size:
+        raise ValueError(f"gold has {g.size} items but there are only {raw.size} outputs")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    return g, raw, judge_scores(verdicts=raw)
+
+
+def power_tuned_lambda(*, y: np.ndarray, f: np.ndarray) -> float:
+    """lambda = Cov(y, f) / Var(f) on the labeled items, clipped to [0, 1]; 0 when f does not vary there."""
+    if y.size < 2:
+        return 0.0
+    var_f = float(np.var(f))
+    if var_f <= 1e-12:
+        return 0.0
+    cov = float(np.mean((y - y.mean()) * (f - f.mean())))
+    return min(1.0, max(0.0, cov / var_f))
+
+
+@dataclass(frozen=True)
+class PPIEstimate:
+    estimate: float | None  # theta_hat (None without settled gold)
+    lower: float | None  # the fixed-n normal interval, clipped to [0, 1]
+    upper: float | None
+    std_error: float | None
+    lam: float  # the judge's weight
+    n: int  # settled gold items used
+    N: int
+    fpc: bool
+
+
+def ppi_estimate(
+    *, gold: ArrayLike, verdicts: ArrayLike, confidence: float = 0.95, fpc: bool = True, lam: float | None = None
+) -> PPIEstimate:
+    """theta_hat = lam * mean_N(f) + mean_n(y - lam f), over the settled gold of the labeled prefix.
+
+    Variance (1 - n/N) * Var(y - lam f) / n (sample variance, ddof = 1; the factor 1 - n/N is the
+    finite-population correction, left out with fpc=False, which is the N -> infinity interval of
+    ppi_py), and a normal interval at `confidence`. Pending items are left out of the estimate (the
+    decision counts them against itself instead); this interval is fixed-n: looking at it after every
+    label and stopping when it clears a threshold is not valid, the decision uses `audit_decision`.
+    """
+    g, _raw, f = _check(gold=gold, verdicts=verdicts, confidence=confidence)
+    N = f.size
+    settled = ~np.isnan(g)
+    y = g[settled]
+    fy = f[: g.size][settled]
+    n = int(y.size)
+    if lam is None:
+        lam = power_tuned_lambda(y=y, f=fy)
+    if n == 0:
+        return PPIEstimate(None, None, None, None, lam, 0, N, fpc)
+    residual = y - lam * fy
+    estimate = lam * float(f.mean()) + float(residual.mean())
+    if n < 2:
+        return PPIEstimate(estimate, 0.0, 1.0, None, lam, n, N, fpc)
+    factor = (1 - n / N) if fpc else 1.0
+    std_error = math.sqrt(max(factor, 0.0) * float(np.var(residual, ddof=1)) / n)
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    lower = min(1.0, max(0.0, estimate - z * std_error))
+    upper = min(1.0, max(0.0, estimate + z * std_error))
+    return PPIEstimate(estimate, lower, upper, std_error, lam, n, N, fpc)
+
+
+def betting_log_capital(*, y: np.ndarray, f: np.ndarray, m: ArrayLike, bet_share: float = BET_SHARE) -> np.ndarray:
+    """log K_t of the test of "theta <= m" (bets >= 0), after each of the first T draws.
+
+    y: (S, T) gold of the first T draws (0/1) of S sequences; f: (S, N) the judge's scores of all N outputs
+    in each sequence's order; m: the null value, a scalar or one per sequence (S,).
+
+    Sampling without replacement, under theta = m the next draw's gold has conditional mean
+    (N m - S_y) / (N - t + 1) given the past (S_y: the gold passes drawn so far, t the draw's number), and
+    its f has conditional mean mean(f over the not-yet-drawn items), known exactly. So with the judge as a
+    control variate, z_t = y_t - lambda_t (f_t - mean_N f), lambda_t from the labels before t, the null mean
+    of z_t is c_t = (N m - S_y)/(N - t + 1) - lambda_t (mean of f not yet drawn - mean_N f), and
+    K_t = prod (1 + beta_i (z_i - c_i)) with beta_i >= 0 chosen before draw i is a non-negative martingale
+    when theta = m and a supermartingale when theta < m. Ville: P(sup_t K_t >= 1/a) <= a.
+
+    beta_t is a plug-in Kelly bet, E[d] / E[d^2] for d = z - c: E[d] is c_t(theta_hat) - c_t(m) =
+    N (theta_hat - m)/(N - t + 1) with theta_hat the PPI estimate from the labels before t, E[d^2] is that
+    squared plus the residual variance, both shrunk towards 1/2 and 1/4 (PRIOR_WEIGHT). It is truncated
+    to [0, bet_share / (c_t - z_min)], z_min = -lambda_t (max f not yet drawn - mean_N f) the smallest value
+    z_t can take, so 1 + beta (z - c) >= 0 for every value of the next draw.
+    """
+    y = np.atleast_2d(np.asarray(y, dtype=float))
+    f = np.asarray(f, dtype=float)
+    # One order shared by every row (the confidence sequence's grid of m) is kept 1-D: no (S, N) copies.
+    if f.ndim == 1:
+        f = f[None, :]
+    S, T = y.shape
+    N = f.shape[1]
+    if T > N:
+        raise ValueError("more draws than outputs")
+    m = np.broadcast_to(np.asarray(m, dtype=float), (S,))
+    f_mean = np.broadcast_to(f.mean(axis=1), (S,))
+    f_total = np.broadcast_to(f.sum(axis=1), (S,))
+    # The largest f among the outputs not yet drawn before draw t: a suffix maximum.
+    f_max_rest = np.maximum.accumulate(f[:, ::-1], axis=1)[:, ::-1]
+    s_y = np.zeros(S)
+    s_f = np.zeros(S)
+    s_yf = np.zeros(S)
+    s_ff = np.zeros(S)
+    s_yy = np.zeros(S)
+    log_k = np.zeros(S)
+    out = np.empty((S, T))
+    w = PRIOR_WEIGHT
+    for t in range(T):  # t draws are in the past
+        rest = N - t
+        if t >= 2:
+            var_f = s_ff / t - (s_f / t) ** 2
+            cov = s_yf / t - (s_y / t) * (s_f / t)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lam = np.where(var_f > 1e-12, np.clip(cov / var_f, 0.0, 1.0), 0.0)
+        else:
+            lam = np.zeros(S)
+        f_rest_mean = (f_total - s_f) / rest
+        c = (N * m - s_y) / rest - lam * (f_rest_mean - f_mean)
+        z_min = -lam * (f_max_rest[:, t] - f_mean)  # (1,) for a shared order: broadcasts
+        # Plug-in estimates from the past, shrunk towards theta = 1/2 and residual variance 1/4.
+        s_r = s_y - lam * s_f
+        s_rr = s_yy - 2 * lam * s_yf + lam**2 * s_ff
+        theta_hat = lam * f_mean + (s_r + w * (0.5 - lam * f_mean)) / (t + w)
+        var_r = (w * 0.25 + np.maximum(s_rr - (s_r**2 / t if t else 0.0), 0.0)) / (t + w)
+        gain = np.maximum(N * (theta_hat - m) / rest, 0.0)
+        beta = gain / (var_r + gain**2)
+        room = c - z_min
+        with np.errstate(divide="ignore"):
+            cap = np.where(room > 1e-12, bet_share / np.maximum(room, 1e-12), 1e6)
+        beta = np.minimum(beta, cap)
+        yt = y[:, t]
+        ft = f[:, t]
+        z = yt - lam * (ft - f_mean)
+        log_k = log_k + np.log1p(np.maximum(beta * (z - c), -1 + 1e-15))
+        out[:, t] = log_k
+        s_y += yt
+        s_f += ft
+        s_yf += yt * ft
+        s_ff += ft * ft
+        s_yy += yt * yt
+    return out
+
+
+@dataclass(frozen=True)
+class _Decisions:
+    decided: np.ndarray  # (S,) "PASS", "FAIL" or ""
+    at: np.ndarray  # (S,) the number of labels (prefix length) when decided, -1 if not
+    by: np.ndarray  # (S,) "exact", "test" or ""
+    log_k_pass: np.ndarray  # (S, T)
+    log_k_fail: np.ndarray  # (S, T)
+
+
+def _decide(*, gold: np.ndarray, f: np.ndarray, minimum: float, confidence: float, min_gold: int) -> _Decisions:
+    """The first decision along each of S sequences; gold (S, T) with NaN for pending, f (S, N) or one
+    order (N,) shared by all."""
+    f = np.atleast_2d(f)
+    S, T = gold.shape
+    N = f.shape[1]
+    pending = np.isnan(gold)
+    # A pending item counts against the decision it would help.
+    y_for_pass = np.where(pending, 0.0, gold)
+    y_for_fail = np.where(pending, 1.0, gold)
+    log_k_pass = betting_log_capital(y=y_for_pass, f=f, m=minimum)
+    # "theta >= minimum" is "1 - theta <= 1 - minimum" on the complemented gold and scores.
+    log_k_fail = betting_log_capital(y=1.0 - y_for_fail, f=1.0 - f, m=1.0 - minimum)
+    threshold = math.log(2 / (1 - confidence))
+    settled = np.cumsum(~pending, axis=1)
+    allowed = settled >= min(min_gold, N)
+    passes = np.cumsum(gold == 1, axis=1)
+    fails = np.cumsum(gold == 0, axis=1)
+    # The exact rule, with a little room for floating point in minimum * N.
+    exact_pass = passes >= minimum * N - 1e-9
+    exact_fail = N - fails < minimum * N - 1e-9
+    test_pass = allowed & (log_k_pass >= threshold)
+    test_fail = allowed & (log_k_fail >= threshold)
+    any_pass = exact_pass | test_pass
+    any_fail = exact_fail | test_fail
+    first_pass = np.where(any_pass.any(axis=1), any_pass.argmax(axis=1), T)
+    first_fail = np.where(any_fail.any(axis=1), any_fail.argmax(axis=1), T)
+    rows = np.arange(S)
+    decided = np.full(S, "", dtype=object)
+    at = np.full(S, -1)
+    by = np.full(S, "", dtype=object)
+    is_pass = (first_pass < T) & (first_pass <= first_fail)
+    # Both at once is possible only on an error of the tests; the exact rule breaks the tie (it cannot err).
+    tie = is_pass & (first_pass == first_fail) & exact_fail[rows, np.minimum(first_fail, T - 1)]
+    is_pass &= ~tie
+    is_fail = (first_fail < T) & ~is_pass
+    decided[is_pass] = PASS
+    decided[is_fail] = FAIL
+    at[is_pass] = first_pass[is_pass] + 1
+    at[is_fail] = first_fail[is_fail] + 1
+    idx = np.minimum(np.where(is_pass, first_pass, first_fail), T - 1) if T else np.zeros(S, dtype=int)
+    if T:
+        was_exact = np.where(is_pass, exact_pass[rows, idx], exact_fail[rows, idx])
+        by[is_pass | is_fail] = np.where(was_exact, "exact", "test")[is_pass | is_fail]
+    return _Decisions(decided, at, by, log_k_pass, log_k_fail)
+
+
+@dataclass(frozen=True)
+class AuditDecision:
+    decided: str | None  # "PASS", "FAIL" or None (not yet)
+    decided_at: int | None  # labels in the order when it was decided
+    decided_by: str | None  # "exact" (the labeled passes or fails alone settle it) or "test"
+    lower: float  # the anytime-valid bounds on theta (the confidence sequence), for display
+    upper: float
+    estimate: PPIEstimate
+    n_labeled: int  # the labeled prefix of the order, pending included
+    n_gold: int  # settled gold in it
+    n_pending: int
+    N: int
+    minimum: float
+    confidence: float
+    min_gold: int
+    evidence_pass: float  # the capital K of each test now (it decides at 2 / (1 - confidence))
+    evidence_fail: float
+
+
+def _confidence_sequence(
+    *, y_pass: np.ndarray, y_fail: np.ndarray, f: np.ndarray, gold: np.ndarray, confidence: float
+) -> tuple[float, float]:
+    """The m not rejected by either test at any time so far (on the grid k/N, where theta lies), and the
+    exact bounds (labeled passes / N, 1 - labeled fails / N)."""
+    N = f.size
+    T = y_pass.size
+    passes = int(np.nansum(gold == 1))
+    fails = int(np.nansum(gold == 0))
+    exact_lower, exact_upper = passes / N, (N - fails) / N
+    if T == 0:
+        return exact_lower, exact_upper
+    exact_grid = N <= 2000
+    grid = np.arange(N + 1) / N if exact_grid else np.linspace(0, 1, 2001)
+    G = grid.size
+    threshold = math.log(2 / (1 - confidence))
+    k_pass = betting_log_capital(y=np.broadcast_to(y_pass, (G, T)), f=f, m=grid)
+    k_fail = betting_log_capital(y=np.broadcast_to(1 - y_fail, (G, T)), f=1 - f, m=1 - grid)
+    rejected_low = (k_pass >= threshold).any(axis=1)  # "theta <= m" rejected
+    rejected_high = (k_fail >= threshold).any(axis=1)  # "theta >= m" rejected
+    kept = ~(rejected_low | rejected_high) & (grid >= exact_lower - 1e-12) & (grid <= exact_upper + 1e-12)
+    if not kept.any():  # the tests contradict each other (an error they allow with probability <= alpha)
+        return exact_lower, exact_upper
+    first, last = int(np.argmax(kept)), G - 1 - int(np.argmax(kept[::-1]))
+    if exact_grid:
+        lower, upper = grid[first], grid[last]
+    else:  # theta may lie between grid points: widen to the neighbours
+        lower, upper = grid[max(first - 1, 0)], grid[min(last + 1, G - 1)]
+    return max(float(lower), exact_lower), min(float(upper), exact_upper)
+
+
+def audit_decision(
+    *, gold: ArrayLike, verdicts: ArrayLike, minimum: float, confidence: float = 0.95, min_gold: int = MIN_GOLD
+) -> AuditDecision:
+    """PASS once "theta < minimum" is rejected, FAIL once "theta >= minimum" is, each at (1 - confidence)/2.
+
+    The test of "theta < minimum" is the betting test of "theta <= minimum" (valid for every theta at or
+    below it, so a PASS means theta > minimum with the exact rule's ">=" aside); the test of
+    "theta >= minimum" is the same test on 1 - gold and 1 - f. The exact rule always applies, before the
+    minimum of gold items too: labeled passes >= minimum * N is PASS, N - labeled fails < minimum * N is
+    FAIL. A pending item counts as FAIL for the PASS test and as PASS for the FAIL test (and in neither
+    count of the exact rule). The decision is the first one along the order (the labels are re-read from
+    the start each time, so a settled pending item may move it; a caller that records decisions keeps the
+    first recorded one).
+    """
+    if not 0 <= minimum <= 1:
+        raise ValueError(f"minimum must be between 0 and 1, got {minimum}")
+    if min_gold < 1:
+        raise ValueError("min_gold must be at least 1")
+    g, _raw, f = _check(gold=gold, verdicts=verdicts, confidence=confidence)
+    N = f.size
+    d = _decide(gold=g[None, :], f=f, minimum=minimum, confidence=confidence, min_gold=min_gold)
+    pending = np.isnan(g)
+    lower, upper = _confidence_sequence(
+        y_pass=np.where(pending, 0.0, g), y_fail=np.where(pending, 1.0, g), f=f, gold=g, confidence=confidence
+    )
+    last = g.size - 1
+    return AuditDecision(
+        decided=d.decided[0] or None,
+        decided_at=int(d.at[0]) if d.at[0] > 0 else None,
+        decided_by=d.by[0] or None,
+        lower=lower,
+        upper=upper,
+        estimate=ppi_estimate(gold=g, verdicts=verdicts, confidence=confidence),
+        n_labeled=int(g.size),
+        n_gold=int((~pending).sum()),
+        n_pending=int(pending.sum()),
+        N=N,
+        minimum=minimum,
+        confidence=confidence,
+        min_gold=min_gold,
+        evidence_pass=float(math.exp(min(d.log_k_pass[0, last], 700))) if g.size else 1.0,
+        evidence_fail=float(math.exp(min(d.log_k_fail[0, last], 700))) if g.size else 1.0,
+    )
+
+
+@dataclass(frozen=True)
+class AuditForecast:
+    k: int
+    p_decided: float  # the chance of a decision within the next k labels
+    p_pass: float
+    p_fail: float
+    expected_labels: float  # more labels to a decision, mean over the simulations
+    p90_labels: int  # ... and its 90th percentile
+    n_sims: int
+
+
+def audit_forecast(
+    *,
+    gold: ArrayLike,
+    verdicts: ArrayLike,
+    minimum: float,
+    confidence: float = 0.95,
+    k: int = 25,
+    n_sims: int = 1000,
+    seed: int = 0,
+    min_gold: int = MIN_GOLD,
+) -> AuditForecast:
+    """A Monte Carlo forecast of the decision from the posterior predictive. Seeded and deterministic.
+
+    The outputs fall in strata by the judge's verdict (PASS, FAIL, no usable verdict); the gold pass rate
+    of each stratum gets a Beta(1, 1) prior updated with the settled gold in it. Each simulation draws the
+    three rates, then the gold of every output without settled gold (pending ones included: they will
+    settle), runs the decision rule along the plan's remaining order, and notes when it decides. A forecast:
+    it is as good as the strata describe the outputs, and it assumes the pending items settle before the
+    labels that follow them.
+    """
+    if k < 0 or n_sims < 1:
+        raise ValueError("k must be >= 0 and n_sims >= 1")
+    g, raw, f = _check(gold=gold, verdicts=verdicts, confidence=confidence)
+    N = f.size
+    n = g.size
+    current = audit_decision(gold=g, verdicts=raw, minimum=minimum, confidence=confidence, min_gold=min_gold)
+    if current.decided:
+        return AuditForecast(k, 1.0, float(current.decided == PASS), float(current.decided == FAIL), 0.0, 0, n_sims)
+    rng = np.random.default_rng(seed)
+    strata = np.where(np.isnan(raw), 2, raw).astype(int)  # 0 judge FAIL, 1 judge PASS, 2 no verdict
+    known = np.concatenate([~np.isnan(g), np.zeros(N - n, dtype=bool)])
+    full = np.concatenate([g, np.full(N - n, np.nan)])
+    rates = []
+    for s in range(3):
+        in_s = strata == s
+        ones = int(np.sum(full[in_s & known] == 1))
+        zeros = int(np.sum(full[in_s & known] == 0))
+        rates.append(rng.beta(1 + ones, 1 + zeros, size=n_sims))
+    # In chunks of about 2 million cells, so memory stays bounded on large candidates (time is n_sims x N).
+    chunk = max(1, 2_000_000 // N)
+    decided, at = [], []
+    for start in range(0, n_sims, chunk):
+        sims = np.tile(full, (min(chunk, n_sims - start), 1))
+        for s in range(3):
+            todo = (strata == s) & ~known
+            rate = rates[s][start : start + sims.shape[0], None]
+            sims[:, todo] = (rng.random((sims.shape[0], int(todo.sum()))) < rate).astype(float)
+        d = _decide(gold=sims, f=f, minimum=minimum, confidence=confidence, min_gold=min_gold)
+        decided.append(d.decided)
+        at.append(d.at)
+    decisions, at_label = np.concatenate(decided), np.concatenate(at)
+    # With every gold known the exact rule decides, so each simulation decides by label N at the latest.
+    more = np.maximum(at_label - n, 0)
+    within = more <= k
+    return AuditForecast(
+        k=k,
+        p_decided=float(within.mean()),
+        p_pass=float((within & (decisions == PASS)).mean()),
+        p_fail=float((within & (decisions == FAIL)).mean()),
+        expected_labels=float(more.mean()),
+        p90_labels=int(np.ceil(np.quantile(more, 0.9))),
+        n_sims=n_sims,
+    )
+
+
+# The anytime-valid tests take more labels than a fixed-n test decided in advance: bench/audit.py measures
+# the median labels to a decision against the fixed-n sample size below (a one-sided test at
+# (1 - confidence)/2 with 50% power: the n at which the interval's half-width is the margin). Over its 34
+# cells at margins 0.05 and 0.10 (real and synthetic sets, N 300 to 1,848) the ratio had a median of 2.17
+# and a range of 1.56 to 3.63 (the largest on the smallest sets, where the minimum of gold items and the
+# first bets weigh most). Measured 2026-12-02 with 500 orders per cell.
+ANYTIME_FACTOR = 2.2
+
+
+@dataclass(frozen=True)
+class LabelCost:
+    margin: float
+    N: int
+    labels: int  # the estimate of labels per release decision, capped at N
+    fixed_n: int  # the fixed-n sample size it is based on
+    variance_share: float  # 1 - phi^2: the share of the variance the judge leaves
+
+
+def labels_per_decision(
+    *, phi: float, pass_rate: float, margin: float, N: int, confidence: float = 0.95, factor: float = ANYTIME_FACTOR
+) -> LabelCost:
+    """An estimate of the labels an audit takes to decide when theta is `margin` away from the minimum.
+
+    The variance of one label's contribution is p (1 - p) (1 - phi^2) (the judge, with correlation phi to
+    gold, explains phi^2 of it); a fixed-n test needs n0 = z^2 p (1 - p)(1 - phi^2) / margin^2 labels, z at
+    (1 - confidence)/2, and n0 / (1 + n0 / N) without replacement from N outputs. The anytime-valid test
+    takes about `factor` times that (measured, see bench/audit.py), at least MIN_GOLD, at most N. An
+    estimate: it assumes the judge keeps its calibration correlation on the candidate.
+    """
+    if not (-1 <= phi <= 1 and 0 <= pass_rate <= 1 and 0 < margin < 1 and N >= 1):
+        raise ValueError("phi in [-1, 1], pass_rate in [0, 1], margin in (0, 1), N >= 1")
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    share = 1 - phi**2
+    n0 = z**2 * pass_rate * (1 - pass_rate) * share / margin**2
+    fixed = n0 / (1 + n0 / N)
+    labels = min(N, max(min(MIN_GOLD, N), math.ceil(factor * fixed)))
+    return LabelCost(margin=margin, N=N, labels=int(labels), fixed_n=math.ceil(fixed), variance_share=share)
