@@ -286,6 +286,27 @@ def check_data() -> str:
     )
 
 
+def serve(
+    env: dict, log: Path, *, workers: int, threads: int, log_format: str = "%(m)s %(U)s %(s)s %(D)s"
+) -> tuple[subprocess.Popen, int]:
+    """gunicorn on a free loopback port, its access log lines as `log_format` (the last field gunicorn's own
+    microseconds); returns once it accepts connections."""
+    port = free_port()
+    server = subprocess.Popen(
+        [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
+         "--workers", str(workers), "--threads", str(threads), "--access-logfile", str(log),
+         "--access-logformat", log_format, "--log-level", "warning"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    for _ in range(200):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            time.sleep(0.1)
+    return server, port
+
+
 def run_sh_server() -> tuple[int, int]:
     """The gunicorn workers and threads `make run` starts (scripts/run.sh), read from the script itself."""
     script = (ROOT / "scripts/run.sh").read_text()
@@ -392,20 +413,8 @@ def main() -> None:
             f"loaded {args.outputs:,} outputs, {len(CRITERIA)} criteria into {where} in {time.perf_counter() - t:.1f}s"
         )
 
-        port = free_port()
         log = workdir / "access.log"
-        server = subprocess.Popen(
-            [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
-             "--workers", str(args.workers), "--threads", str(args.threads), "--access-logfile", str(log),
-             "--access-logformat", "%(m)s %(U)s %(s)s %(D)s", "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        for _ in range(200):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                time.sleep(0.1)
+        server, port = serve(env, log, workers=args.workers, threads=args.threads)
         warm = Client(port, defaultdict(list), threading.Lock())
         for _ in range(args.workers * 4):  # import everything in every worker before measuring
             warm.request("warm", "GET", "/healthz")

@@ -24,7 +24,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from labeling_load import Client, RequestFailed, free_port, run_sh_server  # noqa: E402 - after the path is set
+from labeling_load import Client, RequestFailed, run_sh_server, serve  # noqa: E402 - after the path is set
 
 GOAL_MS = 250.0
 PASSWORD = "icewater-demo"
@@ -171,19 +170,8 @@ def main() -> None:
         rubric_version_id = RubricVersion.objects.get(rubric__name="refund-support", version="1").pk
         change = (eval_set_id, rubric_version_id, JudgeConfig.objects.get(name="demo-instruments").pk)
 
-        port, log = free_port(), workdir / "access.log"
-        server = subprocess.Popen(
-            [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
-             "--workers", str(workers), "--threads", str(threads), "--access-logfile", str(log),
-             "--access-logformat", "%(m)s %(U)s%(q)s %(s)s %(D)s", "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        for _ in range(200):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                time.sleep(0.1)
+        log = workdir / "access.log"
+        server, port = serve(env, log, workers=workers, threads=threads)
         clients = {user: log_in(port, user) for user in ("lee", "rita", "ana")}
         labeling_page = make_a_change(clients, *change)  # so that a gate result page exists
         pages = walk_pages()

@@ -64,3 +64,29 @@ def migrator():
 
     yield migrate
     migrate_to_latest()
+
+
+@pytest.fixture(scope="module")
+def module_demo(django_db_setup, django_db_blocker):
+    """The demo loaded once for a whole module (load_demo takes seconds), flushed when the module ends:
+    (eval set, rubric version, the demo's instrument judge). Tests using it must not change the demo's rows."""
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.test import override_settings
+
+    from calibration.management.commands.load_demo import EVAL_SET, JUDGE
+    from judging.models import JudgeConfig
+    from labeling.models import EvalSet, LabelingQueue
+
+    with (
+        django_db_blocker.unblock(),
+        override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]),
+    ):
+        call_command("load_demo", verbosity=0, stdout=StringIO())
+        es = EvalSet.objects.get(name=EVAL_SET)
+        rv = LabelingQueue.objects.get(eval_set=es, is_current=True).rubric_version
+        try:
+            yield es, rv, JudgeConfig.objects.get(name=JUDGE)
+        finally:
+            call_command("flush", interactive=False, verbosity=0)

@@ -135,7 +135,7 @@ def test_a_legal_eval_log_still_imports_on_the_page(client, lead, refund_logs, o
 
 @pytest.fixture
 def push_token(client, lead):
-    return create_token(client, lead, ["push"], make_rubric_version("refund", "1"))
+    return create_token(client, lead, ["push"], make_rubric_version("refund", "1"), judges=("grader",))
 
 
 @pytest.mark.parametrize("path", ["/api/outputs", "/api/verdicts"])

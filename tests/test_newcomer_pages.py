@@ -9,35 +9,21 @@ rolled back, and the module's end flushes the database as a transactional test l
 from __future__ import annotations
 
 import re
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
-from django.test import override_settings
 from django.urls import reverse
 
-from calibration.management.commands.load_demo import EVAL_SET, JUDGE
 from judging.models import JudgeConfig
-from labeling.models import EvalSet, LabelingQueue, User
+from labeling.models import User
 
 from .labeling_helpers import claim_via_next, labeling_setup, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(scope="module")
-def demo(django_db_setup, django_db_blocker):
-    with (
-        django_db_blocker.unblock(),
-        override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]),
-    ):
-        call_command("load_demo", verbosity=0, stdout=StringIO())
-        es = EvalSet.objects.get(name=EVAL_SET)
-        rv = LabelingQueue.objects.get(eval_set=es, is_current=True).rubric_version
-        try:
-            yield es, rv, JudgeConfig.objects.get(name=JUDGE)
-        finally:
-            call_command("flush", interactive=False, verbosity=0)
+@pytest.fixture
+def demo(module_demo):
+    return module_demo
 
 
 @pytest.fixture

@@ -9,18 +9,15 @@ would take the demo with it. The database is flushed when the module ends, as a 
 from __future__ import annotations
 
 import re
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
 from django.db import connections
-from django.test import override_settings
 from playwright.sync_api import expect
 from pytest_django.live_server_helper import LiveServer
 
-from calibration.management.commands.load_demo import DEFAULT_DEMO_PASSWORD, EVAL_SET, JUDGE
-from judging.models import JudgeConfig, JudgeRun, ProbeRun, Verdict
-from labeling.models import EvalSet, LabelingQueue, Output
+from calibration.management.commands.load_demo import DEFAULT_DEMO_PASSWORD
+from judging.models import JudgeRun, ProbeRun, Verdict
+from labeling.models import Output
 
 from .conftest import screenshot
 
@@ -38,16 +35,10 @@ TABLES_OUT = """() => Array.from(document.querySelectorAll("table")).filter((t) 
 
 
 @pytest.fixture(scope="module")
-def demo_site(django_db_setup, django_db_blocker):
-    """The demo in the test database and a live server on it, for the whole module; ids of what the walk opens."""
-    with (
-        django_db_blocker.unblock(),
-        override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]),
-    ):
-        call_command("load_demo", verbosity=0, stdout=StringIO())
-        es = EvalSet.objects.get(name=EVAL_SET)
-        rv = LabelingQueue.objects.get(eval_set=es, is_current=True).rubric_version
-        judge = JudgeConfig.objects.get(name=JUDGE)
+def demo_site(module_demo, django_db_blocker):
+    """A live server on the demo for the whole module; ids of what the walk opens."""
+    es, rv, judge = module_demo
+    with django_db_blocker.unblock():
         run = JudgeRun.objects.filter(judge_config=judge, probe_run__isnull=True).latest("pk")
         ids = {
             "es": es.pk,
@@ -69,7 +60,6 @@ def demo_site(django_db_setup, django_db_blocker):
         finally:
             server.stop()
             settings_dict["CONN_MAX_AGE"] = max_age
-            call_command("flush", interactive=False, verbosity=0)
 
 
 def walk(ids: dict) -> dict[str, list[str]]:
