@@ -8,8 +8,8 @@ and the README's walk (the rubric approved, `correct_amount` gating), then gunic
 scripts/run.sh starts it. Each role logs in (ana, rita, lee) and visits its pages:
 
   cold    the first view of each page in a just-started server (each worker imports what it needs then);
-  change  for each further round, ana saves one label and the lead records a gate result through the pages
-          (a change that the lead's Home, the report and progress must show), then every page once more;
+  change  for each further round, ana labels and submits one output and the lead records a gate result
+          through the pages (new labels: the report's figures are computed again), then every page once more;
   again   every page again, with nothing changed in between.
 
 Times are gunicorn's own (the access log's %(D)s: from the request read to the response written), so the
@@ -115,19 +115,30 @@ def log_in(port: int, user: str) -> Client:
     return client
 
 
+CRITERIA = ("correct_amount", "within_policy", "concise", "grounded")  # the demo rubric's
+
+
 def make_a_change(clients: dict[str, Client], eval_set_id: int, rubric_version_id: int, judge_id: int) -> str:
-    """One label saved by ana through the labeling page, and a gate result recorded by the lead; returns the
-    labeling page's path."""
+    """A change that moves the report's figures: ana answers every criterion of her next output (Can't tell,
+    which needs no quote) and submits it, so the labels the report reads are new; and the lead records a
+    gate result. Returns the path of ana's next labeling page (left open as a draft)."""
     ana = clients["ana"]
-    _, location, _ = ana.request("next", "POST", f"/queues/{eval_set_id}/next")
-    pk = re.search(r"/annotations/(\d+)/", location or "")
-    if pk is None:
-        raise SystemExit(f"ana got no annotation from Next ({location!r})")
-    form = {"criterion": "concise", "outcome": "ABSTAIN", "evidence": "", "rubric_version": rubric_version_id}
-    ana.request("save", "POST", f"/annotations/{pk.group(1)}/save", form, htmx=True)
+
+    def next_annotation() -> str:
+        _, location, _ = ana.request("next", "POST", f"/queues/{eval_set_id}/next")
+        found = re.search(r"/annotations/(\d+)/", location or "")
+        if found is None:
+            raise SystemExit(f"ana got no annotation from Next ({location!r})")
+        return found.group(1)
+
+    pk = next_annotation()
+    for key in CRITERIA:
+        form = {"criterion": key, "outcome": "ABSTAIN", "evidence": "", "rubric_version": rubric_version_id}
+        ana.request("save", "POST", f"/annotations/{pk}/save", form, htmx=True)
+    ana.request("submit", "POST", f"/annotations/{pk}/submit", {"rubric_version": rubric_version_id})
     gate = {"eval_set": eval_set_id, "rubric_version": rubric_version_id, "judge_config": judge_id}
     clients["lee"].request("gate", "POST", "/calibration/gates/run", {**gate, "agent_version": "v1.4"})
-    return f"/annotations/{pk.group(1)}/"
+    return f"/annotations/{next_annotation()}/"
 
 
 def server_ms(log: Path) -> list[tuple[str, float]]:

@@ -36,7 +36,7 @@ from judging.models import JudgeRun
 from labeling.models import Annotation, EvalSet, RubricVersion
 
 from .models import GateResult, GatingMark, GatingReview
-from .report import calibration_report
+from .report import criterion_tiers
 
 # Gate answers older than a week are history, not news: a release pipeline runs the gate daily or more.
 RECENT_GATES = timedelta(days=7)
@@ -150,13 +150,12 @@ def tier_changes(marks: list[GatingMark]) -> list[Line]:
     lines = []
     for (_, _, _, agent_version), group in list(groups.items())[:MAX_TIER_CHECKS]:
         first = group[0]
-        report = calibration_report(
+        tiers = criterion_tiers(
             eval_set=first.calibration_eval_set,
             rubric_version=first.rubric_version,
             judge_config=first.judge_config,
             agent_version=agent_version or None,
         )
-        tiers = {r.criterion: r.tier for r in report.rows}
         for m in group:
             now = tiers.get(m.criterion.key)
             if now is not None and now != m.tier:

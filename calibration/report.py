@@ -533,6 +533,47 @@ def _gold_findings(policy: str, g: GoldCounts) -> tuple[Finding, ...]:
     return tuple(out)
 
 
+def _agreements(items: pd.DataFrame) -> dict[object, Agreement]:
+    """Judge vs gold per criterion, over the items where both said PASS or FAIL."""
+    compared = items[items["judge"].isin(BINARY) & items["gold"].isin(BINARY)]
+    return {crit: cohen_agreement(g["judge"], g["gold"]) for crit, g in compared.groupby("criterion", sort=False)}
+
+
+def build_tiers(
+    *,
+    criteria: Iterable[tuple[object, str]],
+    labels: pd.DataFrame,
+    adjudicated: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    gold_policies: Mapping[object, str] | None = None,
+) -> dict[str, str]:
+    """Pure: each criterion's tier, as build_rows computes it (the same gold, current verdicts and kappa), without
+    the rest of the row (the human ceiling, the gold counts, the judge's self-agreement)."""
+    labels, adjudicated, verdicts = (_categorical(df) for df in (labels, adjudicated, verdicts))
+    gold = derive_gold(labels, adjudicated, gold_policies or {})
+    agreements = _agreements(current_verdicts(verdicts).merge(gold, on=KEY, how="outer"))
+    empty = cohen_agreement(np.array([]), np.array([]))
+    return {key: tier_for(a.kappa, a.n) for crit_id, key in criteria for a in [agreements.get(crit_id, empty)]}
+
+
+def criterion_tiers(
+    *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, agent_version: str | None = None
+) -> dict[str, str]:
+    """criterion key -> tier on this calibration, at a fraction of the whole report's cost (Home's check of the
+    gating marks), computed once per content like the report's rows."""
+    scope = data.Scope(eval_set, rubric_version, agent_version)
+    criteria, policies = _criteria(rubric_version)
+    frames = data.load_labels(scope), data.load_adjudicated(scope), data.load_verdicts(scope, judge_config)
+    parts = (criteria, *frames, sorted((str(k), str(v)) for k, v in policies.items()))
+    return content_cache.computed(
+        "tiers",
+        parts,
+        lambda: build_tiers(
+            criteria=criteria, labels=frames[0], adjudicated=frames[1], verdicts=frames[2], gold_policies=policies
+        ),
+    )
+
+
 def build_rows(
     *,
     criteria: Iterable[tuple[object, str]],
@@ -551,11 +592,9 @@ def build_rows(
     labels, adjudicated, verdicts = (_categorical(df) for df in (labels, adjudicated, verdicts))
     gold = derive_gold(labels, adjudicated, gold_policies)
     gold_counts = _gold_counts(labels, adjudicated, gold)
-    judge = current_verdicts(verdicts)
-    items = judge.merge(gold, on=KEY, how="outer")
+    items = current_verdicts(verdicts).merge(gold, on=KEY, how="outer")
     counts = _bucket_counts(items)
-    compared = items[items["judge"].isin(BINARY) & items["gold"].isin(BINARY)]
-    agreements = {crit: cohen_agreement(g["judge"], g["gold"]) for crit, g in compared.groupby("criterion", sort=False)}
+    agreements = _agreements(items)
     humans = _human(labels)
     outside = _quotes_outside_response(labels)
     selves = _self_agreement(verdicts)

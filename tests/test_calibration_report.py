@@ -11,6 +11,7 @@ from django.urls import reverse
 from calibration.report import (
     REPORT_KEYS,
     calibration_report,
+    criterion_tiers,
     human_agreement,
     human_agreement_from_labels,
     segmented_report,
@@ -63,6 +64,20 @@ def test_the_worked_example_read_from_the_database(setup):
     assert row.balanced_accuracy == pytest.approx(0.8333, abs=1e-4) and row.f1 == pytest.approx(290 / 310)
     data = row.as_dict()
     assert data["tnr_ci"][0] < 0.7 < data["tnr_ci"][1] and data["f1_ci"][0] < data["f1"] < data["f1_ci"][1]
+
+
+def test_the_tiers_alone_are_the_reports_tiers(setup):
+    es, rv, judge = setup
+    # correct_amount: the worked example above, kappa 0.714 on 200 items (gate); next_step: a judge that
+    # passes all 200 of which people fail 50: observed 0.75, chance 1 * 0.75 + 0 * 0.25 = 0.75, kappa 0 (unusable).
+    bulk_calibration(es, rv, judge, {"correct_amount": (145, 15, 5, 35), "next_step": (150, 50, 0, 0)})
+    tiers = criterion_tiers(eval_set=es, rubric_version=rv, judge_config=judge)
+    assert tiers == {"correct_amount": "gate", "next_step": "unusable"}
+    assert tiers == {r.criterion: r.tier for r in report(es, rv, judge).rows}
+    # 60 items: below MIN_N for any tier.
+    small = make_eval_set("small")
+    bulk_calibration(small, rv, judge, {"correct_amount": (30, 10, 10, 10)})
+    assert criterion_tiers(eval_set=small, rubric_version=rv, judge_config=judge)["correct_amount"] == "insufficient"
 
 
 def test_always_pass_judge_is_flagged_as_constant(setup):

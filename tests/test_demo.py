@@ -12,7 +12,7 @@ from django.urls import reverse
 from calibration.management.commands.load_demo import DEMO_DIR, EVAL_SET, JUDGE, LLM_JUDGE
 from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
 from calibration.models import GateResult, GatingMark
-from calibration.report import calibration_report
+from calibration.report import calibration_report, criterion_tiers
 from judging.models import JudgeConfig, JudgeRun
 from labeling.models import EvalSet, LabelingQueue, Output, RubricVersion, User
 
@@ -40,6 +40,8 @@ def test_the_demo_puts_each_criterion_in_its_intended_situation(demo, client):
     assert 300 <= Output.objects.filter(case__eval_set=es).count() <= 400
     rows = {r.criterion: r for r in calibration_report(eval_set=es, rubric_version=rv, judge_config=judge).rows}
     assert {k: r.tier for k, r in rows.items()} == INTENDED_TIERS
+    # Home's cheaper path to the tiers lands each criterion in the same place.
+    assert criterion_tiers(eval_set=es, rubric_version=rv, judge_config=judge) == INTENDED_TIERS
     assert all(r.n >= MIN_N for r in rows.values())  # no criterion is merely "insufficient"
     # The gate-tier criterion clears the gate threshold with its whole interval, so no warning clouds the walk.
     assert rows["correct_amount"].kappa_ci[0] >= 0.6
