@@ -595,7 +595,8 @@ def build_rows(
     items = current_verdicts(verdicts).merge(gold, on=KEY, how="outer")
     counts = _bucket_counts(items)
     agreements = _agreements(items)
-    humans = _human(labels)
+    # The same labels give the same ceiling whatever the judge: computed once per content (Compare's two sides).
+    humans = content_cache.computed("human-ceiling", (labels,), lambda: _human(labels))
     outside = _quotes_outside_response(labels)
     selves = _self_agreement(verdicts)
     rows = []
