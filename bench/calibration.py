@@ -261,10 +261,9 @@ def floor(scope: dict) -> tuple[float, int]:
 
 
 def report(scope: dict) -> tuple[float, int, object]:
+    from django.core.cache import caches
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
-
-    from django.core.cache import caches
 
     from calibration.report import calibration_report
 
