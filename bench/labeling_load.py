@@ -307,6 +307,15 @@ def serve(
     return server, port
 
 
+def stop(server: subprocess.Popen) -> None:
+    """Stop a server `serve` started: politely, then for sure."""
+    server.terminate()
+    try:
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+
+
 def run_sh_server() -> tuple[int, int]:
     """The gunicorn workers and threads `make run` starts (scripts/run.sh), read from the script itself."""
     script = (ROOT / "scripts/run.sh").read_text()
@@ -447,11 +456,7 @@ def main() -> None:
     finally:
         signal.alarm(0)
         if server is not None:
-            server.terminate()
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop(server)
         if admin is not None:
             drop_database(admin, scratch)
         shutil.rmtree(workdir, ignore_errors=True)

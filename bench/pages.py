@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from labeling_load import Client, RequestFailed, run_sh_server, serve  # noqa: E402 - after the path is set
+from labeling_load import Client, RequestFailed, run_sh_server, serve, stop  # noqa: E402 - after the path is set
 
 GOAL_MS = 250.0
 PASSWORD = "icewater-demo"
@@ -232,11 +232,7 @@ def main() -> None:
     finally:
         signal.alarm(0)
         if server is not None:
-            server.terminate()
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop(server)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
