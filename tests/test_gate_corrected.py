@@ -93,6 +93,18 @@ def test_in_simulations_the_corrected_interval_covers_the_true_pass_rate_and_the
     assert observed_covered / runs < 0.05  # negative control: the judge's own pass rate misses the truth
 
 
+def test_the_corrected_bound_barely_moves_with_the_bootstrap_seed():
+    """The bound decides against a threshold, so its Monte Carlo error must be far below a lead's margins.
+    A 100-item calibration (the judge catches 20 of 28 failures) and a 100-output candidate: across 30 seeds
+    the lower bound's spread is about 0.01 with the 2,000 replicates the kappa intervals use (the negative
+    control, enough to flip a decision at the threshold) and about 0.003 with the default."""
+    cells, passes, n = (60, 8, 12, 20), 70, 100
+    default = [corrected_pass_rate(passes, n, cells, seed=s).lower for s in range(30)]
+    few = [corrected_pass_rate(passes, n, cells, replicates=2000, seed=s).lower for s in range(30)]
+    assert np.std(default) < 0.005
+    assert np.std(few) > 0.007  # negative control: the old B moves the bound by about 0.01
+
+
 def test_with_a_perfect_calibration_the_corrected_bound_is_the_wilson_bound():
     # A bootstrap of 35 of 35 passes is 35 of 35 every time; the bound must not collapse to 1.
     perfect = (100, 0, 0, 100)
