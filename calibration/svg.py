@@ -123,6 +123,15 @@ GATE_LEFT, GATE_RIGHT = 6, 254
 ERROR_LEFT, ERROR_RIGHT = 4, 104
 
 
+# The deciding bound's name in a table cell (policy.DECIDE_ON has the long form). A result stored before the
+# policy had `decide_on` decided on the Wilson bound.
+BOUND_NAMES = {"corrected_lower": "corrected", "wilson_lower": "Wilson"}
+
+
+def deciding_bound_name(criterion: dict) -> str:
+    return BOUND_NAMES.get(criterion.get("decide_on") or "wilson_lower", "Wilson")
+
+
 def deciding_lower(criterion: dict) -> float | None:
     """The lower bound the criterion's policy decides on: the key its `decide_on` names when the result has
     one (a corrected bound, say), else the Wilson lower bound."""
@@ -144,6 +153,8 @@ class GateRow:
     met: bool
     label: str  # for screen readers: every number the row draws
     axis_min: float
+    lower: float | None  # the bound that decided, and its name: what the table shows beside the chart
+    lower_name: str
     pass_x: float | None
     lower_x: float | None
     min_x: float
@@ -197,7 +208,8 @@ def gate_rows(criteria: list[dict]) -> list[GateRow]:
         scale = max(2 * max_error, error, 1e-9)
         span = ERROR_RIGHT - ERROR_LEFT
         label = (
-            f"{c.get('criterion')}: pass rate {_pct(rate)}, lower bound {_pct(lower)}, minimum {_pct(minimum)}; "
+            f"{c.get('criterion')}: pass rate {_pct(rate)}, {deciding_bound_name(c)} lower bound {_pct(lower)}, "
+            f"minimum {_pct(minimum)}; "
             f"ERROR rate {_pct(error)}, maximum {_pct(max_error)}; {'met' if c.get('met') else 'not met'}"
         )
         rows.append(
@@ -206,6 +218,8 @@ def gate_rows(criteria: list[dict]) -> list[GateRow]:
                 met=bool(c.get("met")),
                 label=label,
                 axis_min=axis_min,
+                lower=lower,
+                lower_name=deciding_bound_name(c),
                 pass_x=None if rate is None else _x(rate, axis_min),
                 lower_x=None if lower is None else _x(lower, axis_min),
                 min_x=_x(minimum, axis_min),

@@ -33,7 +33,7 @@ def test_the_row_places_rate_bound_and_minimum_on_one_axis():
     assert (row.pass_x, row.lower_x, row.min_x) == (192.0, 105.2, 130.0)
     assert row.below_w == 124.0 and row.min_label == "min 0.9"
     assert row.ticks[0]["x"] == GATE_LEFT and row.ticks[-1]["x"] == GATE_RIGHT
-    assert "pass rate 95.0%, lower bound 88.0%, minimum 90.0%" in row.label and row.label.endswith("not met")
+    assert "pass rate 95.0%, Wilson lower bound 88.0%, minimum 90.0%" in row.label and row.label.endswith("not met")
 
 
 def test_the_error_track_is_twice_the_maximum_long():
@@ -57,3 +57,15 @@ def test_the_bound_that_decides_is_the_one_the_policy_names():
 def test_a_criterion_without_pass_or_fail_verdicts_has_no_dot():
     (row,) = gate_rows([crit(pass_rate=None, wilson_lower=None, met=False)])
     assert row.pass_x is None and row.lower_x is None and "pass rate n/a" in row.label
+
+
+def test_the_row_names_the_bound_that_decided_not_always_wilsons():
+    # 0.790 Wilson, 0.809 corrected, deciding on the corrected one: the table shows 0.809 and says "corrected".
+    (row,) = gate_rows([crit(wilson_lower=0.790, corrected_lower=0.809, decide_on="corrected_lower")])
+    assert (row.lower, row.lower_name) == (0.809, "corrected")
+    assert "corrected lower bound 80.9%" in row.label
+    # Negative control: a policy deciding on Wilson, and a result stored before decide_on existed.
+    (row,) = gate_rows([crit(wilson_lower=0.790, corrected_lower=0.809, decide_on="wilson_lower")])
+    assert (row.lower, row.lower_name) == (0.790, "Wilson")
+    (row,) = gate_rows([crit(wilson_lower=0.790)])
+    assert (row.lower, row.lower_name) == (0.790, "Wilson")

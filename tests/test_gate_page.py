@@ -162,3 +162,23 @@ def test_the_gate_results_list_links_each_result_and_says_who_asked(client, lead
     body = client.get(reverse("calibration:gates")).content.decode()
     assert reverse("calibration:gate_result", args=[GateResult.objects.get().pk]) in body
     assert "Gate page · lead" in body and reverse("calibration:gate_run") in body
+
+
+def test_the_result_page_shows_the_bound_that_decided_by_name(client, lead):
+    # The case: Wilson 0.790, corrected 0.809, the policy decides on the corrected bound.
+    criterion = {"criterion": "correct_amount", "n": 40, "passes": 35, "errors": 0, "pass_rate": 0.875}
+    criterion |= {"wilson_lower": 0.790, "corrected_lower": 0.809, "min_pass_rate": 0.8, "confidence": 0.95}
+    criterion |= {"error_rate": 0.0, "max_error_rate": 0.02, "met": True, "decide_on": "corrected_lower"}
+    record = GateResult.objects.create(
+        decision="passed",
+        source="cli",
+        eval_set_name="rc-1",
+        rubric_ref="refund@1",
+        judge_name="j",
+        result={"criteria": [criterion]},
+    )
+    client.force_login(lead)
+    body = client.get(reverse("calibration:gate_result", args=[record.pk])).content.decode()
+    assert "lower bound that decided" in body
+    assert '0.809 <span class="muted small">corrected</span>' in body
+    assert ">0.790<" not in body and "0.790 " not in body  # the Wilson bound did not decide: not in its place
