@@ -1,4 +1,5 @@
-"""/api/: the JSON API (api/endpoints.py), with its browsable docs at /api/docs and schema at /api/openapi.json.
+"""/api/: the JSON API (api/endpoints.py), with its browsable docs at /api/docs and schema at /api/openapi.json;
+and the gate's first address, /calibration/api/gate, the same operation as /api/gate.
 
 Tokens are made on the gate page (calibration:gates), where a lead gives each its scopes. Every answer under
 /api/ is JSON, an address that does not exist and a method an endpoint does not take included.
@@ -12,8 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import URLPattern, include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from calibration.api import error
-
+from .answers import error
 from .endpoints import NOT_FOUND, api
 
 
@@ -53,4 +53,9 @@ _patterns = [
 urlpatterns = [
     path("", include((_patterns, _ninja_app), namespace=_namespace)),
     re_path(r"^(?P<rest>.*)$", not_found),
+]
+# The gate's first address (docs/api.md), in the calibration namespace (config/urls.py): the operation of /api/gate
+# itself, so one token check, one body Schema and one answer for both.
+calibration_patterns = [
+    path("api/gate", next(p.callback for p in _patterns if getattr(p, "name", None) == "gate"), name="api_gate")
 ]

@@ -29,9 +29,12 @@ def schema(client) -> dict:
 
 
 def body_schema(schema: dict, path: str) -> dict:
-    """The JSON body schema of POST `path`, with its $refs resolved against the whole document."""
+    """The JSON body schema of POST `path` (a component's, where it names one), with its $refs resolved against the
+    whole document."""
     found = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    return {**found, "components": schema["components"]} if "$ref" in found else found
+    if "$ref" in found:
+        found = schema["components"]["schemas"][found["$ref"].removeprefix("#/components/schemas/")]
+    return {**found, "components": schema["components"]}
 
 
 def test_the_schema_states_the_servers_rules(schema):
