@@ -16,7 +16,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from calibration.models import GateToken, hash_token
+from .models import GateToken, hash_token
 
 NO_TOKEN = "send a token as 'Authorization: Bearer <token>' (a lead creates one on the gate page, /calibration/gates/)"
 

@@ -26,8 +26,7 @@ from ninja.parser import Parser
 from calibration.export import to_json
 from calibration.gate import GateOutcome, GateRequest, gate_and_record
 from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
-from calibration.models import GateResult, VerdictPush
-from calibration.models import TokenScope as Scope
+from calibration.models import GateResult
 from calibration.policy import PolicyRefused, Tightening
 from calibration.report import calibration_report, segmented_report
 from judging import runner
@@ -42,8 +41,10 @@ from labeling.io.json_body import BodyRefused, check_query, parse_json_body, sch
 
 from .answers import LENGTH_REQUIRED, bad_parameters, error, refused_body, server_error, too_large, unread_chunked_body
 from .auth import NO_TOKEN, ApiError, TokenAuth, check_judge, check_scope
+from .models import TokenScope as Scope
+from .models import VerdictPush
 from .pushes import body_source, run_import
-from .schemas import RUBRIC_REF, ErrorOut, GateIn, PushOut, RunIn
+from .schemas import RUBRIC_REF, ErrorOut, GateIn, GateOut, ProgressOut, PushOut, ReportOut, RunIn
 
 # Swagger UI's stylesheet draws its icons as data: SVG images; the site's policy allows images from 'self' only.
 # An image cannot run anything, so the docs page alone may also show data: images (scripts stay 'self' only).
@@ -283,7 +284,7 @@ def progress_body(progress: Progress) -> dict:
     return body
 
 
-@api.post("/judge-runs", auth=JUDGE, response={202: dict, **ERRORS, 503: ErrorOut})
+@api.post("/judge-runs", auth=JUDGE, response={202: ProgressOut, **ERRORS, 503: ErrorOut})
 def start_judge_run(request: HttpRequest, payload: RunIn):
     """Queue a judge run on the Celery workers (as `run_judge` does); follow it with GET /api/judge-runs/{id}."""
     check_scope(request, eval_set=payload.eval_set, rubric=payload.rubric)
@@ -296,10 +297,11 @@ def start_judge_run(request: HttpRequest, payload: RunIn):
     run.refresh_from_db(fields=["status", "error"])
     if run.status == JudgeRun.Status.FAILED:
         raise ApiError(503, f"judge run {run.pk} could not start: {run.error}", run_id=run.pk)
-    return Status(202, progress_body(progress_of(run)))
+    # The progress as the domain words it (ProgressOut documents it; tests/test_api_schema.py holds it to that).
+    return JsonResponse(progress_body(progress_of(run)), status=202)
 
 
-@api.get("/judge-runs/{run_id}", auth=JUDGE, response={200: dict, **ERRORS})
+@api.get("/judge-runs/{run_id}", auth=JUDGE, response={200: ProgressOut, **ERRORS})
 def judge_run_progress(request: HttpRequest, run_id: int):
     """How far a judge run has got: items, verdicts per outcome, the most frequent ERROR reasons."""
     run = JudgeRun.objects.select_related("eval_set", "rubric_version__rubric").filter(pk=run_id).first()
@@ -312,13 +314,13 @@ def judge_run_progress(request: HttpRequest, run_id: int):
         run = None
     if run is None:
         raise ApiError(404, f"there is no judge run {run_id}")
-    return progress_body(progress_of(run))
+    return JsonResponse(progress_body(progress_of(run)))
 
 
 # -- calibration and the gate -----------------------------------------------------------------------------
 
 
-@api.get("/calibration-report", auth=REPORT, response={200: dict, **ERRORS})
+@api.get("/calibration-report", auth=REPORT, response={200: ReportOut, **ERRORS})
 def report(
     request: HttpRequest,
     eval_set: EvalSetName,
@@ -344,7 +346,7 @@ def _unknown_name(outcome: GateOutcome) -> bool:
     return None in (record.eval_set_id, record.rubric_version_id, record.judge_config_id)
 
 
-@api.post("/gate", auth=GATE, response={200: dict, 409: ErrorOut, 413: ErrorOut, 411: ErrorOut, **ERRORS})
+@api.post("/gate", auth=GATE, response={200: GateOut, 409: ErrorOut, 411: ErrorOut, 413: ErrorOut, **ERRORS})
 def gate(request: HttpRequest, payload: GateIn):
     """The release gate, as `manage.py gate --format json` (the token's rubric version, eval set pattern and the
     lead's policy, which the thresholds may only tighten). Also answers at /calibration/api/gate.

@@ -13,6 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import URLPattern, include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
+from . import views
 from .answers import error
 from .endpoints import NOT_FOUND, api
 
@@ -54,8 +55,12 @@ urlpatterns = [
     path("", include((_patterns, _ninja_app), namespace=_namespace)),
     re_path(r"^(?P<rest>.*)$", not_found),
 ]
-# The gate's first address (docs/api.md), in the calibration namespace (config/urls.py): the operation of /api/gate
-# itself, so one token check, one body Schema and one answer for both.
+# In the calibration namespace, under /calibration/ (config/urls.py): the gate page with its token panel, and the
+# gate's first address (docs/api.md), the operation of /api/gate itself, so one token check, one body Schema and one
+# answer for both.
 calibration_patterns = [
-    path("api/gate", next(p.callback for p in _patterns if getattr(p, "name", None) == "gate"), name="api_gate")
+    path("gates/", views.gates, name="gates"),
+    path("gates/tokens", views.create_token, name="create_token"),
+    path("gates/tokens/<int:token>/revoke", views.revoke_token, name="revoke_token"),
+    path("api/gate", next(p.callback for p in _patterns if getattr(p, "name", None) == "gate"), name="api_gate"),
 ]

@@ -11,7 +11,8 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from calibration.models import GateResult, GateToken
+from api.models import GateToken
+from calibration.models import GateResult
 from judging import runner
 from judging.models import JudgeRun, Verdict
 from labeling.models import Case, Output
