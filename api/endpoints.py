@@ -44,7 +44,7 @@ from .auth import NO_TOKEN, ApiError, TokenAuth, check_judge, check_scope
 from .models import TokenScope as Scope
 from .models import VerdictPush
 from .pushes import body_source, run_import
-from .schemas import RUBRIC_REF, ErrorOut, GateIn, GateOut, ProgressOut, PushOut, ReportOut, RunIn
+from .schemas import RUBRIC_REF, ErrorOut, GateIn, GateOut, ProgressOut, PushOut, RecordsIn, ReportOut, RunIn
 
 # Swagger UI's stylesheet draws its icons as data: SVG images; the site's policy allows images from 'self' only.
 # An image cannot run anything, so the docs page alone may also show data: images (scripts stay 'self' only).
@@ -175,19 +175,11 @@ NOT_FOUND = "there is nothing at this address; the endpoints are listed at /api/
 
 
 ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 405: ErrorOut, 500: ErrorOut}
-# What the server takes as {"records": [...]}: at least one record, each an object (one line of the JSONL format,
-# whose fields the importer checks), and nothing beside "records".
-RECORDS = {
-    "type": "object",
-    "required": ["records"],
-    "additionalProperties": False,
-    "properties": {"records": {"type": "array", "minItems": 1, "items": {"type": "object"}}},
-}
 PUSH_BODY = {
     "requestBody": {
         "description": 'An import file (?filename picks its format by suffix), or JSON {"records": [...]}.',
         "content": {
-            "application/json": {"schema": RECORDS},
+            "application/json": {"schema": RecordsIn.model_json_schema()},
             "application/x-ndjson": {"schema": {"type": "string"}},
             "text/csv": {"schema": {"type": "string"}},
             "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},

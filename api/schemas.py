@@ -35,6 +35,15 @@ class RunIn(Schema):
     agent_version: str = Field("", max_length=200)
 
 
+class RecordsIn(Schema):
+    """A push as JSON: {"records": [...]}, nothing beside "records". Each record is one line of the JSONL format; the
+    importer checks their fields and that there is one, with line numbers (line N is records[N-1]), as in a file."""
+
+    model_config = ConfigDict(extra="forbid", title="Records")
+
+    records: list[dict] = Field(min_length=1)
+
+
 class ProblemOut(Schema):
     line: int | None = Field(description="the record's line in a pushed file, else null")
     field: str | None = Field(description="where: a record's field, a path in the body, a query parameter")
