@@ -1,4 +1,4 @@
-"""Who is calling the API: a bearer token (calibration's GateToken, the one token concept), checked for
+"""Who is calling the API: a bearer token (GateToken, api/models.py: the one token concept), checked for
 each endpoint's scope and for the rubric version and eval sets the lead limited it to.
 
 Session cookies are not accepted (the API needs no CSRF token because of that): a browser that
