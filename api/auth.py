@@ -1,4 +1,4 @@
-"""Who is calling the API: a bearer token (calibration's GateToken, the one token concept), checked for
+"""Who is calling the API: a bearer token (GateToken, api/models.py: the one token concept), checked for
 each endpoint's scope and for the rubric version and eval sets the lead limited it to.
 
 Session cookies are not accepted (the API needs no CSRF token because of that): a browser that
@@ -16,9 +16,16 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from calibration.models import GateToken, hash_token
+from .models import GateToken, hash_token
 
 NO_TOKEN = "send a token as 'Authorization: Bearer <token>' (a lead creates one on the gate page, /calibration/gates/)"
+
+
+def no_token(scope: str) -> str:
+    return (
+        f"send a valid {scope} token as 'Authorization: Bearer <token>' (a lead creates one on the gate page, "
+        "/calibration/gates/)"
+    )
 
 
 class ApiError(Exception):
@@ -53,14 +60,14 @@ class TokenAuth(HttpBearer):
     def __call__(self, request: HttpRequest) -> GateToken:
         scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not secret.strip():
-            raise ApiError(401, NO_TOKEN)
+            raise ApiError(401, no_token(self.scope))
         return self.authenticate(request, secret.strip())
 
     def authenticate(self, request: HttpRequest, token: str) -> GateToken:
         tokens = GateToken.objects.select_related("rubric_version__rubric")
         found = tokens.filter(token_hash=hash_token(token)).first()
         if found is None:
-            raise ApiError(401, f"unknown token; {NO_TOKEN}")
+            raise ApiError(401, f"unknown token; {no_token(self.scope)}")
         if not found.is_active:
             raise ApiError(401, "this token was revoked; ask a lead for a new one")
         if not found.allows(self.scope):

@@ -22,14 +22,12 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
-from pydantic import ConfigDict
 
-from calibration import api as gate_api
-from calibration.api import RUBRIC_REF, GateIn, bad_parameters, error, refused_body, server_error, too_large
 from calibration.export import to_json
+from calibration.gate import GateOutcome, GateRequest, gate_and_record
 from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
-from calibration.models import TokenScope as Scope
-from calibration.models import VerdictPush
+from calibration.models import GateResult
+from calibration.policy import PolicyRefused, Tightening
 from calibration.report import calibration_report, segmented_report
 from judging import runner
 from judging.backends import Misconfigured
@@ -38,14 +36,22 @@ from judging.io import import_verdicts
 from judging.models import JudgeRun
 from judging.progress import Progress, progress_of
 from labeling.io import import_cases
+from labeling.io.errors import Problem
 from labeling.io.json_body import BodyRefused, check_query, parse_json_body, schema_problems
 
+from .answers import LENGTH_REQUIRED, bad_parameters, error, refused_body, server_error, too_large, unread_chunked_body
 from .auth import NO_TOKEN, ApiError, TokenAuth, check_judge, check_scope
+from .models import TokenScope as Scope
+from .models import VerdictPush
 from .pushes import body_source, run_import
+from .schemas import RUBRIC_REF, ErrorOut, GateIn, GateOut, ProgressOut, PushOut, RecordsIn, ReportOut, RunIn
 
 # Swagger UI's stylesheet draws its icons as data: SVG images; the site's policy allows images from 'self' only.
 # An image cannot run anything, so the docs page alone may also show data: images (scripts stay 'self' only).
 DOCS_CSP = csp_update({"img-src": ["data:"]})
+
+
+NOT_AN_OBJECT = "must be a JSON object, not a list or a value"
 
 
 class BodyParser(Parser):
@@ -63,7 +69,28 @@ class BodyParser(Parser):
         return super().parse_querydict(data, list_fields, request)
 
 
-api = NinjaAPI(
+class BadParameters(ValidationError):
+    """ninja's ValidationError, knowing the Schema of the body it was about (None: the query or path)."""
+
+    def __init__(self, errors: list[dict], body_schema: type[Schema] | None) -> None:
+        super().__init__(errors)
+        self.body_schema = body_schema
+
+
+class IcewaterApi(NinjaAPI):
+    def validation_error_from_error_contexts(self, error_contexts) -> ValidationError:
+        """As ninja's, with the body's Schema, so that a misspelt field is answered with the fields it has."""
+        found = super().validation_error_from_error_contexts(error_contexts)
+        schemas = [
+            field.annotation
+            for context in error_contexts
+            for field in context.model.model_fields.values()
+            if isinstance(field.annotation, type) and issubclass(field.annotation, Schema)
+        ]
+        return BadParameters(found.errors, schemas[0] if schemas else None)
+
+
+api = IcewaterApi(
     title="Icewater API",
     version="1",
     description="Push outputs and verdicts, run judges, read calibration reports and ask the release gate. "
@@ -95,9 +122,23 @@ def _no_token(request: HttpRequest, exc: AuthenticationError) -> JsonResponse:
 
 @api.exception_handler(ValidationError)
 def _bad_input(request: HttpRequest, exc: ValidationError) -> JsonResponse:
-    """ninja's checks of parameters and JSON bodies against their schemas, as the HTTP gate words its own."""
-    problems = schema_problems(exc.errors)
-    return error(400, bad_parameters(problems), problems)
+    """ninja's checks of parameters and JSON bodies against their Schemas, in our words."""
+    body_schema = getattr(exc, "body_schema", None)
+    if body_schema is not None and not request.body:  # ninja validates an empty body without reading it
+        if unread_chunked_body(request):
+            return error(411, LENGTH_REQUIRED)
+        try:
+            parse_json_body(request.body)
+        except BodyRefused as refused:  # "the body is empty", as for any body the parser refuses
+            return refused_body(refused.problem)
+    problems = schema_problems(exc.errors, known=body_schema.model_fields if body_schema else ())
+    if body_schema is not GateIn:
+        return error(400, bad_parameters(problems), problems)
+    # The gate's answers from before it was an operation here, kept for its clients: a body that is not an object
+    # is refused as unreadable, and bad parameters come with "fields", the old shape (docs/api.md, Errors).
+    if any(len(e["loc"]) == 2 and e["loc"][0] == "body" for e in exc.errors):  # the whole body, not a field
+        return refused_body(Problem("body", None, None, NOT_AN_OBJECT))
+    return error(400, bad_parameters(problems), problems, fields={p.field or "body": [p.message] for p in problems})
 
 
 @api.exception_handler(BodyRefused)
@@ -133,42 +174,12 @@ def _server_error(request: HttpRequest, exc: Exception) -> JsonResponse:
 NOT_FOUND = "there is nothing at this address; the endpoints are listed at /api/docs"
 
 
-class ProblemOut(Schema):
-    line: int | None = Field(description="the record's line in a pushed file, else null")
-    field: str | None = Field(description="where: a record's field, a path in the body, a query parameter")
-    message: str
-    text: str = Field(description="the problem as one line, as the command would print it")
-
-
-class ErrorOut(Schema):
-    """Every error answer: this, plus the details some answers add (truncated, limit_bytes, run_id, passed)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    error: str = Field(description="what went wrong and what to do")
-    problems: list[ProblemOut] = Field(description="the problems behind it; empty when the error says it all")
-
-
-class PushOut(Schema):
-    summary: str
-    notes: list[str]
-    counts: dict[str, int]
-
-
 ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 405: ErrorOut, 500: ErrorOut}
-# What the server takes as {"records": [...]}: at least one record, each an object (one line of the JSONL format,
-# whose fields the importer checks), and nothing beside "records".
-RECORDS = {
-    "type": "object",
-    "required": ["records"],
-    "additionalProperties": False,
-    "properties": {"records": {"type": "array", "minItems": 1, "items": {"type": "object"}}},
-}
 PUSH_BODY = {
     "requestBody": {
         "description": 'An import file (?filename picks its format by suffix), or JSON {"records": [...]}.',
         "content": {
-            "application/json": {"schema": RECORDS},
+            "application/json": {"schema": RecordsIn.model_json_schema()},
             "application/x-ndjson": {"schema": {"type": "string"}},
             "text/csv": {"schema": {"type": "string"}},
             "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
@@ -241,16 +252,6 @@ def push_verdicts(
 # -- judge runs -------------------------------------------------------------------------------------------
 
 
-class RunIn(Schema):
-    # Strict, as the server: a misspelt key or a number for a name is refused, not ignored or converted.
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    eval_set: str = Field(min_length=1, max_length=200)
-    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF, description="NAME@VERSION")
-    judge: str = Field(min_length=1, max_length=200)
-    agent_version: str = Field("", max_length=200)
-
-
 def _named(eval_set: str, rubric: str, judge: str) -> tuple:
     """The eval set, rubric version and judge config by name; ApiError 404 naming what was asked.
 
@@ -275,7 +276,7 @@ def progress_body(progress: Progress) -> dict:
     return body
 
 
-@api.post("/judge-runs", auth=JUDGE, response={202: dict, **ERRORS, 503: ErrorOut})
+@api.post("/judge-runs", auth=JUDGE, response={202: ProgressOut, **ERRORS, 503: ErrorOut})
 def start_judge_run(request: HttpRequest, payload: RunIn):
     """Queue a judge run on the Celery workers (as `run_judge` does); follow it with GET /api/judge-runs/{id}."""
     check_scope(request, eval_set=payload.eval_set, rubric=payload.rubric)
@@ -288,10 +289,11 @@ def start_judge_run(request: HttpRequest, payload: RunIn):
     run.refresh_from_db(fields=["status", "error"])
     if run.status == JudgeRun.Status.FAILED:
         raise ApiError(503, f"judge run {run.pk} could not start: {run.error}", run_id=run.pk)
-    return Status(202, progress_body(progress_of(run)))
+    # The progress as the domain words it (ProgressOut documents it; tests/test_api_schema.py holds it to that).
+    return JsonResponse(progress_body(progress_of(run)), status=202)
 
 
-@api.get("/judge-runs/{run_id}", auth=JUDGE, response={200: dict, **ERRORS})
+@api.get("/judge-runs/{run_id}", auth=JUDGE, response={200: ProgressOut, **ERRORS})
 def judge_run_progress(request: HttpRequest, run_id: int):
     """How far a judge run has got: items, verdicts per outcome, the most frequent ERROR reasons."""
     run = JudgeRun.objects.select_related("eval_set", "rubric_version__rubric").filter(pk=run_id).first()
@@ -304,13 +306,13 @@ def judge_run_progress(request: HttpRequest, run_id: int):
         run = None
     if run is None:
         raise ApiError(404, f"there is no judge run {run_id}")
-    return progress_body(progress_of(run))
+    return JsonResponse(progress_body(progress_of(run)))
 
 
 # -- calibration and the gate -----------------------------------------------------------------------------
 
 
-@api.get("/calibration-report", auth=REPORT, response={200: dict, **ERRORS})
+@api.get("/calibration-report", auth=REPORT, response={200: ReportOut, **ERRORS})
 def report(
     request: HttpRequest,
     eval_set: EvalSetName,
@@ -330,15 +332,30 @@ def report(
     return HttpResponse(to_json(built), content_type="application/json")
 
 
-# The view validates the body with GateIn itself (it also answers at /calibration/api/gate): its schema is this.
-GATE_BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": GateIn.model_json_schema()}}}}
+def _unknown_name(outcome: GateOutcome) -> bool:
+    """The gate could not decide because a name matched nothing (the record then lacks what it names)."""
+    record = outcome.record
+    return None in (record.eval_set_id, record.rubric_version_id, record.judge_config_id)
 
 
-@api.post("/gate", auth=GATE, response={200: dict, 409: ErrorOut, 413: ErrorOut, **ERRORS}, openapi_extra=GATE_BODY)
-def gate(request: HttpRequest):
-    """The release gate: /calibration/api/gate itself (the token's rubric version, eval set pattern and policy).
+@api.post("/gate", auth=GATE, response={200: GateOut, 409: ErrorOut, 411: ErrorOut, 413: ErrorOut, **ERRORS})
+def gate(request: HttpRequest, payload: GateIn):
+    """The release gate, as `manage.py gate --format json` (the token's rubric version, eval set pattern and the
+    lead's policy, which the thresholds may only tighten). Also answers at /calibration/api/gate.
 
     200 with the decision (read "passed"), 409 when it cannot decide, 404 for a name that matches nothing (both
     with "passed": null); every decision is recorded.
     """
-    return gate_api.gate(request)
+    token = request.auth  # type: ignore[attr-defined]
+    refusal = token.scope_refusal(rubric_ref=payload.rubric, eval_set_name=payload.eval_set)
+    if refusal:
+        raise ApiError(403, refusal)
+    tightening = Tightening(payload.min_pass_rate, payload.max_error_rate, payload.confidence)  # GateIn checked
+    asked = GateRequest(payload.eval_set, payload.rubric, payload.judge, payload.agent_version or None, tightening)
+    try:
+        outcome = gate_and_record(asked, source=GateResult.Source.HTTP, token=token)
+    except PolicyRefused as exc:
+        raise ApiError(400, str(exc)) from None
+    if outcome.decision is None:
+        raise ApiError(404 if _unknown_name(outcome) else 409, outcome.reason, passed=None)
+    return JsonResponse(outcome.decision.as_dict())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 
+import pydantic
 from django.conf import settings
 from django.http import HttpRequest
 
@@ -20,6 +21,7 @@ from labeling.io import ImportFailed, ImportReport, Source
 from labeling.io.json_body import BodyRefused, parse_json_body
 
 from .auth import ApiError
+from .schemas import RecordsIn
 
 
 def max_push_bytes() -> int:
@@ -58,15 +60,24 @@ def _records_as_jsonl(body: bytes) -> bytes:
     except BodyRefused as exc:
         problem = exc.problem
         raise ApiError(400, f"the body was refused: {problem}", problems=[problem]) from None
-    records = value.get("records") if isinstance(value, dict) else None
-    if not isinstance(records, list) or set(value) != {"records"}:
-        raise ApiError(
-            400,
-            'a JSON body must be {"records": [...]}, one object per record; or send the file itself with another '
-            "Content-Type and ?filename=NAME",
-        )
+    try:
+        records = RecordsIn.model_validate(value).records
+    except pydantic.ValidationError as exc:
+        if not all(_left_to_the_importer(e) for e in exc.errors()):
+            raise ApiError(
+                400,
+                'a JSON body must be {"records": [...]}, one object per record; or send the file itself with '
+                "another Content-Type and ?filename=NAME",
+            ) from None
+        records = value["records"]
     # One line per record, as a JSONL file would hold it (parse_json_body left nothing a line cannot carry).
     return b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records)
+
+
+def _left_to_the_importer(error: dict) -> bool:
+    """A record that is not an object, or no record at all: the importer says so, with the line, as for a file."""
+    loc = error["loc"]
+    return loc[:1] == ("records",) and (len(loc) > 1 or error["type"] == "too_short")
 
 
 def run_import(importer, source: Source, **kwargs) -> tuple[int, dict]:

@@ -1,4 +1,5 @@
-"""/api/: the JSON API (api/endpoints.py), with its browsable docs at /api/docs and schema at /api/openapi.json.
+"""/api/: the JSON API (api/endpoints.py), with its browsable docs at /api/docs and schema at /api/openapi.json;
+and the gate's first address, /calibration/api/gate, the same operation as /api/gate.
 
 Tokens are made on the gate page (calibration:gates), where a lead gives each its scopes. Every answer under
 /api/ is JSON, an address that does not exist and a method an endpoint does not take included.
@@ -12,8 +13,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import URLPattern, include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from calibration.api import error
-
+from . import views
+from .answers import error
 from .endpoints import NOT_FOUND, api
 
 
@@ -53,4 +54,13 @@ _patterns = [
 urlpatterns = [
     path("", include((_patterns, _ninja_app), namespace=_namespace)),
     re_path(r"^(?P<rest>.*)$", not_found),
+]
+# In the calibration namespace, under /calibration/ (config/urls.py): the gate page with its token panel, and the
+# gate's first address (docs/api.md), the operation of /api/gate itself, so one token check, one body Schema and one
+# answer for both.
+calibration_patterns = [
+    path("gates/", views.gates, name="gates"),
+    path("gates/tokens", views.create_token, name="create_token"),
+    path("gates/tokens/<int:token>/revoke", views.revoke_token, name="revoke_token"),
+    path("api/gate", next(p.callback for p in _patterns if getattr(p, "name", None) == "gate"), name="api_gate"),
 ]

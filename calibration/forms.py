@@ -1,4 +1,4 @@
-"""Plain forms for the calibration pages; the domain functions re-check everything (the HTTP gate: api.GateIn)."""
+"""Plain forms for the calibration pages; the domain functions re-check everything (the HTTP gate: GateIn)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,8 @@ import math
 from django import forms
 
 from judging.models import JudgeConfig
-from labeling.io import fields as f
-from labeling.io.errors import RecordError
 from labeling.models import EvalSet, Output, RubricVersion
-from labeling.validators import validate_name
 
-from .models import GateToken, TokenScope
 from .policy import (
     DECIDE_ON,
     DEFAULT_CONFIDENCE,
@@ -25,7 +21,6 @@ from .policy import (
 )
 from .probes import status_label
 
-JUDGE_NAME_MAX = 200  # JudgeConfig.name
 REASON_HELP = "Why, in words someone can check later (this is kept with the approval)."
 
 
@@ -142,76 +137,6 @@ class CompareForm(forms.Form):
         if None not in left and left == right:
             raise forms.ValidationError("Both sides are the same: pick another judge config or rubric version.")
         return data
-
-
-class TokenForm(forms.Form):
-    project = forms.CharField(
-        max_length=200, validators=[validate_name], help_text="Who uses the token, e.g. the CI pipeline's name."
-    )
-    rubric_version = forms.ModelChoiceField(
-        RubricVersion.objects.select_related("rubric").exclude(status=RubricVersion.Status.RETIRED),
-        label="Rubric version",
-        help_text="The token may only gate on, push verdicts for, judge with and report on this rubric version.",
-    )
-    scopes = forms.MultipleChoiceField(
-        choices=TokenScope.choices,
-        initial=[TokenScope.GATE],
-        widget=forms.CheckboxSelectMultiple,
-        help_text="What it may do: the gate, and the JSON API's endpoints (/api/docs). No more than its job needs.",
-    )
-    eval_set_pattern = forms.CharField(
-        max_length=200,
-        initial=GateToken.ANY_EVAL_SET,
-        label="Eval sets",
-        help_text="Only eval sets whose names match, e.g. rc-* (* any characters, ? one); * for every one.",
-    )
-
-    judges = forms.CharField(
-        required=False,
-        label="Judge configs for pushed verdicts",
-        widget=forms.Textarea(attrs={"rows": 2}),
-        help_text="With the push scope: the imported judge configs it may push verdicts into, one name a line (a new "
-        "name is created, backend imported, by its first push). Never a model or instrument config: their verdicts "
-        "come only from their own runs. Empty: it pushes outputs only.",
-    )
-
-    def clean_project(self) -> str:
-        project = self.cleaned_data["project"].strip()
-        if not project:
-            raise forms.ValidationError("Name the project.")
-        return project
-
-    def clean_judges(self) -> list[str]:
-        names: list[str] = []
-        for line in filter(None, (line.strip() for line in self.cleaned_data["judges"].splitlines())):
-            try:
-                name = f.ident(line, "judge", JUDGE_NAME_MAX)
-            except RecordError as exc:
-                raise forms.ValidationError(f"{line!r} {exc.message}") from None
-            if name not in names:
-                names.append(name)
-        runs = JudgeConfig.objects.filter(name__in=names).exclude(backend=JudgeConfig.Backend.IMPORTED)
-        refused = [f"{c.name} ({c.get_backend_display()})" for c in runs.order_by("name")]
-        if refused:
-            raise forms.ValidationError(
-                f"{', '.join(refused)}: a model or instrument config's verdicts come only from its own judge runs, "
-                "so no token may push into it. Name an imported judge config, or a new name."
-            )
-        return names
-
-    def clean(self):
-        data = super().clean()
-        if data.get("judges") and TokenScope.PUSH not in (data.get("scopes") or []):
-            self.add_error(
-                "judges", "Only a token with the push scope pushes verdicts: tick push, or leave this empty."
-            )
-        return data
-
-    def clean_eval_set_pattern(self) -> str:
-        pattern = self.cleaned_data["eval_set_pattern"].strip()
-        if not pattern or not pattern.isprintable():
-            raise forms.ValidationError("Give a pattern of printable characters, e.g. rc-* (or * for every eval set).")
-        return pattern
 
 
 class TighteningMixin:

@@ -38,7 +38,7 @@ from labeling.models import EvalSet, RubricVersion
 from . import data, probes
 from .lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
 from .metrics import BINARY, ERROR, PASS, CorrectedPassRate, corrected_pass_rate, fmt, wilson_interval
-from .models import GateResult, GateToken, GatingMark
+from .models import GateResult, GatingMark
 from .policy import CORRECTED_LOWER, GateThresholds, Tightening
 from .reading import current_runs, current_verdicts
 
@@ -366,9 +366,10 @@ class GateOutcome:
         return self.decision.exit_code if self.decision else EXIT_UNDECIDED
 
 
-def gate_and_record(request: GateRequest, *, source: str, token: GateToken | None = None, asked_by=None) -> GateOutcome:
+def gate_and_record(request: GateRequest, *, source: str, token=None, asked_by=None) -> GateOutcome:
     """Resolve the names, run the gate, and store the result (also when it cannot decide). The command line,
-    the HTTP API and the gate page all call this; `asked_by` is the person on the gate page.
+    the HTTP API and the gate page all call this; `asked_by` is the person on the gate page, `token` the API's
+    token (api.GateToken) that asked over HTTP.
 
     PolicyRefused (a looser threshold than the lead's) propagates and nothing is stored. Over HTTP an
     unknown name is not followed by the names that exist (a token holder learns nothing beyond its scope).

@@ -37,10 +37,9 @@ LEAD_PERMISSIONS: dict[str, dict[str, tuple[str, ...]]] = {
     "calibration": {
         "gatingmark": VIEW,
         "gatingreview": VIEW,
-        "gatetoken": VIEW,
         "gateresult": VIEW,
-        "verdictpush": VIEW,
     },
+    "api": {"gatetoken": VIEW, "verdictpush": VIEW},
 }
 
 

@@ -6,15 +6,11 @@ rubric edit or a judge change starts with no approvals: it is a new instrument.
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
-import secrets
-
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from judging.models import JudgeConfig, JudgeRun
+from judging.models import JudgeConfig
 from labeling.models import Criterion, EvalSet, RubricVersion
 
 from .policy import (
@@ -144,86 +140,9 @@ class GatingReview(models.Model):
         return f"gating stays: {', '.join(self.gating)}" if self.gating else "nothing gates"
 
 
-def hash_token(token: str) -> str:
-    # Tokens are 256 random bits, so a fast hash is enough (no dictionary to attack); we only ever
-    # store and compare this digest.
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-class TokenScope(models.TextChoices):
-    """What a token may do: ask the gate here, or use the JSON API's endpoints (api/, docs/api.md)."""
-
-    GATE = "gate", "Ask the release gate"
-    PUSH = "push", "Push outputs and verdicts"
-    JUDGE = "judge", "Start judge runs and read their progress"
-    REPORT = "report", "Read calibration reports"
-
-
 def gate_scope_only() -> list[str]:
-    # Tokens made before scopes existed could only ask the gate: they keep exactly that.
-    return [TokenScope.GATE.value]
-
-
-class GateToken(models.Model):
-    """A bearer token a CI system uses to ask the release gate and, with more scopes, the JSON API; scoped
-    to what the lead chose: its scopes, one rubric version, and the eval sets whose names match a pattern
-    (shell-style: `rc-*`, `*` for any). The one token concept of the gate and the API.
-
-    Only the SHA-256 of the token is stored; the token itself is shown once, when created.
-    """
-
-    TOKEN_PREFIX = "icw_"
-    ANY_EVAL_SET = "*"
-
-    project = models.CharField(max_length=200)
-    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="gate_tokens")
-    eval_set_pattern = models.CharField(max_length=200, default=ANY_EVAL_SET)
-    # TokenScope values; JSON rather than a join table: a handful of fixed words, read with the token.
-    scopes = models.JSONField(default=gate_scope_only)
-    # With the push scope: the names of the imported judge configs it may push verdicts into (a name that does not
-    # exist yet is created, backend imported, by its first push). Never a config that runs: its verdicts come only
-    # from its own judge runs. Empty: the token pushes outputs only. Names, not ids, since new ones do not exist yet.
-    judges = models.JSONField(default=list, blank=True)
-    token_hash = models.CharField(max_length=64, unique=True)
-    # The first characters, so people can tell their tokens apart without the secret.
-    hint = models.CharField(max_length=16)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    revoked_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return f"{self.project} ({self.hint}…)"
-
-    @classmethod
-    def new_secret(cls) -> str:
-        return cls.TOKEN_PREFIX + secrets.token_urlsafe(32)
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None
-
-    def allows(self, scope: str) -> bool:
-        return scope in self.scopes
-
-    def may_push_verdicts_into(self, judge_name: str) -> bool:
-        return self.allows(TokenScope.PUSH) and judge_name in self.judges
-
-    def scope_refusal(self, *, rubric_ref: str, eval_set_name: str) -> str | None:
-        """Why this token may not ask about that rubric version and eval set (None: it may). It names only
-        the token's own scope, never what else exists."""
-        if rubric_ref != self.rubric_version.ref:
-            return f"this token may only gate on {self.rubric_version.ref}"
-        # Case-sensitive like the names themselves; fnmatchcase, not fnmatch, which follows the OS.
-        if not fnmatch.fnmatchcase(eval_set_name, self.eval_set_pattern):
-            return f"this token may only gate eval sets whose names match {self.eval_set_pattern!r}"
-        return None
+    # Named by migration 0005, from when the token lived here (api.models.GateToken now): the scopes it gave.
+    return ["gate"]
 
 
 class GateResult(models.Model):
@@ -266,7 +185,8 @@ class GateResult(models.Model):
     # The gate's JSON answer exactly as it was given.
     result = models.JSONField(default=dict)
     reason = models.TextField(blank=True)
-    token = models.ForeignKey(GateToken, null=True, blank=True, on_delete=models.SET_NULL, related_name="results")
+    # The API token that asked over HTTP; by name, since the API sits above calibration.
+    token = models.ForeignKey("api.GateToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="results")
     # Who ran it on the gate page (the web source); the command line and HTTP leave it empty.
     asked_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -283,15 +203,3 @@ class GateResult(models.Model):
     @property
     def exit_code(self) -> int:
         return {self.Decision.PASSED: 0, self.Decision.FAILED: 1}.get(self.decision, 2)
-
-
-class VerdictPush(models.Model):
-    """Which token pushed an imported run's verdicts (POST /api/verdicts): the provenance the gate reports for
-    them. Written in the push's transaction, so a pushed run never exists without it."""
-
-    run = models.OneToOneField(JudgeRun, on_delete=models.CASCADE, related_name="push")
-    token = models.ForeignKey(GateToken, on_delete=models.PROTECT, related_name="pushes")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    def __str__(self) -> str:
-        return f"run {self.run_id} pushed with {self.token}"

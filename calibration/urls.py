@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import api, case_views, decision_views, views
+from . import case_views, decision_views, views
 
 app_name = "calibration"
 REPORT = "report/<int:eval_set>/<int:rubric_version>/<int:judge>/"
@@ -21,10 +21,6 @@ urlpatterns = [
     path("outputs/<int:output>/", case_views.output_page, name="output"),
     path("rubric/<int:rubric_version>/approve", views.approve_rubric, name="approve_rubric"),
     path("gating/<int:mark>/revoke", views.revoke_gating_view, name="revoke_gating"),
-    path("gates/", views.gates, name="gates"),
     path("gates/run", decision_views.gate_run, name="gate_run"),
     path("gates/<int:result>/", decision_views.gate_result, name="gate_result"),
-    path("gates/tokens", views.create_token, name="create_token"),
-    path("gates/tokens/<int:token>/revoke", views.revoke_token, name="revoke_token"),
-    path("api/gate", api.gate, name="api_gate"),
 ]

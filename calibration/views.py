@@ -1,4 +1,4 @@
-"""Calibration pages (leads and reviewers), approvals (leads), gate results and tokens.
+"""Calibration pages (leads and reviewers) and approvals (leads); the gate page and its tokens are api/views.py.
 
 Annotators get 403 everywhere here: these pages show gold and judge verdicts, and annotators
 label blind. Views stay thin: fetch, validate a form, call one domain function, render.
@@ -27,19 +27,16 @@ from . import drilldown as dd
 from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review, revoke_gating
 from .decision import CANNOT, GATING, MAY_GATE, MORE_LABELS, decide
 from .export import to_csv, to_json
-from .forms import CompareForm, GatingForm, ReasonForm, TokenForm
+from .forms import CompareForm, GatingForm, ReasonForm
 from .metrics import HUMAN_MIN_KAPPA, MIN_N
-from .models import GateResult, GateToken, GatingMark, GatingReview, hash_token
+from .models import GatingMark, GatingReview
 from .overview import comparison_params, overview_grids, run_instruments
 from .progress import progress as labeling_progress
 from .report import calibration_report
 from .svg import confusion_cells, kappa_chart, opacity
-from .token_examples import token_examples
 from .waiting import waiting_work
 
 DRILLDOWN_PAGE_SIZE = 10
-# Gate results per page, newest first (GateResult's ordering): each carries a per-criterion table.
-GATE_HISTORY_PAGE_SIZE = 50
 
 
 def instrument_or_404(eval_set: int, rubric_version: int, judge: int) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
@@ -340,73 +337,6 @@ def safe_next(request: HttpRequest, default: str) -> str:
     target = request.POST.get("next", "")
     ok = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure())
     return target if ok else default
-
-
-@never_cache
-@role_required(*STAFF_ROLES)
-def gates(request: HttpRequest) -> HttpResponse:
-    page = Paginator(GateResult.objects.select_related("token", "asked_by"), GATE_HISTORY_PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
-    tokens = GateToken.objects.select_related("rubric_version__rubric", "created_by", "revoked_by")
-    context = {
-        "results": page.object_list,
-        "page": page,
-        "tokens": tokens,
-        "form": TokenForm(),
-        "is_lead": has_role(request.user, Role.LEAD),
-    }
-    return render(request, "calibration/gates.html", context)
-
-
-@require_POST
-@role_required(Role.LEAD)
-def create_token(request: HttpRequest) -> HttpResponse:
-    form = TokenForm(request.POST)
-    secret = created = None
-    if form.is_valid():
-        secret = GateToken.new_secret()
-        created = GateToken.objects.create(
-            project=form.cleaned_data["project"],
-            rubric_version=form.cleaned_data["rubric_version"],
-            eval_set_pattern=form.cleaned_data["eval_set_pattern"],
-            scopes=form.cleaned_data["scopes"],
-            judges=form.cleaned_data["judges"],
-            token_hash=hash_token(secret),
-            hint=secret[:8],
-            created_by=request.user,
-        )
-        form = TokenForm()
-    tokens = GateToken.objects.select_related("rubric_version__rubric", "created_by", "revoked_by")
-    context = {"tokens": tokens, "form": form, "secret": secret, "created": created, "is_lead": True}
-    if created is not None:
-        base_url = request.build_absolute_uri("/").rstrip("/")
-        context["examples"] = token_examples(token=created, secret=secret, base_url=base_url)
-    if request.htmx:  # htmx swaps only 2xx answers, and the errors must be seen
-        response = render(request, "calibration/gates.html#token-panel", context)
-    else:
-        context["page"] = Paginator(
-            GateResult.objects.select_related("token", "asked_by"), GATE_HISTORY_PAGE_SIZE
-        ).get_page(1)
-        context["results"] = context["page"].object_list
-        response = render(request, "calibration/gates.html", context, status=200 if secret else 422)
-    response["Cache-Control"] = "no-store"  # the page holds the only copy of the secret
-    return response
-
-
-@require_POST
-@role_required(Role.LEAD)
-def revoke_token(request: HttpRequest, token: int) -> HttpResponse:
-    from django.utils import timezone
-
-    changed = GateToken.objects.filter(pk=token, revoked_at__isnull=True).update(
-        revoked_at=timezone.now(), revoked_by=request.user
-    )
-    if changed:
-        messages.success(request, "Token revoked: it no longer opens the gate.")
-    else:
-        messages.error(request, "No such active token.")
-    return redirect("calibration:gates")
 
 
 @require_GET

@@ -4,6 +4,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from api.urls import calibration_patterns as calibration_api
+from calibration import urls as calibration_urls
+
 from .home import home
 from .login import LoginView
 
@@ -17,7 +20,8 @@ urlpatterns = [
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("judging/", include("judging.urls")),
-    path("calibration/", include("calibration.urls")),
+    # calibration's pages, and the gate's first address (/calibration/api/gate), which the API serves.
+    path("calibration/", include((calibration_urls.urlpatterns + calibration_api, "calibration"))),
     path("api/", include("api.urls")),
     path("", home, name="home"),
     path("", include("labeling.urls")),

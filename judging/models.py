@@ -150,7 +150,7 @@ class JudgeRun(models.Model):
     # The name a person gave an imported run (import_verdicts --new-run): a second opinion kept as its own run.
     label = models.CharField(max_length=200, blank=True, validators=[validate_name])
     # Provenance of an imported run (mode "import"): the way it came in and the file's name as given ("records"
-    # for a JSON push). Which token pushed it is calibration's VerdictPush (tokens live there).
+    # for a JSON push). Which token pushed it is api's VerdictPush (tokens live there).
     imported_via = models.CharField(max_length=16, choices=ImportedVia.choices, blank=True)
     source_name = models.CharField(max_length=255, blank=True)
     # Planned when the run is created: work items (model calls, or instrument evaluations) and verdict rows.

@@ -11,7 +11,8 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from calibration.models import GateResult, GateToken
+from api.models import GateToken
+from calibration.models import GateResult
 from judging import runner
 from judging.models import JudgeRun, Verdict
 from labeling.models import Case, Output
@@ -414,6 +415,19 @@ def test_the_gate_answers_at_api_gate_exactly_as_at_its_old_address(client, gate
     assert new.json()["passed"] is True
     assert list(GateResult.objects.values_list("source", "token__project")) == [("http", "refund-bot CI")] * 2
     assert call(client, "POST", "/api/gate", gate_token, {**ask, "judge": "nobody"}).status_code == 404
+
+
+def test_both_gate_addresses_are_one_operation_with_one_token_check(client, gate_token, tokens, lead):
+    # Each address checked the token in its own words (the old one: "send a valid gate token", "a lead can add
+    # one that may"); now both are the API's gate operation, so every refusal is word for word the same.
+    ask = {"eval_set": "rc-7", "rubric": "refund@1", "judge": "j"}
+    for secret in (None, "", "icw_not-a-token", tokens["push"], tokens["report"]):
+        new, old = (call(client, "POST", address, secret, ask) for address in ("/api/gate", "/calibration/api/gate"))
+        assert new.status_code == old.status_code and new.status_code in (401, 403) and new.json() == old.json()
+    missing = call(client, "POST", "/calibration/api/gate", None, ask).json()["error"]
+    assert "send a valid gate token as 'Authorization: Bearer <token>'" in missing  # both tests' words
+    assert not GateResult.objects.exists()
+    assert call(client, "POST", "/calibration/api/gate", gate_token, ask).status_code == 200  # the negative control
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,6 @@ import logging
 
 import pytest
 
-from calibration import api as gate_view
 from calibration.models import GateResult
 from judging.models import JudgeRun, Verdict
 
@@ -192,7 +191,7 @@ def test_a_server_error_is_json_and_logged_with_its_traceback(
         raise RuntimeError("the database went away")
 
     monkeypatch.setattr("api.endpoints.calibration_report", broken)
-    monkeypatch.setattr(gate_view, "gate_and_record", lambda *a, **k: broken())
+    monkeypatch.setattr("api.endpoints.gate_and_record", lambda *a, **k: broken())
     method = "GET" if "report" in address else "POST"
     with caplog.at_level(logging.ERROR, logger="django.request"):
         response = call(client, method, address, token, None if method == "GET" else ASK, **ASK)

@@ -29,9 +29,12 @@ def schema(client) -> dict:
 
 
 def body_schema(schema: dict, path: str) -> dict:
-    """The JSON body schema of POST `path`, with its $refs resolved against the whole document."""
+    """The JSON body schema of POST `path` (a component's, where it names one), with its $refs resolved against the
+    whole document."""
     found = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    return {**found, "components": schema["components"]} if "$ref" in found else found
+    if "$ref" in found:
+        found = schema["components"]["schemas"][found["$ref"].removeprefix("#/components/schemas/")]
+    return {**found, "components": schema["components"]}
 
 
 def test_the_schema_states_the_servers_rules(schema):
@@ -47,7 +50,8 @@ def test_the_schema_states_the_servers_rules(schema):
     for path in ("/api/outputs", "/api/verdicts"):
         records = body_schema(schema, path)
         assert records["additionalProperties"] is False
-        assert records["properties"]["records"] == {"type": "array", "minItems": 1, "items": {"type": "object"}}
+        listed = records["properties"]["records"]
+        assert (listed["type"], listed["minItems"], listed["items"]["type"]) == ("array", 1, "object")
         names = {p["name"]: p["schema"] for p in schema["paths"][path]["post"]["parameters"]}
         assert names["eval_set"]["minLength"] == 1
     report = {p["name"]: p["schema"] for p in schema["paths"]["/api/calibration-report"]["get"]["parameters"]}
@@ -62,6 +66,30 @@ def test_the_schema_states_the_servers_rules(schema):
                 assert operation["responses"][status]["content"]["application/json"]["schema"] == {
                     "$ref": "#/components/schemas/ErrorOut"
                 }, (path, status)
+
+
+def resolved(schema: dict, found: dict) -> dict:
+    return (
+        schema["components"]["schemas"][found["$ref"].removeprefix("#/components/schemas/")]
+        if "$ref" in found
+        else found
+    )
+
+
+def test_every_success_answer_and_json_body_has_a_real_schema(schema):
+    # Swagger showed {"additionalProp1": {}} for every answer (the schema was `dict`): now each names its fields.
+    seen = 0
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                if status.startswith("2"):
+                    answer = resolved(schema, response["content"]["application/json"]["schema"])
+                    assert answer["type"] == "object" and len(answer["properties"]) >= 3, (path, status, answer)
+                    seen += 1
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body:  # every JSON body is refused with an unknown field, so its schema says so
+                assert resolved(schema, body["schema"])["additionalProperties"] is False, (method, path)
+    assert seen == 8  # outputs and verdicts (200, 201), judge runs (202) and their progress, the report, the gate
 
 
 @pytest.fixture
@@ -141,3 +169,45 @@ def test_empty_names_in_query_parameters_are_refused_as_the_schema_says(client, 
     for query in ({"eval_set": ""}, {"judge": ""}, {"rubric": "refund"}):
         response = call(client, "GET", "/api/calibration-report", token, **{**ASK, **query})
         assert response.status_code == 400 and response.json()["problems"][0]["field"] == next(iter(query))
+
+
+def answer_schema(schema: dict, method: str, path: str, status: int) -> dict:
+    found = schema["paths"][path][method]["responses"][str(status)]["content"]["application/json"]["schema"]
+    return {**resolved(schema, found), "components": schema["components"]}
+
+
+@pytest.mark.django_db(transaction=True)  # the judge run's lane works in threads, with their own connections
+def test_real_success_answers_are_what_their_schemas_say(client, schema, token, monkeypatch):
+    from judging import runner
+
+    monkeypatch.setattr(runner, "enqueue_lanes", lambda run_id: True)  # no worker: the run stays queued
+    make_judge(
+        "ci",
+        model_id="",
+        backend="instrument",
+        instruments={key: {"kind": "regex_must_match", "pattern": "x"} for key in ("correct_amount", "next_step")},
+    )
+    pushed = call(client, "POST", "/api/outputs", token, {"records": [OUTPUT]}, eval_set="rc-9")
+    again = call(client, "POST", "/api/outputs", token, {"records": [OUTPUT]}, eval_set="rc-9")
+    started = call(client, "POST", "/api/judge-runs", token, {**ASK, "eval_set": "rc-9", "judge": "ci"})
+    assert started.status_code == 202, started.json()
+    answers = [
+        ("post", "/api/outputs", pushed),
+        ("post", "/api/outputs", again),
+        ("post", "/api/judge-runs", started),
+        ("get", "/api/judge-runs/{run_id}", call(client, "GET", f"/api/judge-runs/{started.json()['run_id']}", token)),
+        ("get", "/api/calibration-report", call(client, "GET", "/api/calibration-report", token, **ASK)),
+        (
+            "get",
+            "/api/calibration-report",
+            call(client, "GET", "/api/calibration-report", token, **ASK, by="agent_version"),
+        ),
+        ("post", "/api/gate", call(client, "POST", "/api/gate", token, ASK)),
+    ]
+    assert [r.status_code for _, _, r in answers] == [201, 200, 202, 200, 200, 200, 200]
+    for method, path, response in answers:
+        published = answer_schema(schema, method, path, response.status_code)
+        jsonschema.validate(response.json(), published, cls=jsonschema.Draft202012Validator)
+    gate = answers[-1][2].json()
+    wrong = {**gate, "passed": "yes"}  # the negative control: the schema is not "anything goes"
+    assert not jsonschema.Draft202012Validator(answer_schema(schema, "post", "/api/gate", 200)).is_valid(wrong)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from api.models import GateToken
 from calibration.approvals import approve_rubric_version
-from calibration.models import GateToken, GatingMark
+from calibration.models import GatingMark
 from labeling.models import Role
 
 from .browser.conftest import chromium, new_page, screenshot  # noqa: F401 - fixtures

@@ -9,7 +9,8 @@ import json
 import pytest
 from django.urls import reverse
 
-from calibration.models import GateResult, GateToken
+from api.models import GateToken
+from calibration.models import GateResult
 
 from . import api_helpers
 from .calibration_factories import bulk_verdicts, make_judge, mark_as_gating

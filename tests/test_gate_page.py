@@ -10,7 +10,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from calibration.models import GateResult, GateToken, hash_token
+from api.models import GateToken, hash_token
+from calibration.models import GateResult
 
 from .calibration_factories import bulk_verdicts, make_judge, mark_as_gating
 from .factories import make_eval_set, make_rubric_version

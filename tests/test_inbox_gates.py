@@ -9,8 +9,9 @@ import re
 import pytest
 from django.urls import reverse
 
+from api.models import GateToken
 from calibration.gate import GateRequest, gate_and_record
-from calibration.models import GateResult, GateToken
+from calibration.models import GateResult
 from calibration.policy import Tightening
 
 from .calibration_factories import make_judge

@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from calibration.models import GateToken
+from api.models import GateToken
 from judging.models import JudgeConfig
 from labeling.forms import RubricVersionForm
 from labeling.io import ImportFailed, import_cases, import_labels, import_rubric, open_source

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from calibration.models import GateToken
+from api.models import GateToken
 from labeling.models import Criterion
 
 from .calibration_factories import make_judge

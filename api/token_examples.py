@@ -14,10 +14,11 @@ import shlex
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from calibration.models import GatingMark
 from judging.models import JudgeRun
 from labeling.models import EvalSet
 
-from .models import GateToken, GatingMark, TokenScope
+from .models import GateToken, TokenScope
 
 # How many of the newest eval sets are tried against a wildcard pattern: enough for any real project, and
 # the page stays one quick query however many eval sets there are.

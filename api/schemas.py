@@ -1,0 +1,185 @@
+"""What the API takes and answers, as ninja Schemas: the OpenAPI schema at /api/openapi.json is these, so a client
+generated from it refuses what the server refuses (unknown fields, wrong types, empty names) and knows every
+answer's fields."""
+
+from __future__ import annotations
+
+from ninja import Field, Schema
+from pydantic import ConfigDict
+
+RUBRIC_REF = r"^.+@[^@]+$"  # NAME@VERSION, as calibration.lookup.parse_rubric_ref reads it (the last @ splits)
+
+
+class GateIn(Schema):
+    """The gate's body, the same as the command's flags. The three thresholds are optional and may only tighten
+    the lead's policy (checked by the gate, which knows the policy)."""
+
+    # Strict, as the server: a misspelt key or a number for a name is refused, not ignored or converted.
+    model_config = ConfigDict(extra="forbid", strict=True, title="GateRequest")
+
+    eval_set: str = Field(min_length=1, max_length=200, description="the release candidate's eval set")
+    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF, description="NAME@VERSION")
+    judge: str = Field(min_length=1, max_length=200, description="the judge config")
+    agent_version: str | None = Field(default=None, max_length=200, description="gate only this agent version")
+    min_pass_rate: float | None = Field(default=None, ge=0, le=1, description="only tightens the lead's")
+    max_error_rate: float | None = Field(default=None, ge=0, le=1, description="only tightens the lead's")
+    confidence: float | None = Field(default=None, gt=0, lt=1, description="only tightens the lead's")
+
+
+class RunIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    eval_set: str = Field(min_length=1, max_length=200)
+    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF, description="NAME@VERSION")
+    judge: str = Field(min_length=1, max_length=200)
+    agent_version: str = Field("", max_length=200)
+
+
+class RecordsIn(Schema):
+    """A push as JSON: {"records": [...]}, nothing beside "records". Each record is one line of the JSONL format; the
+    importer checks their fields and that there is one, with line numbers (line N is records[N-1]), as in a file."""
+
+    model_config = ConfigDict(extra="forbid", title="Records")
+
+    records: list[dict] = Field(min_length=1)
+
+
+class ProblemOut(Schema):
+    line: int | None = Field(description="the record's line in a pushed file, else null")
+    field: str | None = Field(description="where: a record's field, a path in the body, a query parameter")
+    message: str
+    text: str = Field(description="the problem as one line, as the command would print it")
+
+
+class ErrorOut(Schema):
+    """Every error answer: this, plus the details some answers add (truncated, limit_bytes, run_id, passed)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    error: str = Field(description="what went wrong and what to do")
+    problems: list[ProblemOut] = Field(description="the problems behind it; empty when the error says it all")
+
+
+class PushOut(Schema):
+    summary: str
+    notes: list[str]
+    counts: dict[str, int]
+
+
+# -- what a 2xx answer holds (served as the domain's JSON, unchanged; tests/test_api_schema.py checks real answers
+# against these) ------------------------------------------------------------------------------------------------
+
+
+class ErrorReasonOut(Schema):
+    kind: str
+    reason: str
+    count: int
+
+
+class ProgressOut(Schema):
+    """A judge run's progress (judging.progress.Progress), as `run_judge` shows it."""
+
+    run_id: int
+    status: str = Field(description="queued, running, done, failed or cancelled")
+    total_items: int
+    done_items: int
+    expected_verdicts: int
+    verdicts: int
+    outcomes: dict[str, int] = Field(description="verdicts per outcome (PASS, FAIL, N/A, ERROR)")
+    cache_hits: int
+    evidence_not_found: int
+    model_calls: int
+    tokens_in: int
+    tokens_out: int
+    started_at: str | None = Field(description="ISO 8601")
+    finished_at: str | None = Field(description="ISO 8601")
+    error: str
+    errors: list[ErrorReasonOut] = Field(description="the most frequent ERROR reasons")
+    eta_seconds: float | None
+    items_per_second: float | None
+    percent: int
+    finished: bool
+    complete: bool
+
+
+class ReportRowOut(Schema):
+    """One criterion of the calibration report; the other keys are those of `calibration_report --format json`
+    (docs/calibration.md)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    criterion: str
+    gold_policy: str
+    n: int
+    kappa: float | None
+    kappa_ci: list[float] | None = Field(description="[low, high]")
+    tpr: float | None
+    tnr: float | None
+    judge_error: int
+    warnings: list[dict]
+
+
+class ReportOut(Schema):
+    """The calibration report, as `calibration_report --format json`: `criteria` and `probes`, or with
+    by=agent_version `segments` (each with its `criteria`) and `mean_kappa`."""
+
+    eval_set: str
+    rubric_version: str
+    judge_config: str
+    judge_config_hash: str
+    model_id: str
+    agent_version: str | None = None
+    computed_at: str = Field(description="ISO 8601")
+    criteria: list[ReportRowOut] = Field(default=None, description="without by")
+    probes: dict | None = Field(default=None, description="the newest complete probe run's figures, or null")
+    by: str = Field(default=None, description="agent_version, when asked for")
+    segments: list[dict] = Field(default=None, description="with by: one report per agent version")
+    mean_kappa: dict[str, dict] = Field(default=None, description="with by: per criterion")
+
+
+class GateCriterionOut(Schema):
+    """One gating criterion of the gate's decision."""
+
+    criterion: str
+    n: int
+    passes: int
+    errors: int
+    pass_rate: float | None
+    wilson_lower: float | None
+    corrected_pass_rate: float | None
+    corrected_lower: float | None
+    corrected_upper: float | None
+    judge_tpr: float | None
+    judge_tnr: float | None
+    calibration_eval_set: str | None
+    calibration_n: int
+    error_rate: float | None
+    met: bool
+    min_pass_rate: float
+    max_error_rate: float
+    confidence: float
+    decide_on: str = Field(description="wilson_lower (observed) or corrected_lower")
+
+
+class VerdictSourceOut(Schema):
+    """A run whose verdicts the gate decided on."""
+
+    run: int
+    origin: str = Field(description="judge_run, import or push")
+    verdicts: int
+    mode: str
+    label: str
+    file: str
+    finished_at: str | None
+    token: dict[str, int | str] | None = Field(description='{"id", "project"} of the token that pushed it')
+
+
+class GateOut(Schema):
+    """The gate's decision, as `manage.py gate --format json`: read `passed`."""
+
+    passed: bool
+    binding_criterion: str | None
+    met_count: int
+    gating_count: int
+    criteria: list[GateCriterionOut]
+    provenance: list[VerdictSourceOut]

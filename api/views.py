@@ -1,0 +1,93 @@
+"""The gate page (/calibration/gates/): every decision of the release gate, and the panel where leads create and
+revoke the API's tokens. It reads calibration's gate results and the tokens, so it lives here, above both; its
+addresses stay in the calibration namespace (api/urls.py calibration_patterns)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Page, Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST
+
+from calibration.models import GateResult
+from labeling.access import STAFF_ROLES, has_role, role_required
+from labeling.models import Role
+
+from .forms import TokenForm
+from .models import GateToken, hash_token
+from .token_examples import token_examples
+
+# Gate results per page, newest first (GateResult's ordering): each carries a per-criterion table.
+GATE_HISTORY_PAGE_SIZE = 50
+
+
+def _results(page_number) -> Page:
+    return Paginator(GateResult.objects.select_related("token", "asked_by"), GATE_HISTORY_PAGE_SIZE).get_page(
+        page_number
+    )
+
+
+def _tokens():
+    return GateToken.objects.select_related("rubric_version__rubric", "created_by", "revoked_by")
+
+
+@never_cache
+@role_required(*STAFF_ROLES)
+def gates(request: HttpRequest) -> HttpResponse:
+    page = _results(request.GET.get("page"))
+    context = {
+        "results": page.object_list,
+        "page": page,
+        "tokens": _tokens(),
+        "form": TokenForm(),
+        "is_lead": has_role(request.user, Role.LEAD),
+    }
+    return render(request, "calibration/gates.html", context)
+
+
+@require_POST
+@role_required(Role.LEAD)
+def create_token(request: HttpRequest) -> HttpResponse:
+    form = TokenForm(request.POST)
+    secret = created = None
+    if form.is_valid():
+        secret = GateToken.new_secret()
+        created = GateToken.objects.create(
+            project=form.cleaned_data["project"],
+            rubric_version=form.cleaned_data["rubric_version"],
+            eval_set_pattern=form.cleaned_data["eval_set_pattern"],
+            scopes=form.cleaned_data["scopes"],
+            judges=form.cleaned_data["judges"],
+            token_hash=hash_token(secret),
+            hint=secret[:8],
+            created_by=request.user,
+        )
+        form = TokenForm()
+    context = {"tokens": _tokens(), "form": form, "secret": secret, "created": created, "is_lead": True}
+    if created is not None:
+        base_url = request.build_absolute_uri("/").rstrip("/")
+        context["examples"] = token_examples(token=created, secret=secret, base_url=base_url)
+    if request.htmx:  # htmx swaps only 2xx answers, and the errors must be seen
+        response = render(request, "calibration/gates.html#token-panel", context)
+    else:
+        context["page"] = _results(1)
+        context["results"] = context["page"].object_list
+        response = render(request, "calibration/gates.html", context, status=200 if secret else 422)
+    response["Cache-Control"] = "no-store"  # the page holds the only copy of the secret
+    return response
+
+
+@require_POST
+@role_required(Role.LEAD)
+def revoke_token(request: HttpRequest, token: int) -> HttpResponse:
+    changed = GateToken.objects.filter(pk=token, revoked_at__isnull=True).update(
+        revoked_at=timezone.now(), revoked_by=request.user
+    )
+    if changed:
+        messages.success(request, "Token revoked: it no longer opens the gate.")
+    else:
+        messages.error(request, "No such active token.")
+    return redirect("calibration:gates")
