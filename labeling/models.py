@@ -29,14 +29,6 @@ class User(AbstractUser):
 
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
 
-    @property
-    def is_lead(self) -> bool:
-        return self.role == Role.LEAD
-
-    @property
-    def is_reviewer(self) -> bool:
-        return self.role == Role.REVIEWER
-
 
 class HumanOutcome(models.TextChoices):
     """What a person may say about one criterion of one output."""
