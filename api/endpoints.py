@@ -27,7 +27,7 @@ from pydantic import ConfigDict
 from calibration import api as gate_api
 from calibration.api import RUBRIC_REF, GateIn, bad_parameters, error, refused_body, server_error, too_large
 from calibration.export import to_json
-from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
+from calibration.lookup import eval_set_named, judge_named
 from calibration.models import TokenScope as Scope
 from calibration.models import VerdictPush
 from calibration.report import calibration_report, segmented_report
@@ -39,6 +39,8 @@ from judging.models import JudgeRun
 from judging.progress import Progress, progress_of
 from labeling.io import import_cases
 from labeling.io.json_body import BodyRefused, check_query, parse_json_body, schema_problems
+from labeling.models import RubricVersion
+from labeling.validators import UnknownName
 
 from .auth import NO_TOKEN, ApiError, TokenAuth, check_judge, check_scope
 from .pushes import body_source, run_import
@@ -260,7 +262,7 @@ def _named(eval_set: str, rubric: str, judge: str) -> tuple:
     try:
         return (
             eval_set_named(eval_set, say_known=False),
-            rubric_version_named(rubric, say_known=False),
+            RubricVersion.objects.by_ref(rubric, say_known=False),
             judge_named(judge, say_known=False),
         )
     except UnknownName as exc:

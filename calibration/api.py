@@ -41,7 +41,7 @@ request_logger = logging.getLogger("django.request")
 
 SERVER_ERROR = "the server failed to answer (an error on our side, logged with its details); try again later"
 NOT_JSON = "send a JSON object (Content-Type: application/json)"
-RUBRIC_REF = r"^.+@[^@]+$"  # NAME@VERSION, as lookup.parse_rubric_ref reads it (the last @ splits)
+RUBRIC_REF = r"^.+@[^@]+$"  # NAME@VERSION, as labeling/validators.py split_rubric_ref reads it (the last @ splits)
 
 
 class GateIn(BaseModel):
