@@ -25,7 +25,7 @@ from ninja.parser import Parser
 from pydantic import ConfigDict
 
 from calibration import api as gate_api
-from calibration.api import RUBRIC_REF, GateIn, bad_parameters, error, refused_body, server_error, too_large
+from calibration.api import GateIn, bad_parameters, error, refused_body, server_error, too_large
 from calibration.export import to_json
 from calibration.lookup import eval_set_named, judge_named
 from calibration.models import TokenScope as Scope
@@ -40,7 +40,7 @@ from judging.progress import Progress, progress_of
 from labeling.io import import_cases
 from labeling.io.json_body import BodyRefused, check_query, parse_json_body, schema_problems
 from labeling.models import RubricVersion
-from labeling.validators import UnknownName
+from labeling.validators import RUBRIC_REF_PATTERN, UnknownName
 
 from .auth import NO_TOKEN, ApiError, TokenAuth, check_judge, check_scope
 from .pushes import body_source, run_import
@@ -78,7 +78,7 @@ api = NinjaAPI(
 PUSH, JUDGE, REPORT, GATE = (TokenAuth(s) for s in (Scope.PUSH, Scope.JUDGE, Scope.REPORT, Scope.GATE))
 # Names in query parameters: never empty (the schema says so, as the server does), at most a name's length.
 EvalSetName = Annotated[str, Field(min_length=1, max_length=200)]
-RubricRef = Annotated[str, Field(min_length=3, max_length=310, pattern=RUBRIC_REF, description="NAME@VERSION")]
+RubricRef = Annotated[str, Field(min_length=3, max_length=310, pattern=RUBRIC_REF_PATTERN, description="NAME@VERSION")]
 JudgeName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
@@ -248,7 +248,7 @@ class RunIn(Schema):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     eval_set: str = Field(min_length=1, max_length=200)
-    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF, description="NAME@VERSION")
+    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF_PATTERN, description="NAME@VERSION")
     judge: str = Field(min_length=1, max_length=200)
     agent_version: str = Field("", max_length=200)
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from labeling.io.errors import Problem, error_body
 from labeling.io.json_body import BodyRefused, parse_json_body, schema_problems
+from labeling.validators import RUBRIC_REF_PATTERN
 
 from .gate import GateOutcome, GateRequest, gate_and_record
 from .models import GateResult, GateToken, TokenScope, hash_token
@@ -41,7 +42,6 @@ request_logger = logging.getLogger("django.request")
 
 SERVER_ERROR = "the server failed to answer (an error on our side, logged with its details); try again later"
 NOT_JSON = "send a JSON object (Content-Type: application/json)"
-RUBRIC_REF = r"^.+@[^@]+$"  # NAME@VERSION, as labeling/validators.py split_rubric_ref reads it (the last @ splits)
 
 
 class GateIn(BaseModel):
@@ -52,7 +52,7 @@ class GateIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, title="GateRequest")
 
     eval_set: str = Field(min_length=1, max_length=200, description="the release candidate's eval set")
-    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF, description="NAME@VERSION")
+    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF_PATTERN, description="NAME@VERSION")
     judge: str = Field(min_length=1, max_length=200, description="the judge config")
     agent_version: str | None = Field(default=None, max_length=200, description="gate only this agent version")
     min_pass_rate: float | None = Field(default=None, ge=0, le=1, description="only tightens the lead's")

@@ -40,6 +40,8 @@ _CALLED = {
 }
 RULE = "names must be one line of visible characters, with ordinary spaces only between words"
 REF_EXAMPLE = "refund-support@1"
+# What split_rubric_ref accepts, for request schemas (the API's OpenAPI schema refuses what it refuses).
+RUBRIC_REF_PATTERN = r"^.+@[^@]+$"
 
 
 class UnknownName(ValueError):

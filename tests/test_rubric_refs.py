@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from labeling.models import Rubric, RubricVersion
-from labeling.validators import UnknownName, split_rubric_ref
+from labeling.validators import RUBRIC_REF_PATTERN, UnknownName, split_rubric_ref
 
 from .calibration_factories import make_judge
 from .factories import make_eval_set, make_rubric_version
@@ -35,6 +36,18 @@ def test_a_malformed_reference_says_how_to_write_one(ref):
     with pytest.raises(UnknownName) as refused:
         split_rubric_ref(ref)
     assert str(refused.value) == f"rubric must be written NAME@VERSION, e.g. refund-support@1, not {ref!r}"
+
+
+@pytest.mark.parametrize(
+    "ref", ["refund-support@1", "team@acme@2", "café-v2@rc 1", "refund-support", "@1", "refund@", "team@acme@", ""]
+)
+def test_the_api_schemas_pattern_accepts_what_the_parser_accepts(ref):
+    try:
+        split_rubric_ref(ref)
+        parses = True
+    except UnknownName:
+        parses = False
+    assert bool(re.fullmatch(RUBRIC_REF_PATTERN, ref)) is parses
 
 
 def test_the_one_exception_is_a_value_error_so_nothing_that_caught_one_misses_it():
