@@ -25,7 +25,7 @@ from ninja.parser import Parser
 
 from calibration.export import to_json
 from calibration.gate import GateOutcome, GateRequest, gate_and_record
-from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
+from calibration.lookup import eval_set_named, judge_named
 from calibration.models import GateResult
 from calibration.policy import PolicyRefused, Tightening
 from calibration.report import calibration_report, segmented_report
@@ -38,13 +38,15 @@ from judging.progress import Progress, progress_of
 from labeling.io import import_cases
 from labeling.io.errors import Problem
 from labeling.io.json_body import BodyRefused, check_query, parse_json_body, schema_problems
+from labeling.models import RubricVersion
+from labeling.validators import RUBRIC_REF_PATTERN, UnknownName
 
 from .answers import LENGTH_REQUIRED, bad_parameters, error, refused_body, server_error, too_large, unread_chunked_body
 from .auth import NO_TOKEN, ApiError, TokenAuth, check_judge, check_scope
 from .models import TokenScope as Scope
 from .models import VerdictPush
 from .pushes import body_source, run_import
-from .schemas import RUBRIC_REF, ErrorOut, GateIn, GateOut, ProgressOut, PushOut, RecordsIn, ReportOut, RunIn
+from .schemas import ErrorOut, GateIn, GateOut, ProgressOut, PushOut, RecordsIn, ReportOut, RunIn
 
 # Swagger UI's stylesheet draws its icons as data: SVG images; the site's policy allows images from 'self' only.
 # An image cannot run anything, so the docs page alone may also show data: images (scripts stay 'self' only).
@@ -103,7 +105,7 @@ api = IcewaterApi(
 PUSH, JUDGE, REPORT, GATE = (TokenAuth(s) for s in (Scope.PUSH, Scope.JUDGE, Scope.REPORT, Scope.GATE))
 # Names in query parameters: never empty (the schema says so, as the server does), at most a name's length.
 EvalSetName = Annotated[str, Field(min_length=1, max_length=200)]
-RubricRef = Annotated[str, Field(min_length=3, max_length=310, pattern=RUBRIC_REF, description="NAME@VERSION")]
+RubricRef = Annotated[str, Field(min_length=3, max_length=310, pattern=RUBRIC_REF_PATTERN, description="NAME@VERSION")]
 JudgeName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
@@ -261,7 +263,7 @@ def _named(eval_set: str, rubric: str, judge: str) -> tuple:
     try:
         return (
             eval_set_named(eval_set, say_known=False),
-            rubric_version_named(rubric, say_known=False),
+            RubricVersion.objects.by_ref(rubric, say_known=False),
             judge_named(judge, say_known=False),
         )
     except UnknownName as exc:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
-RUBRIC_REF = r"^.+@[^@]+$"  # NAME@VERSION, as calibration.lookup.parse_rubric_ref reads it (the last @ splits)
+from labeling.validators import RUBRIC_REF_PATTERN
 
 
 class GateIn(Schema):
@@ -18,7 +18,7 @@ class GateIn(Schema):
     model_config = ConfigDict(extra="forbid", strict=True, title="GateRequest")
 
     eval_set: str = Field(min_length=1, max_length=200, description="the release candidate's eval set")
-    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF, description="NAME@VERSION")
+    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF_PATTERN, description="NAME@VERSION")
     judge: str = Field(min_length=1, max_length=200, description="the judge config")
     agent_version: str | None = Field(default=None, max_length=200, description="gate only this agent version")
     min_pass_rate: float | None = Field(default=None, ge=0, le=1, description="only tightens the lead's")
@@ -30,7 +30,7 @@ class RunIn(Schema):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     eval_set: str = Field(min_length=1, max_length=200)
-    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF, description="NAME@VERSION")
+    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF_PATTERN, description="NAME@VERSION")
     judge: str = Field(min_length=1, max_length=200)
     agent_version: str = Field("", max_length=200)
 

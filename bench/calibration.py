@@ -211,11 +211,12 @@ def populate(n_outputs: int, eval_set_name: str, id_base: int, seed: int) -> dic
 
 def resolve(scope: dict) -> dict:
     """Fresh objects by name, as `manage.py calibration_report` finds them."""
-    from calibration.lookup import eval_set_named, judge_named, rubric_version_named
+    from calibration.lookup import eval_set_named, judge_named
+    from labeling.models import RubricVersion
 
     return {
         "eval_set": eval_set_named(scope["eval_set"]),
-        "rubric_version": rubric_version_named(scope["rubric"]),
+        "rubric_version": RubricVersion.objects.by_ref(scope["rubric"]),
         "judge_config": judge_named(scope["judge"]),
     }
 

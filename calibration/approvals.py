@@ -137,8 +137,10 @@ def mark_gating(
 
 def revoke_gating(*, mark: GatingMark, by: User, reason: str) -> GatingMark:
     reason = _check_lead_and_reason(by, reason)
-    changed = GatingMark.objects.filter(pk=mark.pk, revoked_at__isnull=True).update(
-        revoked_at=timezone.now(), revoked_by=by, revoke_reason=reason
+    changed = (
+        GatingMark.objects.active()
+        .filter(pk=mark.pk)
+        .update(revoked_at=timezone.now(), revoked_by=by, revoke_reason=reason)
     )
     if changed != 1:
         raise ApprovalRefused("this mark was already revoked")

@@ -44,7 +44,7 @@ def matching_outputs(
     if not show:
         return None
     if show == "evidence-not-found":
-        verdicts = Verdict.objects.filter(output__case__eval_set=eval_set, evidence_found=False, probe="")
+        verdicts = Verdict.objects.counted().filter(output__case__eval_set=eval_set, evidence_found=False)
         if judge is not None:
             verdicts = verdicts.filter(judge_config=judge)
         if rubric_version is not None:
@@ -86,9 +86,11 @@ def label_counts(output_ids: list[int], rubric_version: RubricVersion | None) ->
     """Submitted annotations per output under the rubric version (one query)."""
     if rubric_version is None:
         return {}
-    rows = Annotation.objects.filter(
-        output_id__in=output_ids, rubric_version=rubric_version, status=Annotation.Status.SUBMITTED
-    ).values_list("output_id", flat=True)
+    rows = (
+        Annotation.objects.submitted()
+        .filter(output_id__in=output_ids, rubric_version=rubric_version)
+        .values_list("output_id", flat=True)
+    )
     counts: dict[int, int] = {}
     for output_id in rows:
         counts[output_id] = counts.get(output_id, 0) + 1
@@ -170,12 +172,8 @@ def output_view(output: Output, rubric_version: RubricVersion) -> OutputView:
     """Labels, gold (with history) and verdicts of one output under one rubric version: four queries."""
     criteria = list(Criterion.objects.filter(rubric_version=rubric_version).order_by("order", "id"))
     labels = list(
-        Label.objects.filter(
-            is_current=True,
-            annotation__output=output,
-            annotation__rubric_version=rubric_version,
-            annotation__status=Annotation.Status.SUBMITTED,
-        )
+        Label.objects.submitted()
+        .filter(annotation__output=output, annotation__rubric_version=rubric_version)
         .select_related("annotation__annotator")
         .order_by("annotation__slot", "annotation_id")
     )
@@ -229,7 +227,8 @@ def _judge_sources(output: Output, rubric_version: RubricVersion) -> list[Source
     Verdicts of probe runs (a probed transcript, not this output as it is) are left out, as everywhere else.
     """
     verdicts = (
-        Verdict.objects.filter(output=output, rubric_version=rubric_version, probe="")
+        Verdict.objects.counted()
+        .filter(output=output, rubric_version=rubric_version)
         .select_related("judge_config")
         .order_by("judge_config__name", "criterion_id", "sample", "-run_id")
     )
@@ -252,6 +251,6 @@ def default_rubric_version(output: Output) -> RubricVersion | None:
     used = (
         Q(pk__in=Annotation.objects.filter(output=output).values("rubric_version_id"))
         | Q(pk__in=Verdict.objects.filter(output=output).values("rubric_version_id"))
-        | Q(labeling_queues__in=LabelingQueue.objects.filter(eval_set_id=output.case.eval_set_id, is_current=True))
+        | Q(labeling_queues__in=LabelingQueue.objects.current().filter(eval_set_id=output.case.eval_set_id))
     )
     return RubricVersion.objects.select_related("rubric").filter(used).order_by("-created_at").first()

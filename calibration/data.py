@@ -39,11 +39,8 @@ def load_verdicts(scope: Scope, judge_config: JudgeConfig) -> pd.DataFrame:
     same rule judging/reading.py applies.
     """
     # A probe run's verdicts (probe != "") judged changed transcripts: they never count here.
-    qs = Verdict.objects.filter(
-        output__case__eval_set=scope.eval_set,
-        rubric_version=scope.rubric_version,
-        judge_config=judge_config,
-        probe="",
+    qs = Verdict.objects.counted().filter(
+        output__case__eval_set=scope.eval_set, rubric_version=scope.rubric_version, judge_config=judge_config
     )
     if scope.agent_version is not None:
         qs = qs.filter(output__agent_version=scope.agent_version)

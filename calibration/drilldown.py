@@ -15,7 +15,7 @@ from django.utils.safestring import SafeString
 
 from judging.models import JudgeConfig, Verdict
 from labeling.gold import derive_gold
-from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion
+from labeling.models import Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion
 from labeling.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, quotes_of, render_json, show
 
 from . import data
@@ -97,22 +97,18 @@ def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeC
     """Details for a page of items: four queries."""
     outputs = Output.objects.select_related("case").filter(pk__in=output_ids).order_by("pk")
     labels = (
-        Label.objects.filter(
-            criterion=criterion,
-            is_current=True,
-            annotation__output_id__in=output_ids,
-            annotation__status=Annotation.Status.SUBMITTED,
-        )
+        Label.objects.submitted()
+        .filter(criterion=criterion, annotation__output_id__in=output_ids)
         .order_by("annotation__output_id", "annotation__slot")
         .values_list("annotation__output_id", "outcome", "evidence", "more_evidence")
     )
-    current_gold = GoldLabel.objects.select_related("decided_by").filter(
-        criterion=criterion, is_current=True, output_id__in=output_ids
+    current_gold = (
+        GoldLabel.objects.current().select_related("decided_by").filter(criterion=criterion, output_id__in=output_ids)
     )
     golds = {g.output_id: g for g in current_gold}
     # Newest run first, so the first row of each sample is the one that counts.
-    verdicts = Verdict.objects.filter(
-        criterion=criterion, judge_config=judge_config, output_id__in=output_ids, probe=""
+    verdicts = Verdict.objects.counted().filter(
+        criterion=criterion, judge_config=judge_config, output_id__in=output_ids
     )
     verdicts = verdicts.order_by("output_id", "sample", "-run_id")
     by_output: dict[int, list] = {}

@@ -34,9 +34,10 @@ import pandas as pd
 
 from judging.models import JudgeConfig, JudgeRun
 from labeling.models import EvalSet, RubricVersion
+from labeling.validators import UnknownName
 
 from . import data, probes
-from .lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
+from .lookup import eval_set_named, judge_named
 from .metrics import BINARY, ERROR, PASS, CorrectedPassRate, corrected_pass_rate, fmt, wilson_interval
 from .models import GateResult, GatingMark
 from .policy import CORRECTED_LOWER, GateThresholds, Tightening
@@ -379,7 +380,7 @@ def gate_and_record(request: GateRequest, *, source: str, token=None, asked_by=N
     say_known = source != GateResult.Source.HTTP
     try:
         resolved["eval_set"] = eval_set_named(request.eval_set, say_known=say_known)
-        resolved["rubric_version"] = rubric_version_named(request.rubric, say_known=say_known)
+        resolved["rubric_version"] = RubricVersion.objects.by_ref(request.rubric, say_known=say_known)
         resolved["judge_config"] = judge_named(request.judge, say_known=say_known)
         if token is not None and resolved["rubric_version"].pk != token.rubric_version_id:
             raise CannotDecide(f"this token may only gate on {token.rubric_version.ref}")

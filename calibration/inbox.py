@@ -33,7 +33,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from judging.models import JudgeRun
-from labeling.models import Annotation, EvalSet, RubricVersion
+from labeling.models import Annotation, EvalSet, LabelingQueue, RubricVersion
 
 from .models import GateResult, GatingMark, GatingReview
 from .report import criterion_tiers
@@ -89,7 +89,8 @@ def drafts() -> list[Line]:
 def eval_sets_without_queue() -> list[Line]:
     # A release candidate is judged and gated, never labeled: an eval set the gate has been asked about is one.
     candidates = GateResult.objects.filter(eval_set=OuterRef("pk"))
-    sets = EvalSet.objects.exclude(labeling_queues__is_current=True).exclude(Exists(candidates)).order_by("name")
+    queued = LabelingQueue.objects.current().values("eval_set_id")
+    sets = EvalSet.objects.exclude(pk__in=queued).exclude(Exists(candidates)).order_by("name")
     queues = reverse("labeling:queues")
     return [
         Line(f"{es.name} has no open labeling queue", f"{queues}#queue-{es.pk}", "Open a queue", es.created_at)
@@ -98,10 +99,8 @@ def eval_sets_without_queue() -> list[Line]:
 
 
 def uncalibrated_runs() -> list[Line]:
-    labeled = Annotation.objects.filter(
-        output__case__eval_set=OuterRef("eval_set"),
-        rubric_version=OuterRef("rubric_version"),
-        status=Annotation.Status.SUBMITTED,
+    labeled = Annotation.objects.submitted().filter(
+        output__case__eval_set=OuterRef("eval_set"), rubric_version=OuterRef("rubric_version")
     )
     decided = GatingMark.objects.filter(
         rubric_version=OuterRef("rubric_version"),

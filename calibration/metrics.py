@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import krippendorff
 import numpy as np
 import pandas as pd
 from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.proportion import proportion_confint
 
 PASS = "PASS"
 FAIL = "FAIL"
@@ -479,29 +479,22 @@ def mean_pairwise_kappa(
     )
 
 
-def z_for(confidence: float) -> float:
-    """The two-sided normal quantile for a confidence level (0.95 -> 1.95996...)."""
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence}")
-    return NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
-
-
 def wilson_interval(successes: int, n: int, confidence: float) -> WilsonBound:
-    """Wilson score interval (Wilson 1927), two-sided at `confidence`.
+    """Wilson score interval (Wilson 1927), two-sided at `confidence`: statsmodels' proportion_confint.
 
     For a gate the lower end matters: it is what the pass rate is, at worst, with the stated
     confidence, so a small eval set cannot pass by luck (35/35 clears 0.90 at 95%, 34/34 does not).
+    The gate reads the lower end of the two-sided interval, so alpha is 1 - confidence (statsmodels
+    halves it per side); a one-sided bound at the same confidence would be higher.
     """
     if n < 0 or successes < 0 or successes > n:
         raise ValueError(f"need 0 <= successes <= n, got {successes} of {n}")
     if n == 0:
         return WilsonBound(0, 0, None, None)
-    z = z_for(confidence)
-    p = successes / n
-    z2n = z * z / n
-    centre = (p + z2n / 2.0) / (1.0 + z2n)
-    half = z / (1.0 + z2n) * math.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
-    return WilsonBound(n, successes, centre - half, centre + half)
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence}")
+    lower, upper = proportion_confint(successes, n, alpha=1.0 - confidence, method="wilson")
+    return WilsonBound(n, successes, float(lower), float(upper))
 
 
 @dataclass(frozen=True)

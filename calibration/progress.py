@@ -102,11 +102,7 @@ def progress(eval_set: EvalSet, rubric_version: RubricVersion) -> Progress:
     n_outputs = outputs.count()
     annotations = Annotation.objects.filter(rubric_version=rubric_version, output__case__eval_set=eval_set)
     per_output = list(
-        annotations.filter(status=Annotation.Status.SUBMITTED)
-        .values("output_id")
-        .annotate(n=Count("id"))
-        .order_by()
-        .values_list("n", flat=True)
+        annotations.submitted().values("output_id").annotate(n=Count("id")).order_by().values_list("n", flat=True)
     )
     drafts = annotations.filter(status=Annotation.Status.DRAFT, reserved_until__gt=timezone.now()).count()
     scope = Scope(eval_set, rubric_version)

@@ -178,7 +178,7 @@ def drilldown(request: HttpRequest, eval_set: int, rubric_version: int, judge: i
     )
     page = Paginator(ids, DRILLDOWN_PAGE_SIZE).get_page(request.GET.get("page"))
     items = dd.load_items(list(page.object_list), criterion, jc)
-    disputes = GoldDispute.objects.filter(criterion=criterion, output_id__in=page.object_list, resolved_at__isnull=True)
+    disputes = GoldDispute.objects.open().filter(criterion=criterion, output_id__in=page.object_list)
     open_disputes = {d.output_id: d for d in disputes.select_related("raised_by")}
     for item in items:
         item.dispute = open_disputes.get(item.output.pk)
@@ -193,9 +193,7 @@ def drilldown(request: HttpRequest, eval_set: int, rubric_version: int, judge: i
         "items": items,
         "total": len(ids),
         "agent_version": _agent_version(request),
-        "disputed": GoldDispute.objects.filter(
-            criterion=criterion, output_id__in=ids, resolved_at__isnull=True
-        ).count(),
+        "disputed": GoldDispute.objects.open().filter(criterion=criterion, output_id__in=ids).count(),
     }
     return render(request, "calibration/drilldown.html", context)
 

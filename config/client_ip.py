@@ -5,6 +5,9 @@ X-Forwarded-For, so with N trusted proxies in front the client is the N-th addre
 (what the outermost of them saw). Anything further left was written by the client and is ignored:
 prepending a made-up address does not make a new "client". With no trusted proxy (the default) the
 client is REMOTE_ADDR, as django-axes reads it on its own.
+
+django-axes' AXES_IPWARE_PROXY_COUNT (through django-ipware 8) counts proxies listed in the header, not the
+addresses they saw, and prefers routable addresses: docs/security.md says where it differs from this rule.
 """
 
 from __future__ import annotations

@@ -39,9 +39,9 @@ from labeling.io.export import ExportError, export_scope, write_csv, write_jsonl
 from labeling.io.inspect_log import is_inspect_log
 from labeling.io.readers import Source, check_fields, iter_csv, iter_jsonl, line_of, peek_first_line, suggest
 from labeling.io.report import ImportReport, plural
-from labeling.io.rubrics import find_version
 from labeling.models import EvalSet, Output, RubricVersion
 from labeling.transcript import Transcript
+from labeling.validators import UnknownName
 
 from .inspect_scores import ScoreMapping, inspect_records
 from .models import ErrorKind, JudgeConfig, JudgeRun, Verdict, VerdictOutcome
@@ -185,13 +185,13 @@ def import_verdicts(
     if eval_set is None:
         raise problems.fatal(None, "eval set", f'there is no eval set "{eval_set_name}"; import its cases first')
     try:
-        rv = find_version(rubric_ref)
+        rv = RubricVersion.objects.by_ref(rubric_ref)
         judge_name = f.ident(judge_name, "judge", JUDGE_NAME_MAX)
         if default_agent_version:
             default_agent_version = f.ident(default_agent_version, "agent_version", AGENT_VERSION_MAX)
         if new_run:
             new_run = f.ident(new_run, "new run", RUN_LABEL_MAX)
-    except ValueError as exc:
+    except UnknownName as exc:
         raise problems.fatal(None, "rubric", str(exc)) from None
     except RecordError as exc:
         raise problems.fatal(None, exc.field, exc.message) from None

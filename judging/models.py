@@ -113,6 +113,12 @@ def _field_values(config: JudgeConfig) -> dict:
     return {f.attname: getattr(config, f.attname) for f in config._meta.concrete_fields}
 
 
+class JudgeRunQuerySet(models.QuerySet):
+    def active(self) -> JudgeRunQuerySet:
+        """Runs still going: queued or running (JudgeRun.ACTIVE)."""
+        return self.filter(status__in=JudgeRun.ACTIVE)
+
+
 class JudgeRun(models.Model):
     """Eval set (optionally one agent version) x rubric version x judge config."""
 
@@ -165,6 +171,8 @@ class JudgeRun(models.Model):
     probe_version = models.PositiveSmallIntegerField(null=True, blank=True)
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+    objects = JudgeRunQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -238,6 +246,12 @@ class ErrorKind(models.TextChoices):
 CACHEABLE_ERROR_KINDS = ("", ErrorKind.PARSE, ErrorKind.REFUSAL)
 
 
+class VerdictQuerySet(models.QuerySet):
+    def counted(self) -> VerdictQuerySet:
+        """The verdicts that count: not a probe arm's (those judged a changed transcript, not the output)."""
+        return self.filter(probe="")
+
+
 class Verdict(models.Model):
     """One judge answer for one criterion of one output (one row per sample).
 
@@ -271,8 +285,10 @@ class Verdict(models.Model):
     cache_hit = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     # The arm of a probe run this verdict belongs to (its run's `probe`); "" for every verdict that counts.
-    # Readers of the judge's verdicts (judging/reading.py, calibration/data.py) take only probe="".
+    # Readers of the judge's verdicts take only these: Verdict.objects.counted().
     probe = models.CharField(max_length=64, blank=True, default="")
+
+    objects = VerdictQuerySet.as_manager()
 
     class Meta:
         constraints = [

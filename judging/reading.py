@@ -25,20 +25,19 @@ from .models import JudgeConfig, Verdict, VerdictOutcome
 def current_verdicts(
     *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, agent_version: str = ""
 ) -> QuerySet[Verdict]:
-    scoped = Verdict.objects.filter(
-        output__case__eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, probe=""
+    scoped = Verdict.objects.counted().filter(
+        output__case__eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config
     )
     if agent_version:
         scoped = scoped.filter(output__agent_version=agent_version)
     # Runs are numbered in creation order, so "a later run has it" is "a larger run id has it".
-    newer = Verdict.objects.filter(
+    newer = Verdict.objects.counted().filter(
         output=OuterRef("output"),
         criterion=OuterRef("criterion"),
         sample=OuterRef("sample"),
         rubric_version=rubric_version,
         judge_config=judge_config,
         run_id__gt=OuterRef("run_id"),
-        probe="",
     )
     return scoped.filter(~Exists(newer))
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from labeling.models import EvalSet, Output, Rubric, RubricVersion
+from labeling.models import EvalSet, Output, RubricVersion
+from labeling.validators import UnknownName
 
 from .backends import Misconfigured, api_key_for, config_refusal
 from .backends.instruments import validate_instruments
@@ -60,26 +61,16 @@ def resolve(*, eval_set: str, rubric: str, judge: str, agent_version: str = "") 
     found_set = EvalSet.objects.filter(name=eval_set).first()
     if found_set is None:
         raise Misconfigured(f"no eval set named {eval_set!r}{_known(EvalSet.objects.values_list('name', flat=True))}")
-    rubric_version = resolve_rubric(rubric)
+    try:
+        rubric_version = RubricVersion.objects.by_ref(rubric)
+    except UnknownName as exc:
+        raise Misconfigured(str(exc)) from None
     config = JudgeConfig.objects.filter(name=judge).first()
     if config is None:
         raise Misconfigured(
             f"no judge config named {judge!r}{_known(JudgeConfig.objects.values_list('name', flat=True))}"
         )
     return Scope(found_set, rubric_version, config, agent_version or "")
-
-
-def resolve_rubric(ref: str) -> RubricVersion:
-    name, sep, version = (ref or "").rpartition("@")
-    if not sep or not name or not version:
-        raise Misconfigured(f"rubric {ref!r} must be written NAME@VERSION, e.g. refund-support@1")
-    found = RubricVersion.objects.select_related("rubric").filter(rubric__name=name, version=version).first()
-    if found is None:
-        if not Rubric.objects.filter(name=name).exists():
-            raise Misconfigured(f"no rubric named {name!r}{_known(Rubric.objects.values_list('name', flat=True))}")
-        versions = RubricVersion.objects.filter(rubric__name=name).values_list("version", flat=True)
-        raise Misconfigured(f"rubric {name!r} has no version {version!r}{_known(versions)}")
-    return found
 
 
 def _known(names) -> str:
@@ -234,9 +225,7 @@ def fail_run_if_possible(run_id: int, message: str) -> None:
 
 
 def unfinished_runs() -> list[int]:
-    return list(
-        JudgeRun.objects.filter(status__in=JudgeRun.ACTIVE, mode=JudgeRun.Mode.CELERY).values_list("pk", flat=True)
-    )
+    return list(JudgeRun.objects.active().filter(mode=JudgeRun.Mode.CELERY).values_list("pk", flat=True))
 
 
 def finish_if_complete(run_id: int) -> str | None:

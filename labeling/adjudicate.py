@@ -90,9 +90,9 @@ def pending_items(eval_set: EvalSet, rubric_version: RubricVersion, reviewer: Us
     disagreed = states[states["state"] == DISAGREED]
     disputes = {
         (d.criterion_id, d.output_id): d.reason
-        for d in GoldDispute.objects.filter(
-            resolved_at__isnull=True, rubric_version=rubric_version, output__case__eval_set=eval_set
-        ).only("criterion_id", "output_id", "reason")
+        for d in GoldDispute.objects.open()
+        .filter(rubric_version=rubric_version, output__case__eval_set=eval_set)
+        .only("criterion_id", "output_id", "reason")
     }
     if not len(disagreed) and not disputes:
         return []
@@ -115,12 +115,8 @@ def _describe(rubric_version: RubricVersion, wanted: set[tuple[int, int]]) -> li
     output_ids = {o for _, o in wanted}
     criteria = {c.pk: c for c in Criterion.objects.filter(rubric_version=rubric_version)}
     labels = (
-        Label.objects.filter(
-            is_current=True,
-            annotation__status=Annotation.Status.SUBMITTED,
-            annotation__rubric_version=rubric_version,
-            annotation__output_id__in=output_ids,
-        )
+        Label.objects.submitted()
+        .filter(annotation__rubric_version=rubric_version, annotation__output_id__in=output_ids)
         .order_by("annotation__slot")
         .values_list("annotation__output_id", "criterion_id", "outcome", "annotation__output__case__case_id")
     )
@@ -168,12 +164,8 @@ def item_view(output: Output, criterion: Criterion) -> ItemView:
     """Four queries whatever the number of criteria or outputs: labels of the output, its gold, criteria, an
     open dispute."""
     rows = list(
-        Label.objects.filter(
-            is_current=True,
-            annotation__status=Annotation.Status.SUBMITTED,
-            annotation__rubric_version_id=criterion.rubric_version_id,
-            annotation__output=output,
-        )
+        Label.objects.submitted()
+        .filter(annotation__rubric_version_id=criterion.rubric_version_id, annotation__output=output)
         .order_by("annotation__slot", "annotation_id")
         .values_list("annotation_id", "criterion_id", "outcome", "evidence", "more_evidence")
     )
@@ -206,11 +198,7 @@ def item_view(output: Output, criterion: Criterion) -> ItemView:
     ]
     outcomes = [o for o, _ in mine.values()]
     agreed = gold_of_votes(outcomes, criterion.gold_policy)
-    dispute = (
-        GoldDispute.objects.filter(output=output, criterion=criterion, resolved_at__isnull=True)
-        .select_related("raised_by")
-        .first()
-    )
+    dispute = GoldDispute.objects.open().filter(output=output, criterion=criterion).select_related("raised_by").first()
     return ItemView(sides=sides, history=history, others_pending=others, agreed_outcome=agreed, dispute=dispute)
 
 
@@ -231,12 +219,7 @@ def decide(*, output: Output, criterion: Criterion, outcome: str, rationale: str
         seen = current.revision if current else 0
         if seen != based_on:
             raise StaleGold(current, by)
-        n_labels = Label.objects.filter(
-            is_current=True,
-            criterion=criterion,
-            annotation__output=output,
-            annotation__status=Annotation.Status.SUBMITTED,
-        ).count()
+        n_labels = Label.objects.submitted().filter(criterion=criterion, annotation__output=output).count()
         if n_labels < 2:
             raise AdjudicationError("This item does not have two submitted annotations yet; nothing to adjudicate.")
         if current is not None:
@@ -258,7 +241,7 @@ def decide(*, output: Output, criterion: Criterion, outcome: str, rationale: str
         except IntegrityError:
             raise AdjudicationError("Another reviewer saved a gold label for this item at the same moment. Reload.")
         # Deciding again is the answer to a dispute: it is resolved by this revision (kept, not deleted).
-        GoldDispute.objects.filter(output=output, criterion=criterion, resolved_at__isnull=True).update(
+        GoldDispute.objects.open().filter(output=output, criterion=criterion).update(
             resolved_at=gold.decided_at, resolved_by=by, resolution=gold
         )
         return gold
@@ -266,7 +249,8 @@ def decide(*, output: Output, criterion: Criterion, outcome: str, rationale: str
 
 def recent_decisions(eval_set: EvalSet, rubric_version: RubricVersion, limit: int = 15) -> QuerySet[GoldLabel]:
     return (
-        GoldLabel.objects.filter(rubric_version=rubric_version, output__case__eval_set=eval_set, is_current=True)
+        GoldLabel.objects.current()
+        .filter(rubric_version=rubric_version, output__case__eval_set=eval_set)
         .select_related("output__case", "criterion", "decided_by")
         .order_by("-decided_at")[:limit]
     )

@@ -174,7 +174,7 @@ def save_label(
     more_evidence = list(more_evidence or [])
     if transcript is None:
         transcript = Transcript.of(annotation.output)
-    current = Label.objects.filter(annotation=annotation, criterion=criterion, is_current=True).first()
+    current = Label.objects.current().filter(annotation=annotation, criterion=criterion).first()
     if annotation.status == Annotation.Status.DRAFT:
         hold = timezone.now() + RESERVATION
         if annotation.reserved_until is None or annotation.reserved_until < hold - RESERVATION_REFRESH:
@@ -235,7 +235,7 @@ def submit(*, annotation: Annotation) -> None:
             status=409,
         )
     criteria = list(annotation.rubric_version.criteria.order_by("order", "id"))
-    labels = {label.criterion_id: label for label in Label.objects.filter(annotation=annotation, is_current=True)}
+    labels = {label.criterion_id: label for label in Label.objects.current().filter(annotation=annotation)}
     missing = [c.key for c in criteria if c.pk not in labels]
     answered = [(c.key, labels[c.pk]) for c in criteria if c.pk in labels]
     unquoted = [key for key, label in answered if label.outcome in NEEDS_EVIDENCE and not label.evidence]
@@ -255,9 +255,6 @@ def submit(*, annotation: Annotation) -> None:
     annotation.submitted_at = timezone.now()
     annotation.reserved_until = None
     annotation.save(update_fields=["status", "submitted_at", "reserved_until"])
-
-
-CURRENT = Q(labels__is_current=True)
 
 
 def criterion_states(annotation: Annotation) -> list[CriterionState]:

@@ -15,7 +15,7 @@ import pandas as pd
 from django.db import connections
 from django.db.models import QuerySet
 
-from .models import Annotation, EvalSet, GoldLabel, Label, RubricVersion
+from .models import EvalSet, GoldLabel, Label, RubricVersion
 
 LABEL_COLUMNS = ["output", "criterion", "annotation", "annotator", "slot", "outcome", "quotes_outside_response"]
 GOLD_COLUMNS = ["output", "criterion", "outcome"]
@@ -43,9 +43,7 @@ class Scope:
 def load_labels(scope: Scope) -> pd.DataFrame:
     """Current labels of submitted annotations: output, criterion, annotation, annotator, slot, outcome, and
     how many of the label's quotes are only outside the response (Label.quotes_outside_response)."""
-    qs = Label.objects.filter(
-        is_current=True,
-        annotation__status=Annotation.Status.SUBMITTED,
+    qs = Label.objects.submitted().filter(
         annotation__rubric_version=scope.rubric_version,
         annotation__output__case__eval_set=scope.eval_set,
     )
@@ -65,9 +63,7 @@ def load_labels(scope: Scope) -> pd.DataFrame:
 
 def load_adjudicated(scope: Scope) -> pd.DataFrame:
     """Current adjudicated gold labels: output, criterion, outcome."""
-    qs = GoldLabel.objects.filter(
-        is_current=True, rubric_version=scope.rubric_version, output__case__eval_set=scope.eval_set
-    )
+    qs = GoldLabel.objects.current().filter(rubric_version=scope.rubric_version, output__case__eval_set=scope.eval_set)
     if scope.agent_version is not None:
         qs = qs.filter(output__agent_version=scope.agent_version)
     return frame(qs, ["output_id", "criterion_id", "outcome"], GOLD_COLUMNS)

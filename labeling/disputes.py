@@ -55,7 +55,7 @@ def raise_dispute(
                 if current
                 else "The gold label changed after this page was loaded; nothing was disputed. Read it and try again."
             )
-        open_ = GoldDispute.objects.filter(output=output, criterion=criterion, resolved_at__isnull=True).first()
+        open_ = GoldDispute.objects.open().filter(output=output, criterion=criterion).first()
         if open_ is not None:
             raise DisputeRefused(_already(open_))
         try:
@@ -82,9 +82,11 @@ def _already(dispute: GoldDispute) -> str:
 
 
 def open_disputes(eval_set: EvalSet, rubric_version: RubricVersion) -> QuerySet[GoldDispute]:
-    return GoldDispute.objects.filter(
-        resolved_at__isnull=True, rubric_version=rubric_version, output__case__eval_set=eval_set
-    ).select_related("raised_by", "criterion")
+    return (
+        GoldDispute.objects.open()
+        .filter(rubric_version=rubric_version, output__case__eval_set=eval_set)
+        .select_related("raised_by", "criterion")
+    )
 
 
 def open_dispute_counts(eval_set: EvalSet, rubric_version: RubricVersion) -> Counter:

@@ -28,7 +28,7 @@ def own_annotation(user: User, pk: int, *, for_update: bool = False) -> Annotati
     (None when the queue is closed), read in the same query. The free-form metadata of the output
     and case is left unread (it can be large JSON, and nothing here shows it).
     """
-    queue = LabelingQueue.objects.filter(eval_set_id=OuterRef("output__case__eval_set_id"), is_current=True)
+    queue = LabelingQueue.objects.current().filter(eval_set_id=OuterRef("output__case__eval_set_id"))
     qs = (
         Annotation.objects.select_related("output__case__eval_set", "rubric_version__rubric")
         .defer("output__metadata", "output__case__metadata")

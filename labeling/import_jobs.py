@@ -22,8 +22,7 @@ from django.utils import timezone
 
 from .io import ImportFailed, Source, import_cases, import_labels, import_rubric
 from .io.cases import DEFAULT_AGENT_VERSION
-from .io.rubrics import find_version
-from .models import EvalSet, ImportJob
+from .models import EvalSet, ImportJob, RubricVersion
 
 log = logging.getLogger(__name__)
 # How often the reporting thread looks at where the import is in the file (seconds).
@@ -60,7 +59,7 @@ def import_file(*, kind: str, source: Source, options: dict) -> dict:
         eval_set = EvalSet.objects.filter(name=options["eval_set"]).first()
         result["eval_set_id"], result["eval_set_name"] = (eval_set.pk, eval_set.name) if eval_set else (None, "")
     if kind == "labels":
-        result["rubric_version_id"] = find_version(options["rubric"]).pk
+        result["rubric_version_id"] = RubricVersion.objects.by_ref(options["rubric"]).pk
     return result
 
 

@@ -36,9 +36,9 @@ class AdjudicationsWaiting:
 
 
 def _scopes() -> list[tuple[EvalSet, RubricVersion]]:
-    queues = LabelingQueue.objects.filter(is_current=True).select_related("eval_set", "rubric_version__rubric")
+    queues = LabelingQueue.objects.current().select_related("eval_set", "rubric_version__rubric")
     scopes = {(q.eval_set_id, q.rubric_version_id): (q.eval_set, q.rubric_version) for q in queues}
-    disputed = GoldDispute.objects.filter(resolved_at__isnull=True).order_by()
+    disputed = GoldDispute.objects.open().order_by()
     missing = set(disputed.values_list("output__case__eval_set_id", "rubric_version_id").distinct()) - set(scopes)
     if missing:  # disputes outside the open queues (two more queries)
         eval_sets = EvalSet.objects.in_bulk({es for es, _ in missing})
@@ -75,17 +75,18 @@ def _since(rubric_version: RubricVersion, items) -> dict[tuple[int, int], dateti
     """When each item started to wait (two queries)."""
     outputs = {i.output_id for i in items}
     submitted = dict(
-        Annotation.objects.filter(
-            output_id__in=outputs, rubric_version=rubric_version, status=Annotation.Status.SUBMITTED
-        )
+        Annotation.objects.submitted()
+        .filter(output_id__in=outputs, rubric_version=rubric_version)
         .values("output_id")
         .annotate(last=Max("submitted_at"))
         .order_by()
         .values_list("output_id", "last")
     )
-    open_disputes = GoldDispute.objects.filter(
-        resolved_at__isnull=True, rubric_version=rubric_version, output_id__in=outputs
-    ).only("criterion_id", "output_id", "raised_at")
+    open_disputes = (
+        GoldDispute.objects.open()
+        .filter(rubric_version=rubric_version, output_id__in=outputs)
+        .only("criterion_id", "output_id", "raised_at")
+    )
     disputes = {(d.criterion_id, d.output_id): d.raised_at for d in open_disputes}
     return {
         (i.criterion_id, i.output_id): disputes.get((i.criterion_id, i.output_id)) or submitted.get(i.output_id)

@@ -11,11 +11,12 @@ import json
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 
 from .transcript import Transcript, quotes_of
-from .validators import validate_name
+from .validators import UnknownName, known_names, rubric_part_problem, split_rubric_ref, validate_name
 
 
 class Role(models.TextChoices):
@@ -28,14 +29,6 @@ class User(AbstractUser):
     """An Icewater account. The role decides what the server lets it see and do."""
 
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
-
-    @property
-    def is_lead(self) -> bool:
-        return self.role == Role.LEAD
-
-    @property
-    def is_reviewer(self) -> bool:
-        return self.role == Role.REVIEWER
 
 
 class HumanOutcome(models.TextChoices):
@@ -115,9 +108,36 @@ class Rubric(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self) -> None:
+        # Not a field validator (that would be a migration): forms and the admin call clean().
+        problem = rubric_part_problem(self.name)
+        if problem:
+            raise ValidationError({"name": f"A rubric name {problem}."})
+
 
 class RubricVersionLocked(Exception):
     """Raised when something tries to change a rubric version that labels, verdicts or approvals use."""
+
+
+class RubricVersionQuerySet(models.QuerySet):
+    def by_ref(self, ref: str, *, say_known: bool = True) -> RubricVersion:
+        """The rubric version NAME@VERSION names (labeling/validators.py has the rule); UnknownName otherwise.
+
+        The message says whether the rubric or only the version is unknown, and what exists; with
+        `say_known=False` (the HTTP gate) it names nothing else: a token holder must not learn other names.
+        """
+        name, version = split_rubric_ref(ref)
+        found = self.select_related("rubric").filter(rubric__name=name, version=version).first()
+        if found is not None:
+            return found
+        if not say_known:
+            raise UnknownName(f"unknown rubric version {ref!r}")
+        if not Rubric.objects.filter(name=name).exists():
+            raise UnknownName(
+                f"there is no rubric {name!r} ({known_names(Rubric.objects.values_list('name', flat=True))})"
+            )
+        versions = self.filter(rubric__name=name).values_list("version", flat=True)
+        raise UnknownName(f"rubric {name!r} has no version {version!r} ({known_names(versions)})")
 
 
 class RubricVersion(models.Model):
@@ -140,12 +160,19 @@ class RubricVersion(models.Model):
     approval_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = RubricVersionQuerySet.as_manager()
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=["rubric", "version"], name="rubric_version_unique")]
         ordering = ["rubric__name", "created_at"]
 
     def __str__(self) -> str:
         return self.ref
+
+    def clean(self) -> None:
+        problem = rubric_part_problem(self.version)
+        if problem:
+            raise ValidationError({"version": f"A rubric version {problem}."})
 
     @property
     def ref(self) -> str:
@@ -244,6 +271,12 @@ class Criterion(models.Model):
         return super().delete(*args, **kwargs)
 
 
+class AnnotationQuerySet(models.QuerySet):
+    def submitted(self) -> AnnotationQuerySet:
+        """Annotations their annotator handed in: a draft is work in progress and counts nowhere."""
+        return self.filter(status=Annotation.Status.SUBMITTED)
+
+
 class Annotation(models.Model):
     """One annotator's pass over one output under one rubric version.
 
@@ -270,6 +303,8 @@ class Annotation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
 
+    objects = AnnotationQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.UniqueConstraint(
@@ -281,6 +316,19 @@ class Annotation(models.Model):
 
     def __str__(self) -> str:
         return f"annotation {self.slot} of output {self.output_id} ({self.status})"
+
+
+class CurrentQuerySet(models.QuerySet):
+    """For models that keep their history as rows: a change adds a row and marks the old one not current."""
+
+    def current(self):
+        return self.filter(is_current=True)
+
+
+class LabelQuerySet(CurrentQuerySet):
+    def submitted(self) -> LabelQuerySet:
+        """The labels that count: the current revision of each label in a submitted annotation."""
+        return self.current().filter(annotation__status=Annotation.Status.SUBMITTED)
 
 
 class Label(models.Model):
@@ -305,6 +353,8 @@ class Label(models.Model):
     revision = models.PositiveIntegerField(default=1)
     is_current = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = LabelQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -350,6 +400,8 @@ class GoldLabel(models.Model):
     is_current = models.BooleanField(default=True)
     decided_at = models.DateTimeField(auto_now_add=True)
 
+    objects = CurrentQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["output", "criterion", "revision"], name="gold_revision_unique"),
@@ -378,6 +430,8 @@ class LabelingQueue(models.Model):
     reason = models.TextField(blank=True)
     is_current = models.BooleanField(default=True)
 
+    objects = CurrentQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["eval_set"], condition=Q(is_current=True), name="one_current_queue")
@@ -386,6 +440,12 @@ class LabelingQueue(models.Model):
 
     def __str__(self) -> str:
         return f"{self.eval_set} under {self.rubric_version_id}"
+
+
+class GoldDisputeQuerySet(models.QuerySet):
+    def open(self) -> GoldDisputeQuerySet:
+        """Disputes nobody has resolved yet (by deciding the item's gold again)."""
+        return self.filter(resolved_at__isnull=True)
 
 
 class GoldDispute(models.Model):
@@ -411,6 +471,8 @@ class GoldDispute(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     resolution = models.ForeignKey(GoldLabel, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    objects = GoldDisputeQuerySet.as_manager()
 
     class Meta:
         constraints = [

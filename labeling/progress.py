@@ -35,9 +35,10 @@ class MyQueue:
 def my_queues(user: User) -> list[MyQueue]:
     """For each open queue: what this person submitted, their open draft, and how much is left for them."""
     out = []
-    queues = LabelingQueue.objects.filter(is_current=True).select_related("eval_set", "rubric_version__rubric")
+    queues = LabelingQueue.objects.current().select_related("eval_set", "rubric_version__rubric")
     rows = (
-        Annotation.objects.filter(annotator=user, status=Annotation.Status.SUBMITTED)
+        Annotation.objects.submitted()
+        .filter(annotator=user)
         .values_list("output__case__eval_set_id", "rubric_version_id")
         .annotate(n=Count("id"))
         .order_by()

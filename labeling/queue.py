@@ -55,14 +55,15 @@ class Claim:
 def current_queue(eval_set: EvalSet | int) -> LabelingQueue | None:
     eval_set_id = eval_set if isinstance(eval_set, int) else eval_set.pk
     return (
-        LabelingQueue.objects.select_related("rubric_version__rubric", "eval_set")
-        .filter(eval_set_id=eval_set_id, is_current=True)
+        LabelingQueue.objects.current()
+        .select_related("rubric_version__rubric", "eval_set")
+        .filter(eval_set_id=eval_set_id)
         .first()
     )
 
 
 def open_queues() -> QuerySet[LabelingQueue]:
-    return LabelingQueue.objects.filter(is_current=True).select_related("eval_set", "rubric_version__rubric")
+    return LabelingQueue.objects.current().select_related("eval_set", "rubric_version__rubric")
 
 
 def movable_versions() -> QuerySet[RubricVersion]:
@@ -89,7 +90,7 @@ def move_queue(*, eval_set: EvalSet, rubric_version: RubricVersion, by: User, re
     with transaction.atomic():
         # Lock the eval set row so two leads moving the queue at once serialize.
         EvalSet.objects.select_for_update(no_key=True).filter(pk=eval_set.pk).first()
-        current = LabelingQueue.objects.filter(eval_set=eval_set, is_current=True).first()
+        current = LabelingQueue.objects.current().filter(eval_set=eval_set).first()
         if current and current.rubric_version_id == rubric_version.pk:
             raise QueueError(f"The queue of {eval_set.name} already uses {rubric_version.ref}.")
         if current:

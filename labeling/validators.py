@@ -13,6 +13,11 @@ any other ("café-v2", "回答-1").
 One rule in one place: the model fields carry `validate_name` (forms, the admin and add_judge get it from
 there) and the importers call `name_problem` for every record (labeling/io/fields.py `ident`), which the
 upload page, the command line and the API's pushes all go through.
+
+Rubrics are referred to as NAME@VERSION everywhere (commands, the Import page, the API, the gate). Neither a
+rubric's name nor its version may contain "@" (`rubric_part_problem`: the importer and the admin refuse it),
+and `split_rubric_ref` splits at the LAST "@": a version never holds one, so a rubric named with an "@"
+before the rule was enforced is still found ("team@a@2" is rubric "team@a", version "2").
 """
 
 from __future__ import annotations
@@ -34,6 +39,37 @@ _CALLED = {
     "\u200b": "a zero-width space",
 }
 RULE = "names must be one line of visible characters, with ordinary spaces only between words"
+REF_EXAMPLE = "refund-support@1"
+# What split_rubric_ref accepts, for request schemas (the API's OpenAPI schema refuses what it refuses).
+RUBRIC_REF_PATTERN = r"^.+@[^@]+$"
+
+
+class UnknownName(ValueError):
+    """A name people typed that is malformed or matches nothing: the message says which (and, unless told
+    not to, what does exist). The one exception every name lookup raises: commands, pages, the API and the
+    gate all catch this type."""
+
+
+def rubric_part_problem(value: str) -> str | None:
+    """Why `value` cannot be a rubric's name or version beyond `name_problem` (it holds "@"), or None."""
+    return 'must not contain "@" (rubrics are referred to as NAME@VERSION)' if "@" in value else None
+
+
+def known_names(values, limit: int = 8) -> str:
+    """What exists, for a message about a name that matched nothing: "known: a, b and 3 more"."""
+    values = list(values)
+    if not values:
+        return "there are none yet"
+    more = f" and {len(values) - limit} more" if len(values) > limit else ""
+    return f"known: {', '.join(values[:limit])}{more}"
+
+
+def split_rubric_ref(ref: str) -> tuple[str, str]:
+    """'NAME@VERSION' -> (name, version), split at the last "@"; UnknownName saying how to write it otherwise."""
+    name, sep, version = (ref or "").rpartition("@")
+    if not sep or not name or not version:
+        raise UnknownName(f"rubric must be written NAME@VERSION, e.g. {REF_EXAMPLE}, not {ref!r}")
+    return name, version
 
 
 def name_problem(value: str) -> str | None:

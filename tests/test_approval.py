@@ -92,7 +92,7 @@ def test_approving_twice_or_an_unknown_version_is_refused(world):
     approve_rubric()
     with pytest.raises(CommandError, match="already approved"):
         approve_rubric()
-    with pytest.raises(CommandError, match="unknown rubric version 'refund@7'"):
+    with pytest.raises(CommandError, match="rubric 'refund' has no version '7' \\(known: 1\\)"):
         approve("--rubric", "refund@7", "--by", "lead", "--reason", "x")
 
 

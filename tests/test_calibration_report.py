@@ -358,7 +358,10 @@ def test_the_command_splits_by_agent_version(setup):
             ("--eval-set", "nope", "--rubric", "refund@1", "--judge", "gpt-judge"),
             "unknown eval set 'nope' (known: cal)",
         ),
-        (("--eval-set", "cal", "--rubric", "refund@2", "--judge", "gpt-judge"), "unknown rubric version 'refund@2'"),
+        (
+            ("--eval-set", "cal", "--rubric", "refund@2", "--judge", "gpt-judge"),
+            "rubric 'refund' has no version '2' (known: 1)",
+        ),
         (("--eval-set", "cal", "--rubric", "refund", "--judge", "gpt-judge"), "NAME@VERSION"),
         (("--eval-set", "cal", "--rubric", "refund@1", "--judge", "x"), "unknown judge config 'x' (known: gpt-judge)"),
         ((*SCOPE, "--by", "agent_version", "--agent-version", "v1"), "exclude each other"),

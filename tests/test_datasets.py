@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from calibration.lookup import eval_set_named, judge_named, rubric_version_named
+from calibration.lookup import eval_set_named, judge_named
 from calibration.report import calibration_report, human_agreement, segmented_report
+from labeling.models import RubricVersion
 
 from .calibration_factories import analyze
 
@@ -136,7 +137,7 @@ def worker_pair_kappas(items) -> list[float]:
 def test_qags_human_ceiling_reproduces_the_published_alpha_and_pairs_the_real_workers(qags):
     _, rubric, items = qags
     assert len(items) == 953
-    h = human_agreement(eval_set=eval_set_named("qags"), rubric_version=rubric_version_named(rubric))
+    h = human_agreement(eval_set=eval_set_named("qags"), rubric_version=RubricVersion.objects.by_ref(rubric))
     ceiling = h["factually_consistent"]
     # JUDGE-BENCH (Bavaresco et al. 2025): nominal alpha over the three positions, pooled, n = 953.
     assert ceiling.alpha == pytest.approx(0.4878830126174004, abs=1e-12)
@@ -159,7 +160,7 @@ def test_qags_human_ceiling_does_not_depend_on_the_line_order_of_the_labels(qags
 
     tmp, rubric, items = qags
     import_qags(tmp, "qags-reversed", rubric, items, reverse=True)
-    rv = rubric_version_named(rubric)
+    rv = RubricVersion.objects.by_ref(rubric)
     ceilings = [
         human_agreement(eval_set=eval_set_named(name), rubric_version=rv)["factually_consistent"]
         for name in ("qags", "qags-reversed")
@@ -330,7 +331,7 @@ def test_xsum_factual_reproduces_human_and_weak_judge_figures(tmp_path, third_po
     rubric = import_xsum(tmp_path, third_position_adjudicates)
     report = calibration_report(
         eval_set=eval_set_named("xsum"),
-        rubric_version=rubric_version_named(rubric),
+        rubric_version=RubricVersion.objects.by_ref(rubric),
         judge_config=judge_named("entailment"),
     )
     row = report.row("factual")
@@ -364,7 +365,7 @@ def test_xsum_split_by_system_reproduces_the_per_system_alpha(tmp_path):
     rubric = import_xsum(tmp_path, third_position_adjudicates=False)
     seg = segmented_report(
         eval_set=eval_set_named("xsum"),
-        rubric_version=rubric_version_named(rubric),
+        rubric_version=RubricVersion.objects.by_ref(rubric),
         judge_config=judge_named("entailment"),
     )
     alpha = {s.agent_version: s.rows[0].human_alpha for s in seg.segments}
@@ -454,7 +455,7 @@ def test_usr_topical_chat_binary_criteria_and_the_judge_bench_subset(tmp_path):
         "glue",
         write_jsonl(tmp_path / "verdicts.jsonl", verdicts),
     )
-    scope = dict(eval_set=eval_set_named("usr-tc"), rubric_version=rubric_version_named(rubric))
+    scope = dict(eval_set=eval_set_named("usr-tc"), rubric_version=RubricVersion.objects.by_ref(rubric))
     report = calibration_report(**scope, judge_config=judge_named("glue"))
     uk, un = report.row("uses_knowledge"), report.row("understandable")
     # README, all 360 responses: alpha nominal, the mean of kappa(A,B), kappa(A,C), kappa(B,C) over the

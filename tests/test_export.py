@@ -163,7 +163,7 @@ def test_a_failed_export_leaves_no_file(refunds, tmp_path):
     [
         ({"eval_set_name": "nope", "what": "cases"}, 'there is no eval set "nope"'),
         ({"eval_set_name": "refunds", "what": "labels"}, "--what labels needs --rubric NAME@VERSION"),
-        ({"eval_set_name": "refunds", "what": "labels", "rubric_ref": "refund-support@7"}, 'has no version "7"'),
+        ({"eval_set_name": "refunds", "what": "labels", "rubric_ref": "refund-support@7"}, "has no version '7'"),
         ({"eval_set_name": "refunds", "what": "gold", "fmt": "adk", "rubric_ref": REF}, "--format adk is for cases"),
         ({"eval_set_name": "refunds", "what": "verdicts", "rubric_ref": REF}, "--what verdicts needs --judge NAME"),
         (

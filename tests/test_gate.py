@@ -233,7 +233,7 @@ def test_it_cannot_decide_without_approved_criteria_or_verdicts(world, change, e
     [
         (["--eval-set", "nope"], "unknown eval set 'nope' (known: cal, rc-1)"),
         (["--rubric", "refund"], "rubric must be written NAME@VERSION"),
-        (["--rubric", "refund@9"], "unknown rubric version 'refund@9' (known: refund@1)"),
+        (["--rubric", "refund@9"], "rubric 'refund' has no version '9' (known: 1)"),
         (["--judge", "gpt-5"], "unknown judge config 'gpt-5' (known: gpt-judge)"),
     ],
 )

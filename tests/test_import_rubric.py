@@ -12,7 +12,6 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from labeling.io import ImportFailed, import_rubric
-from labeling.io.rubrics import find_version, parse_ref
 from labeling.models import Criterion, RubricVersion
 
 from .io_helpers import DATA, data_source, row_counts, source
@@ -88,7 +87,7 @@ def test_an_edit_imported_as_a_new_version_is_a_second_version():
     edited = {**TINY, "version": "2", "instruction": "Grade it strictly."}
     import_rubric(source=source("tiny2.json", json.dumps(edited)))
     assert sorted(RubricVersion.objects.values_list("version", flat=True)) == ["1", "2"]
-    assert find_version("tiny@2").instruction == "Grade it strictly."
+    assert RubricVersion.objects.by_ref("tiny@2").instruction == "Grade it strictly."
 
 
 def test_a_whole_number_version_in_yaml_is_text():
@@ -191,18 +190,6 @@ def test_several_problems_are_reported_at_once():
     fields = [p.field for p in exc.value.problems]
     assert fields == ["criteria[0].definition", "criteria[1].key", "criteria[2]"]
     assert all(p.line is not None for p in exc.value.problems)
-
-
-def test_rubric_references_are_name_at_version():
-    assert parse_ref("refund-support@1.2") == ("refund-support", "1.2")
-    for bad in ("refund-support", "@1", "r@", "a@b@c"):
-        with pytest.raises(ValueError, match="NAME@VERSION"):
-            parse_ref(bad)
-    import_rubric(source=source("tiny.json", json.dumps(TINY)))
-    with pytest.raises(ValueError, match='rubric "tiny" has no version "9"; it has 1'):
-        find_version("tiny@9")
-    with pytest.raises(ValueError, match='there is no rubric "nope"'):
-        find_version("nope@1")
 
 
 def test_the_command_exits_non_zero_on_a_bad_file(tmp_path):

@@ -17,7 +17,7 @@ from django.urls import reverse
 
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from labeling.io import import_cases, import_rubric
-from labeling.models import Case, Label, Output
+from labeling.models import Case, Label, Output, RubricVersion
 
 from .io_helpers import data_source, row_counts
 
@@ -357,6 +357,4 @@ def test_the_upload_page_refuses_a_key_given_twice(client, lead, refunds):
 
 
 def _rubric_pk() -> int:
-    from labeling.io.rubrics import find_version
-
-    return find_version(REF).pk
+    return RubricVersion.objects.by_ref(REF).pk

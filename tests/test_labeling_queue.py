@@ -312,7 +312,7 @@ def test_the_open_queue_command_opens_moves_and_refuses_clearly(lead, annotator)
     assert LabelingQueue.objects.count() == 1
     for args, message in (
         (["--eval-set", "nope", "--rubric", rv.ref, "--by", "lead"], 'there is no eval set "nope"'),
-        (["--eval-set", eval_set.name, "--rubric", "nope@1", "--by", "lead"], 'there is no rubric "nope"'),
+        (["--eval-set", eval_set.name, "--rubric", "nope@1", "--by", "lead"], "there is no rubric 'nope' \\(known: "),
         (["--eval-set", eval_set.name, "--rubric", rv.ref, "--by", "ann"], "only a lead opens or moves"),
     ):
         with pytest.raises(CommandError, match=message):

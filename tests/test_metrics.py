@@ -15,6 +15,7 @@ from calibration.metrics import (
     GATE_MIN_KAPPA,
     MIN_N,
     TREND_MIN_KAPPA,
+    WilsonBound,
     bootstrap_kappa_ci,
     cohen_agreement,
     kappa_from_cells,
@@ -354,3 +355,45 @@ def test_balanced_accuracy_interval_has_the_spread_of_resampling_items():
     low, high = classification_rates(60, 12, 9, 39).balanced_accuracy_ci
     n_low, n_high = np.quantile(naive, [0.025, 0.975])
     assert low == pytest.approx(n_low, abs=0.015) and high == pytest.approx(n_high, abs=0.015)
+
+
+def _wilson_by_the_formula(successes, n, confidence):
+    # Wilson (1927) written out, the way calibration/metrics.py computed it before it called statsmodels.
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
+    p, z2n = successes / n, z * z / n
+    centre = (p + z2n / 2.0) / (1.0 + z2n)
+    half = z / (1.0 + z2n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)) ** 0.5
+    return centre - half, centre + half
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.8, 0.9, 0.95, 0.99])
+def test_wilson_keeps_the_hand_written_figures(confidence):
+    for n in (1, 2, 3, 10, 34, 35, 50, 400, 5000):
+        for successes in sorted({0, 1, n // 3, n // 2, n - 1, n}):
+            lower, upper = _wilson_by_the_formula(successes, n, confidence)
+            w = wilson_interval(successes, n, confidence)
+            # statsmodels clips to [0, 1]; the formula can land a rounding error outside at 0 and n.
+            assert w.lower == pytest.approx(max(lower, 0.0), abs=1e-12)
+            assert w.upper == pytest.approx(min(upper, 1.0), abs=1e-12)
+
+
+def test_wilson_7_of_10_at_95_by_hand():
+    # z = 1.959964, z^2 = 3.841459; centre = (0.7 + 0.192073) / 1.384146 = 0.644493;
+    # half = 1.959964 / 1.384146 * sqrt(0.021 + 0.009604) = 1.416009 * 0.174940 = 0.247716.
+    w = wilson_interval(7, 10, 0.95)
+    assert (w.lower, w.upper) == (pytest.approx(0.396777, abs=2e-6), pytest.approx(0.892209, abs=2e-6))
+
+
+def test_wilson_is_the_two_sided_interval_not_a_one_sided_bound():
+    # At 90% two-sided, each side leaves 5% out: the lower end equals the one-sided 95% bound,
+    # which is higher than the two-sided 95% one (z 1.645 vs 1.960).
+    two_sided_90 = wilson_interval(45, 50, 0.90).lower
+    assert two_sided_90 > wilson_interval(45, 50, 0.95).lower
+    low, _ = proportion_confint(45, 50, alpha=0.10, method="wilson")
+    assert two_sided_90 == pytest.approx(low, abs=1e-12)
+
+
+def test_wilson_of_nothing_is_none_whatever_the_confidence():
+    assert wilson_interval(0, 0, 1.0) == WilsonBound(0, 0, None, None)

@@ -8,8 +8,7 @@ from django.urls import reverse
 
 from judging.models import JudgeRun
 from labeling.io import import_cases, import_rubric
-from labeling.io.rubrics import find_version
-from labeling.models import EvalSet
+from labeling.models import EvalSet, RubricVersion
 
 from .calibration_factories import make_judge
 from .factories import make_eval_set, make_rubric_version
@@ -40,7 +39,7 @@ def test_a_cases_import_links_to_its_labeling_queue_and_to_a_judge_run(client, l
 def test_a_labels_import_links_to_adjudication_and_a_judge_run(client, lead):
     import_rubric(source=data_source("rubric.json"))
     import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
-    rv, es = find_version("refund-support@1"), EvalSet.objects.get(name="refunds")
+    rv, es = RubricVersion.objects.by_ref("refund-support@1"), EvalSet.objects.get(name="refunds")
     client.force_login(lead)
     data = {
         "kind": "labels",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
+from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
@@ -87,3 +89,24 @@ def test_add_user_rejects_an_unknown_role():
     finally:
         del os.environ["ICEWATER_PASSWORD"]
     assert not User.objects.exists()
+
+
+def test_a_role_is_asked_through_has_role_not_a_user_property(lead):
+    # User.is_lead / is_reviewer once said "no" to a superuser, whom has_role counts as a lead.
+    assert not hasattr(User, "is_lead") and not hasattr(User, "is_reviewer")
+    superuser = User(username="root", is_superuser=True, role=Role.ANNOTATOR)
+    assert has_role(superuser, Role.LEAD) and has_role(lead, Role.LEAD)
+
+
+# A template reading a property the user does not have renders it empty, silently: so none reads one.
+ROLE_OFF_THE_USER = re.compile(r"\buser\.(is_lead|is_reviewer|is_annotator)\b")
+
+
+def test_no_template_reads_a_role_off_the_user():
+    templates = sorted((settings.BASE_DIR / "templates").rglob("*.html"))
+    assert len(templates) > 20
+    found = [f"{t.name}: {m.group(0)}" for t in templates for m in ROLE_OFF_THE_USER.finditer(t.read_text())]
+    assert found == []
+    # The negative control: the pattern does see such a read.
+    assert ROLE_OFF_THE_USER.search("{% if request.user.is_lead %}") is not None
+    assert ROLE_OFF_THE_USER.search("{% if is_lead %}") is None

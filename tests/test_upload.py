@@ -11,7 +11,6 @@ from django.test import Client
 from django.urls import reverse
 
 from labeling.io import import_cases, import_rubric
-from labeling.io.rubrics import find_version
 from labeling.models import Case, Label, RubricVersion
 
 from .io_helpers import DATA, data_source, row_counts
@@ -87,7 +86,7 @@ def test_labels_upload_uses_the_chosen_eval_set_and_rubric_version(client, lead)
     import_rubric(source=data_source("rubric.json"))
     import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
     client.force_login(lead)
-    rv = find_version("refund-support@1")
+    rv = RubricVersion.objects.by_ref("refund-support@1")
     data = {
         "kind": "labels",
         "labels-eval_set": "refunds",
@@ -256,7 +255,7 @@ def test_large_text_fields_beside_the_file_are_refused(client, lead):
     ],
 )
 def test_a_file_of_another_type_is_refused_as_unsupported_not_read_as_csv(client, lead, kind, extra, read):
-    rv = import_rubric(source=data_source("rubric.json")).counts and find_version("refund-support@1")
+    rv = import_rubric(source=data_source("rubric.json")).counts and RubricVersion.objects.by_ref("refund-support@1")
     import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
     client.force_login(lead)
     before = row_counts()
@@ -293,7 +292,7 @@ def test_both_agent_version_fields_start_empty_and_empty_means_default(client, l
     data = {
         "kind": "labels",
         "labels-eval_set": "refunds",
-        "labels-rubric": find_version("refund-support@1").pk,
+        "labels-rubric": RubricVersion.objects.by_ref("refund-support@1").pk,
         "labels-agent_version": "",
         "labels-file": upload("labels.jsonl"),
     }

@@ -144,7 +144,7 @@ def run_in_process(probe_run: ProbeRun, **kwargs) -> str:
 
 def cancel_probe_run(probe_run: ProbeRun) -> bool:
     """Cancel every arm still going; False if none was."""
-    cancelled = [runner.cancel_run(run) for run in probe_run.judge_runs.filter(status__in=JudgeRun.ACTIVE)]
+    cancelled = [runner.cancel_run(run) for run in probe_run.judge_runs.active()]
     return any(cancelled)
 
 

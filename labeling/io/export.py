@@ -23,11 +23,11 @@ from urllib.parse import quote
 from django.db.models import Prefetch
 from django.utils.http import content_disposition_header
 
-from ..models import Annotation, EvalSet, GoldLabel, Label, Output, RubricVersion
+from ..models import EvalSet, GoldLabel, Label, Output, RubricVersion
+from ..validators import UnknownName
 from .cases import CASE_FIELDS, OUTPUT_FIELDS
 from .fields import csv_safe
 from .labels import AGREEMENT
-from .rubrics import find_version
 
 # Verdicts are judging's: judging.io.export_data adds them to these (labeling imports no other app).
 WHAT = ("cases", "labels", "gold")
@@ -92,12 +92,8 @@ def case_records(eval_set: EvalSet) -> Iterator[dict]:
 def label_records(eval_set: EvalSet, rv: RubricVersion) -> Iterator[dict]:
     """Current labels of submitted annotations, in the order that reproduces the slots on import."""
     rows = (
-        Label.objects.filter(
-            is_current=True,
-            annotation__rubric_version=rv,
-            annotation__status=Annotation.Status.SUBMITTED,
-            annotation__output__case__eval_set=eval_set,
-        )
+        Label.objects.submitted()
+        .filter(annotation__rubric_version=rv, annotation__output__case__eval_set=eval_set)
         .order_by(
             "annotation__output__case__case_id",
             "annotation__output__agent_version",
@@ -134,17 +130,14 @@ def gold_records(eval_set: EvalSet, rv: RubricVersion) -> Iterator[dict]:
 
     adjudicated = {
         (output_id, criterion_id): (outcome, who, rationale)
-        for output_id, criterion_id, outcome, who, rationale in GoldLabel.objects.filter(
-            rubric_version=rv, is_current=True, output__case__eval_set=eval_set
-        ).values_list("output_id", "criterion_id", "outcome", "decided_by__username", "rationale")
+        for output_id, criterion_id, outcome, who, rationale in GoldLabel.objects.current()
+        .filter(rubric_version=rv, output__case__eval_set=eval_set)
+        .values_list("output_id", "criterion_id", "outcome", "decided_by__username", "rationale")
     }
     labels = pd.DataFrame(
-        Label.objects.filter(
-            is_current=True,
-            annotation__rubric_version=rv,
-            annotation__status=Annotation.Status.SUBMITTED,
-            annotation__output__case__eval_set=eval_set,
-        ).values_list("annotation__output_id", "criterion_id", "outcome"),
+        Label.objects.submitted()
+        .filter(annotation__rubric_version=rv, annotation__output__case__eval_set=eval_set)
+        .values_list("annotation__output_id", "criterion_id", "outcome"),
         columns=["output", "criterion", "outcome"],
     )
     adjudicated_frame = pd.DataFrame(
@@ -219,8 +212,8 @@ def export_scope(
     if not rubric_ref:
         raise ExportError(f"--what {what} needs --rubric NAME@VERSION")
     try:
-        return eval_set, find_version(rubric_ref)
-    except ValueError as exc:
+        return eval_set, RubricVersion.objects.by_ref(rubric_ref)
+    except UnknownName as exc:
         raise ExportError(str(exc)) from None
 
 

@@ -40,13 +40,13 @@ from ..models import (
     User,
 )
 from ..transcript import MAX_QUOTES, NONE_QUOTE, Transcript
+from ..validators import UnknownName
 from . import fields as f
 from .cases import AGENT_VERSION_MAX, CASE_ID_MAX, DEFAULT_AGENT_VERSION
 from .errors import Problems, RecordError
 from .planner import analyze_after_import
 from .readers import Source, iter_csv, iter_jsonl, peek_first_line, refuse_unsupported_type, suggest
 from .report import ImportReport, plural
-from .rubrics import find_version
 
 LABEL_FIELDS = frozenset(
     {"case_id", "agent_version", "criterion", "annotator", "adjudicator", "outcome", "evidence", "rationale"}
@@ -417,9 +417,11 @@ class LabelImport:
         by_pk = {a["pk"]: key for key, a in annotations.items()}
         current: dict[tuple[int, int], tuple[str, str, tuple[str, ...]]] = {}
         for chunk in _chunks(list(by_pk)):
-            for annotation_id, criterion_id, outcome, evidence, more in Label.objects.filter(
-                annotation_id__in=chunk, is_current=True
-            ).values_list("annotation_id", "criterion_id", "outcome", "evidence", "more_evidence"):
+            for annotation_id, criterion_id, outcome, evidence, more in (
+                Label.objects.current()
+                .filter(annotation_id__in=chunk)
+                .values_list("annotation_id", "criterion_id", "outcome", "evidence", "more_evidence")
+            ):
                 current[(annotation_id, criterion_id)] = (outcome, evidence, tuple(more or ()))
         return annotations, current
 
@@ -610,9 +612,9 @@ def import_labels(
     if eval_set is None:
         raise problems.fatal(None, "eval set", f'there is no eval set "{eval_set_name}"; import its cases first')
     try:
-        rv = find_version(rubric_ref)
+        rv = RubricVersion.objects.by_ref(rubric_ref)
         default_agent_version = f.ident(default_agent_version, "agent_version", AGENT_VERSION_MAX)
-    except ValueError as exc:
+    except UnknownName as exc:
         raise problems.fatal(None, "rubric", str(exc)) from None
     except RecordError as exc:
         raise problems.fatal(None, exc.field, exc.message) from None

@@ -15,6 +15,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from ..models import Criterion, GoldPolicy, Rubric, RubricVersion, rubric_content_hash
+from ..validators import rubric_part_problem
 from . import fields as f
 from .errors import Problems, RecordError
 from .readers import (
@@ -33,26 +34,6 @@ CRITERION_FIELDS = frozenset({"key", "definition", "pass_example", "fail_example
 # A criterion key appears in URLs, CSV headers and judge prompts: keep it a slug (models.SlugField).
 KEY_RE = re.compile(r"^[-a-zA-Z0-9_]+$")
 NAME_MAX, VERSION_MAX, KEY_MAX = 200, 100, 100
-
-
-def parse_ref(ref: str) -> tuple[str, str]:
-    """'NAME@VERSION' -> (name, version); ValueError with a readable reason otherwise."""
-    name, sep, version = ref.partition("@")
-    if not sep or not name or not version or "@" in version:
-        raise ValueError(f'"{ref}" is not a rubric reference; write it as NAME@VERSION, e.g. refund-support@1')
-    return name, version
-
-
-def find_version(ref: str) -> RubricVersion:
-    """The rubric version a NAME@VERSION names; ValueError listing what exists otherwise."""
-    name, version = parse_ref(ref)
-    found = RubricVersion.objects.select_related("rubric").filter(rubric__name=name, version=version).first()
-    if found:
-        return found
-    known = list(RubricVersion.objects.filter(rubric__name=name).values_list("version", flat=True))
-    if known:
-        raise ValueError(f'rubric "{name}" has no version "{version}"; it has {", ".join(known)}')
-    raise ValueError(f'there is no rubric "{name}"; import it first with import_rubric')
 
 
 def _scalar_text(value: Any, field: str, max_length: int) -> str:
@@ -99,8 +80,9 @@ def read_rubric(source: Source, problems: Problems) -> tuple[str, str, str, list
     for field, max_length in (("name", NAME_MAX), ("version", VERSION_MAX)):
         try:
             value = _scalar_text(doc.get(field), field, max_length)
-            if "@" in value:
-                raise RecordError(field, 'must not contain "@" (rubrics are referred to as NAME@VERSION)')
+            problem = rubric_part_problem(value)
+            if problem:
+                raise RecordError(field, problem)
             name, version = (value, version) if field == "name" else (name, value)
         except RecordError as exc:
             problems.add(top, exc.field, exc.message)

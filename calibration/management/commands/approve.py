@@ -17,7 +17,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from calibration.approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review
-from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
+from calibration.lookup import eval_set_named, judge_named
 from calibration.policy import (
     DECIDE_ON,
     DEFAULT_CONFIDENCE,
@@ -27,7 +27,8 @@ from calibration.policy import (
     FIELDS,
     GateThresholds,
 )
-from labeling.models import User
+from labeling.models import RubricVersion, User
+from labeling.validators import UnknownName
 
 
 class Command(BaseCommand):
@@ -94,7 +95,7 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"unknown user {opts['by']!r}")
         try:
-            rubric_version = rubric_version_named(opts["rubric"])
+            rubric_version = RubricVersion.objects.by_ref(opts["rubric"])
             if not decision:
                 rv = approve_rubric_version(rubric_version=rubric_version, by=user, reason=opts["reason"])
                 self.stdout.write(f"approved {rv.ref} (by {user.username} at {rv.approved_at:%Y-%m-%d %H:%M})")

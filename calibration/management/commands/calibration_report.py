@@ -6,8 +6,10 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from calibration.export import to_csv, to_json, to_text
-from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
+from calibration.lookup import eval_set_named, judge_named
 from calibration.report import calibration_report, segmented_report
+from labeling.models import RubricVersion
+from labeling.validators import UnknownName
 
 RENDER = {"json": to_json, "csv": to_csv, "text": to_text}
 
@@ -29,7 +31,7 @@ class Command(BaseCommand):
         try:
             scope = {
                 "eval_set": eval_set_named(opts["eval_set"]),
-                "rubric_version": rubric_version_named(opts["rubric"]),
+                "rubric_version": RubricVersion.objects.by_ref(opts["rubric"]),
                 "judge_config": judge_named(opts["judge"]),
             }
         except UnknownName as exc:

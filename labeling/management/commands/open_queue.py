@@ -8,9 +8,9 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from labeling.access import has_role
-from labeling.io.rubrics import find_version
-from labeling.models import EvalSet, Role, User
+from labeling.models import EvalSet, Role, RubricVersion, User
 from labeling.queue import QueueError, current_queue, move_queue
+from labeling.validators import UnknownName
 
 
 class Command(BaseCommand):
@@ -27,8 +27,8 @@ class Command(BaseCommand):
         if found is None:
             raise CommandError(f'there is no eval set "{eval_set}"; import its cases first')
         try:
-            version = find_version(rubric)
-        except ValueError as exc:
+            version = RubricVersion.objects.by_ref(rubric)
+        except UnknownName as exc:
             raise CommandError(str(exc)) from None
         lead = User.objects.filter(username=by).first()
         if lead is None or not has_role(lead, Role.LEAD):
