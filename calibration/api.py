@@ -7,10 +7,10 @@
 200 with the gate's JSON (the same as `manage.py gate --format json`) when it decided (pass or fail:
 read "passed"); 409 with {"passed": null, "error": ...} when it cannot decide, 404 (also with "passed":
 null) when a name matches nothing; 400 for a bad body (read with the import files' rules,
-labeling/io/json_body.py, and checked against GateIn: an unknown key is refused) or a threshold looser
+formats/json_body.py, and checked against GateIn: an unknown key is refused) or a threshold looser
 than the lead's policy (callers may only tighten it); 401 for a missing, unknown or revoked token; 403
 when the token has no gate scope, or the rubric version or eval set is outside its scope. Every error
-is JSON in the API's one error shape (labeling.io.errors.error_body, docs/api.md), 405 and 500 included.
+is JSON in the API's one error shape (labeling.problems.error_body, docs/api.md), 405 and 500 included.
 No message names anything the token holder did not name or cannot already gate on. Session cookies are
 not accepted here, which is why the view needs no CSRF token.
 """
@@ -29,8 +29,8 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import BaseModel, ConfigDict, Field
 
-from labeling.io.errors import Problem, error_body
-from labeling.io.json_body import BodyRefused, parse_json_body, schema_problems
+from labeling.json_body import BodyRefused, parse_json_body, schema_problems
+from labeling.problems import Problem, error_body
 
 from .gate import GateOutcome, GateRequest, gate_and_record
 from .models import GateResult, GateToken, TokenScope, hash_token

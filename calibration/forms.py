@@ -7,9 +7,9 @@ import math
 from django import forms
 
 from judging.models import JudgeConfig
-from labeling.io import fields as f
-from labeling.io.errors import RecordError
+from labeling import record_fields as f
 from labeling.models import EvalSet, Output, RubricVersion
+from labeling.problems import RecordError
 from labeling.validators import validate_name
 
 from .models import GateToken, TokenScope

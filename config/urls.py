@@ -20,5 +20,6 @@ urlpatterns = [
     path("calibration/", include("calibration.urls")),
     path("api/", include("api.urls")),
     path("", home, name="home"),
+    path("", include("formats.urls")),
     path("", include("labeling.urls")),
 ]

@@ -10,9 +10,11 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from labeling.io import ImportFailed, import_cases, import_labels, import_rubric
-from labeling.io.labels import strict_majority
+from formats.case_import import import_cases
+from formats.label_import import import_labels, strict_majority
+from formats.rubric_import import import_rubric
 from labeling.models import Annotation, GoldLabel, Label, Role, User
+from labeling.problems import ImportFailed
 
 from .factories import make_user, password_login
 from .io_helpers import DATA, data_source, dump_gold, dump_labels, jsonl, row_counts, source
@@ -74,7 +76,7 @@ def test_slots_come_after_annotations_already_made_in_the_app(refunds, annotator
 
 
 def _rv():
-    from labeling.io.rubrics import find_version
+    from labeling.rubric_versions import find_version
 
     return find_version(REF)
 
@@ -505,7 +507,7 @@ def test_evidence_and_rationale_longer_than_the_forms_take_are_refused_with_line
 
 def test_the_evidence_limit_holds_for_csv_label_studio_and_the_upload_page(refunds, client, lead):
     from labeling.forms import EVIDENCE_MAX_CHARS
-    from labeling.io.rubrics import find_version
+    from labeling.rubric_versions import find_version
 
     long = "q" * (EVIDENCE_MAX_CHARS + 1)
     csv_text = f"case_id,agent_version,criterion,annotator,outcome,evidence\nr-001,v1,next_step,zoe,PASS,{long}\n"
@@ -543,6 +545,6 @@ def test_the_evidence_limit_holds_for_csv_label_studio_and_the_upload_page(refun
         "labels-agent_version": "v1",
         "labels-file": SimpleUploadedFile("long.csv", csv_text.encode()),
     }
-    page = client.post(reverse("labeling:upload"), data).content.decode().replace("&quot;", '"')
+    page = client.post(reverse("formats:upload"), data).content.decode().replace("&quot;", '"')
     assert f'long.csv, line 2, field "evidence": is {EVIDENCE_MAX_CHARS + 1:,} characters long' in page
     assert row_counts() == before

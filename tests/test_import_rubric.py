@@ -11,9 +11,10 @@ import sys
 import pytest
 from django.core.management import CommandError, call_command
 
-from labeling.io import ImportFailed, import_rubric
-from labeling.io.rubrics import find_version, parse_ref
+from formats.rubric_import import import_rubric
 from labeling.models import Criterion, RubricVersion
+from labeling.problems import ImportFailed
+from labeling.rubric_versions import find_version, parse_ref
 
 from .io_helpers import DATA, data_source, row_counts, source
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from labeling.access import has_role
-from labeling.io.rubrics import find_version
 from labeling.models import EvalSet, Role, User
 from labeling.queue import QueueError, current_queue, move_queue
+from labeling.rubric_versions import find_version
 
 
 class Command(BaseCommand):
