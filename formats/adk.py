@@ -27,7 +27,7 @@ from labeling import record_fields as f
 from labeling.models import Case, EvalSet
 from labeling.problems import Problems, RecordError, line_of
 
-from .case_import import build_rows
+from .case_records import build_rows
 from .readers import Source, load_json_document, read_text
 
 # Where an ADK value came from, for messages: our field -> the ADK field it was read from.

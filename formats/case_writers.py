@@ -26,7 +26,7 @@ from labeling.models import Case, EvalSet, Output
 from labeling.problems import Problems
 from labeling.record_fields import json_equal
 
-from .case_import import CASE_COMPARED, OUTPUT_COMPARED, CaseRow, OutputRow, case_conflict, output_conflict
+from .case_records import CASE_COMPARED, OUTPUT_COMPARED, CaseRow, OutputRow, case_conflict, output_conflict
 
 # Rows per query/INSERT on the portable path: well under SQLite's 32,766 bound parameters per statement.
 BULK_BATCH = 500

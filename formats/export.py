@@ -25,8 +25,8 @@ from labeling.models import Annotation, EvalSet, GoldLabel, Label, Output, Rubri
 from labeling.record_fields import csv_safe
 from labeling.rubric_versions import find_version
 
-from .case_import import CASE_FIELDS, OUTPUT_FIELDS
-from .label_import import AGREEMENT
+from .case_records import CASE_FIELDS, OUTPUT_FIELDS
+from .label_records import AGREEMENT
 
 # Verdicts are judging's: formats.verdicts.export_data adds them to these (labeling imports no other app).
 WHAT = ("cases", "labels", "gold")

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from typing import BinaryIO
 
 from django.core.cache import caches
-from django.db import transaction
 from django.utils import timezone
 
 from formats.case_import import import_cases
@@ -28,7 +27,7 @@ from labeling.models import EvalSet
 from labeling.problems import ImportFailed
 from labeling.rubric_versions import find_version
 
-from .case_import import DEFAULT_AGENT_VERSION
+from .case_records import DEFAULT_AGENT_VERSION
 from .models import ImportJob
 
 log = logging.getLogger(__name__)
@@ -68,19 +67,6 @@ def import_file(*, kind: str, source: Source, options: dict) -> dict:
     if kind == "labels":
         result["rubric_version_id"] = find_version(options["rubric"]).pk
     return result
-
-
-def start(*, kind: str, file_name: str, stream: BinaryIO, options: dict, user) -> ImportJob:
-    """Keep the file in a job and queue it for a worker (once the row is committed)."""
-    from .tasks import run_import_job
-
-    stream.seek(0)
-    content = stream.read()
-    job = ImportJob.objects.create(
-        kind=kind, file_name=file_name, content=content, size=len(content), options=options, created_by=user
-    )
-    transaction.on_commit(lambda: run_import_job.delay(job.pk))
-    return job
 
 
 def run(job_id: int) -> None:

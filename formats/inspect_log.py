@@ -164,7 +164,7 @@ def sample_values(log: Any, sample: Any, agent_version: str | None) -> dict:
 
 def iter_rows(source: Source, problems: Problems, agent_version: str | None) -> Iterator[tuple]:
     """(case, output) per sample. `agent_version` None: the model's name (e.g. openai/gpt-4o)."""
-    from .case_import import build_rows
+    from .case_records import build_rows
 
     log = read_log(source, problems)
     for i, sample in enumerate(log.samples):

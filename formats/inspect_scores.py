@@ -20,9 +20,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from formats.case_import import AGENT_VERSION_MAX, CASE_ID_MAX
+from formats.case_records import AGENT_VERSION_MAX, CASE_ID_MAX
 from formats.inspect_log import read_log
 from formats.readers import Source
+from formats.verdict_records import VerdictRecord
 from judging.models import VerdictOutcome
 from labeling import record_fields as f
 from labeling.problems import Problems, RecordError, suggest
@@ -140,8 +141,6 @@ def inspect_records(
     source: Source, problems: Problems, keys: list[str], mapping: ScoreMapping, agent_version: str
 ) -> Iterator:
     """One VerdictRecord per sample and mapped scorer; outputs under the model's name unless `agent_version`."""
-    from .verdicts import VerdictRecord
-
     log = read_log(source, problems)
     targets = _criteria_of(log, keys, mapping, problems)
     try:

@@ -19,7 +19,7 @@ from typing import Any
 from labeling import record_fields as f
 from labeling.problems import Problems, RecordError, line_of
 
-from .label_import import LabelRecord, build_label
+from .label_records import LabelRecord, build_label
 from .readers import Source, load_json_document, read_text
 
 # Our field -> where it sits in a Label Studio task, for messages.

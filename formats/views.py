@@ -9,9 +9,12 @@ the card's result in place. A file above ICEWATER_UPLOAD_INLINE_MB is imported b
 
 from __future__ import annotations
 
+from typing import BinaryIO
+
 from django import forms
 from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
@@ -24,6 +27,7 @@ from labeling.models import EvalSet, Role, RubricVersion
 
 from . import import_jobs
 from .models import ImportJob
+from .tasks import run_import_job
 
 
 def upload_limit_mb() -> int:
@@ -152,11 +156,22 @@ def _card(kind: str, form: forms.Form | None = None, result: dict | None = None,
     }
 
 
+def _start_job(*, kind: str, file_name: str, stream: BinaryIO, options: dict, user) -> ImportJob:
+    """Keep the file in a job and queue it for a worker (once the row is committed)."""
+    stream.seek(0)
+    content = stream.read()
+    job = ImportJob.objects.create(
+        kind=kind, file_name=file_name, content=content, size=len(content), options=options, created_by=user
+    )
+    transaction.on_commit(lambda: run_import_job.delay(job.pk))
+    return job
+
+
 def _submit(request: HttpRequest, kind: str, form: UploadForm) -> dict:
     """Import a valid form's file now, or queue it as a job when it is large (import_jobs)."""
     upload = form.cleaned_data["file"]
     if upload.size > settings.ICEWATER_UPLOAD_INLINE_BYTES:
-        job = import_jobs.start(
+        job = _start_job(
             kind=kind, file_name=upload.name, stream=upload.file, options=form.options(), user=request.user
         )
         return _card(kind, form, job=job)
