@@ -23,12 +23,16 @@ from formats.case_import import import_cases
 from formats.label_import import import_labels
 from formats.readers import Source
 from formats.rubric_import import import_rubric
+from judging.models import JudgeRun
 from labeling.models import EvalSet
 from labeling.problems import ImportFailed
 from labeling.rubric_versions import find_version
 
 from .case_records import DEFAULT_AGENT_VERSION
+from .import_summary import ImportReport
+from .inspect_scores import ScoreMapping
 from .models import ImportJob
+from .verdicts import import_verdicts
 
 log = logging.getLogger(__name__)
 # How often the reporting thread looks at where the import is in the file (seconds).
@@ -37,34 +41,59 @@ REPORT_EVERY_S = 0.5
 PROGRESS_TIMEOUT_S = 24 * 3600
 
 
+def _rubric(source: Source, options: dict) -> ImportReport:
+    return import_rubric(source=source)
+
+
+def _cases(source: Source, options: dict) -> ImportReport:
+    agent_version = options.get("agent_version") or None
+    return import_cases(source=source, eval_set_name=options["eval_set"], default_agent_version=agent_version)
+
+
+def _labels(source: Source, options: dict) -> ImportReport:
+    return import_labels(
+        source=source,
+        eval_set_name=options["eval_set"],
+        rubric_ref=options["rubric"],
+        default_agent_version=options.get("agent_version") or DEFAULT_AGENT_VERSION,
+    )
+
+
+def _verdicts(source: Source, options: dict) -> ImportReport:
+    # The form checked the mapping already; a job's options were the form's, so this parse cannot fail.
+    mapping = ScoreMapping.parse(options.get("scorers", []), options.get("scores", []), options.get("skip", []))
+    return import_verdicts(
+        source=source,
+        eval_set_name=options["eval_set"],
+        rubric_ref=options["rubric"],
+        judge_name=options["judge"],
+        default_agent_version=options.get("agent_version") or "",
+        new_run=options.get("new_run") or "",
+        score_mapping=mapping,
+        via=JudgeRun.ImportedVia.PAGE,
+    )
+
+
+# The cards of the Import page (ImportJob.kind) and the import each runs.
+IMPORTS = {"rubric": _rubric, "cases": _cases, "labels": _labels, "verdicts": _verdicts}
+
+
 def import_file(*, kind: str, source: Source, options: dict) -> dict:
     """Run one import of the page; its result as the page shows it (JSON-ready, for a job's row as well).
 
-    `options`: eval_set (a name), rubric (NAME@VERSION), agent_version (empty: the importer's default).
+    `options`: eval_set (a name), rubric (NAME@VERSION), agent_version (empty: the importer's default); for
+    verdicts also judge, new_run and an Inspect AI log's scorers, scores and skip (ScoreMapping.parse's texts).
     """
-    agent_version = options.get("agent_version") or ""
     try:
-        if kind == "rubric":
-            report = import_rubric(source=source)
-        elif kind == "cases":
-            report = import_cases(
-                source=source, eval_set_name=options["eval_set"], default_agent_version=agent_version or None
-            )
-        else:
-            report = import_labels(
-                source=source,
-                eval_set_name=options["eval_set"],
-                rubric_ref=options["rubric"],
-                default_agent_version=agent_version or DEFAULT_AGENT_VERSION,
-            )
+        report = IMPORTS[kind](source, options)
     except ImportFailed as exc:
         return {"ok": False, "messages": str(exc).splitlines()}
     result = {"ok": True, "messages": str(report).splitlines(), "counts": report.counts}
     # What the next-step links need (upload.html): the eval set and rubric version the import was about.
-    if kind in ("cases", "labels"):
+    if kind in ("cases", "labels", "verdicts"):
         eval_set = EvalSet.objects.filter(name=options["eval_set"]).first()
         result["eval_set_id"], result["eval_set_name"] = (eval_set.pk, eval_set.name) if eval_set else (None, "")
-    if kind == "labels":
+    if kind in ("labels", "verdicts"):
         result["rubric_version_id"] = find_version(options["rubric"]).pk
     return result
 

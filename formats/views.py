@@ -1,6 +1,6 @@
 """Lead-only upload page: the importers of the management commands, with the same messages.
 
-One page, three cards (rubric, cases, labels); each card posts its own form, and its htmx request
+One page, four cards (rubric, cases, labels, verdicts); each card posts its own form, and its htmx request
 swaps only the card's result region (`upload.html#upload-result`), which sits above the form where
 it is seen, so the form and the file chosen in it stay. Without htmx the whole page comes back with
 the card's result in place. A file above ICEWATER_UPLOAD_INLINE_MB is imported by a Celery worker
@@ -22,10 +22,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
 from formats.readers import Source
+from judging.models import JudgeConfig
 from labeling.access import role_required
 from labeling.models import EvalSet, Role, RubricVersion
 
 from . import import_jobs
+from .inspect_scores import ScoreMapping
 from .models import ImportJob
 from .tasks import run_import_job
 
@@ -90,6 +92,10 @@ def file_field(label: str, help_text: str) -> forms.FileField:
     )
 
 
+def agent_version_field(label: str, help_text: str) -> forms.CharField:
+    return forms.CharField(label=label, max_length=200, required=False, help_text=help_text)
+
+
 class RubricUploadForm(UploadForm):
     file = file_field("Rubric file", "JSON or YAML: name, version, instruction, criteria.")
 
@@ -101,11 +107,9 @@ class CasesUploadForm(UploadForm):
         help_text="An existing eval set, or a new name to create one.",
         widget=forms.TextInput(attrs={"list": "eval-set-names"}),
     )
-    agent_version = forms.CharField(
-        label="Default agent version",
-        max_length=200,
-        required=False,
-        help_text="For lines without agent_version and for ADK result files (empty: default); for an Inspect AI "
+    agent_version = agent_version_field(
+        "Default agent version",
+        "For lines without agent_version and for ADK result files (empty: default); for an Inspect AI "
         "log's outputs (empty: the log's model name).",
     )
     file = file_field("Cases file", "JSONL, CSV, ADK .evalset.json or .evalset_result.json, Inspect AI .eval or .json.")
@@ -123,11 +127,9 @@ class LabelsUploadForm(UploadForm):
     eval_set = forms.ModelChoiceField(label="Eval set", queryset=EvalSet.objects.order_by("name"), to_field_name="name")
     rubric = RubricVersionChoice(label="Rubric version", queryset=RubricVersion.objects.select_related("rubric"))
     # As on the cases card: empty by default, and empty means "default".
-    agent_version = forms.CharField(
-        label="Default agent version",
-        max_length=200,
-        required=False,
-        help_text="For lines without agent_version (empty: default).",
+    agent_version = agent_version_field(
+        "Default agent version",
+        "For lines without agent_version (empty: default).",
     )
     file = file_field("Labels file", "JSONL, CSV or a Label Studio JSON export.")
 
@@ -136,10 +138,83 @@ class LabelsUploadForm(UploadForm):
         return {"eval_set": data["eval_set"].name, "rubric": data["rubric"].ref, "agent_version": data["agent_version"]}
 
 
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class VerdictsUploadForm(UploadForm):
+    """Verdicts judged elsewhere, into an imported judge config: the provenance rule of import_verdicts
+    (verdicts.imported_only, docs/security.md) refuses a config that runs, before the file is read."""
+
+    eval_set = forms.ModelChoiceField(label="Eval set", queryset=EvalSet.objects.order_by("name"), to_field_name="name")
+    rubric = RubricVersionChoice(label="Rubric version", queryset=RubricVersion.objects.select_related("rubric"))
+    judge = forms.CharField(
+        label="Judge config",
+        max_length=200,
+        help_text="An imported judge config, or a new name to create one (backend imported).",
+        widget=forms.TextInput(attrs={"list": "imported-judge-names"}),
+    )
+    agent_version = agent_version_field(
+        "Agent version",
+        "For records without agent_version when a case has outputs of several versions; for an "
+        "Inspect AI log's outputs (empty: the log's model name).",
+    )
+    new_run = forms.CharField(
+        label="New run",
+        max_length=200,
+        required=False,
+        help_text="Empty: a verdict already there with other content is an error. A name: the file becomes a run "
+        "of that name, superseding earlier verdicts item by item.",
+    )
+    scorers = forms.CharField(
+        label="Inspect AI scorers",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="One NAME=CRITERION a line (empty: each scorer grades the criterion of its own name).",
+    )
+    scores = forms.CharField(
+        label="Inspect AI score values",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="One VALUE=OUTCOME a line, beside C=PASS and I=FAIL (any other value is an ERROR verdict).",
+    )
+    skip = forms.CharField(
+        label="Inspect AI scorers to leave out", required=False, help_text="Scorer names, separated by commas."
+    )
+    file = file_field(
+        "Verdicts file", "JSONL or CSV (as export_data writes), ADK .evalset_result.json, Inspect AI .eval or .json."
+    )
+
+    def clean(self):
+        data = super().clean()
+        data["skip"] = [name.strip() for name in data.get("skip", "").split(",") if name.strip()]
+        try:
+            ScoreMapping.parse(
+                _lines(data.get("scorers", "")), _lines(data.get("scores", "")), data["skip"], via_api=True
+            )
+        except ValueError as exc:
+            self.add_error("scorers", str(exc))
+        return data
+
+    def options(self) -> dict:
+        data = self.cleaned_data
+        return {
+            "eval_set": data["eval_set"].name,
+            "rubric": data["rubric"].ref,
+            "judge": data["judge"],
+            "agent_version": data["agent_version"],
+            "new_run": data["new_run"],
+            "scorers": _lines(data["scorers"]),
+            "scores": _lines(data["scores"]),
+            "skip": data["skip"],
+        }
+
+
 CARDS = {
     "rubric": ("Rubric", RubricUploadForm),
     "cases": ("Cases and outputs", CasesUploadForm),
     "labels": ("Labels and gold labels", LabelsUploadForm),
+    "verdicts": ("Judge verdicts", VerdictsUploadForm),
 }
 
 
@@ -184,6 +259,7 @@ def _page(request: HttpRequest, cards: dict) -> HttpResponse:
     context = {
         "cards": cards.values(),
         "eval_sets": EvalSet.objects.order_by("name"),
+        "imported_judges": JudgeConfig.objects.filter(backend=JudgeConfig.Backend.IMPORTED).order_by("name"),
         "limit_mb": upload_limit_mb(),
         "inline_mb": settings.ICEWATER_UPLOAD_INLINE_BYTES / (1024 * 1024),
     }
