@@ -2,9 +2,9 @@
 
 Every endpoint calls the same domain function as the command line (the importers, the judge
 runner, the calibration report, the gate), so the API has the same checks, atomicity and
-messages. Every JSON body and query is read with the import files' rules (labeling/io/json_body.py:
+messages. Every JSON body and query is read with the import files' rules (formats/json_body.py:
 repeated keys, nesting, NUL, lone surrogates), and every error is JSON in one shape,
-{"error": message, "problems": [...], ...details} (labeling.io.errors.error_body), with the status
+{"error": message, "problems": [...], ...details} (labeling.problems.error_body), with the status
 that fits (400 bad input, 401 no usable token, 403 outside the token's scope, 404 unknown name or
 address, never followed by the names that exist, 405, 409 the gate cannot decide, 413 too large,
 500 logged); docs/api.md lists them.
@@ -29,16 +29,16 @@ from calibration.lookup import eval_set_named, judge_named
 from calibration.models import GateResult
 from calibration.policy import PolicyRefused, Tightening
 from calibration.report import calibration_report, segmented_report
+from formats.case_import import import_cases
+from formats.inspect_scores import ScoreMapping
+from formats.verdicts import import_verdicts
 from judging import runner
 from judging.backends import Misconfigured
-from judging.inspect_scores import ScoreMapping
-from judging.io import import_verdicts
 from judging.models import JudgeRun
 from judging.progress import Progress, progress_of
-from labeling.io import import_cases
-from labeling.io.errors import Problem
-from labeling.io.json_body import BodyRefused, check_query, parse_json_body, schema_problems
+from labeling.json_body import BodyRefused, check_query, parse_json_body, schema_problems
 from labeling.models import RubricVersion
+from labeling.problems import Problem
 from labeling.validators import RUBRIC_REF_PATTERN, UnknownName
 
 from .answers import LENGTH_REQUIRED, bad_parameters, error, refused_body, server_error, too_large, unread_chunked_body

@@ -6,9 +6,9 @@ from __future__ import annotations
 from django import forms
 
 from judging.models import JudgeConfig
-from labeling.io import fields as f
-from labeling.io.errors import RecordError
+from labeling import record_fields as f
 from labeling.models import RubricVersion
+from labeling.problems import RecordError
 from labeling.validators import validate_name
 
 from .models import GateToken, TokenScope

@@ -6,7 +6,7 @@
 Uses the PostgreSQL of `scripts/services.sh env` (or DATABASE_URL): creates a
 scratch database, migrates it, generates a JSONL file of realistic outputs
 (inputs and responses of 300-800 characters, tool calls with arguments and
-results), imports it through the real importer (`labeling.io.import_cases`,
+results), imports it through the real importer (`formats.import_cases`,
 the COPY fast path), and times a raw COPY of the same rows into a bare table
 with the same column types and no index or constraint: the floor. The floor is
 measured before and after the import and the faster one is used. The scratch
@@ -178,7 +178,8 @@ def main() -> None:
         from django.core.management import call_command
         from django.db import connection
 
-        from labeling.io import import_cases, open_source
+        from formats.case_import import import_cases
+        from formats.readers import open_source
 
         call_command("migrate", verbosity=0)
         path = workdir / "outputs.jsonl"

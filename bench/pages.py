@@ -77,7 +77,7 @@ def walk_pages() -> dict[str, list[tuple[str, str]]]:
         ("judge config", reverse("judging:config", args=[judge.pk])),
         ("probe runs", reverse("judging:probes")),
         ("probe run", reverse("judging:probe_run", args=[probe_run.pk])),
-        ("import", reverse("labeling:upload")),
+        ("import", reverse("formats:upload")),
         ("rubric", reverse("labeling:rubric_version", args=[rv.pk])),
         ("rubric editor", reverse("labeling:rubric_edit", args=[rv.pk])),
     ]

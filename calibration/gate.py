@@ -111,14 +111,14 @@ class GateCriterion:
         return {**head, **corrected, **tail, **self.thresholds.as_dict()}
 
 
-JUDGE_RUN, IMPORT, PUSH = "judge_run", "import", "push"
+JUDGE_RUN, IMPORT, PUSH, PAGE = "judge_run", "import", "push", "page"
 
 
 @dataclass(frozen=True)
 class VerdictSource:
     """One run whose verdicts the gate decided on. `origin`: judge_run (the config's own run), import
-    (manage.py import_verdicts, or an import made before provenance was recorded: then `file` is empty) or push
-    (POST /api/verdicts, with its token)."""
+    (manage.py import_verdicts, or an import made before provenance was recorded: then `file` is empty), page (a
+    lead's file on the Import page) or push (POST /api/verdicts, with its token)."""
 
     run: int
     origin: str
@@ -139,6 +139,8 @@ class VerdictSource:
         elif self.origin == PUSH:
             token = self.token or {}
             how = f"pushed with token {token.get('project', '?')!r} (id {token.get('id', '?')}), {self.file}"
+        elif self.origin == PAGE:
+            how = f"imported on the Import page, {self.file}"
         else:
             how = f"imported with manage.py import_verdicts, {self.file}" if self.file else "imported, how not recorded"
         return f"run {self.run}{label} ({how}): {self.verdicts:,}"
@@ -156,6 +158,8 @@ def _source(run: JudgeRun, verdicts: int) -> VerdictSource:
         origin = JUDGE_RUN
     elif push is not None or run.imported_via == JudgeRun.ImportedVia.PUSH:
         origin = PUSH
+    elif run.imported_via == JudgeRun.ImportedVia.PAGE:
+        origin = PAGE
     else:
         origin = IMPORT
     return VerdictSource(

@@ -18,10 +18,10 @@ from django_htmx.http import HttpResponseClientRefresh
 
 from judging.models import JudgeConfig
 from labeling.access import STAFF_ROLES, checked_query, has_role, role_required
-from labeling.io.export import attachment_header
 from labeling.models import Criterion, EvalSet, GoldDispute, Output, Role, RubricVersion
 from labeling.pages import pick_scope
 from labeling.progress import versions_with_work
+from labeling.record_fields import attachment_header
 
 from . import drilldown as dd
 from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review, revoke_gating

@@ -101,6 +101,7 @@ INSTALLED_APPS = [
     "labeling",
     "judging",
     "calibration",
+    "formats",
     "ninja",  # its templates and static files: the API docs page serves Swagger UI from here, no CDN
     "api",
 ]
@@ -211,20 +212,20 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # read their body as a stream, under ICEWATER_UPLOAD_MAX_MB). Django answers 400 beyond it.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 # Every form of Icewater takes one file: a request with more is refused (400) before any is stored. The files'
-# bytes together are bounded by ICEWATER_UPLOAD_MAX_MB as well (labeling.upload_views.UploadLimit).
+# bytes together are bounded by ICEWATER_UPLOAD_MAX_MB as well (formats.views.UploadLimit).
 DATA_UPLOAD_MAX_NUMBER_FILES = 1
-# The largest file the upload page imports (labeling.upload_views.UploadLimit), and an API push. A push is imported
+# The largest file the upload page imports (formats.views.UploadLimit), and an API push. A push is imported
 # inside the web request, which must end well before the web worker's timeout (gunicorn's default: 30 s). The
 # slowest import, labels into SQLite, ran at about 1 MB a second on the 2-core development machine (200,000
 # labels, 26 MB, in 25 s), so 10 MB stays near a third of that timeout; the page hands files over
 # ICEWATER_UPLOAD_INLINE_MB to a Celery worker. The command line has no limit.
 ICEWATER_UPLOAD_MAX_BYTES = env_int("ICEWATER_UPLOAD_MAX_MB", 10, minimum=1) * 1024 * 1024
 # Files up to this size import while the Import page waits; a larger one is imported by a Celery worker while the
-# page shows how far it has got (labeling/import_jobs.py): a legal 9.7 MB file of 200,000 lines outlasted
+# page shows how far it has got (formats/import_jobs.py): a legal 9.7 MB file of 200,000 lines outlasted
 # gunicorn's 30 s timeout. A megabyte imports in about a second, the slowest way (labels into SQLite).
 ICEWATER_UPLOAD_INLINE_BYTES = env_int("ICEWATER_UPLOAD_INLINE_MB", 1, minimum=0) * 1024 * 1024
 # Compressed files (an Inspect AI .eval log is a zip archive): the most one may expand to in all, any one member,
-# and how many members it may have, checked before anything decompresses it (labeling/io/archives.py). The limit
+# and how many members it may have, checked before anything decompresses it (formats/archives.py). The limit
 # above counts compressed bytes: a 214 KB .eval expanded to a 200 MB response and grew a web worker to 2 GB.
 # The page and the API: inspect_ai holds a whole log in memory, several times its JSON, so 50 MB of it stays
 # well under a GB. The command line runs outside the web workers, on files the operator chose: larger bounds.
@@ -361,7 +362,7 @@ CACHES = {
         "LOCATION": str(DATA_DIR / "cache"),
         "OPTIONS": {"MAX_ENTRIES": 2000},
     },
-    # How far a background import has read (labeling/import_jobs.py). Not in the database: the import holds its
+    # How far a background import has read (formats/import_jobs.py). Not in the database: the import holds its
     # transaction (on SQLite, the write lock) until it ends. Redis beside the broker, or files in the data folder
     # with the embedded broker (web and worker on one machine); keys carry the queue name, so installations
     # sharing a Redis do not mix.

@@ -24,5 +24,6 @@ urlpatterns = [
     path("calibration/", include((calibration_urls.urlpatterns + calibration_api, "calibration"))),
     path("api/", include("api.urls")),
     path("", home, name="home"),
+    path("", include("formats.urls")),
     path("", include("labeling.urls")),
 ]

@@ -139,6 +139,7 @@ class JudgeRun(models.Model):
 
         COMMAND = "command", "manage.py import_verdicts"
         PUSH = "push", "Pushed over the API"
+        PAGE = "page", "Imported on the Import page"
 
     eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="judge_runs")
     agent_version = models.CharField(max_length=200, blank=True, validators=[validate_name])

@@ -16,5 +16,5 @@ def nav_items(user) -> list[dict]:
         items.append({"label": "Adjudicate", "url": reverse("labeling:adjudication_queue")})
     if has_role(user, Role.LEAD):
         items.append({"label": "Queues", "url": reverse("labeling:queues")})
-        items.append({"label": "Import", "url": reverse("labeling:upload")})
+        items.append({"label": "Import", "url": reverse("formats:upload")})
     return items

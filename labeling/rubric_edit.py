@@ -1,19 +1,17 @@
 """A new rubric version made in the browser from an existing one, and its diff against the one before.
 
-Saving goes through labeling.io.rubrics.import_rubric, the importer of rubric files: the edited version
-is written as the rubric document a file would hold, so validation, the content hash and the rule that a
-version is immutable once made are the importer's, not a second copy. A new version is a draft.
+Saving goes through rubric_versions.py, as the importer of rubric files does: the edited version is the
+rubric document a file would hold, so validation, the content hash and the rule that a version is immutable
+once made are one copy for both. A new version is a draft.
 """
 
 from __future__ import annotations
 
 import difflib
-import io
-import json
 
-from .io.readers import Source
-from .io.rubrics import import_rubric
 from .models import RubricVersion
+from .problems import Problems
+from .rubric_versions import check_rubric, save_rubric_version
 
 
 def as_text(rubric_version: RubricVersion | None) -> list[str]:
@@ -51,10 +49,11 @@ def diff_lines(old: RubricVersion | None, new: RubricVersion) -> list[tuple[str,
 
 
 def save_new_version(*, base: RubricVersion, version: str, instruction: str, criteria: list[dict]) -> RubricVersion:
-    """Write a draft `base.rubric`@`version` with these criteria (in order). Raises io.errors.ImportFailed."""
+    """Write a draft `base.rubric`@`version` with these criteria (in order). Raises problems.ImportFailed."""
     document = {"name": base.rubric.name, "version": version, "instruction": instruction, "criteria": criteria}
-    source = Source(name="the rubric editor", stream=io.BytesIO(json.dumps(document).encode()))
-    import_rubric(source=source)
+    problems = Problems("the rubric editor")
+    name, version, instruction, criteria = check_rubric(document, problems)
+    save_rubric_version(name=name, version=version, instruction=instruction, criteria=criteria, problems=problems)
     return RubricVersion.objects.select_related("rubric").get(rubric=base.rubric, version=version)
 
 

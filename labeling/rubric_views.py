@@ -13,8 +13,8 @@ from . import queue as q
 from . import rubric_edit
 from .access import STAFF_ROLES, role_required
 from .forms import CriterionFormSet, RubricVersionForm
-from .io.errors import ImportFailed
 from .models import EvalSet, GoldPolicy, Role, RubricVersion
+from .problems import ImportFailed
 
 
 def _version(pk: int) -> RubricVersion:

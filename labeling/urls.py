@@ -2,14 +2,12 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import rubric_views, upload_views, views
+from . import rubric_views, views
 
 app_name = "labeling"
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("favicon.ico", views.favicon, name="favicon"),
-    path("import/", upload_views.upload, name="upload"),
-    path("import/jobs/<int:pk>/", upload_views.import_job, name="import_job"),
     # Labeling (issue 3): queue, annotation pages, adjudication, progress.
     path("queues/", views.queues, name="queues"),
     path("queues/<int:eval_set_id>/move", views.queue_move, name="queue_move"),

@@ -8,7 +8,7 @@ so the samples may run in any order.
 
 inspect_ai counts tokens with tiktoken, which downloads its encoding on first use; the
 `offline` fixture replaces the counter (a public method of inspect_ai.model.ModelAPI) with
-the word count users get from `manage.py inspect_eval` (labeling/io/inspect_offline.py) and
+the word count users get from `manage.py inspect_eval` (formats/inspect_offline.py) and
 makes any other use of tiktoken fail at once instead of reaching for the network.
 """
 
@@ -25,7 +25,7 @@ def go_offline(mp: pytest.MonkeyPatch) -> None:
     import tiktoken
     from inspect_ai.model import ModelAPI
 
-    from labeling.io.inspect_offline import count_words
+    from formats.inspect_offline import count_words
 
     def no_download(*args, **kwargs):
         raise AssertionError("tiktoken was asked for an encoding: the tests must not need one")

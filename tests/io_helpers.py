@@ -6,7 +6,7 @@ import io
 import json
 from pathlib import Path
 
-from labeling.io import Source
+from formats.readers import Source
 from labeling.models import (
     Annotation,
     Case,

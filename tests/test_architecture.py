@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("labeling", "judging", "calibration", "api", "config")
+LAYERS = ("labeling", "judging", "calibration", "formats", "api", "config")
 
 
 def imported_modules(source: str) -> list[tuple[int, str]]:

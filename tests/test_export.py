@@ -9,11 +9,13 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from judging.io import EXPORT_WHAT as WHAT
-from judging.io import export_data
+from formats.case_import import import_cases
+from formats.export import FORMATS, ExportError
+from formats.label_import import import_labels
+from formats.rubric_import import import_rubric
+from formats.verdicts import EXPORT_WHAT as WHAT
+from formats.verdicts import export_data
 from judging.models import JudgeRun, Verdict
-from labeling.io import ExportError, import_cases, import_labels, import_rubric
-from labeling.io.export import FORMATS
 from labeling.models import Annotation, EvalSet, GoldLabel, Label
 
 from .io_helpers import DATA, data_source, dump_cases, dump_gold, dump_labels, row_counts, source

@@ -16,8 +16,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from labeling.io import ImportFailed, import_cases
+from formats.case_import import import_cases
 from labeling.models import Case
+from labeling.problems import ImportFailed
 
 from . import inspect_helpers
 from .api_helpers import call, create_token
@@ -113,7 +114,7 @@ def upload_page_post(client, data: bytes):
         "cases-agent_version": "",
         "cases-file": SimpleUploadedFile("run.eval", data),
     }
-    return client.post(reverse("labeling:upload"), form).content.decode()
+    return client.post(reverse("formats:upload"), form).content.decode()
 
 
 def test_a_bomb_on_the_import_page_is_refused_naming_the_limit_and_writes_nothing(client, lead):

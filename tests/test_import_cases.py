@@ -8,9 +8,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from labeling.io import MAX_PROBLEMS, ImportFailed, import_cases
-from labeling.io.adk import evalset_document
+from formats.adk import evalset_document
+from formats.case_import import import_cases
 from labeling.models import Case, EvalSet, Output
+from labeling.problems import MAX_PROBLEMS, ImportFailed
 
 from .io_helpers import DATA, data_source, dump_cases, jsonl, row_counts, source
 
@@ -489,7 +490,7 @@ def test_the_command_reports_counts_and_fails_with_the_messages(capsys):
 
 
 def test_a_failure_while_batches_are_in_flight_writes_nothing(fast_path, monkeypatch):
-    from labeling.io import casewriters
+    from formats import case_writers as casewriters
 
     monkeypatch.setattr(casewriters, "COPY_BATCH", 50)
     monkeypatch.setattr(casewriters, "BULK_BATCH", 50)
@@ -508,7 +509,7 @@ def test_a_failure_while_batches_are_in_flight_writes_nothing(fast_path, monkeyp
 
 
 def test_conflicts_found_batch_by_batch_stop_at_the_limit(fast_path, monkeypatch):
-    from labeling.io import casewriters
+    from formats import case_writers as casewriters
 
     monkeypatch.setattr(casewriters, "COPY_BATCH", 10)
     monkeypatch.setattr(casewriters, "BULK_BATCH", 10)

@@ -9,8 +9,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from labeling.io import ImportFailed, import_cases, open_source
+from formats.case_import import import_cases
+from formats.readers import open_source
 from labeling.models import Case, Output
+from labeling.problems import ImportFailed
 
 from . import inspect_helpers
 from .inspect_helpers import INSPECT_MODEL, REFUND_SAMPLES, write_log
@@ -170,6 +172,6 @@ def test_the_upload_page_takes_a_log_and_names_outputs_like_the_command(
         "cases-agent_version": agent_version,
         "cases-file": SimpleUploadedFile("run.eval", refund_logs["eval"].read_bytes()),
     }
-    page = client.post(reverse("labeling:upload"), data).content.decode()
+    page = client.post(reverse("formats:upload"), data).content.decode()
     assert "3 outputs created" in page
     assert set(Output.objects.values_list("agent_version", flat=True)) == {expected}

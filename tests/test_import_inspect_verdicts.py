@@ -9,10 +9,12 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from judging.inspect_scores import ScoreMapping
-from judging.io import import_verdicts
+from formats.case_import import import_cases
+from formats.inspect_scores import ScoreMapping
+from formats.readers import open_source
+from formats.verdicts import import_verdicts
 from judging.models import JudgeConfig, Verdict
-from labeling.io import ImportFailed, import_cases, open_source
+from labeling.problems import ImportFailed
 
 from . import inspect_helpers
 from .factories import make_rubric_version
@@ -178,7 +180,7 @@ def test_an_inspect_log_calibrates_end_to_end(refund_logs, offline):
         }
         for c, o in [("r-001", "PASS"), ("r-002", "FAIL"), ("r-003", "PASS")]
     ]
-    from labeling.io import import_labels
+    from formats.label_import import import_labels
 
     import_labels(source=source("gold.jsonl", jsonl(*gold)), eval_set_name="refunds", rubric_ref="refund@1")
     call_command(

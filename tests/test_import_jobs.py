@@ -16,13 +16,14 @@ from django.core.cache import caches
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from labeling.models import Case, ImportJob
+from formats.models import ImportJob
+from labeling.models import Case
 
 from .io_helpers import row_counts
 from .test_judging_celery import Worker
 
 pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]
-URL = reverse("labeling:upload")
+URL = reverse("formats:upload")
 JOB_TIMEOUT_S = 180
 
 
@@ -58,7 +59,7 @@ def post_cases(client, content: bytes, **headers):
 
 def wait_for_job(client, job: ImportJob):
     """Poll the job's region as the page does, until it answers 286 (htmx: stop polling)."""
-    url = reverse("labeling:import_job", args=[job.pk])
+    url = reverse("formats:import_job", args=[job.pk])
     deadline = time.monotonic() + JOB_TIMEOUT_S
     while time.monotonic() < deadline:
         response = client.get(url, headers={"HX-Request": "true"})
@@ -80,7 +81,7 @@ def test_a_large_file_with_an_error_on_its_last_line_fails_in_the_background_and
     response = post_cases(client, content, **{"HX-Request": "true"})
     body = response.content.decode()
     job = ImportJob.objects.get()
-    assert response.status_code == 200 and f'hx-get="{reverse("labeling:import_job", args=[job.pk])}"' in body
+    assert response.status_code == 200 and f'hx-get="{reverse("formats:import_job", args=[job.pk])}"' in body
     assert "<progress" in body and "big.jsonl" in body
     final = wait_for_job(client, job).replace("&quot;", '"').replace("&gt;", ">")
     assert 'data-result="failed"' in final and "hx-trigger" not in final
@@ -95,14 +96,14 @@ def test_a_large_legal_file_imports_in_the_background_like_a_small_one(client, l
     client.force_login(lead)
     page = post_cases(client, cases_lines(20_000)).content.decode()  # without htmx: the whole page
     job = ImportJob.objects.get()
-    assert "<html" in page and f'href="{reverse("labeling:import_job", args=[job.pk])}"' in page
+    assert "<html" in page and f'href="{reverse("formats:import_job", args=[job.pk])}"' in page
     final = wait_for_job(client, job).replace("&quot;", '"').replace("&gt;", ">")
     assert 'data-result="ok"' in final
     assert 'big.jsonl -> eval set "big" (new): 20,000 cases created' in final
     assert "Open a labeling queue" in final
     assert Case.objects.filter(eval_set__name="big").count() == 20_000
     # The whole page of a finished job (no JavaScript) shows the same result, without polling.
-    whole = client.get(reverse("labeling:import_job", args=[job.pk])).content.decode()
+    whole = client.get(reverse("formats:import_job", args=[job.pk])).content.decode()
     assert "<html" in whole and "20,000 cases created" in whole and "hx-trigger" not in whole
 
 
@@ -120,11 +121,11 @@ def test_the_page_shows_how_far_a_running_import_has_read(client, lead):
     )
     caches["progress"].set(f"import-job-{job.pk}", 1_000_000)
     client.force_login(lead)
-    body = client.get(reverse("labeling:import_job", args=[job.pk]), headers={"HX-Request": "true"}).content.decode()
+    body = client.get(reverse("formats:import_job", args=[job.pk]), headers={"HX-Request": "true"}).content.decode()
     assert 'max="4000000" value="1000000"' in body and "importing, 976.6\xa0KB of 3.8\xa0MB read" in body
 
 
 def test_only_leads_see_import_jobs(client, annotator, lead):
     job = ImportJob.objects.create(kind="cases", file_name="x.jsonl", size=1, created_by=lead, options={})
     client.force_login(annotator)
-    assert client.get(reverse("labeling:import_job", args=[job.pk])).status_code == 403
+    assert client.get(reverse("formats:import_job", args=[job.pk])).status_code == 403

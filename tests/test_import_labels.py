@@ -11,9 +11,11 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from labeling.io import ImportFailed, import_cases, import_labels, import_rubric
-from labeling.io.labels import strict_majority
+from formats.case_import import import_cases
+from formats.label_import import import_labels, strict_majority
+from formats.rubric_import import import_rubric
 from labeling.models import Annotation, GoldLabel, Label, Role, RubricVersion, User
+from labeling.problems import ImportFailed
 
 from .factories import make_user, password_login
 from .io_helpers import DATA, data_source, dump_gold, dump_labels, jsonl, row_counts, source
@@ -542,6 +544,6 @@ def test_the_evidence_limit_holds_for_csv_label_studio_and_the_upload_page(refun
         "labels-agent_version": "v1",
         "labels-file": SimpleUploadedFile("long.csv", csv_text.encode()),
     }
-    page = client.post(reverse("labeling:upload"), data).content.decode().replace("&quot;", '"')
+    page = client.post(reverse("formats:upload"), data).content.decode().replace("&quot;", '"')
     assert f'long.csv, line 2, field "evidence": is {EVIDENCE_MAX_CHARS + 1:,} characters long' in page
     assert row_counts() == before

@@ -15,15 +15,16 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from formats.case_import import import_cases
+from formats.rubric_import import import_rubric
 from judging.models import JudgeConfig, JudgeRun, Verdict
-from labeling.io import import_cases, import_rubric
 from labeling.models import Case, Label, Output, RubricVersion
 
 from .io_helpers import data_source, row_counts
 
 pytestmark = pytest.mark.django_db
 REF = "refund-support@1"
-MAX_NESTING = 64  # the limit docs/formats.md states (labeling.io.fields.MAX_NESTING)
+MAX_NESTING = 64  # the limit docs/formats.md states (labeling.record_fields.MAX_NESTING)
 DEEP = 1000
 TWICE = "this key appears twice in the same object"
 TOO_DEEP = f"is nested more than {MAX_NESTING} levels deep"
@@ -290,7 +291,7 @@ def test_a_line_just_past_the_limit_is_refused_although_the_fast_parser_would_re
 
 
 def test_nesting_up_to_the_limit_is_imported(refunds, tmp_path):
-    from labeling.io.fields import MAX_NESTING as limit
+    from labeling.record_fields import MAX_NESTING as limit
 
     assert limit == MAX_NESTING
     # The record is one level, its metadata the other 63.
@@ -316,7 +317,7 @@ def test_commas_and_brackets_inside_strings_do_not_count_as_nesting(refunds, tmp
     assert Output.objects.get(case__eval_set__name="strings").case.metadata == {"t": text}
 
 
-UPLOAD = reverse("labeling:upload")
+UPLOAD = reverse("formats:upload")
 
 
 def post(client, kind: str, name: str, content: str, **fields):

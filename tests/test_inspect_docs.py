@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from labeling.io import import_labels
+from formats.label_import import import_labels
 
 from . import inspect_helpers
 from .factories import make_rubric_version

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from judging.io import EXPORT_COLUMNS, export_verdicts
+from formats.verdicts import EXPORT_COLUMNS, export_verdicts
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from judging.progress import progress_of
 from tests import judging_helpers

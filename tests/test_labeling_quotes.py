@@ -111,7 +111,8 @@ def test_where_a_quote_is_found_and_how_many_are_only_outside_the_response():
 
 @pytest.fixture
 def refunds():
-    from labeling.io import import_cases, import_rubric
+    from formats.case_import import import_cases
+    from formats.rubric_import import import_rubric
 
     from .io_helpers import data_source
 
@@ -122,7 +123,7 @@ def refunds():
 def import_lines(lines: list[dict], name: str = "labels.jsonl"):
     import json
 
-    from labeling.io import import_labels
+    from formats.label_import import import_labels
 
     from .io_helpers import source
 
@@ -138,7 +139,7 @@ def line(evidence, annotator: str = "maria", criterion: str = "correct_amount") 
 def export(fmt: str) -> str:
     import io
 
-    from labeling.io import export_data
+    from formats.export import export_data
 
     out = io.StringIO()
     export_data(eval_set_name="refunds", what="labels", fmt=fmt, stream=out, rubric_ref="refund-support@1")
@@ -169,7 +170,7 @@ def test_imported_evidence_may_be_a_list_and_quotes_outside_the_response_are_cou
     ],
 )
 def test_a_bad_evidence_list_is_refused_and_nothing_is_written(refunds, evidence, message):
-    from labeling.io import ImportFailed
+    from labeling.problems import ImportFailed
 
     from .io_helpers import row_counts
 
@@ -182,7 +183,7 @@ def test_a_bad_evidence_list_is_refused_and_nothing_is_written(refunds, evidence
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_several_quotes_round_trip_through_export_and_import(refunds, fmt):
-    from labeling.io import import_labels
+    from formats.label_import import import_labels
 
     from .io_helpers import dump_labels, source
 
@@ -203,7 +204,7 @@ def test_several_quotes_round_trip_through_export_and_import(refunds, fmt):
 
 
 def test_an_import_does_not_overwrite_a_label_whose_quotes_differ(refunds):
-    from labeling.io import ImportFailed
+    from labeling.problems import ImportFailed
 
     import_lines([line(["refund of $40.00", "charged twice"])])
     with pytest.raises(ImportFailed, match="with different evidence"):

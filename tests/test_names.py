@@ -11,10 +11,14 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from api.models import GateToken
+from formats.case_import import import_cases
+from formats.label_import import import_labels
+from formats.readers import open_source
+from formats.rubric_import import import_rubric
 from judging.models import JudgeConfig
 from labeling.forms import RubricVersionForm
-from labeling.io import ImportFailed, import_cases, import_labels, import_rubric, open_source
 from labeling.models import EvalSet, Output, Role, Rubric
+from labeling.problems import ImportFailed
 from labeling.validators import name_problem
 
 from . import inspect_helpers
@@ -226,7 +230,7 @@ def test_the_upload_page_refuses_an_eval_set_name_with_a_line_separator_and_writ
         "cases-agent_version": "",
         "cases-file": SimpleUploadedFile("cases.csv", (DATA / "cases.csv").read_bytes()),
     }
-    page = client.post(reverse("labeling:upload"), data).content.decode().replace("&quot;", '"')
+    page = client.post(reverse("formats:upload"), data).content.decode().replace("&quot;", '"')
     assert 'field "eval set": contains a line separator (U+2028)' in page
     assert row_counts()["EvalSet"] == 0
 

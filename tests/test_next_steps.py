@@ -6,8 +6,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from formats.case_import import import_cases
+from formats.rubric_import import import_rubric
 from judging.models import JudgeRun
-from labeling.io import import_cases, import_rubric
 from labeling.models import EvalSet, RubricVersion
 
 from .calibration_factories import make_judge
@@ -15,7 +16,7 @@ from .factories import make_eval_set, make_rubric_version
 from .io_helpers import DATA, data_source
 
 pytestmark = pytest.mark.django_db
-UPLOAD = reverse("labeling:upload")
+UPLOAD = reverse("formats:upload")
 
 
 def upload(name: str, content: bytes | None = None) -> SimpleUploadedFile:

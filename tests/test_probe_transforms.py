@@ -1,6 +1,6 @@
 """The probes' transforms: pure, deterministic, and what each changes, on ADK-style multi-turn transcripts.
 
-The transcripts are built the way the ADK importer builds them (labeling/io/adk.py: every invocation a
+The transcripts are built the way the ADK importer builds them (formats/adk.py: every invocation a
 case, the tool calls paired from function_call / function_response events), so the probes see the shape
 they meet in a real eval set: several turns, several tool calls with nested arguments and results.
 """
@@ -12,11 +12,11 @@ import re
 
 import pytest
 
+from formats.adk import content_text, tool_calls_of
 from judging.backends import Misconfigured
 from judging.probes import registry, transforms
 from judging.probes.registry import MEANINGFUL, NEUTRAL, Declaration, Probe
 from judging.prompt import CriterionSpec, Subject, build_request
-from labeling.io.adk import content_text, tool_calls_of
 from labeling.transcript import Transcript
 
 

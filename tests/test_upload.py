@@ -10,13 +10,14 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from labeling.io import import_cases, import_rubric
+from formats.case_import import import_cases
+from formats.rubric_import import import_rubric
 from labeling.models import Case, Label, RubricVersion
 
 from .io_helpers import DATA, data_source, row_counts
 
 pytestmark = pytest.mark.django_db
-URL = reverse("labeling:upload")
+URL = reverse("formats:upload")
 
 
 def upload(name: str, content: bytes | None = None) -> SimpleUploadedFile:

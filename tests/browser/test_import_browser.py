@@ -52,3 +52,33 @@ def test_an_import_result_is_seen_without_scrolling_and_an_error_keeps_the_file(
     ok = page.locator('#upload-result-cases [data-result="ok"]')
     expect(ok).to_contain_text("2 cases created")
     assert in_view(page, ok)
+
+
+def test_a_lead_imports_judge_verdicts_on_their_own_card(live_server, new_page, tmp_path):
+    from judging.models import JudgeRun, Verdict
+
+    from ..factories import make_eval_set, make_output, make_rubric_version
+
+    make_user("lee", Role.LEAD)
+    es = make_eval_set("refunds")
+    make_output(es, case_id="r-1", agent_version="v1", response="Refunded $40.00.")
+    make_rubric_version("refund", "1")
+    page = new_page(1366, 768)
+    log_in(page, live_server.url, "lee")
+    page.goto(live_server.url + "/import/")
+    card = page.locator("#upload-verdicts")
+    card.get_by_label("Eval set").select_option("refunds")
+    card.get_by_label("Rubric version").select_option(label="refund@1")
+    card.get_by_label("Judge config").fill("elsewhere")
+    file = tmp_path / "verdicts.jsonl"
+    file.write_text(
+        '{"case_id": "r-1", "agent_version": "v1", "criterion": "correct_amount", "outcome": "PASS", '
+        '"evidence": "$40.00", "raw": "PASS"}\n'
+    )
+    card.get_by_label("Verdicts file").set_input_files(str(file))
+    card.get_by_role("button", name="Import").click()
+    ok = page.locator('#upload-result-verdicts [data-result="ok"]')
+    expect(ok).to_contain_text("verdicts.jsonl")
+    assert in_view(page, ok), ok.bounding_box()
+    expect(card.get_by_label("Judge config")).to_have_value("elsewhere")  # only the result region was swapped
+    assert Verdict.objects.count() == 1 and JudgeRun.objects.get().imported_via == "page"

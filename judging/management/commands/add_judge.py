@@ -10,7 +10,7 @@ from django.db import transaction
 
 from judging.forms import CONFIG_FIELDS, JudgeConfigForm
 from judging.models import JudgeConfig
-from labeling.io.fields import ShapeError, parse_json
+from labeling.record_fields import ShapeError, parse_json
 
 
 class Command(BaseCommand):
