@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
 from . import import_jobs
-from .access import role_required
+from .access import AuthenticatedHttpRequest, role_required
 from .io import Source
 from .models import EvalSet, ImportJob, Role, RubricVersion
 
@@ -150,7 +150,7 @@ def _card(kind: str, form: forms.Form | None = None, result: dict | None = None,
     }
 
 
-def _submit(request: HttpRequest, kind: str, form: UploadForm) -> dict:
+def _submit(request: AuthenticatedHttpRequest, kind: str, form: UploadForm) -> dict:
     """Import a valid form's file now, or queue it as a job when it is large (import_jobs)."""
     upload = form.cleaned_data["file"]
     if upload.size > settings.ICEWATER_UPLOAD_INLINE_BYTES:
@@ -179,14 +179,14 @@ def _page(request: HttpRequest, cards: dict) -> HttpResponse:
 @csrf_exempt
 @role_required(Role.LEAD)
 @require_http_methods(["GET", "POST"])
-def upload(request: HttpRequest) -> HttpResponse:
+def upload(request: AuthenticatedHttpRequest) -> HttpResponse:
     limit = UploadLimit(request)
     request.upload_handlers.insert(0, limit)
     return _upload(request, limit)
 
 
 @csrf_protect
-def _upload(request: HttpRequest, limit: UploadLimit) -> HttpResponse:
+def _upload(request: AuthenticatedHttpRequest, limit: UploadLimit) -> HttpResponse:
     cards = {kind: _card(kind) for kind in CARDS}
     if request.method == "POST":
         kind = request.POST.get("kind", "")
@@ -203,7 +203,7 @@ def _upload(request: HttpRequest, limit: UploadLimit) -> HttpResponse:
 
 @role_required(Role.LEAD)
 @require_GET
-def import_job(request: HttpRequest, pk: int) -> HttpResponse:
+def import_job(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """How far a background import has got: the card's result region (htmx polls it), or the whole page."""
     job = get_object_or_404(ImportJob, pk=pk)
     card = _card(job.kind, job=job)

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from . import adjudicate as adj
 from . import annotate as ann
 from . import queue as q
-from .access import STAFF_ROLES, labeler_required, role_required
+from .access import STAFF_ROLES, AuthenticatedHttpRequest, labeler_required, role_required
 from .forms import AdjudicationForm, LabelForm, QueueMoveForm, SubmitForm
 from .guards import adjudicable_item, own_annotation
 from .models import Annotation, EvalSet, Role
@@ -47,7 +47,7 @@ def favicon(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @labeler_required
-def next_output(request: HttpRequest, eval_set_id: int) -> HttpResponse:
+def next_output(request: AuthenticatedHttpRequest, eval_set_id: int) -> HttpResponse:
     queue = q.current_queue(eval_set_id)
     if queue is None:
         messages.error(request, "This eval set has no open labeling queue. A lead opens it on the Queues page.")
@@ -62,13 +62,13 @@ def next_output(request: HttpRequest, eval_set_id: int) -> HttpResponse:
 @never_cache
 @require_GET
 @role_required(Role.LEAD)
-def queues(request: HttpRequest) -> HttpResponse:
+def queues(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "labeling/queues.html", _queues_context())
 
 
 @require_POST
 @role_required(Role.LEAD)
-def queue_move(request: HttpRequest, eval_set_id: int) -> HttpResponse:
+def queue_move(request: AuthenticatedHttpRequest, eval_set_id: int) -> HttpResponse:
     eval_set = get_object_or_404(EvalSet, pk=eval_set_id)
     form = QueueMoveForm(request.POST, versions=q.movable_versions())
     if form.is_valid():
@@ -104,7 +104,7 @@ def _queues_context(failed_eval_set_id: int | None = None, failed_form: QueueMov
 @never_cache
 @require_GET
 @labeler_required
-def annotate(request: HttpRequest, pk: int) -> HttpResponse:
+def annotate(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     annotation = own_annotation(request.user, pk)
     context = annotation_context(request, annotation, correcting=request.GET.get("correct") == "1")
     return render(request, "labeling/annotate.html", context)
@@ -113,7 +113,7 @@ def annotate(request: HttpRequest, pk: int) -> HttpResponse:
 @never_cache
 @require_POST
 @labeler_required
-def save_label(request: HttpRequest, pk: int) -> HttpResponse:
+def save_label(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     try:
         annotation = own_annotation(request.user, pk)
         correcting = annotation.status == Annotation.Status.SUBMITTED
@@ -205,7 +205,7 @@ def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.C
 @never_cache
 @require_POST
 @labeler_required
-def submit(request: HttpRequest, pk: int) -> HttpResponse:
+def submit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     form = SubmitForm(request.POST)
     try:
         with transaction.atomic():
@@ -234,7 +234,7 @@ MY_WORK_PAGE_SIZE = 50
 @never_cache
 @require_GET
 @labeler_required
-def my_work(request: HttpRequest) -> HttpResponse:
+def my_work(request: AuthenticatedHttpRequest) -> HttpResponse:
     mine = (
         Annotation.objects.filter(annotator=request.user)
         .select_related("output__case__eval_set", "rubric_version__rubric")
@@ -258,7 +258,7 @@ def my_work(request: HttpRequest) -> HttpResponse:
 @never_cache
 @require_GET
 @role_required(*STAFF_ROLES)
-def adjudication_queue(request: HttpRequest) -> HttpResponse:
+def adjudication_queue(request: AuthenticatedHttpRequest) -> HttpResponse:
     scope = pick_scope(request)
     context = {"scope": scope, "items": [], "recent": []}
     if scope.eval_set and scope.rubric_version:
@@ -273,7 +273,7 @@ def adjudication_queue(request: HttpRequest) -> HttpResponse:
 @never_cache
 @require_http_methods(["GET", "POST"])
 @role_required(*STAFF_ROLES)
-def adjudicate(request: HttpRequest, output_id: int, criterion_id: int) -> HttpResponse:
+def adjudicate(request: AuthenticatedHttpRequest, output_id: int, criterion_id: int) -> HttpResponse:
     output, criterion = adjudicable_item(request.user, output_id, criterion_id)
     if request.method != "POST":
         context = adjudication_context(request, output, criterion)
@@ -301,7 +301,7 @@ def adjudicate(request: HttpRequest, output_id: int, criterion_id: int) -> HttpR
     return render(request, "labeling/adjudicate.html", context, status=status)
 
 
-def _after_decision(request: HttpRequest, output, criterion) -> str:
+def _after_decision(request: AuthenticatedHttpRequest, output, criterion) -> str:
     """The next disagreement: on the same output first (its transcript is fresh in mind), then the queue."""
     view = adj.item_view(output, criterion)
     if view.others_pending:
