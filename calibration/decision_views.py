@@ -110,7 +110,7 @@ def dispute_gold(
     back = safe_next(request, reverse("calibration:drilldown", args=[es.pk, rv.pk, jc.pk, key, cell]))
     form = DisputeForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Not disputed: " + " ".join(e for errors in form.errors.values() for e in errors))
+        messages.error(request, "Not disputed: " + " ".join(str(e) for errors in form.errors.values() for e in errors))
         return redirect(back)
     output = get_object_or_404(Output.objects.select_related("case"), pk=form.cleaned_data["output"], case__eval_set=es)
     # Back to the item, not the top of a long drilldown: its dispute note (or why not) is there.

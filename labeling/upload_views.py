@@ -45,7 +45,7 @@ class UploadLimit(FileUploadHandler):
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
         self.received += len(raw_data)
         if self.received > settings.ICEWATER_UPLOAD_MAX_BYTES:
-            self.refused[self.field_name] = self.file_name
+            self.refused[self.field_name] = self.file_name or ""  # set by new_file before any chunk
             raise SkipFile
         return raw_data
 

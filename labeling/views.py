@@ -6,6 +6,8 @@ every page also works as a plain form post with a redirect, so most tests need n
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
@@ -29,6 +31,11 @@ from .naming import output_names
 from .pages import adjudication_context, annotation_context, pick_scope
 from .progress import my_queues
 from .transcript import Transcript
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    from .guards import QueueVersion
 
 
 def healthz(request: HttpRequest) -> HttpResponse:
@@ -156,7 +163,9 @@ LOST_DRAFT = (
 )
 
 
-def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.CriterionState | None, int]:
+def _save(
+    form: LabelForm, annotation: WithAnnotations[Annotation, QueueVersion], context: dict
+) -> tuple[ann.CriterionState | None, int]:
     """Store one criterion of the locked `annotation` (`form` already validated); on refusal return what was
     typed with the reason, nothing stored."""
     state = context["states_by_key"].get(form.data.get("criterion", ""))
@@ -164,7 +173,7 @@ def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.C
         state.posted_more_evidence = form.data.get("more_evidence", "")
     if not form.is_valid():
         if state is not None:
-            state.error = " ".join(e for errors in form.errors.values() for e in errors)
+            state.error = " ".join(str(e) for errors in form.errors.values() for e in errors)
             state.posted_outcome, state.posted_evidence = form.data.get("outcome", ""), form.data.get("evidence", "")
         return state, 422
     try:
@@ -244,7 +253,7 @@ def my_work(request: AuthenticatedHttpRequest) -> HttpResponse:
     annotations = list(page.object_list)
     names = output_names(a.output_id for a in annotations)
     for a in annotations:
-        a.output_name = names.get(a.output_id, a.output.case.case_id)
+        a.output_name = names.get(a.output_id, a.output.case.case_id)  # type: ignore[attr-defined]  # the template's display name, not a field
     return render(
         request,
         "labeling/my_work.html",
@@ -266,7 +275,7 @@ def adjudication_queue(request: AuthenticatedHttpRequest) -> HttpResponse:
         context["recent"] = recent = list(adj.recent_decisions(scope.eval_set, scope.rubric_version))
         names = output_names(g.output_id for g in recent)
         for g in recent:
-            g.output_name = names.get(g.output_id, g.output.case.case_id)
+            g.output_name = names.get(g.output_id, g.output.case.case_id)  # type: ignore[attr-defined]  # the template's display name, not a field
     return render(request, "labeling/adjudication_queue.html", context)
 
 
