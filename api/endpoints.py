@@ -35,12 +35,13 @@ from judging import runner
 from judging.backends import Misconfigured
 from judging.inspect_scores import ScoreMapping
 from judging.io import import_verdicts
-from judging.models import JudgeRun
+from judging.models import JudgeConfig, JudgeRun
 from judging.progress import Progress, progress_of
 from labeling.io import import_cases
 from labeling.io.json_body import BodyRefused, check_query, parse_json_body, schema_problems
+from labeling.models import EvalSet, RubricVersion
 
-from .auth import NO_TOKEN, ApiError, TokenAuth, check_judge, check_scope
+from .auth import NO_TOKEN, ApiError, TokenAuth, TokenHttpRequest, check_judge, check_scope
 from .pushes import body_source, run_import
 
 # Swagger UI's stylesheet draws its icons as data: SVG images; the site's policy allows images from 'self' only.
@@ -184,7 +185,7 @@ PUSH_BODY = {
     "/outputs", auth=PUSH, response={200: PushOut, 201: PushOut, 413: ErrorOut, **ERRORS}, openapi_extra=PUSH_BODY
 )
 def push_outputs(
-    request: HttpRequest,
+    request: TokenHttpRequest,
     eval_set: EvalSetName,
     agent_version: str | None = None,
     filename: str = "outputs.jsonl",
@@ -202,7 +203,7 @@ def push_outputs(
     "/verdicts", auth=PUSH, response={200: PushOut, 201: PushOut, 413: ErrorOut, **ERRORS}, openapi_extra=PUSH_BODY
 )
 def push_verdicts(
-    request: HttpRequest,
+    request: TokenHttpRequest,
     eval_set: EvalSetName,
     rubric: RubricRef,
     judge: JudgeName,
@@ -251,7 +252,7 @@ class RunIn(Schema):
     agent_version: str = Field("", max_length=200)
 
 
-def _named(eval_set: str, rubric: str, judge: str) -> tuple:
+def _named(eval_set: str, rubric: str, judge: str) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
     """The eval set, rubric version and judge config by name; ApiError 404 naming what was asked.
 
     As at the HTTP gate, the message does not list the names that exist: a token holder learns
@@ -276,7 +277,7 @@ def progress_body(progress: Progress) -> dict:
 
 
 @api.post("/judge-runs", auth=JUDGE, response={202: dict, **ERRORS, 503: ErrorOut})
-def start_judge_run(request: HttpRequest, payload: RunIn):
+def start_judge_run(request: TokenHttpRequest, payload: RunIn):
     """Queue a judge run on the Celery workers (as `run_judge` does); follow it with GET /api/judge-runs/{id}."""
     check_scope(request, eval_set=payload.eval_set, rubric=payload.rubric)
     try:
@@ -292,7 +293,7 @@ def start_judge_run(request: HttpRequest, payload: RunIn):
 
 
 @api.get("/judge-runs/{run_id}", auth=JUDGE, response={200: dict, **ERRORS})
-def judge_run_progress(request: HttpRequest, run_id: int):
+def judge_run_progress(request: TokenHttpRequest, run_id: int):
     """How far a judge run has got: items, verdicts per outcome, the most frequent ERROR reasons."""
     run = JudgeRun.objects.select_related("eval_set", "rubric_version__rubric").filter(pk=run_id).first()
     # A run outside the token's scope gets the very answer a missing one gets: a 403 would tell a token
@@ -312,7 +313,7 @@ def judge_run_progress(request: HttpRequest, run_id: int):
 
 @api.get("/calibration-report", auth=REPORT, response={200: dict, **ERRORS})
 def report(
-    request: HttpRequest,
+    request: TokenHttpRequest,
     eval_set: EvalSetName,
     rubric: RubricRef,
     judge: JudgeName,
@@ -325,8 +326,12 @@ def report(
         raise ApiError(400, f"by must be agent_version (or left out), not {by!r}")
     if by and agent_version:
         raise ApiError(400, "by=agent_version and agent_version exclude each other: pick one")
-    scope = dict(zip(("eval_set", "rubric_version", "judge_config"), _named(eval_set, rubric, judge), strict=True))
-    built = segmented_report(**scope) if by else calibration_report(**scope, agent_version=agent_version)
+    es, rv, jc = _named(eval_set, rubric, judge)
+    built = (
+        segmented_report(eval_set=es, rubric_version=rv, judge_config=jc)
+        if by
+        else calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=agent_version)
+    )
     return HttpResponse(to_json(built), content_type="application/json")
 
 

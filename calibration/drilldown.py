@@ -16,7 +16,7 @@ from django.utils.safestring import SafeString
 
 from judging.models import JudgeConfig, Verdict
 from labeling.gold import derive_gold
-from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion
+from labeling.models import Annotation, Criterion, EvalSet, GoldDispute, GoldLabel, Label, Output, RubricVersion
 from labeling.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, quotes_of, render_json, show
 
 from . import data
@@ -66,6 +66,7 @@ class DrilldownItem:
     gold: GoldLabel | None = None
     gold_source: str = "majority"  # "adjudicated" or the gold policy that settled it
     verdicts: list[Verdict] = field(default_factory=list)
+    dispute: GoldDispute | None = None  # an open dispute of its gold label (the drilldown page sets it)
 
     @property
     def judge_evidence(self) -> str:

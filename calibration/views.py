@@ -6,6 +6,8 @@ label blind. Views stay thin: fetch, validate a form, call one domain function, 
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
@@ -389,8 +391,8 @@ def create_token(request: AuthenticatedHttpRequest) -> HttpResponse:
         )
         form = TokenForm()
     tokens = GateToken.objects.select_related("rubric_version__rubric", "created_by", "revoked_by")
-    context = {"tokens": tokens, "form": form, "secret": secret, "created": created, "is_lead": True}
-    if created is not None:
+    context: dict[str, Any] = {"tokens": tokens, "form": form, "secret": secret, "created": created, "is_lead": True}
+    if created is not None and secret is not None:
         base_url = request.build_absolute_uri("/").rstrip("/")
         context["examples"] = token_examples(token=created, secret=secret, base_url=base_url)
     if request.htmx:  # htmx swaps only 2xx answers, and the errors must be seen
@@ -425,7 +427,7 @@ def revoke_token(request: AuthenticatedHttpRequest, token: int) -> HttpResponse:
 def progress_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Labeling progress of one eval set and rubric version, with the human-human agreement so far."""
     scope = pick_scope(request)
-    context = {"scope": scope, "progress": None, "human_min_kappa": HUMAN_MIN_KAPPA, "min_n": MIN_N}
+    context: dict[str, Any] = {"scope": scope, "progress": None, "human_min_kappa": HUMAN_MIN_KAPPA, "min_n": MIN_N}
     if scope.eval_set and scope.rubric_version:
         context["progress"] = labeling_progress(scope.eval_set, scope.rubric_version)
         context["versions"] = versions_with_work(scope.eval_set, also=scope.rubric_version)

@@ -6,6 +6,8 @@ queues (labeling), what waits for a reviewer (labeling.inbox), and what waits fo
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Count
 from django.http import HttpResponse
 from django.shortcuts import render
@@ -33,7 +35,7 @@ def home(request: AuthenticatedHttpRequest) -> HttpResponse:
     and adjudications. Staff also see the open queues, eval sets and rubric versions."""
     user = request.user
     staff, lead = has_role(user, *STAFF_ROLES), has_role(user, Role.LEAD)
-    context = {"staff": staff, "is_lead": lead}
+    context: dict[str, Any] = {"staff": staff, "is_lead": lead}
     if gives_blind_labels(user):  # only annotators label (the blind rule per person, docs/labeling.md)
         context["my_queues"] = my_queues(user)
     if staff:
