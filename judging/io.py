@@ -124,6 +124,7 @@ def export_data(
     if judge is None:
         known = ", ".join(JudgeConfig.objects.values_list("name", flat=True)[:20]) or "none yet"
         raise ExportError(f'there is no judge config "{judge_name}" (known: {known})')
+    assert rv is not None  # export_scope finds one for verdicts, or refuses
     return export_verdicts(eval_set=eval_set, rubric_version=rv, judge_config=judge, fmt=fmt, stream=stream)
 
 
@@ -315,7 +316,7 @@ def _record(line: int, value: Any, keys: list[str]) -> VerdictRecord:
         outcome=outcome,
         evidence=f.text(value.get("evidence"), "evidence"),
         raw=_raw(value.get("raw")),
-        sample=_count(value.get("sample"), "sample", default=0, maximum=1000),
+        sample=_count(value.get("sample"), "sample", default=0, maximum=1000) or 0,
         error_reason=f.text(value.get("error_reason"), "error_reason"),
         latency_ms=_count(value.get("latency_ms"), "latency_ms"),
         tokens_in=_count(value.get("tokens_in"), "tokens_in"),

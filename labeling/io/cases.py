@@ -8,7 +8,7 @@ outputs and a silent overwrite would leave them describing something else.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,7 @@ _DOCUMENT_KEYS = frozenset(
 
 @dataclass(slots=True)
 class CaseRow:
-    line: int
+    line: int | None  # None only where the document gave no line
     case_id: str
     input: str
     reference: str
@@ -59,7 +59,7 @@ class CaseRow:
 
 @dataclass(slots=True)
 class OutputRow:
-    line: int
+    line: int | None
     case_id: str
     agent_version: str
     response: str
@@ -120,7 +120,7 @@ def _tool_call_error(i: int, call: Any) -> None:
 
 
 def build_rows(
-    values: Mapping[str, Any], line: int, default_agent_version: str, from_csv: bool = False
+    values: Mapping[str, Any], line: int | None, default_agent_version: str, from_csv: bool = False
 ) -> tuple[CaseRow, OutputRow | None]:
     """One record -> its case and (unless it has no response) its output, validated."""
     if not values.keys() <= FIELDS:
@@ -212,7 +212,7 @@ def detect_kind(source: Source, problems: Problems) -> str:
     return "csv"
 
 
-def _wrong_kind(keys: set[str] | frozenset[str]) -> str | None:
+def _wrong_kind(keys: Set[str]) -> str | None:
     if keys & _LABEL_KEYS:
         return "this looks like a labels file (it has criterion/outcome fields); import it with import_labels"
     if "criteria" in keys:

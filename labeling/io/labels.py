@@ -62,7 +62,7 @@ QUERY_BATCH = 500
 
 @dataclass(slots=True)
 class LabelRecord:
-    line: int
+    line: int | None  # None only where the document gave no line
     case_id: str
     agent_version: str
     criterion: str
@@ -109,7 +109,11 @@ def check_person(value: Any, field: str) -> str:
 
 
 def build_label(
-    values: Mapping[str, Any], line: int, default_agent_version: str, criteria: Iterable[str], from_csv: bool = False
+    values: Mapping[str, Any],
+    line: int | None,
+    default_agent_version: str,
+    criteria: Iterable[str],
+    from_csv: bool = False,
 ) -> LabelRecord:
     if not values.keys() <= LABEL_FIELDS:
         for key in values.keys() - LABEL_FIELDS:
@@ -340,6 +344,8 @@ class LabelImport:
         golds: list[LabelRecord] = []
         agreements: list[LabelRecord] = []
         seen: dict[tuple, LabelRecord] = {}
+        key: tuple
+        same: tuple[str, ...]
         for r in records:
             if not r.gold:
                 key, bucket, same = ("label", r.output_key, r.criterion, r.person), labels, ("outcome", "text", "more")
