@@ -80,9 +80,15 @@ class TokenAuth(HttpBearer):
         return found
 
 
-def check_scope(request: HttpRequest, *, eval_set: str, rubric: str | None = None) -> None:
+class TokenHttpRequest(HttpRequest):
+    """A request to an endpoint behind TokenAuth: django-ninja sets `auth` to the token it returned."""
+
+    auth: GateToken
+
+
+def check_scope(request: TokenHttpRequest, *, eval_set: str, rubric: str | None = None) -> None:
     """ApiError 403 unless the eval set (and rubric version, when the call names one) are within the token's."""
-    token: GateToken = request.auth  # type: ignore[attr-defined]
+    token = request.auth
     if rubric is not None and rubric != token.rubric_version.ref:
         raise ApiError(403, f"this token is for {token.rubric_version.ref} only, not {rubric!r}")
     # Case-sensitive like the names themselves, as the gate matches them.
@@ -90,13 +96,13 @@ def check_scope(request: HttpRequest, *, eval_set: str, rubric: str | None = Non
         raise ApiError(403, f"this token is for eval sets whose names match {token.eval_set_pattern!r} only")
 
 
-def check_judge(request: HttpRequest, *, judge: str) -> None:
+def check_judge(request: TokenHttpRequest, *, judge: str) -> None:
     """ApiError 403 unless the token names `judge` among the imported judge configs it may push verdicts into.
 
     A model or instrument config can never be named (the lead's form refuses it, and the importer refuses to
     write into one anyway): its verdicts come only from its own judge runs.
     """
-    token: GateToken = request.auth  # type: ignore[attr-defined]
+    token = request.auth
     if token.may_push_verdicts_into(judge):
         return
     if not token.judges:

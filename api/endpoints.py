@@ -42,7 +42,7 @@ from labeling.problems import Problem
 from labeling.validators import RUBRIC_REF_PATTERN, UnknownName
 
 from .answers import LENGTH_REQUIRED, bad_parameters, error, refused_body, server_error, too_large, unread_chunked_body
-from .auth import NO_TOKEN, ApiError, TokenAuth, check_judge, check_scope
+from .auth import NO_TOKEN, ApiError, TokenAuth, TokenHttpRequest, check_judge, check_scope
 from .models import TokenScope as Scope
 from .models import VerdictPush
 from .pushes import body_source, run_import
@@ -197,7 +197,7 @@ PUSH_BODY = {
     "/outputs", auth=PUSH, response={200: PushOut, 201: PushOut, 413: ErrorOut, **ERRORS}, openapi_extra=PUSH_BODY
 )
 def push_outputs(
-    request: HttpRequest,
+    request: TokenHttpRequest,
     eval_set: EvalSetName,
     agent_version: str | None = None,
     filename: str = "outputs.jsonl",
@@ -215,7 +215,7 @@ def push_outputs(
     "/verdicts", auth=PUSH, response={200: PushOut, 201: PushOut, 413: ErrorOut, **ERRORS}, openapi_extra=PUSH_BODY
 )
 def push_verdicts(
-    request: HttpRequest,
+    request: TokenHttpRequest,
     eval_set: EvalSetName,
     rubric: RubricRef,
     judge: JudgeName,
@@ -316,7 +316,7 @@ def judge_run_progress(request: HttpRequest, run_id: int):
 
 @api.get("/calibration-report", auth=REPORT, response={200: ReportOut, **ERRORS})
 def report(
-    request: HttpRequest,
+    request: TokenHttpRequest,
     eval_set: EvalSetName,
     rubric: RubricRef,
     judge: JudgeName,
@@ -329,8 +329,12 @@ def report(
         raise ApiError(400, f"by must be agent_version (or left out), not {by!r}")
     if by and agent_version:
         raise ApiError(400, "by=agent_version and agent_version exclude each other: pick one")
-    scope = dict(zip(("eval_set", "rubric_version", "judge_config"), _named(eval_set, rubric, judge), strict=True))
-    built = segmented_report(**scope) if by else calibration_report(**scope, agent_version=agent_version)
+    es, rv, jc = _named(eval_set, rubric, judge)
+    built = (
+        segmented_report(eval_set=es, rubric_version=rv, judge_config=jc)
+        if by
+        else calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=agent_version)
+    )
     return HttpResponse(to_json(built), content_type="application/json")
 
 

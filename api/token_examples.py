@@ -72,10 +72,10 @@ def example_eval_set(pattern: str) -> str:
 
 
 def example_judge(token: GateToken) -> str:
-    mark = GatingMark.objects.active().filter(rubric_version=token.rubric_version).select_related("judge_config")
-    mark = mark.order_by("-pk").first()
+    marks = GatingMark.objects.active().filter(rubric_version=token.rubric_version).select_related("judge_config")
+    mark = marks.order_by("-pk").first()
     if mark is not None:
         return mark.judge_config.name
-    run = JudgeRun.objects.filter(rubric_version=token.rubric_version, probe_run__isnull=True)
-    run = run.select_related("judge_config").order_by("-created_at", "-pk").first()
+    runs = JudgeRun.objects.filter(rubric_version=token.rubric_version, probe_run__isnull=True)
+    run = runs.select_related("judge_config").order_by("-created_at", "-pk").first()
     return run.judge_config.name if run is not None else "JUDGE"

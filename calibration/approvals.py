@@ -103,8 +103,8 @@ def mark_gating(
             f"only gate-tier criteria can gate without an override: {detail}. "
             "Override only with a written reason that says why this judge may gate anyway."
         )
-    unclean = [(k, probes.unclean_reason(report.probes, k)) for k in keys] if require_clean_probes else []
-    unclean = [f"{k}: {why}" for k, why in unclean if why]
+    reasons = [(k, probes.unclean_reason(report.probes, k)) for k in keys] if require_clean_probes else []
+    unclean = [f"{k}: {why}" for k, why in reasons if why]
     if unclean:
         raise ApprovalRefused(
             f"a clean probe run is required and {'; '.join(unclean)}. Run the probes "

@@ -29,6 +29,7 @@ The parts:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -58,7 +59,7 @@ BET_SHARE = 0.5
 PRIOR_WEIGHT = 1.0
 
 
-def _as_float_array(values: ArrayLike, *, name: str) -> np.ndarray:
+def _as_float_array(values: Iterable[float | None], *, name: str) -> np.ndarray:
     array = np.array([np.nan if v is None else v for v in values], dtype=float).ravel()
     usable = array[~np.isnan(array)]
     if not np.all((usable == 0) | (usable == 1)):
@@ -66,7 +67,7 @@ def _as_float_array(values: ArrayLike, *, name: str) -> np.ndarray:
     return array
 
 
-def judge_scores(*, verdicts: ArrayLike) -> np.ndarray:
+def judge_scores(*, verdicts: Iterable[float | None]) -> np.ndarray:
     """The judge's score f for each output: its verdict, and for outputs without a usable verdict the
     judge's pass rate on the rest.
 
@@ -83,7 +84,9 @@ def judge_scores(*, verdicts: ArrayLike) -> np.ndarray:
     return np.where(missing, fill, raw)
 
 
-def _check(*, gold: ArrayLike, verdicts: ArrayLike, confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check(
+    *, gold: Iterable[float | None], verdicts: Iterable[float | None], confidence: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     raw = _as_float_array(verdicts, name="verdicts")
     g = _as_float_array(gold, name="gold")
     if raw.size == 0:
@@ -119,7 +122,12 @@ class PPIEstimate:
 
 
 def ppi_estimate(
-    *, gold: ArrayLike, verdicts: ArrayLike, confidence: float = 0.95, fpc: bool = True, lam: float | None = None
+    *,
+    gold: Iterable[float | None],
+    verdicts: Iterable[float | None],
+    confidence: float = 0.95,
+    fpc: bool = True,
+    lam: float | None = None,
 ) -> PPIEstimate:
     """theta_hat = lam * mean_N(f) + mean_n(y - lam f), over the settled gold of the labeled prefix.
 
@@ -336,7 +344,12 @@ def _confidence_sequence(
 
 
 def audit_decision(
-    *, gold: ArrayLike, verdicts: ArrayLike, minimum: float, confidence: float = 0.95, min_gold: int = MIN_GOLD
+    *,
+    gold: Iterable[float | None],
+    verdicts: Iterable[float | None],
+    minimum: float,
+    confidence: float = 0.95,
+    min_gold: int = MIN_GOLD,
 ) -> AuditDecision:
     """PASS once "theta < minimum" is rejected, FAIL once "theta >= minimum" is, each at (1 - confidence)/2.
 
@@ -393,8 +406,8 @@ class AuditForecast:
 
 def audit_forecast(
     *,
-    gold: ArrayLike,
-    verdicts: ArrayLike,
+    gold: Iterable[float | None],
+    verdicts: Iterable[float | None],
     minimum: float,
     confidence: float = 0.95,
     k: int = 25,

@@ -4,12 +4,12 @@ only: they show other people's labels and the judge, and annotators label blind 
 from __future__ import annotations
 
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from judging.models import JudgeConfig
-from labeling.access import STAFF_ROLES, role_required
+from labeling.access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
 from labeling.models import EvalSet, Output, RubricVersion
 from labeling.naming import output_names
 from labeling.pages import full_url, transcript_parts
@@ -24,7 +24,7 @@ CASES_PAGE_SIZE = 50
 
 @require_GET
 @role_required(*STAFF_ROLES)
-def eval_set_page(request: HttpRequest, eval_set: int) -> HttpResponse:
+def eval_set_page(request: AuthenticatedHttpRequest, eval_set: int) -> HttpResponse:
     es = get_object_or_404(EvalSet, pk=eval_set)
     versions = RubricVersion.objects.select_related("rubric").order_by("rubric__name", "created_at")
     agent_versions = sorted(set(Output.objects.filter(case__eval_set=es).values_list("agent_version", flat=True)))
@@ -65,7 +65,7 @@ def _rows(outputs, rv: RubricVersion | None) -> list[dict]:
 
 @require_GET
 @role_required(*STAFF_ROLES)
-def output_page(request: HttpRequest, output: int) -> HttpResponse:
+def output_page(request: AuthenticatedHttpRequest, output: int) -> HttpResponse:
     out = get_object_or_404(Output.objects.select_related("case__eval_set"), pk=output)
     wanted = request.GET.get("rubric_version", "")
     rv = None

@@ -9,14 +9,14 @@ call one domain function, redirect or render.
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from judging.models import JudgeRun
-from labeling.access import STAFF_ROLES, has_role, role_required
+from labeling.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
 from labeling.disputes import DisputeRefused, raise_dispute
 from labeling.models import Output, Role
 
@@ -53,7 +53,7 @@ def gate_initial(query) -> dict:
 @never_cache
 @role_required(Role.LEAD)
 @require_http_methods(["GET", "POST"])
-def gate_run(request: HttpRequest) -> HttpResponse:
+def gate_run(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = GateRunForm(request.POST or None, initial=gate_initial(request.GET))
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
@@ -74,7 +74,7 @@ def gate_run(request: HttpRequest) -> HttpResponse:
 
 
 @role_required(*STAFF_ROLES)
-def gate_result(request: HttpRequest, result: int) -> HttpResponse:
+def gate_result(request: AuthenticatedHttpRequest, result: int) -> HttpResponse:
     record = get_object_or_404(GateResult.objects.select_related("token", "asked_by"), pk=result)
     criteria = record.result.get("criteria", []) if isinstance(record.result, dict) else []
     context = {
@@ -102,13 +102,15 @@ def _command(record: GateResult) -> str:
 @never_cache
 @require_POST
 @role_required(*STAFF_ROLES)
-def dispute_gold(request: HttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
+def dispute_gold(
+    request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str
+):
     """From a false-pass / false-fail drilldown: send one output's gold label back to adjudication."""
     es, rv, jc, criterion = cell_or_404(eval_set, rubric_version, judge, key, cell)
     back = safe_next(request, reverse("calibration:drilldown", args=[es.pk, rv.pk, jc.pk, key, cell]))
     form = DisputeForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Not disputed: " + " ".join(e for errors in form.errors.values() for e in errors))
+        messages.error(request, "Not disputed: " + " ".join(str(e) for errors in form.errors.values() for e in errors))
         return redirect(back)
     output = get_object_or_404(Output.objects.select_related("case"), pk=form.cleaned_data["output"], case__eval_set=es)
     # Back to the item, not the top of a long drilldown: its dispute note (or why not) is there.

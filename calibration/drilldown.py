@@ -8,6 +8,7 @@ details of one page of items take four more queries, whatever the page size.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -15,7 +16,7 @@ from django.utils.safestring import SafeString
 
 from judging.models import JudgeConfig, Verdict
 from labeling.gold import derive_gold
-from labeling.models import Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion
+from labeling.models import Criterion, EvalSet, GoldDispute, GoldLabel, Label, Output, RubricVersion
 from labeling.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, quotes_of, render_json, show
 
 from . import data
@@ -65,13 +66,14 @@ class DrilldownItem:
     gold: GoldLabel | None = None
     gold_source: str = "majority"  # "adjudicated" or the gold policy that settled it
     verdicts: list[Verdict] = field(default_factory=list)
+    dispute: GoldDispute | None = None  # an open dispute of its gold label (the drilldown page sets it)
 
     @property
     def judge_evidence(self) -> str:
         return self.verdicts[0].evidence if self.verdicts else ""
 
 
-def _parts(output: Output, quotes: dict[str, str | list[str]]) -> list[TranscriptPart]:
+def _parts(output: Output, quotes: Mapping[str, str | list[str]]) -> list[TranscriptPart]:
     """The transcript with every quote marked; long texts and many tool calls are cut as on the labeling page
     (the output page, one click away, shows all of it)."""
 
@@ -113,8 +115,8 @@ def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeC
     verdicts = verdicts.order_by("output_id", "sample", "-run_id")
     by_output: dict[int, list] = {}
     for output_id, outcome, evidence, more in labels:
-        quotes = quotes_of(evidence, more)
-        by_output.setdefault(output_id, []).append({"outcome": outcome, "evidence": evidence, "quotes": quotes})
+        quoted = quotes_of(evidence, more)
+        by_output.setdefault(output_id, []).append({"outcome": outcome, "evidence": evidence, "quotes": quoted})
     counted: dict[int, list[Verdict]] = {}
     seen: set[tuple[int, int]] = set()
     for v in verdicts:

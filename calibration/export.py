@@ -39,11 +39,11 @@ def to_csv(report: CalibrationReport | SegmentedReport) -> str:
     buffer = io.StringIO()
     segmented = isinstance(report, SegmentedReport)
     # After the report's own columns: the probe run's, one set per probe (calibration/probes.py).
-    extra = [] if segmented else probes.csv_columns(report.probes)
+    extra = [] if isinstance(report, SegmentedReport) else probes.csv_columns(report.probes)
     columns = (["agent_version"] if segmented else []) + CSV_COLUMNS + extra
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
-    if segmented:
+    if isinstance(report, SegmentedReport):
         for seg in report.segments:
             for row in seg.rows:
                 writer.writerow({"agent_version": csv_safe(seg.agent_version), **_csv_row(row)})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import cast
 
 from django import forms
 
@@ -98,7 +99,7 @@ class GatingForm(ReasonForm):
         super().__init__(*args, **kwargs)
         self.tiers = {r.criterion: r.tier for r in rows if not r.gating}
         # Beside each tier, what the newest probe run says (calibration/probes.py).
-        self.fields["criterion"].choices = [("", "choose a criterion")] + [
+        cast(forms.ChoiceField, self.fields["criterion"]).choices = [("", "choose a criterion")] + [
             (key, f"{key} ({tier}; {status_label(probes, key)})") for key, tier in self.tiers.items()
         ]
 
@@ -106,7 +107,8 @@ class GatingForm(ReasonForm):
         return [self[name] for name in (*FIELDS, "decide_on", "require_clean_probes")]
 
     def clean(self):
-        data = super().clean()
+        super().clean()  # Form.clean returns self.cleaned_data; typed as possibly None
+        data = self.cleaned_data
         key = data.get("criterion")
         if key and self.tiers.get(key) != "gate" and not data.get("override"):
             self.add_error(
@@ -131,7 +133,8 @@ class CompareForm(forms.Form):
     right_judge = forms.ModelChoiceField(JudgeConfig.objects.all(), label="Judge config")
 
     def clean(self):
-        data = super().clean()
+        super().clean()  # Form.clean returns self.cleaned_data; typed as possibly None
+        data = self.cleaned_data
         left = (data.get("left_rubric"), data.get("left_judge"))
         right = (data.get("right_rubric"), data.get("right_judge"))
         if None not in left and left == right:
@@ -144,7 +147,8 @@ class TighteningMixin:
     is the gate's to check, since it knows the policy."""
 
     def clean(self):
-        data = super().clean()
+        super().clean()  # Form.clean returns self.cleaned_data; typed as possibly None
+        data = self.cleaned_data
         if self.errors:
             return data
         try:
@@ -194,7 +198,9 @@ class GateRunForm(TighteningMixin, forms.Form):
         super().__init__(*args, **kwargs)
         # A list, as the report offers: a version typed by hand that has no outputs would gate nothing.
         versions = Output.objects.order_by("agent_version").values_list("agent_version", flat=True).distinct()
-        self.fields["agent_version"].choices = [("", "Every agent version")] + [(v, v) for v in versions]
+        cast(forms.ChoiceField, self.fields["agent_version"]).choices = [("", "Every agent version")] + [
+            (v, v) for v in versions
+        ]
 
     def threshold_fields(self) -> list:
         return [self[name] for name in FIELDS]
@@ -230,15 +236,18 @@ class CaseFilterForm(forms.Form):
 
     def __init__(self, *args, agent_versions: list[str], rubric_versions, judges, show_choices, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["agent_version"].choices = [("", "Every agent version")] + [(v, v) for v in agent_versions]
-        self.fields["rubric_version"].queryset = rubric_versions
-        self.fields["rubric_version"].empty_label = None
-        self.fields["judge"].queryset = judges
-        self.fields["judge"].empty_label = "Any judge"
-        self.fields["show"].choices = show_choices
+        cast(forms.ChoiceField, self.fields["agent_version"]).choices = [("", "Every agent version")] + [
+            (v, v) for v in agent_versions
+        ]
+        rubric_version = cast(forms.ModelChoiceField, self.fields["rubric_version"])
+        rubric_version.queryset, rubric_version.empty_label = rubric_versions, None
+        judge = cast(forms.ModelChoiceField, self.fields["judge"])
+        judge.queryset, judge.empty_label = judges, "Any judge"
+        cast(forms.ChoiceField, self.fields["show"]).choices = show_choices
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()  # Form.clean returns self.cleaned_data; typed as possibly None
+        cleaned = self.cleaned_data
         if cleaned.get("show") in ("false-pass", "false-fail") and not cleaned.get("judge"):
             self.add_error("judge", "Choose a judge config: false passes and false fails are that judge's.")
         return cleaned

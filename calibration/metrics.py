@@ -333,7 +333,7 @@ def classification_rates(tp: int, fp: int, fn: int, tn: int, *, confidence: floa
 
     def wilson(successes: int, n: int) -> tuple[float, float] | None:
         w = wilson_interval(successes, n, confidence)
-        return None if w.lower is None else (w.lower, w.upper)
+        return None if w.lower is None or w.upper is None else (w.lower, w.upper)
 
     ba_ci = f1_ci = None
     if tp + fp + fn + tn:
@@ -581,7 +581,7 @@ def corrected_pass_rate(
     with np.errstate(divide="ignore", invalid="ignore"):
         tpr_star = cells[:, 0] / (cells[:, 0] + cells[:, 2])
         tnr_star = cells[:, 3] / (cells[:, 3] + cells[:, 1])
-    candidate = np.random.default_rng(seed + 1).binomial(n, observed, size=replicates) / n
+    candidate = np.random.default_rng(seed + 1).binomial(n, passes / n, size=replicates) / n  # n > 0 here
     interval = percentile_interval(rogan_gladen(candidate, tpr_star, tnr_star), confidence)
     wilson = wilson_interval(passes, n, confidence)
     floor, ceiling = (float(rogan_gladen(x, tpr, tnr)) for x in (wilson.lower, wilson.upper))

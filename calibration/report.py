@@ -19,9 +19,10 @@ a kinder instrument than the one that gates.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -545,7 +546,7 @@ def build_tiers(
     labels: pd.DataFrame,
     adjudicated: pd.DataFrame,
     verdicts: pd.DataFrame,
-    gold_policies: Mapping[object, str] | None = None,
+    gold_policies: Mapping[Any, str] | None = None,
 ) -> dict[str, str]:
     """Pure: each criterion's tier, as build_rows computes it (the same gold, current verdicts and kappa), without
     the rest of the row (the human ceiling, the gold counts, the judge's self-agreement)."""
@@ -581,7 +582,7 @@ def build_rows(
     adjudicated: pd.DataFrame,
     verdicts: pd.DataFrame,
     gating: Iterable[str] = (),
-    gold_policies: Mapping[object, str] | None = None,
+    gold_policies: Mapping[Any, str] | None = None,
 ) -> list[CriterionReport]:
     """One report row per criterion, in the order given. Pure: frames as data.py makes them;
     `gold_policies` maps criterion id -> gold policy (majority where missing)."""
@@ -760,12 +761,12 @@ def _criteria(rubric_version: RubricVersion) -> tuple[list[tuple[int, str]], dic
 
 def cached_rows(
     *,
-    criteria: list[tuple[object, str]],
+    criteria: Sequence[tuple[object, str]],
     labels: pd.DataFrame,
     adjudicated: pd.DataFrame,
     verdicts: pd.DataFrame,
     gating: Iterable[str],
-    gold_policies: Mapping[object, str],
+    gold_policies: Mapping[Any, str],
 ) -> list[CriterionReport]:
     """`build_rows` for these frames, computed once per content (content_cache.py says why that is exact)."""
     gating, policies = sorted(gating), sorted((str(k), str(v)) for k, v in gold_policies.items())
@@ -851,10 +852,6 @@ def segmented_report(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_
     )
 
 
-def _as_instance(model, value):
-    return value if isinstance(value, model) else model.objects.get(pk=value)
-
-
 def human_agreement(
     *, eval_set: EvalSet | int, rubric_version: RubricVersion | int, agent_version: str | None = None
 ) -> dict[str, HumanAgreement]:
@@ -865,8 +862,10 @@ def human_agreement(
     PASS/FAIL annotation, each with a 95% percentile bootstrap over items; and annotator A vs B over
     the items exactly two people labeled PASS/FAIL. None where undefined. Two queries.
     """
-    eval_set = _as_instance(EvalSet, eval_set)
-    rubric_version = _as_instance(RubricVersion, rubric_version)
+    if not isinstance(eval_set, EvalSet):
+        eval_set = EvalSet.objects.get(pk=eval_set)
+    if not isinstance(rubric_version, RubricVersion):
+        rubric_version = RubricVersion.objects.get(pk=rubric_version)
     labels = data.load_labels(data.Scope(eval_set, rubric_version, agent_version))
     criteria = Criterion.objects.filter(rubric_version=rubric_version).order_by("order", "id").values_list("id", "key")
     return human_agreement_from_labels(labels, list(criteria))

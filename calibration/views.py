@@ -6,6 +6,8 @@ label blind. Views stay thin: fetch, validate a form, call one domain function, 
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
@@ -17,7 +19,14 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
 from judging.models import JudgeConfig
-from labeling.access import STAFF_ROLES, checked_query, has_role, role_required
+from labeling.access import (
+    STAFF_ROLES,
+    AuthenticatedHttpRequest,
+    HtmxHttpRequest,
+    checked_query,
+    has_role,
+    role_required,
+)
 from labeling.models import Criterion, EvalSet, GoldDispute, Output, Role, RubricVersion
 from labeling.pages import pick_scope
 from labeling.progress import versions_with_work
@@ -124,7 +133,7 @@ def _report_context(request, es, rv, judge, gating_form=None, review_form=None) 
 
 
 @role_required(*STAFF_ROLES)
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: AuthenticatedHttpRequest) -> HttpResponse:
     instruments = run_instruments()
     versions = RubricVersion.objects.select_related("rubric", "approved_by").order_by("rubric__name", "created_at")
     context = {
@@ -138,13 +147,15 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @never_cache
 @role_required(*STAFF_ROLES)
-def report_page(request: HttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
+def report_page(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
     es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
     return render(request, "calibration/report.html", _report_context(request, es, rv, jc))
 
 
 @role_required(*STAFF_ROLES)
-def report_export(request: HttpRequest, eval_set: int, rubric_version: int, judge: int, fmt: str) -> HttpResponse:
+def report_export(
+    request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int, fmt: str
+) -> HttpResponse:
     if fmt not in ("json", "csv"):
         raise Http404("exports are .json or .csv")
     es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
@@ -166,7 +177,7 @@ def cell_or_404(eval_set: int, rubric_version: int, judge: int, key: str, cell: 
 
 @never_cache
 @role_required(*STAFF_ROLES)
-def drilldown(request: HttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
+def drilldown(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
     es, rv, jc, criterion = cell_or_404(eval_set, rubric_version, judge, key, cell)
     ids = dd.cell_output_ids(
         eval_set=es,
@@ -199,7 +210,7 @@ def drilldown(request: HttpRequest, eval_set: int, rubric_version: int, judge: i
 
 
 @role_required(*STAFF_ROLES)
-def compare(request: HttpRequest) -> HttpResponse:
+def compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     params = comparison_params(request.GET)
     form = CompareForm(params) if params else CompareForm(initial=request.GET.dict())
     sides = []
@@ -229,7 +240,7 @@ def _pairs(sides) -> list[dict]:
 @never_cache
 @require_POST
 @role_required(Role.LEAD)
-def approve_rubric(request: HttpRequest, rubric_version: int) -> HttpResponse:
+def approve_rubric(request: AuthenticatedHttpRequest, rubric_version: int) -> HttpResponse:
     rv = get_object_or_404(RubricVersion.objects.select_related("rubric", "approved_by"), pk=rubric_version)
     form = ReasonForm(request.POST)
     try:
@@ -245,7 +256,7 @@ def approve_rubric(request: HttpRequest, rubric_version: int) -> HttpResponse:
 @never_cache
 @require_POST
 @role_required(Role.LEAD)
-def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
+def mark_gating_view(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
     es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
     report = calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=_agent_version(request))
     form = GatingForm(request.POST, rows=report.rows, probes=report.probes)
@@ -273,7 +284,9 @@ def mark_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, j
 @never_cache
 @require_POST
 @role_required(Role.LEAD)
-def review_gating_view(request: HttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
+def review_gating_view(
+    request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int
+) -> HttpResponse:
     """Record that gating stays as it is (nothing gates, where nothing did) after reading this calibration."""
     es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
     form = ReasonForm(request.POST, prefix="review")
@@ -294,14 +307,14 @@ def review_gating_view(request: HttpRequest, eval_set: int, rubric_version: int,
     return _refused_on_panel(request, _report_context(request, es, rv, jc, review_form=form))
 
 
-def _decided(request: HttpRequest, es: EvalSet, rv: RubricVersion, jc: JudgeConfig) -> HttpResponse:
+def _decided(request: HtmxHttpRequest, es: EvalSet, rv: RubricVersion, jc: JudgeConfig) -> HttpResponse:
     """A recorded decision: the report again, with its message (htmx reloads the page, the rest is redirected)."""
     if request.htmx:
         return HttpResponseClientRefresh()
     return redirect(_report_url(es, rv, jc, _agent_version(request)))
 
 
-def _refused_on_panel(request: HttpRequest, context: dict) -> HttpResponse:
+def _refused_on_panel(request: HtmxHttpRequest, context: dict) -> HttpResponse:
     """A refused decision: the approval panel again with the form's errors, or the whole page without htmx."""
     if request.htmx:  # htmx swaps only 2xx answers, and the errors must be seen
         return render(request, "calibration/report.html#approval-panel", context)
@@ -311,7 +324,7 @@ def _refused_on_panel(request: HttpRequest, context: dict) -> HttpResponse:
 @never_cache
 @require_POST
 @role_required(Role.LEAD)
-def revoke_gating_view(request: HttpRequest, mark: int) -> HttpResponse:
+def revoke_gating_view(request: AuthenticatedHttpRequest, mark: int) -> HttpResponse:
     mark_obj = get_object_or_404(GatingMark.objects.select_related("criterion"), pk=mark)
     form = ReasonForm(request.POST)
     try:
@@ -339,10 +352,10 @@ def safe_next(request: HttpRequest, default: str) -> str:
 
 @require_GET
 @role_required(*STAFF_ROLES)
-def progress_page(request: HttpRequest) -> HttpResponse:
+def progress_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Labeling progress of one eval set and rubric version, with the human-human agreement so far."""
     scope = pick_scope(request)
-    context = {"scope": scope, "progress": None, "human_min_kappa": HUMAN_MIN_KAPPA, "min_n": MIN_N}
+    context: dict[str, Any] = {"scope": scope, "progress": None, "human_min_kappa": HUMAN_MIN_KAPPA, "min_n": MIN_N}
     if scope.eval_set and scope.rubric_version:
         context["progress"] = labeling_progress(scope.eval_set, scope.rubric_version)
         context["versions"] = versions_with_work(scope.eval_set, also=scope.rubric_version)

@@ -6,13 +6,22 @@ queues (labeling), what waits for a reviewer (labeling.inbox), and what waits fo
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
 from calibration.inbox import lead_inbox
-from labeling.access import ALL_ROLES, STAFF_ROLES, gives_blind_labels, has_role, role_required
+from labeling.access import (
+    ALL_ROLES,
+    STAFF_ROLES,
+    AuthenticatedHttpRequest,
+    gives_blind_labels,
+    has_role,
+    role_required,
+)
 from labeling.inbox import adjudications_waiting
 from labeling.models import EvalSet, Role, RubricVersion
 from labeling.progress import my_queues
@@ -21,12 +30,12 @@ from labeling.queue import open_queues
 
 @never_cache
 @role_required(*ALL_ROLES)
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Each role's next action first: an annotator's queues; a reviewer's adjudications; a lead's decisions
     and adjudications. Staff also see the open queues, eval sets and rubric versions."""
     user = request.user
     staff, lead = has_role(user, *STAFF_ROLES), has_role(user, Role.LEAD)
-    context = {"staff": staff, "is_lead": lead}
+    context: dict[str, Any] = {"staff": staff, "is_lead": lead}
     if gives_blind_labels(user):  # only annotators label (the blind rule per person, docs/labeling.md)
         context["my_queues"] = my_queues(user)
     if staff:

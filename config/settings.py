@@ -178,7 +178,7 @@ def _database() -> dict:
     test_name = env_str("ICEWATER_TEST_DB_NAME")
     if test_name:
         config["TEST"] = {"NAME": test_name}
-    return config
+    return dict(config)  # a plain dict, as the SQLite default above
 
 
 DATABASES = {"default": _database()}

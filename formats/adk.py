@@ -135,7 +135,7 @@ def _case_values(eval_set_id: str, eval_id: Any, invocation: dict, turn: int, tu
     }
 
 
-def _rows(values: dict, line: int, path: str, default_agent_version: str, problems: Problems):
+def _rows(values: dict, line: int | None, path: str, default_agent_version: str, problems: Problems):
     if not values["input"].strip():
         problems.add(line, f"{path}.user_content", "the user's turn has no text")
         return None

@@ -36,7 +36,7 @@ DOCUMENT_KEYS = frozenset(
 
 @dataclass(slots=True)
 class CaseRow:
-    line: int
+    line: int | None  # None only where the document gave no line
     case_id: str
     input: str
     reference: str
@@ -54,7 +54,7 @@ class CaseRow:
 
 @dataclass(slots=True)
 class OutputRow:
-    line: int
+    line: int | None
     case_id: str
     agent_version: str
     response: str
@@ -115,7 +115,7 @@ def _tool_call_error(i: int, call: Any) -> None:
 
 
 def build_rows(
-    values: Mapping[str, Any], line: int, default_agent_version: str, from_csv: bool = False
+    values: Mapping[str, Any], line: int | None, default_agent_version: str, from_csv: bool = False
 ) -> tuple[CaseRow, OutputRow | None]:
     """One record -> its case and (unless it has no response) its output, validated."""
     if not values.keys() <= FIELDS:

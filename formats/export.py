@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Any
 
 from django.db.models import Prefetch
 
@@ -98,7 +98,7 @@ def label_records(eval_set: EvalSet, rv: RubricVersion) -> Iterator[dict]:
         )
     )
     for *row, more in rows.iterator(chunk_size=5000):
-        record = dict(zip(LABEL_COLUMNS, row, strict=True))
+        record: dict[str, Any] = dict(zip(LABEL_COLUMNS, row, strict=True))
         if more:  # several quotes: the list (one quote stays a string, as it always was)
             record["evidence"] = [record["evidence"], *more]
         yield record
@@ -216,6 +216,7 @@ def export_data(
             return write_evalset(eval_set, stream)
         records = case_records(eval_set)
         return write_jsonl(records, stream) if fmt == "jsonl" else write_csv(records, CASE_COLUMNS, stream)
+    assert rv is not None  # export_scope finds one for labels and gold, or refuses
     records, columns = (
         (label_records(eval_set, rv), LABEL_COLUMNS) if what == "labels" else (gold_records(eval_set, rv), GOLD_COLUMNS)
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from labeling.problems import Problems, RecordError
 
@@ -63,7 +63,7 @@ def read_log(source: Source, problems: Problems):
     """The whole log as inspect_ai's EvalLog; a file it cannot read is one problem naming why."""
     from inspect_ai.log import read_eval_log  # imported on use: importing inspect_ai takes about a second
 
-    fmt = "eval" if source.suffix == ".eval" else "json"
+    fmt: Literal["eval", "json"] = "eval" if source.suffix == ".eval" else "json"
     if fmt == "eval":  # a zip: how far it expands is checked before inspect_ai decompresses any of it
         check_archive(source.stream, source.archive_limits or ArchiveLimits.upload(), problems)
     path = _path_of(source)

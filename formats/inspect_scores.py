@@ -16,7 +16,7 @@ explanation is kept as the raw output; it is not a verbatim quote, so the eviden
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,12 +59,12 @@ class ScoreMapping:
 
     @classmethod
     def parse(
-        cls, scorers: list[str] = (), values: list[str] = (), skip: list[str] = (), *, via_api: bool = False
+        cls, scorers: Sequence[str] = (), values: Sequence[str] = (), skip: Sequence[str] = (), *, via_api: bool = False
     ) -> ScoreMapping:
         """From `NAME=KEY` and `VALUE=OUTCOME` texts (the command's flags or the API's parameters); ValueError
         says what is wrong."""
         by_scorer = dict(_pair(text, option("scorer", "NAME=CRITERION", via_api)) for text in scorers)
-        by_value = dict(VALUE_MAP)
+        by_value: dict[str, str] = dict(VALUE_MAP)
         for text in values:
             value, outcome = _pair(text, option("score", "VALUE=OUTCOME", via_api))
             if outcome not in OUTCOMES:
@@ -156,6 +156,7 @@ def inspect_records(
         for name, key in targets.items():
             score = (sample.scores or {}).get(name)
             raw = ""
+            outcome: str
             if sample.error is not None:
                 outcome, reason = VerdictOutcome.ERROR, f"the sample failed in Inspect: {sample.error.message[:300]}"
             elif score is None:

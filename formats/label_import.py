@@ -159,6 +159,8 @@ class LabelImport:
         golds: list[LabelRecord] = []
         agreements: list[LabelRecord] = []
         seen: dict[tuple, LabelRecord] = {}
+        key: tuple
+        same: tuple[str, ...]
         for r in records:
             if not r.gold:
                 key, bucket, same = ("label", r.output_key, r.criterion, r.person), labels, ("outcome", "text", "more")

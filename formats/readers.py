@@ -247,7 +247,8 @@ def load_json_document(text: str, problems: Problems, root: str = "") -> Any:
 
     def parse_object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo=None):
         start = s_and_end[1] - 1
-        pairs, end = json_decoder.JSONObject(s_and_end, strict, scan_once, None, list, memo)
+        # The json module's own object and array parsers (the C scanner calls them too); typeshed omits them.
+        pairs, end = json_decoder.JSONObject(s_and_end, strict, scan_once, None, list, memo)  # type: ignore[attr-defined]
         obj = Obj(pairs)
         if len(obj) != len(pairs):
             raise RepeatedKey
@@ -256,19 +257,20 @@ def load_json_document(text: str, problems: Problems, root: str = "") -> Any:
 
     def parse_array(s_and_end, scan_once):
         start = s_and_end[1] - 1
-        values, end = json_decoder.JSONArray(s_and_end, scan_once)
+        values, end = json_decoder.JSONArray(s_and_end, scan_once)  # type: ignore[attr-defined]
         arr = Arr(values)
         arr.line = line_at(start)
         return arr, end
 
-    dec.parse_object = parse_object  # type: ignore[assignment]
-    dec.parse_array = parse_array  # type: ignore[assignment]
-    dec.scan_once = json_scanner.py_make_scanner(dec)
+    # JSONDecoder's hooks that py_make_scanner reads; typeshed leaves them and py_make_scanner out.
+    dec.parse_object = parse_object  # type: ignore[attr-defined]
+    dec.parse_array = parse_array  # type: ignore[attr-defined]
+    dec.scan_once = json_scanner.py_make_scanner(dec)  # type: ignore[attr-defined]
     try:
         value = dec.decode(text)
     except RepeatedKey:
-        exc = find_shape_error(text) or ShapeError("", DUPLICATE_KEY)  # where: the same walk as for JSON lines
-        raise problems.fatal(line_at(exc.offset), _rooted(root, exc.path), exc.message) from None
+        shape = find_shape_error(text) or ShapeError("", DUPLICATE_KEY)  # where: the same walk as for JSON lines
+        raise problems.fatal(line_at(shape.offset), _rooted(root, shape.path), shape.message) from None
     except json.JSONDecodeError as exc:
         raise problems.fatal(exc.lineno, None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     except ValueError as exc:
@@ -300,7 +302,8 @@ class _LineLoader(yaml.SafeLoader):
             self.steps.append(index if isinstance(index, int) else getattr(index, "value", "?"))
         try:
             if len(self.steps) >= MAX_NESTING:
-                raise ShapeError(format_path(self.steps), TOO_DEEP, line=event.start_mark.line + 1)
+                line = event.start_mark.line + 1 if event.start_mark else None  # a parsed event always has one
+                raise ShapeError(format_path(self.steps), TOO_DEEP, line=line)
             return super().compose_node(parent, index)
         finally:
             if parent is not None:

@@ -106,6 +106,7 @@ def export_data(
     if judge is None:
         known = ", ".join(JudgeConfig.objects.values_list("name", flat=True)[:20]) or "none yet"
         raise ExportError(f'there is no judge config "{judge_name}" (known: {known})')
+    assert rv is not None  # export_scope finds one for verdicts, or refuses
     return export_verdicts(eval_set=eval_set, rubric_version=rv, judge_config=judge, fmt=fmt, stream=stream)
 
 

@@ -23,7 +23,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from formats.readers import Source
 from judging.models import JudgeConfig
-from labeling.access import role_required
+from labeling.access import AuthenticatedHttpRequest, role_required
 from labeling.models import EvalSet, Role, RubricVersion
 
 from . import import_jobs
@@ -53,7 +53,7 @@ class UploadLimit(FileUploadHandler):
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
         self.received += len(raw_data)
         if self.received > settings.ICEWATER_UPLOAD_MAX_BYTES:
-            self.refused[self.field_name] = self.file_name
+            self.refused[self.field_name] = self.file_name or ""  # set by new_file before any chunk
             raise SkipFile
         return raw_data
 
@@ -272,14 +272,14 @@ def _page(request: HttpRequest, cards: dict) -> HttpResponse:
 @csrf_exempt
 @role_required(Role.LEAD)
 @require_http_methods(["GET", "POST"])
-def upload(request: HttpRequest) -> HttpResponse:
+def upload(request: AuthenticatedHttpRequest) -> HttpResponse:
     limit = UploadLimit(request)
     request.upload_handlers.insert(0, limit)
     return _upload(request, limit)
 
 
 @csrf_protect
-def _upload(request: HttpRequest, limit: UploadLimit) -> HttpResponse:
+def _upload(request: AuthenticatedHttpRequest, limit: UploadLimit) -> HttpResponse:
     cards = {kind: _card(kind) for kind in CARDS}
     if request.method == "POST":
         kind = request.POST.get("kind", "")
@@ -296,7 +296,7 @@ def _upload(request: HttpRequest, limit: UploadLimit) -> HttpResponse:
 
 @role_required(Role.LEAD)
 @require_GET
-def import_job(request: HttpRequest, pk: int) -> HttpResponse:
+def import_job(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """How far a background import has got: the card's result region (htmx polls it), or the whole page."""
     job = get_object_or_404(ImportJob, pk=pk)
     card = _card(job.kind, job=job)

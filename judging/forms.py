@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import cast
 from urllib.parse import urlparse
 
 from django import forms
@@ -123,7 +124,8 @@ class JudgeConfigForm(forms.ModelForm):
         return value
 
     def clean(self) -> dict:
-        data = super().clean()
+        super().clean()  # Form.clean returns self.cleaned_data; typed as possibly None
+        data = self.cleaned_data
         for field, low, high in (
             ("samples", 1, MAX_SAMPLES),
             ("max_concurrency", 1, MAX_CONCURRENCY),
@@ -195,11 +197,14 @@ class StartProbeRunForm(StartRunForm):
             self.registry_problem = str(exc)
         else:
             self.registry_problem = ""
-        self.fields["probes"].choices = [(p.name, f"{p.name}: {p.summary}") for p in probes.values()]
+        cast(forms.MultipleChoiceField, self.fields["probes"]).choices = [
+            (p.name, f"{p.name}: {p.summary}") for p in probes.values()
+        ]
         self.fields["probes"].initial = list(probes)
 
     def clean(self) -> dict:
-        data = super().clean()
+        super().clean()  # Form.clean returns self.cleaned_data; typed as possibly None
+        data = self.cleaned_data
         if self.registry_problem:
             raise forms.ValidationError(self.registry_problem)
         return data

@@ -402,7 +402,7 @@ def ask_model(lane: Lane, work: Work) -> bool:
     False if the run was cancelled meanwhile. Anything raised here (the limiter unreachable past its bound,
     a bug) reaches the lane's thread, which stops the run with the reason: it never becomes a verdict.
     """
-    assert lane.backend is not None and work.request is not None
+    assert lane.backend is not None and work.request is not None and lane.sleep is not None
     answer = call_with_retries(
         lane.backend,
         work.request,

@@ -33,7 +33,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -77,7 +77,7 @@ class LimiterUnavailable(Exception):
 
 
 class Limiter(Protocol):
-    def slot(self) -> Iterator[None]: ...
+    def slot(self) -> AbstractContextManager[None]: ...
 
     def cool_down(self, seconds: float) -> None: ...
 

@@ -6,12 +6,12 @@ Annotators get 403 everywhere here, as on every judge page: they label blind to 
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from labeling.access import STAFF_ROLES, has_role, role_required
+from labeling.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
 from labeling.models import Criterion, Role
 
 from . import runner
@@ -29,13 +29,13 @@ def _probe_run(probe_run_id: int) -> ProbeRun:
 
 
 @role_required(*STAFF_ROLES)
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "judging/probes.html", probe_pages.index_context(request.user, StartProbeRunForm()))
 
 
 @role_required(Role.LEAD)
 @require_POST
-def start(request: HttpRequest) -> HttpResponse:
+def start(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = StartProbeRunForm(request.POST)
     if form.is_valid():
         d = form.cleaned_data
@@ -60,14 +60,14 @@ def start(request: HttpRequest) -> HttpResponse:
 
 
 @role_required(*STAFF_ROLES)
-def detail(request: HttpRequest, probe_run_id: int) -> HttpResponse:
+def detail(request: AuthenticatedHttpRequest, probe_run_id: int) -> HttpResponse:
     probe_run = _probe_run(probe_run_id)
     context = {**probe_pages.status_context(probe_run), "is_lead": has_role(request.user, Role.LEAD)}
     return render(request, "judging/probe_run.html", context)
 
 
 @role_required(*STAFF_ROLES)
-def status(request: HttpRequest, probe_run_id: int) -> HttpResponse:
+def status(request: AuthenticatedHttpRequest, probe_run_id: int) -> HttpResponse:
     """The status panel alone (htmx polls it); 286 with the results once every arm has ended."""
     probe_run = _probe_run(probe_run_id)
     context = probe_pages.status_context(probe_run)
@@ -79,7 +79,7 @@ def status(request: HttpRequest, probe_run_id: int) -> HttpResponse:
 
 @role_required(Role.LEAD)
 @require_POST
-def cancel(request: HttpRequest, probe_run_id: int) -> HttpResponse:
+def cancel(request: AuthenticatedHttpRequest, probe_run_id: int) -> HttpResponse:
     probe_run = get_object_or_404(ProbeRun, pk=probe_run_id)
     if probe_runs.cancel_probe_run(probe_run):
         messages.success(request, f"Probe run {probe_run.pk} cancelled; verdicts already written are kept.")
@@ -89,7 +89,7 @@ def cancel(request: HttpRequest, probe_run_id: int) -> HttpResponse:
 
 
 @role_required(*STAFF_ROLES)
-def examples(request: HttpRequest, probe_run_id: int, probe: str, key: str) -> HttpResponse:
+def examples(request: AuthenticatedHttpRequest, probe_run_id: int, probe: str, key: str) -> HttpResponse:
     probe_run = _probe_run(probe_run_id)
     if probe not in [p["name"] for p in probe_run.plan]:
         raise Http404("this probe run has no such probe")

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from labeling.access import STAFF_ROLES, checked_query, has_role, role_required
+from labeling.access import STAFF_ROLES, AuthenticatedHttpRequest, checked_query, has_role, role_required
 from labeling.models import Role
 from labeling.pages import full_url
 
@@ -25,7 +25,7 @@ from .progress import progress_of
 
 
 @role_required(*STAFF_ROLES)
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: AuthenticatedHttpRequest) -> HttpResponse:
     # A link from another page (an import, a report) may pick the eval set and rubric version to start with.
     initial = {k: request.GET[k] for k in ("eval_set", "rubric_version", "judge_config") if request.GET.get(k)}
     return render(request, "judging/index.html", pages.index_context(request.user, StartRunForm(initial=initial)))
@@ -33,7 +33,7 @@ def index(request: HttpRequest) -> HttpResponse:
 
 @role_required(Role.LEAD)
 @require_POST
-def start_run(request: HttpRequest) -> HttpResponse:
+def start_run(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = StartRunForm(request.POST)
     if form.is_valid():
         d = form.cleaned_data
@@ -54,7 +54,7 @@ def start_run(request: HttpRequest) -> HttpResponse:
 
 
 @role_required(Role.LEAD)
-def config_new(request: HttpRequest) -> HttpResponse:
+def config_new(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = JudgeConfigForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         config = form.save(commit=False)
@@ -66,14 +66,14 @@ def config_new(request: HttpRequest) -> HttpResponse:
 
 
 @role_required(*STAFF_ROLES)
-def config_detail(request: HttpRequest, config_id: int) -> HttpResponse:
+def config_detail(request: AuthenticatedHttpRequest, config_id: int) -> HttpResponse:
     config = get_object_or_404(JudgeConfig, pk=config_id)
     runs = config.runs.select_related("eval_set", "rubric_version__rubric")[:20]
     return render(request, "judging/config_detail.html", {"config": config, "runs": runs})
 
 
 @role_required(*STAFF_ROLES)
-def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_detail(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(
         JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
     )
@@ -82,7 +82,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 @role_required(*STAFF_ROLES)
-def run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_progress(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
     """The progress panel alone (htmx polls it); 286 once the run has ended, so polling stops."""
     run = get_object_or_404(
         JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
@@ -97,7 +97,7 @@ def run_progress(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @role_required(Role.LEAD)
 @require_POST
-def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_cancel(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(JudgeRun, pk=run_id)
     if runner.cancel_run(run):
         messages.success(request, f"Judge run {run.pk} cancelled; verdicts already written are kept.")
@@ -107,7 +107,7 @@ def run_cancel(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 @role_required(*STAFF_ROLES)
-def run_verdicts(request: HttpRequest, run_id: int) -> HttpResponse:
+def run_verdicts(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(
         JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
     )
@@ -118,7 +118,7 @@ def run_verdicts(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 @role_required(*STAFF_ROLES)
-def verdict_detail(request: HttpRequest, verdict_id: int) -> HttpResponse:
+def verdict_detail(request: AuthenticatedHttpRequest, verdict_id: int) -> HttpResponse:
     verdict = get_object_or_404(
         Verdict.objects.select_related("run", "output__case", "criterion", "judge_config", "rubric_version__rubric"),
         pk=verdict_id,

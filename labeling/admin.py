@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from typing import cast
+
 from axes.admin import AccessAttemptAdmin  # importing it registers django-axes' admin, replaced below
 from axes.models import AccessAttempt
+from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
@@ -49,11 +52,12 @@ class IcewaterUserAdmin(UserAdmin):
             return True
         return not obj.is_superuser and obj.role != Role.LEAD
 
-    def get_form(self, request, obj=None, **kwargs):
-        form = super().get_form(request, obj, **kwargs)  # a new form class per call: changing it is local
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        # A new form class per call: changing it is local.
+        form = super().get_form(request, obj, change=change, **kwargs)
         if not request.user.is_superuser and "role" in form.base_fields:
             choices = [(value, label) for value, label in Role.choices if value != Role.LEAD]
-            form.base_fields["role"].choices = choices
+            cast(forms.ChoiceField, form.base_fields["role"]).choices = choices
         return form
 
     def save_model(self, request, obj, form, change):

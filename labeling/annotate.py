@@ -13,6 +13,7 @@ inside a transaction, so a save and a submit of one annotation never interleave.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
@@ -20,6 +21,11 @@ from django.utils import timezone
 from .models import Annotation, Criterion, HumanOutcome, Label
 from .queue import RESERVATION, RESERVATION_REFRESH, current_queue
 from .transcript import Transcript
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    from .guards import QueueVersion
 
 # The outcomes in the order the page shows them, with the key that picks each one.
 OUTCOME_KEYS = [
@@ -127,7 +133,7 @@ class CriterionState:
         return bool(self.label and self.label.outcome in NEEDS_EVIDENCE and not self.label.evidence)
 
 
-def check_writable(annotation: Annotation, posted_rubric_version_id: int | None) -> None:
+def check_writable(annotation: WithAnnotations[Annotation, QueueVersion], posted_rubric_version_id: int | None) -> None:
     """Refuse writes from a stale page or under a rubric version the queue has moved away from.
 
     Reads `annotation.queue_rubric_version_id` (guards.own_annotation loads it); the queue row

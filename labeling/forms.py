@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from django import forms
 
 from .models import Criterion, GoldPolicy, HumanOutcome, RubricVersion
@@ -88,7 +90,8 @@ class LabelForm(forms.Form):
         return quotes
 
     def clean(self):
-        data = super().clean()
+        super().clean()  # Form.clean returns self.cleaned_data; typed as possibly None
+        data = self.cleaned_data
         more = data.get("more_evidence") or []
         if more and data.get("evidence") == NONE_QUOTE:
             self.add_error("more_evidence", "The first quote says NONE but others follow: remove NONE or the others.")
@@ -120,8 +123,13 @@ class AdjudicationForm(forms.Form):
         return rationale
 
 
+class _RubricVersionChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj: RubricVersion) -> str:
+        return f"{obj.ref} ({obj.get_status_display()})"
+
+
 class QueueMoveForm(forms.Form):
-    rubric_version = forms.ModelChoiceField(
+    rubric_version = _RubricVersionChoice(
         queryset=RubricVersion.objects.none(),
         error_messages={"invalid_choice": "Choose a rubric version that exists, is not retired and has criteria."},
     )
@@ -129,8 +137,7 @@ class QueueMoveForm(forms.Form):
 
     def __init__(self, *args, versions, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["rubric_version"].queryset = versions
-        self.fields["rubric_version"].label_from_instance = lambda rv: f"{rv.ref} ({rv.get_status_display()})"
+        cast(forms.ModelChoiceField, self.fields["rubric_version"]).queryset = versions
 
 
 class RubricVersionForm(forms.Form):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -66,7 +67,7 @@ def gold_of_votes(outcomes: Iterable[str], policy: str = GoldPolicy.MAJORITY) ->
     return outcome if votes * 2 > total else None
 
 
-def policy_of(criterion: pd.Series, policies: Mapping[object, str] | None) -> np.ndarray:
+def policy_of(criterion: pd.Series, policies: Mapping[Any, str] | None) -> np.ndarray:
     """The gold policy of each row's criterion (majority where none is given)."""
     if not policies:
         return np.full(len(criterion), GoldPolicy.MAJORITY.value, dtype=object)
@@ -74,7 +75,7 @@ def policy_of(criterion: pd.Series, policies: Mapping[object, str] | None) -> np
 
 
 def derive_gold(
-    labels: pd.DataFrame, adjudicated: pd.DataFrame, policies: Mapping[object, str] | None = None
+    labels: pd.DataFrame, adjudicated: pd.DataFrame, policies: Mapping[Any, str] | None = None
 ) -> pd.DataFrame:
     """Gold per (criterion, output): the adjudicated outcome, else what the criterion's gold policy
     (`policies`: criterion id -> GoldPolicy value; majority where missing) makes of the labels.
@@ -123,7 +124,7 @@ def tied_items(labels: pd.DataFrame) -> pd.DataFrame:
 
 
 def item_states(
-    labels: pd.DataFrame, adjudicated: pd.DataFrame, policies: Mapping[object, str] | None = None
+    labels: pd.DataFrame, adjudicated: pd.DataFrame, policies: Mapping[Any, str] | None = None
 ) -> pd.DataFrame:
     """One row per (criterion, output) that has a label or a gold label: its gold and its state.
 

@@ -11,6 +11,8 @@ Views fetch through these helpers, never with a bare `get_object_or_404`:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypedDict
+
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
@@ -19,8 +21,25 @@ from django.http import Http404
 from .access import has_role
 from .models import Annotation, Criterion, LabelingQueue, Output, Role, User
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
-def own_annotation(user: User, pk: int, *, for_update: bool = False) -> Annotation:
+
+class QueueVersion(TypedDict):
+    """What `own_annotation` reads beside the annotation, in the same query."""
+
+    queue_rubric_version_id: int | None
+
+
+class AnswerPosition(TypedDict):
+    """What `adjudicable_item` reads beside the output: how many answers its case has, and which one it is."""
+
+    labeled_by_me: bool
+    answers: int
+    answer_number: int
+
+
+def own_annotation(user: User, pk: int, *, for_update: bool = False) -> WithAnnotations[Annotation, QueueVersion]:
     """The annotation with its output, case, eval set, rubric version and rubric, if `user` made it; 404 otherwise.
 
     The blind rule is the `annotator` condition: for anyone else the annotation does not exist.
@@ -54,7 +73,9 @@ def may_adjudicate(user: User) -> bool:
     return has_role(user, Role.REVIEWER, Role.LEAD)
 
 
-def adjudicable_item(user: User, output_id: int, criterion_id: int) -> tuple[Output, Criterion]:
+def adjudicable_item(
+    user: User, output_id: int, criterion_id: int
+) -> tuple[WithAnnotations[Output, AnswerPosition], Criterion]:
     """The (output, criterion) a reviewer may decide; 404 if unknown, 403 if they labeled it."""
     if not may_adjudicate(user):
         raise PermissionDenied("Adjudication is for reviewers and leads.")

@@ -71,7 +71,7 @@ def adjudications_waiting(user: User) -> list[AdjudicationsWaiting]:
     return out
 
 
-def _since(rubric_version: RubricVersion, items) -> dict[tuple[int, int], datetime]:
+def _since(rubric_version: RubricVersion, items) -> dict[tuple[int, int], datetime | None]:
     """When each item started to wait (two queries)."""
     outputs = {i.output_id for i in items}
     submitted = dict(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from labeling.problems import Problem, suggest
@@ -100,7 +100,7 @@ def check_query(items: Iterable[tuple[str, list[str]]]) -> None:
             raise BodyRefused(Problem("query", None, _shown(name), NUL))
 
 
-def schema_problems(errors: Iterable[dict], known: Iterable[str] = ()) -> list[Problem]:
+def schema_problems(errors: Iterable[Mapping[str, Any]], known: Iterable[str] = ()) -> list[Problem]:
     """pydantic's errors about a body or query (its `loc`, `type` and `msg`) as problems, in our words where theirs
     say less. `loc` starts with "body" or "query" (the source; a body parameter's own name after it is dropped),
     or is the field's path in a body (the HTTP gate validates the body itself)."""
@@ -118,7 +118,7 @@ def schema_problems(errors: Iterable[dict], known: Iterable[str] = ()) -> list[P
     return problems
 
 
-def _schema_message(error: dict, field: str | None, known: list[str]) -> str:
+def _schema_message(error: Mapping[str, Any], field: str | None, known: list[str]) -> str:
     kind = error.get("type", "")
     if kind == "extra_forbidden":
         hint = suggest(field or "", known) + (f"; known fields: {', '.join(known)}" if known else "")

@@ -191,7 +191,8 @@ class RubricVersion(models.Model):
         for rel in self._meta.related_objects:
             if rel.related_model in (Criterion,) or not rel.one_to_many:
                 continue
-            if getattr(self, rel.get_accessor_name()).exists():
+            accessor = rel.get_accessor_name()  # None only for a symmetrical many-to-many, never one-to-many
+            if accessor and getattr(self, accessor).exists():
                 return True
         return False
 

@@ -9,7 +9,9 @@ criterion or output.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from django.http import HttpRequest
 from django.urls import reverse
@@ -23,10 +25,17 @@ from .models import Annotation, Criterion, EvalSet, LabelingQueue, Output, Rubri
 from .naming import output_name, output_names
 from .transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, render_json, show
 
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    from .guards import AnswerPosition, QueueVersion
+
 OUTCOMES = OUTCOME_KEYS  # (value, label people see, key that picks it on the labeling page)
 
 
-def transcript_parts(output: Output, quotes: dict[str, str | list[str]] | None = None, *, full: bool = False) -> dict:
+def transcript_parts(
+    output: Output, quotes: Mapping[str, str | list[str]] | None = None, *, full: bool = False
+) -> dict:
     """Input, tool calls with results, response (quotable, optionally highlighted) and the reference (not quotable),
     each a transcript.Shown for templates/labeling/_transcript.html. Unless `full`, long texts and many tool
     calls are cut (PREVIEW_CHARS, PREVIEW_TOOL_CALLS)."""
@@ -58,7 +67,11 @@ def full_url(request: HttpRequest) -> str:
 
 
 def annotation_context(
-    request: HttpRequest, annotation: Annotation, *, correcting: bool = False, partial: bool = False
+    request: HttpRequest,
+    annotation: WithAnnotations[Annotation, QueueVersion],
+    *,
+    correcting: bool = False,
+    partial: bool = False,
 ) -> dict:
     """Everything the labeling page shows for `annotation` (read by guards.own_annotation).
     `partial`: only what one criterion's swap needs (the save endpoint's answer: fewer queries)."""
@@ -104,7 +117,7 @@ def annotation_context(
 
 def adjudication_context(
     request: HttpRequest,
-    output: Output,
+    output: WithAnnotations[Output, AnswerPosition],
     criterion: Criterion,
     *,
     form: AdjudicationForm | None = None,
@@ -121,7 +134,7 @@ def adjudication_context(
         ]
     if form is None:
         current = view.current_gold
-        initial = {"based_on": view.based_on}
+        initial: dict[str, object] = {"based_on": view.based_on}
         if current is not None:
             initial["outcome"] = current.outcome
         form = AdjudicationForm(initial=initial)

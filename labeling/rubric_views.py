@@ -4,14 +4,14 @@ version made from it. Saving, the hash and immutability are labeling.rubric_edit
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from . import queue as q
 from . import rubric_edit
-from .access import STAFF_ROLES, role_required
+from .access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
 from .forms import CriterionFormSet, RubricVersionForm
 from .models import EvalSet, GoldPolicy, Role, RubricVersion
 from .problems import ImportFailed
@@ -24,7 +24,7 @@ def _version(pk: int) -> RubricVersion:
 @never_cache
 @require_http_methods(["GET"])
 @role_required(*STAFF_ROLES)
-def rubric_version_page(request: HttpRequest, rubric_version: int) -> HttpResponse:
+def rubric_version_page(request: AuthenticatedHttpRequest, rubric_version: int) -> HttpResponse:
     rv = _version(rubric_version)
     previous = rubric_edit.previous_version(rv)
     context = {
@@ -42,7 +42,7 @@ def rubric_version_page(request: HttpRequest, rubric_version: int) -> HttpRespon
 @never_cache
 @require_http_methods(["GET", "POST"])
 @role_required(Role.LEAD)
-def rubric_edit_page(request: HttpRequest, rubric_version: int) -> HttpResponse:
+def rubric_edit_page(request: AuthenticatedHttpRequest, rubric_version: int) -> HttpResponse:
     base = _version(rubric_version)
     if request.method == "GET":
         criteria = [{**c.as_dict(), "order": i + 1} for i, c in enumerate(base.criteria.order_by("order", "id"))]

@@ -11,6 +11,7 @@ import bisect
 import json
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -172,7 +173,7 @@ class Shown:
         return f"{self.shown:,}"
 
 
-def show(text: str, quotes: dict[str, str | list[str]], limit: int | None = None) -> Shown:
+def show(text: str, quotes: Mapping[str, str | list[str]], limit: int | None = None) -> Shown:
     """`text` escaped (it is untrusted), cut after `limit` characters if longer, each place a quote occurs
     wrapped in <mark class="KEY">. `quotes` maps a CSS class (e.g. "hl-a", "hl-judge") to a quote or a
     list of quotes; overlapping quotes get both classes. Time and size are linear in the text, whatever the quotes."""
@@ -210,6 +211,6 @@ def _marked(text: str, spans: list[tuple[int, int, str]]) -> SafeString:
     return mark_safe(html)  # noqa: S308 - every piece of text went through escape(); the classes are the caller's
 
 
-def highlight(text: str, quotes: dict[str, str | list[str]]) -> SafeString:
+def highlight(text: str, quotes: Mapping[str, str | list[str]]) -> SafeString:
     """All of `text`, escaped, with every place a quote occurs marked (see show)."""
     return show(text, quotes).html

@@ -6,6 +6,8 @@ every page also works as a plain form post with a redirect, so most tests need n
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
@@ -21,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from . import adjudicate as adj
 from . import annotate as ann
 from . import queue as q
-from .access import STAFF_ROLES, labeler_required, role_required
+from .access import STAFF_ROLES, AuthenticatedHttpRequest, labeler_required, role_required
 from .forms import AdjudicationForm, LabelForm, QueueMoveForm, SubmitForm
 from .guards import adjudicable_item, own_annotation
 from .models import Annotation, EvalSet, Role
@@ -29,6 +31,11 @@ from .naming import output_names
 from .pages import adjudication_context, annotation_context, pick_scope
 from .progress import my_queues
 from .transcript import Transcript
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    from .guards import QueueVersion
 
 
 def healthz(request: HttpRequest) -> HttpResponse:
@@ -47,7 +54,7 @@ def favicon(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @labeler_required
-def next_output(request: HttpRequest, eval_set_id: int) -> HttpResponse:
+def next_output(request: AuthenticatedHttpRequest, eval_set_id: int) -> HttpResponse:
     queue = q.current_queue(eval_set_id)
     if queue is None:
         messages.error(request, "This eval set has no open labeling queue. A lead opens it on the Queues page.")
@@ -62,13 +69,13 @@ def next_output(request: HttpRequest, eval_set_id: int) -> HttpResponse:
 @never_cache
 @require_GET
 @role_required(Role.LEAD)
-def queues(request: HttpRequest) -> HttpResponse:
+def queues(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "labeling/queues.html", _queues_context())
 
 
 @require_POST
 @role_required(Role.LEAD)
-def queue_move(request: HttpRequest, eval_set_id: int) -> HttpResponse:
+def queue_move(request: AuthenticatedHttpRequest, eval_set_id: int) -> HttpResponse:
     eval_set = get_object_or_404(EvalSet, pk=eval_set_id)
     form = QueueMoveForm(request.POST, versions=q.movable_versions())
     if form.is_valid():
@@ -104,7 +111,7 @@ def _queues_context(failed_eval_set_id: int | None = None, failed_form: QueueMov
 @never_cache
 @require_GET
 @labeler_required
-def annotate(request: HttpRequest, pk: int) -> HttpResponse:
+def annotate(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     annotation = own_annotation(request.user, pk)
     context = annotation_context(request, annotation, correcting=request.GET.get("correct") == "1")
     return render(request, "labeling/annotate.html", context)
@@ -113,7 +120,7 @@ def annotate(request: HttpRequest, pk: int) -> HttpResponse:
 @never_cache
 @require_POST
 @labeler_required
-def save_label(request: HttpRequest, pk: int) -> HttpResponse:
+def save_label(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     try:
         annotation = own_annotation(request.user, pk)
         correcting = annotation.status == Annotation.Status.SUBMITTED
@@ -156,7 +163,9 @@ LOST_DRAFT = (
 )
 
 
-def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.CriterionState | None, int]:
+def _save(
+    form: LabelForm, annotation: WithAnnotations[Annotation, QueueVersion], context: dict
+) -> tuple[ann.CriterionState | None, int]:
     """Store one criterion of the locked `annotation` (`form` already validated); on refusal return what was
     typed with the reason, nothing stored."""
     state = context["states_by_key"].get(form.data.get("criterion", ""))
@@ -164,7 +173,7 @@ def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.C
         state.posted_more_evidence = form.data.get("more_evidence", "")
     if not form.is_valid():
         if state is not None:
-            state.error = " ".join(e for errors in form.errors.values() for e in errors)
+            state.error = " ".join(str(e) for errors in form.errors.values() for e in errors)
             state.posted_outcome, state.posted_evidence = form.data.get("outcome", ""), form.data.get("evidence", "")
         return state, 422
     try:
@@ -205,7 +214,7 @@ def _save(form: LabelForm, annotation: Annotation, context: dict) -> tuple[ann.C
 @never_cache
 @require_POST
 @labeler_required
-def submit(request: HttpRequest, pk: int) -> HttpResponse:
+def submit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     form = SubmitForm(request.POST)
     try:
         with transaction.atomic():
@@ -234,7 +243,7 @@ MY_WORK_PAGE_SIZE = 50
 @never_cache
 @require_GET
 @labeler_required
-def my_work(request: HttpRequest) -> HttpResponse:
+def my_work(request: AuthenticatedHttpRequest) -> HttpResponse:
     mine = (
         Annotation.objects.filter(annotator=request.user)
         .select_related("output__case__eval_set", "rubric_version__rubric")
@@ -244,7 +253,7 @@ def my_work(request: HttpRequest) -> HttpResponse:
     annotations = list(page.object_list)
     names = output_names(a.output_id for a in annotations)
     for a in annotations:
-        a.output_name = names.get(a.output_id, a.output.case.case_id)
+        a.output_name = names.get(a.output_id, a.output.case.case_id)  # type: ignore[attr-defined]  # the template's display name, not a field
     return render(
         request,
         "labeling/my_work.html",
@@ -258,7 +267,7 @@ def my_work(request: HttpRequest) -> HttpResponse:
 @never_cache
 @require_GET
 @role_required(*STAFF_ROLES)
-def adjudication_queue(request: HttpRequest) -> HttpResponse:
+def adjudication_queue(request: AuthenticatedHttpRequest) -> HttpResponse:
     scope = pick_scope(request)
     context = {"scope": scope, "items": [], "recent": []}
     if scope.eval_set and scope.rubric_version:
@@ -266,14 +275,14 @@ def adjudication_queue(request: HttpRequest) -> HttpResponse:
         context["recent"] = recent = list(adj.recent_decisions(scope.eval_set, scope.rubric_version))
         names = output_names(g.output_id for g in recent)
         for g in recent:
-            g.output_name = names.get(g.output_id, g.output.case.case_id)
+            g.output_name = names.get(g.output_id, g.output.case.case_id)  # type: ignore[attr-defined]  # the template's display name, not a field
     return render(request, "labeling/adjudication_queue.html", context)
 
 
 @never_cache
 @require_http_methods(["GET", "POST"])
 @role_required(*STAFF_ROLES)
-def adjudicate(request: HttpRequest, output_id: int, criterion_id: int) -> HttpResponse:
+def adjudicate(request: AuthenticatedHttpRequest, output_id: int, criterion_id: int) -> HttpResponse:
     output, criterion = adjudicable_item(request.user, output_id, criterion_id)
     if request.method != "POST":
         context = adjudication_context(request, output, criterion)
@@ -301,7 +310,7 @@ def adjudicate(request: HttpRequest, output_id: int, criterion_id: int) -> HttpR
     return render(request, "labeling/adjudicate.html", context, status=status)
 
 
-def _after_decision(request: HttpRequest, output, criterion) -> str:
+def _after_decision(request: AuthenticatedHttpRequest, output, criterion) -> str:
     """The next disagreement: on the same output first (its transcript is fresh in mind), then the queue."""
     view = adj.item_view(output, criterion)
     if view.others_pending:

@@ -18,10 +18,12 @@ export ICEWATER_DEBUG=0 ICEWATER_SECURE_COOKIES=0
 # Distinct names per run, so several runs can share one PostgreSQL and Redis.
 export ICEWATER_TEST_DB_NAME=${ICEWATER_TEST_DB_NAME:-test_icewater_$$}
 export ICEWATER_CELERY_QUEUE=${ICEWATER_CELERY_QUEUE:-icewater-test-$$}
-# ICEWATER_SKIP_LINT=1 skips lint and the migrations check (for a quick run of one file).
+# ICEWATER_SKIP_LINT=1 skips lint, type checking and the migrations check (for a quick run of one file).
 if [ "${ICEWATER_SKIP_LINT:-0}" != "1" ]; then
   .venv/bin/ruff check .
   .venv/bin/ruff format --check .
+  # mypy with django-stubs over the app packages and config ([tool.mypy] in pyproject.toml); an error fails the run.
+  .venv/bin/mypy
   .venv/bin/python manage.py makemigrations --check --dry-run >/dev/null ||
     { echo "models and migrations disagree: run manage.py makemigrations" >&2; exit 1; }
 fi

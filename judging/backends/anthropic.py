@@ -45,7 +45,9 @@ class AnthropicBackend:
             api_key=api_key,
             webhook_key="",
             base_url=config.base_url or PROVIDER_URL,
-            default_headers={name: anthropic.omit if value is None else value for name, value in headers.items()},
+            # The SDK removes a header whose value is `omit` (its client merges headers with Omit), but its
+            # signature says Mapping[str, str].
+            default_headers={name: anthropic.omit if value is None else value for name, value in headers.items()},  # type: ignore[misc]
             timeout=config.timeout_s,
             max_retries=0,  # the runner retries, with the same rules for every backend
             # The SDK's own client (its timeouts and connection limits), minus redirects.
@@ -73,13 +75,13 @@ class AnthropicBackend:
         usage = message.usage
         tokens_in = usage.input_tokens if usage else None
         tokens_out = usage.output_tokens if usage else None
-        texts = [block.text for block in message.content if getattr(block, "type", "") == "text"]
+        texts = [block.text for block in message.content if block.type == "text"]
         if message.stop_reason == "refusal":
             return CallResult(
                 raw="\n".join(texts), refusal="\n".join(texts) or "refused", tokens_in=tokens_in, tokens_out=tokens_out
             )
         for block in message.content:
-            if getattr(block, "type", "") == "tool_use" and block.name == TOOL_NAME:
+            if block.type == "tool_use" and block.name == TOOL_NAME:
                 raw = json.dumps(block.input, ensure_ascii=False)
                 return CallResult(raw=raw, tokens_in=tokens_in, tokens_out=tokens_out)
         return CallResult(raw="\n".join(texts), tokens_in=tokens_in, tokens_out=tokens_out)

@@ -149,9 +149,9 @@ def evaluate(spec: dict, *, response: str, reference: str) -> InstrumentVerdict:
         if not values:
             return _verdict("NOT_APPLICABLE", NONE_QUOTE, spec, note="the reference has no value to look for")
         missing = [v for v in values if not _find_words(v, response, flags)]
-        found = [_find_words(v, response, flags) for v in values if v not in missing]
+        quotes = [_find_words(v, response, flags) for v in values if v not in missing]
         outcome = "FAIL" if missing else "PASS"
-        evidence = found[0] if found and not missing else NONE_QUOTE
+        evidence = quotes[0] if quotes and not missing else NONE_QUOTE
         return _verdict(outcome, evidence, spec, values=values, missing=missing)
     if kind in ("regex_must_match", "regex_must_not_match"):
         match = lead_pattern(spec["pattern"], ignore_case=ignore_case).search(response)

@@ -44,7 +44,9 @@ class OpenAIBackend:
             project="",
             webhook_secret="",
             base_url=config.base_url or PROVIDER_URL,
-            default_headers={name: openai.omit if value is None else value for name, value in headers.items()},
+            # The SDK removes a header whose value is `omit` (its client merges headers with Omit), but its
+            # signature says Mapping[str, str].
+            default_headers={name: openai.omit if value is None else value for name, value in headers.items()},  # type: ignore[misc]
             timeout=config.timeout_s,
             max_retries=0,  # the runner retries, with the same rules for every backend
             # The SDK's own client (its timeouts and connection limits), minus redirects.

@@ -8,8 +8,10 @@ roles the run's plan recorded; the verdict of an output is the majority of its s
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from labeling.models import EvalSet, RubricVersion
 
@@ -135,7 +137,9 @@ def build_criteria(plan: list[dict], keys: list[str], table: dict[tuple[str, str
     return tuple(out)
 
 
-def _load(probe_run: ProbeRun) -> tuple[list[dict], dict[int, str], dict[tuple[str, int, str], list[str]]]:
+def _load(
+    probe_run: ProbeRun,
+) -> tuple[Sequence[Mapping[str, Any]], dict[int, str], dict[tuple[str, int, str], list[str]]]:
     """The arms, the rubric's criteria by id, and every verdict's outcome: three queries."""
     arms = list(probe_run.judge_runs.values("pk", "probe", "status"))
     criteria = dict(probe_run.rubric_version.criteria.order_by("order").values_list("pk", "key"))

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Count, Q, Sum
@@ -213,7 +215,7 @@ class ProbeProgress:
 def progress_of(probe_run: ProbeRun) -> ProbeProgress:
     """Every arm's items, done items and spend: two queries whatever the size."""
     arms = list(probe_run.judge_runs.order_by("pk").values("pk", "probe", "status", "error"))
-    counts = {
+    counts: dict[int, Mapping[str, Any]] = {
         row["run"]: row
         for row in RunItem.objects.filter(run_id__in=[a["pk"] for a in arms])
         .values("run")

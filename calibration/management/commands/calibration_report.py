@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from calibration.export import to_csv, to_json, to_text
 from calibration.lookup import eval_set_named, judge_named
-from calibration.report import calibration_report, segmented_report
+from calibration.report import CalibrationReport, SegmentedReport, calibration_report, segmented_report
 from labeling.models import RubricVersion
 from labeling.validators import UnknownName
 
@@ -29,15 +29,19 @@ class Command(BaseCommand):
         if opts["by"] and opts["agent_version"]:
             raise CommandError("--by agent_version and --agent-version exclude each other: pick one", returncode=2)
         try:
-            scope = {
-                "eval_set": eval_set_named(opts["eval_set"]),
-                "rubric_version": RubricVersion.objects.by_ref(opts["rubric"]),
-                "judge_config": judge_named(opts["judge"]),
-            }
+            eval_set = eval_set_named(opts["eval_set"])
+            rubric_version = RubricVersion.objects.by_ref(opts["rubric"])
+            judge_config = judge_named(opts["judge"])
         except UnknownName as exc:
             raise CommandError(str(exc), returncode=2)
+        report: CalibrationReport | SegmentedReport
         if opts["by"]:
-            report = segmented_report(**scope)
+            report = segmented_report(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
         else:
-            report = calibration_report(**scope, agent_version=opts["agent_version"])
+            report = calibration_report(
+                eval_set=eval_set,
+                rubric_version=rubric_version,
+                judge_config=judge_config,
+                agent_version=opts["agent_version"],
+            )
         self.stdout.write(RENDER[opts["format"]](report), ending="" if opts["format"] == "csv" else "\n")

@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import IO, cast
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -40,7 +41,7 @@ class Command(BaseCommand):
         kwargs = dict(eval_set_name=eval_set, what=what, fmt=fmt, rubric_ref=rubric, judge_name=judge)
         try:
             if not output:
-                count = export_data(stream=_Out(self.stdout), **kwargs)
+                count = export_data(stream=cast(IO[str], _Out(self.stdout)), **kwargs)  # only write() is used
             else:
                 count = self._to_file(Path(output), kwargs)
         except ExportError as exc:

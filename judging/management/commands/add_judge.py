@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.db.models import Field
 
 from judging.forms import CONFIG_FIELDS, JudgeConfigForm
 from judging.models import JudgeConfig
@@ -83,7 +85,7 @@ def form_data(data: dict) -> dict:
     """The JSON object as form data, with model defaults for what it leaves out."""
     out = {}
     for name in CONFIG_FIELDS:
-        field = JudgeConfig._meta.get_field(name)
+        field = cast(Field, JudgeConfig._meta.get_field(name))  # a concrete field: CONFIG_FIELDS names no relation
         value = data[name] if name in data else field.get_default()
         if name == "instruments":
             value = json.dumps(value if value is not None else {})
