@@ -8,6 +8,7 @@ The lists below are copied from the output of the report as it was (not from the
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -163,3 +164,10 @@ def test_the_worked_report_exercises_every_part_of_a_row():
     codes = {code for r in rows.values() for code in r.warning_codes}
     assert {"false_pass_on_gating", "kappa_undefined", "small_n", "humans_disagree", "human_pairs_sparse"} <= codes
     assert {"human_ab_subset", "evidence_not_found", "many_ties", "much_gold_pending"} <= codes
+
+
+def test_docs_list_every_key_of_a_criterion_and_no_other():
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "calibration.md").read_text(encoding="utf-8")
+    table = docs.split("| key | meaning |", 1)[1].split("\n\n", 1)[0]
+    documented = {key for line in table.splitlines()[2:] for key in re.findall(r"`([a-z0-9_]+)`", line.split("|")[1])}
+    assert documented == set(JSON_KEYS) - {"criterion"}  # the criterion's key names the row
