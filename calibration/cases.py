@@ -16,7 +16,8 @@ import pandas as pd
 from django.db.models import Q, QuerySet
 
 from judging.models import JudgeConfig, Verdict, VerdictOutcome
-from labeling.gold import DISAGREED, derive_gold, gold_policies, item_states
+from labeling.gold import DISAGREED, derive_gold, item_states
+from labeling.gold_loaders import gold_policies
 from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, LabelingQueue, Output, RubricVersion
 from labeling.transcript import NONE_QUOTE, quotes_of
 
@@ -54,7 +55,7 @@ def matching_outputs(
         return set()
     scope = data.Scope(eval_set, rubric_version)
     labels, adjudicated = data.load_labels(scope), data.load_adjudicated(scope)
-    policies = gold_policies(rubric_version)  # gold by each criterion's policy (labeling.gold)
+    policies = gold_policies(rubric_version)  # gold by each criterion's policy (labeling/gold.py)
     if show in NEEDS_JUDGE:
         if judge is None:
             return set()

@@ -30,6 +30,7 @@ SOURCES = (
     "calibration/reading.py",
     "labeling/gold.py",
     "judging/reading.py",
+    "judging/sample_majority.py",
     "judging/probes",
 )
 TIMEOUT = 7 * 24 * 3600  # entries for data that moved on are never read again; let them expire

@@ -2,7 +2,10 @@
 human ceiling, with every excluded item counted and every degenerate case said out loud.
 
 `build_rows` is pure (DataFrames in, frozen rows out); `calibration_report` and `human_agreement`
-load the frames through `calibration/data.py` with a constant number of queries.
+load the frames through `calibration/data.py` with a constant number of queries. Per criterion it
+computes the parts of a row (RowParts: the judge against gold, the buckets, the human ceiling, the gold
+counts, the judge against itself); `compose_row` makes the row of them, and its warnings are the table
+FINDINGS of small pure rules, one per warning code.
 
 Which items count where (each item, one output x one criterion, lands in exactly one bucket, so
 n + judge_error + judge_abstain + not_applicable + pending_gold + no verdict = every item seen):
@@ -19,8 +22,8 @@ a kinder instrument than the one that gates.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -69,63 +72,16 @@ from .reading import (
     two_annotator_pairs,
 )
 
-# Exactly the keys of one criterion in the JSON report, in this order.
-REPORT_KEYS = (
-    "criterion",
-    "gold_policy",
-    "n",
-    "kappa",
-    "kappa_ci",
-    "observed_agreement",
-    "expected_agreement",
-    "gold_pass_rate",
-    "judge_pass_rate",
-    "true_pass",
-    "false_pass",
-    "true_fail",
-    "false_fail",
-    "tpr",
-    "tpr_ci",
-    "tnr",
-    "tnr_ci",
-    "balanced_accuracy",
-    "balanced_accuracy_ci",
-    "f1",
-    "f1_ci",
-    "judge_error",
-    "judge_abstain",
-    "not_applicable",
-    "pending_gold",
-    "evidence_not_found",
-    "labeled_items",
-    "gold_ties",
-    "awaiting_gold",
-    "human_kappa",
-    "human_kappa_ci",
-    "human_n",
-    "human_alpha",
-    "human_alpha_ci",
-    "human_pairwise_kappa",
-    "human_pairwise_kappa_ci",
-    "human_pairs",
-    "human_pairs_undefined",
-    "human_pair_median_items",
-    "human_items_over_two",
-    "human_ceiling",
-    "human_ceiling_ci",
-    "human_ceiling_source",
-    "human_quotes_outside_response",
-    "judge_samples",
-    "judge_self_alpha",
-    "judge_self_alpha_ci",
-    "judge_self_n",
-    "tier",
-    "warnings",
-)
+# A row field that is not part of the report's JSON and CSV, only of the pages and approvals.
+PAGES_ONLY = {"exported": False}
 
 
 @dataclass(frozen=True)
 class CriterionReport:
+    """One criterion's row. Its fields, in this order, are the report's keys (REPORT_KEYS): the JSON keys of a
+    criterion and the CSV's columns (docs/calibration.md lists them), read by the same names on the pages.
+    build_rows composes a row of the parts it computes (RowParts); see compose_row."""
+
     criterion: str
     gold_policy: str
     n: int
@@ -177,9 +133,9 @@ class CriterionReport:
     tier: str
     warnings: tuple[Finding, ...]
     # Not part of the JSON: for pages and approvals.
-    criterion_id: int = field(default=0, compare=False)
-    no_verdict: int = field(default=0, compare=False)
-    gating: bool = field(default=False, compare=False)
+    criterion_id: int = field(default=0, compare=False, metadata=PAGES_ONLY)
+    no_verdict: int = field(default=0, compare=False, metadata=PAGES_ONLY)
+    gating: bool = field(default=False, compare=False, metadata=PAGES_ONLY)
 
     def as_dict(self) -> dict:
         out = {}
@@ -215,6 +171,10 @@ class CriterionReport:
     def judge_items(self) -> int:
         """Every item with a current verdict of this judge."""
         return self.n + self.judge_error + self.judge_abstain + self.not_applicable + self.pending_gold
+
+
+# Exactly the keys of one criterion in the JSON report, in this order: the row's fields, from one list.
+REPORT_KEYS = tuple(f.name for f in fields(CriterionReport) if f.metadata.get("exported", True))
 
 
 def _pct(x: float | None) -> str:
@@ -306,118 +266,6 @@ def human_agreement_from_labels(
     return {key: found.get(crit_id, empty) for crit_id, key in criteria}
 
 
-def _findings(key: str, a: Agreement, c: Counts, h: HumanAgreement, gating: bool) -> tuple[Finding, ...]:
-    out: list[Finding] = []
-    if a.n == 0:
-        out.append(Finding("no_data", "no data: no item has both a PASS/FAIL gold label and a PASS/FAIL verdict"))
-    elif a.kappa is None:
-        outcome = PASS if a.true_pass == a.n else "FAIL"
-        out.append(
-            Finding(
-                "kappa_undefined",
-                f"kappa is undefined: judge and gold both said {outcome} on all {a.n} items, so chance agreement "
-                "is 1 and there is nothing to correct for; add items where the other outcome is right",
-            )
-        )
-    else:
-        judge_constant = a.rater_pass_rate in (0.0, 1.0)
-        gold_constant = a.reference_pass_rate in (0.0, 1.0)
-        if judge_constant:
-            outcome = PASS if a.rater_pass_rate == 1.0 else "FAIL"
-            out.append(
-                Finding(
-                    "constant_judge",
-                    f"the judge said {outcome} on every one of the {a.n} items: a constant cannot discriminate, so "
-                    f"kappa is exactly 0 however high its raw agreement ({fmt(a.observed_agreement, 2)})",
-                )
-            )
-        if gold_constant:
-            outcome = PASS if a.reference_pass_rate == 1.0 else "FAIL"
-            other = "FAIL" if outcome == PASS else PASS
-            out.append(
-                Finding(
-                    "constant_gold",
-                    f"gold is {outcome} on every one of the {a.n} items: with no {other} to find, kappa is 0 whatever "
-                    f"the judge does; add items that {other.lower()} this criterion",
-                )
-            )
-    if gating and a.false_pass > 0:
-        out.append(
-            Finding(
-                "false_pass_on_gating",
-                f"{a.false_pass} false pass{'es' if a.false_pass != 1 else ''} on a gating criterion: the judge passed "
-                "outputs people failed; read them in the drilldown before trusting this gate",
-            )
-        )
-    if a.kappa_ci and a.kappa_ci[0] == a.kappa_ci[1] and a.rater_pass_rate not in (0.0, 1.0):
-        out.append(
-            Finding(
-                "degenerate_interval",
-                f"the interval collapses to {fmt(a.kappa_ci[0])}: every resample of these {a.n} items agrees "
-                "the same way, so the bootstrap cannot show the uncertainty that is there; only more items can",
-            )
-        )
-    if 0 < a.n < MIN_N:
-        out.append(Finding("small_n", f"n = {a.n} is below the minimum of {MIN_N} compared items for a tier"))
-    if tier_for(a.kappa, a.n) == "gate" and a.kappa_ci and a.kappa_ci[0] < GATE_MIN_KAPPA:
-        out.append(
-            Finding(
-                "interval_below_gate",
-                f"the interval's lower end {fmt(a.kappa_ci[0])} is below the gate threshold {GATE_MIN_KAPPA}: "
-                "the data are also consistent with a trend-tier judge",
-            )
-        )
-    name, ceiling, _ = h.ceiling
-    if ceiling is not None and ceiling < HUMAN_MIN_KAPPA:
-        pairs = h.pairwise.pairs if h.pairwise else 0
-        over = f" over {pairs} annotator pair{'s' if pairs != 1 else ''}" if name != "alpha" and h.pairwise else ""
-        out.append(
-            Finding(
-                "humans_disagree",
-                f"people agree only at {name} {fmt(ceiling, 2)}{over}: gold is noisy; sharpen the criterion's "
-                "definition before calibrating a judge on it",
-            )
-        )
-    if h.pairwise is not None and h.pairwise.kappa is not None and h.pairwise.sparse:
-        out.append(
-            Finding(
-                "human_pairs_sparse",
-                (
-                    f"the {h.pairwise.pairs} annotator pairs share a median of"
-                    if h.pairwise.pairs != 1
-                    else "the one annotator pair shares"
-                )
-                + f" {h.pairwise.median_items:g} items, fewer "
-                f"than {PAIR_MIN_ITEMS}: each pair's kappa is mostly noise, so the human ceiling here is alpha",
-            )
-        )
-    if h.over_two:
-        out.append(
-            Finding(
-                "human_ab_subset",
-                f"annotator A vs B covers only the {h.n} item{'s' if h.n != 1 else ''} exactly two people labeled "
-                f"PASS/FAIL; {h.over_two} item{'s' if h.over_two != 1 else ''} with more annotators count in the "
-                "mean pairwise kappa and alpha only",
-            )
-        )
-    if c.no_verdict:
-        out.append(
-            Finding(
-                "no_verdict",
-                f"{c.no_verdict} labeled item{'s have' if c.no_verdict != 1 else ' has'} no verdict from this judge",
-            )
-        )
-    if c.evidence_not_found:
-        out.append(
-            Finding(
-                "evidence_not_found",
-                f"{c.evidence_not_found} verdict{'s' if c.evidence_not_found != 1 else ''} quote text that is not in "
-                "the transcript; they still count (the gate uses them), but check them",
-            )
-        )
-    return tuple(out)
-
-
 OUTCOME_CATEGORIES = pd.CategoricalDtype([PASS, "FAIL", NOT_APPLICABLE, ABSTAIN, ERROR])
 
 
@@ -456,18 +304,6 @@ def _self_agreement(verdicts: pd.DataFrame) -> dict[object, SelfAgreement]:
         ci = bootstrap_alpha_ci(matrix) if alpha is not None else None
         out[crit] = SelfAgreement(samples, alpha, ci, int((matrix.sum(axis=1) >= 2).sum()))
     return out
-
-
-def _self_findings(s: SelfAgreement) -> tuple[Finding, ...]:
-    if s.alpha is None or s.alpha >= JUDGE_SELF_MIN_ALPHA:
-        return ()
-    return (
-        Finding(
-            "judge_inconsistent",
-            f"the judge agrees with itself only at alpha {fmt(s.alpha, 2)} over {s.samples} samples of {s.n} items: "
-            "a judge that disagrees with itself cannot agree with anyone; fix the prompt or the temperature first",
-        ),
-    )
 
 
 @dataclass(frozen=True)
@@ -510,28 +346,306 @@ def _ties_go(policy: str) -> str:
     return "the hardest items wait for a reviewer and are left out of every figure until then"
 
 
-def _gold_findings(policy: str, g: GoldCounts) -> tuple[Finding, ...]:
-    """Ties and items without gold, when they are a large share of what people labeled."""
-    out = []
-    if g.labeled_items and g.gold_ties / g.labeled_items > MAX_UNSETTLED_SHARE:
-        out.append(
-            Finding(
-                "many_ties",
-                f"{g.gold_ties} of {g.labeled_items} labeled items are ties between annotators "
-                f"({fmt(100 * g.gold_ties / g.labeled_items, 1)}%); {_ties_go(policy)}: adjudicate them, or "
-                "sharpen the definition",
-            )
-        )
-    if g.labeled_items and g.awaiting_gold / g.labeled_items > MAX_UNSETTLED_SHARE:
-        out.append(
-            Finding(
-                "much_gold_pending",
-                f"{g.awaiting_gold} of {g.labeled_items} labeled items have no gold yet under the {policy} gold "
-                f"policy ({fmt(100 * g.awaiting_gold / g.labeled_items, 1)}%): they wait for a second label or a "
-                "reviewer, and every figure above leaves them out",
-            )
-        )
-    return tuple(out)
+# --- One row: its parts, its warnings, the row ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RowParts:
+    """What build_rows computes for one criterion, from which its row and its warnings are made."""
+
+    key: str
+    policy: str  # the criterion's gold policy
+    gating: bool
+    agreement: Agreement  # the judge against gold
+    counts: Counts
+    human: HumanAgreement
+    gold: GoldCounts
+    judge_self: SelfAgreement
+    quotes_outside_response: int = 0
+
+
+def _plural(n: int, one: str = "", many: str = "s") -> str:
+    return one if n == 1 else many
+
+
+# Each rule: a pure function of a row's parts that returns its warning, or None. FINDINGS lists them in the
+# order the warnings are shown; docs/calibration.md describes every code.
+
+
+def no_data(p: RowParts) -> Finding | None:
+    if p.agreement.n:
+        return None
+    return Finding("no_data", "no data: no item has both a PASS/FAIL gold label and a PASS/FAIL verdict")
+
+
+def kappa_undefined(p: RowParts) -> Finding | None:
+    a = p.agreement
+    if not a.n or a.kappa is not None:
+        return None
+    outcome = PASS if a.true_pass == a.n else "FAIL"
+    return Finding(
+        "kappa_undefined",
+        f"kappa is undefined: judge and gold both said {outcome} on all {a.n} items, so chance agreement "
+        "is 1 and there is nothing to correct for; add items where the other outcome is right",
+    )
+
+
+def _constant(a: Agreement, pass_rate: float | None) -> str | None:
+    """The one outcome a side (the judge's or gold's `pass_rate`) gave on every compared item, when kappa is
+    defined; else None."""
+    if not a.n or a.kappa is None or pass_rate not in (0.0, 1.0):
+        return None
+    return PASS if pass_rate == 1.0 else "FAIL"
+
+
+def constant_judge(p: RowParts) -> Finding | None:
+    a = p.agreement
+    outcome = _constant(a, a.rater_pass_rate)
+    if outcome is None:
+        return None
+    return Finding(
+        "constant_judge",
+        f"the judge said {outcome} on every one of the {a.n} items: a constant cannot discriminate, so "
+        f"kappa is exactly 0 however high its raw agreement ({fmt(a.observed_agreement, 2)})",
+    )
+
+
+def constant_gold(p: RowParts) -> Finding | None:
+    a = p.agreement
+    outcome = _constant(a, a.reference_pass_rate)
+    if outcome is None:
+        return None
+    other = "FAIL" if outcome == PASS else PASS
+    return Finding(
+        "constant_gold",
+        f"gold is {outcome} on every one of the {a.n} items: with no {other} to find, kappa is 0 whatever "
+        f"the judge does; add items that {other.lower()} this criterion",
+    )
+
+
+def false_pass_on_gating(p: RowParts) -> Finding | None:
+    false_pass = p.agreement.false_pass
+    if not p.gating or false_pass <= 0:
+        return None
+    return Finding(
+        "false_pass_on_gating",
+        f"{false_pass} false pass{_plural(false_pass, '', 'es')} on a gating criterion: the judge passed "
+        "outputs people failed; read them in the drilldown before trusting this gate",
+    )
+
+
+def degenerate_interval(p: RowParts) -> Finding | None:
+    a = p.agreement
+    if not a.kappa_ci or a.kappa_ci[0] != a.kappa_ci[1] or a.rater_pass_rate in (0.0, 1.0):
+        return None
+    return Finding(
+        "degenerate_interval",
+        f"the interval collapses to {fmt(a.kappa_ci[0])}: every resample of these {a.n} items agrees "
+        "the same way, so the bootstrap cannot show the uncertainty that is there; only more items can",
+    )
+
+
+def small_n(p: RowParts) -> Finding | None:
+    n = p.agreement.n
+    if not 0 < n < MIN_N:
+        return None
+    return Finding("small_n", f"n = {n} is below the minimum of {MIN_N} compared items for a tier")
+
+
+def interval_below_gate(p: RowParts) -> Finding | None:
+    a = p.agreement
+    if tier_for(a.kappa, a.n) != "gate" or not a.kappa_ci or a.kappa_ci[0] >= GATE_MIN_KAPPA:
+        return None
+    return Finding(
+        "interval_below_gate",
+        f"the interval's lower end {fmt(a.kappa_ci[0])} is below the gate threshold {GATE_MIN_KAPPA}: "
+        "the data are also consistent with a trend-tier judge",
+    )
+
+
+def humans_disagree(p: RowParts) -> Finding | None:
+    h = p.human
+    name, ceiling, _ = h.ceiling
+    if ceiling is None or ceiling >= HUMAN_MIN_KAPPA:
+        return None
+    pairs = h.pairwise.pairs if h.pairwise else 0
+    over = f" over {pairs} annotator pair{_plural(pairs)}" if name != "alpha" and h.pairwise else ""
+    return Finding(
+        "humans_disagree",
+        f"people agree only at {name} {fmt(ceiling, 2)}{over}: gold is noisy; sharpen the criterion's "
+        "definition before calibrating a judge on it",
+    )
+
+
+def human_pairs_sparse(p: RowParts) -> Finding | None:
+    pairwise = p.human.pairwise
+    if pairwise is None or pairwise.kappa is None or not pairwise.sparse:
+        return None
+    share = (
+        f"the {pairwise.pairs} annotator pairs share a median of"
+        if pairwise.pairs != 1
+        else "the one annotator pair shares"
+    )
+    return Finding(
+        "human_pairs_sparse",
+        f"{share} {pairwise.median_items:g} items, fewer than {PAIR_MIN_ITEMS}: each pair's kappa is mostly "
+        "noise, so the human ceiling here is alpha",
+    )
+
+
+def human_ab_subset(p: RowParts) -> Finding | None:
+    h = p.human
+    if not h.over_two:
+        return None
+    return Finding(
+        "human_ab_subset",
+        f"annotator A vs B covers only the {h.n} item{_plural(h.n)} exactly two people labeled "
+        f"PASS/FAIL; {h.over_two} item{_plural(h.over_two)} with more annotators count in the "
+        "mean pairwise kappa and alpha only",
+    )
+
+
+def no_verdict(p: RowParts) -> Finding | None:
+    missing = p.counts.no_verdict
+    if not missing:
+        return None
+    return Finding(
+        "no_verdict", f"{missing} labeled item{_plural(missing, ' has', 's have')} no verdict from this judge"
+    )
+
+
+def evidence_not_found(p: RowParts) -> Finding | None:
+    flagged = p.counts.evidence_not_found
+    if not flagged:
+        return None
+    return Finding(
+        "evidence_not_found",
+        f"{flagged} verdict{_plural(flagged)} quote text that is not in "
+        "the transcript; they still count (the gate uses them), but check them",
+    )
+
+
+def _much_of_labeled(code: str, count: int, labeled: int, what: str, then: str) -> Finding | None:
+    """The warning "COUNT of LABELED labeled items WHAT (P%)THEN" when the items are more than
+    MAX_UNSETTLED_SHARE of what people labeled (the one threshold of both gold warnings), else None."""
+    if not labeled or count / labeled <= MAX_UNSETTLED_SHARE:
+        return None
+    return Finding(code, f"{count} of {labeled} labeled items {what} ({fmt(100 * count / labeled, 1)}%){then}")
+
+
+def many_ties(p: RowParts) -> Finding | None:
+    g = p.gold
+    then = f"; {_ties_go(p.policy)}: adjudicate them, or sharpen the definition"
+    return _much_of_labeled("many_ties", g.gold_ties, g.labeled_items, "are ties between annotators", then)
+
+
+def much_gold_pending(p: RowParts) -> Finding | None:
+    g = p.gold
+    what = f"have no gold yet under the {p.policy} gold policy"
+    then = ": they wait for a second label or a reviewer, and every figure above leaves them out"
+    return _much_of_labeled("much_gold_pending", g.awaiting_gold, g.labeled_items, what, then)
+
+
+def judge_inconsistent(p: RowParts) -> Finding | None:
+    me = p.judge_self
+    if me.alpha is None or me.alpha >= JUDGE_SELF_MIN_ALPHA:
+        return None
+    return Finding(
+        "judge_inconsistent",
+        f"the judge agrees with itself only at alpha {fmt(me.alpha, 2)} over {me.samples} samples of {me.n} items: "
+        "a judge that disagrees with itself cannot agree with anyone; fix the prompt or the temperature first",
+    )
+
+
+FINDINGS: tuple[Callable[[RowParts], Finding | None], ...] = (
+    # The judge against gold.
+    no_data,
+    kappa_undefined,
+    constant_judge,
+    constant_gold,
+    false_pass_on_gating,
+    degenerate_interval,
+    small_n,
+    interval_below_gate,
+    # The people, and the items.
+    humans_disagree,
+    human_pairs_sparse,
+    human_ab_subset,
+    no_verdict,
+    evidence_not_found,
+    # Gold.
+    many_ties,
+    much_gold_pending,
+    # The judge against itself.
+    judge_inconsistent,
+)
+
+
+def findings(parts: RowParts) -> tuple[Finding, ...]:
+    """Every warning of a row, in FINDINGS' order."""
+    return tuple(found for rule in FINDINGS if (found := rule(parts)) is not None)
+
+
+# How a part's fields are named in the row, where the names differ (the others are named alike in both).
+AGREEMENT_NAMES = {"rater_pass_rate": "judge_pass_rate", "reference_pass_rate": "gold_pass_rate"}
+HUMAN_NAMES = {
+    "n": "human_n",
+    "kappa": "human_kappa",
+    "kappa_ci": "human_kappa_ci",
+    "alpha": "human_alpha",
+    "alpha_ci": "human_alpha_ci",
+    "over_two": "human_items_over_two",
+}
+JUDGE_SELF_NAMES = {
+    "samples": "judge_samples",
+    "alpha": "judge_self_alpha",
+    "alpha_ci": "judge_self_alpha_ci",
+    "n": "judge_self_n",
+}
+
+
+def _named(part: Any, names: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The row fields one computed part fills: each of its fields under the row's name for it."""
+    names = names or {}
+    return {names.get(f.name, f.name): getattr(part, f.name) for f in fields(part)}
+
+
+def _human_fields(h: HumanAgreement) -> dict[str, Any]:
+    """The human ceiling's row fields: A vs B, alpha, the mean pairwise kappa and the ceiling they make."""
+    own = _named(h, HUMAN_NAMES)
+    pairwise = own.pop("pairwise")  # a part of its own: its figures are row fields of their own
+    source, ceiling, ceiling_ci = h.ceiling
+    return {
+        **own,
+        "human_pairwise_kappa": h.pairwise_kappa,
+        "human_pairwise_kappa_ci": pairwise.kappa_ci if pairwise else None,
+        "human_pairs": pairwise.pairs if pairwise else 0,
+        "human_pairs_undefined": pairwise.undefined_pairs if pairwise else 0,
+        "human_pair_median_items": pairwise.median_items if pairwise else 0.0,
+        "human_ceiling": ceiling,
+        "human_ceiling_ci": ceiling_ci,
+        "human_ceiling_source": source,
+    }
+
+
+def compose_row(parts: RowParts, criterion_id: int = 0) -> CriterionReport:
+    """A criterion's row, composed of its parts: each part fills the fields it computes."""
+    a = parts.agreement
+    return CriterionReport(
+        criterion=parts.key,
+        gold_policy=parts.policy,
+        **_named(a, AGREEMENT_NAMES),
+        **asdict(classification_rates(a.true_pass, a.false_pass, a.false_fail, a.true_fail)),
+        **_named(parts.counts),
+        **_named(parts.gold),
+        **_human_fields(parts.human),
+        human_quotes_outside_response=parts.quotes_outside_response,
+        **_named(parts.judge_self, JUDGE_SELF_NAMES),
+        tier=tier_for(a.kappa, a.n),
+        warnings=findings(parts),
+        criterion_id=criterion_id,
+        gating=parts.gating,
+    )
 
 
 def _agreements(items: pd.DataFrame) -> dict[object, Agreement]:
@@ -602,63 +716,18 @@ def build_rows(
     selves = _self_agreement(verdicts)
     rows = []
     for crit_id, key in criteria:
-        a = agreements.get(crit_id) or cohen_agreement(np.array([]), np.array([]))
-        c = counts.get(crit_id, Counts())
-        h = humans.get(crit_id, HumanAgreement(0, None, None, None))
-        g = gold_counts.get(crit_id, GoldCounts())
-        me = selves.get(crit_id, SelfAgreement())
-        policy = str(gold_policies.get(crit_id, GoldPolicy.MAJORITY))
-        is_gating = key in gating
-        rows.append(
-            CriterionReport(
-                criterion=key,
-                gold_policy=policy,
-                n=a.n,
-                kappa=a.kappa,
-                kappa_ci=a.kappa_ci,
-                observed_agreement=a.observed_agreement,
-                expected_agreement=a.expected_agreement,
-                gold_pass_rate=a.reference_pass_rate,
-                judge_pass_rate=a.rater_pass_rate,
-                true_pass=a.true_pass,
-                false_pass=a.false_pass,
-                true_fail=a.true_fail,
-                false_fail=a.false_fail,
-                **asdict(classification_rates(a.true_pass, a.false_pass, a.false_fail, a.true_fail)),
-                judge_error=c.judge_error,
-                judge_abstain=c.judge_abstain,
-                not_applicable=c.not_applicable,
-                pending_gold=c.pending_gold,
-                evidence_not_found=c.evidence_not_found,
-                labeled_items=g.labeled_items,
-                gold_ties=g.gold_ties,
-                awaiting_gold=g.awaiting_gold,
-                human_kappa=h.kappa,
-                human_kappa_ci=h.kappa_ci,
-                human_n=h.n,
-                human_alpha=h.alpha,
-                human_alpha_ci=h.alpha_ci,
-                human_pairwise_kappa=h.pairwise_kappa,
-                human_pairwise_kappa_ci=h.pairwise.kappa_ci if h.pairwise else None,
-                human_pairs=h.pairwise.pairs if h.pairwise else 0,
-                human_pairs_undefined=h.pairwise.undefined_pairs if h.pairwise else 0,
-                human_pair_median_items=h.pairwise.median_items if h.pairwise else 0.0,
-                human_items_over_two=h.over_two,
-                human_ceiling=h.ceiling[1],
-                human_ceiling_ci=h.ceiling[2],
-                human_ceiling_source=h.ceiling[0],
-                human_quotes_outside_response=int(outside.get(crit_id, 0)),
-                judge_samples=me.samples,
-                judge_self_alpha=me.alpha,
-                judge_self_alpha_ci=me.alpha_ci,
-                judge_self_n=me.n,
-                tier=tier_for(a.kappa, a.n),
-                warnings=_findings(key, a, c, h, is_gating) + _gold_findings(policy, g) + _self_findings(me),
-                criterion_id=int(crit_id) if isinstance(crit_id, int | np.integer) else 0,
-                no_verdict=c.no_verdict,
-                gating=is_gating,
-            )
+        parts = RowParts(
+            key=key,
+            policy=str(gold_policies.get(crit_id, GoldPolicy.MAJORITY)),
+            gating=key in gating,
+            agreement=agreements.get(crit_id) or cohen_agreement(np.array([]), np.array([])),
+            counts=counts.get(crit_id, Counts()),
+            human=humans.get(crit_id, HumanAgreement(0, None, None, None)),
+            gold=gold_counts.get(crit_id, GoldCounts()),
+            judge_self=selves.get(crit_id, SelfAgreement()),
+            quotes_outside_response=int(outside.get(crit_id, 0)),
         )
+        rows.append(compose_row(parts, int(crit_id) if isinstance(crit_id, int | np.integer) else 0))
     return rows
 
 

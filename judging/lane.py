@@ -45,7 +45,7 @@ from django.utils import timezone
 from labeling.models import Criterion
 from labeling.transcript import Transcript
 
-from . import cache, parse
+from . import cache, parse, run_status
 from .allowlist import key_var_refusal
 from .backends import Misconfigured, ModelBackend, backend_for, config_refusal, redact
 from .backends.instruments import evaluate
@@ -57,6 +57,10 @@ from .retry import call_with_retries, ms_since
 
 log = logging.getLogger("judging.runner")
 
+# Lanes per Celery run: two, so a run spreads over two worker processes and keeps going, at half width, when
+# one worker dies; the runner queues this many, and each takes this share of the concurrency bound. Give
+# workers --concurrency >= 2 so both lanes run at once.
+LANES_PER_RUN = 2
 # An item's lease outlives several missed heartbeats: a live lane never loses its items to a hiccup,
 # and a dead worker's items are taken again about LEASE_S after it died.
 HEARTBEAT_S = 2.0
@@ -155,14 +159,10 @@ def work_lane(
     sleep: Callable[[float], object] | None = None,
 ) -> str | None:
     """Work a run's items until none is left (or the run stops); the run's status (None if it is gone)."""
-    from .runner import LANES_PER_RUN, fail_run, finish_if_complete
-
     run = JudgeRun.objects.select_related("judge_config", "rubric_version__rubric").filter(pk=run_id).first()
     if run is None or not run.is_active:
         return run.status if run else None
-    if JudgeRun.objects.filter(pk=run_id, status=JudgeRun.Status.QUEUED).update(
-        status=JudgeRun.Status.RUNNING, started_at=timezone.now()
-    ):
+    if run_status.mark_running(run_id):
         log.info("judge run %s started", run_id)
     config = run.judge_config
     criteria = list(run.rubric_version.criteria.order_by("order"))
@@ -180,14 +180,14 @@ def work_lane(
         backend = backend_for(config) if needs_model else None
         limiter = limiter or limiter_for(config, in_process=in_process)
     except Misconfigured as exc:
-        fail_run(run_id, str(exc))
+        run_status.fail(run_id, str(exc))
         log.error("judge run %s failed: %s", run_id, exc)
         return JudgeRun.Status.FAILED
     except DatabaseError:
         raise
     except Exception as exc:  # e.g. an SDK refusing a value no rule foresaw: say so instead of staying "running"
         log.exception("judge run %s: the lane could not start", run_id)
-        fail_run(run_id, failure_reason(config, exc))
+        run_status.fail(run_id, failure_reason(config, exc))
         return JudgeRun.Status.FAILED
     lane = Lane(run, config, criteria, backend, limiter, threads=share if needs_model else 1, sleep=sleep)
     with ThreadPoolExecutor(max_workers=lane.threads, thread_name_prefix=f"judge-run-{run_id}") as pool:
@@ -207,9 +207,9 @@ def work_lane(
         RunItem.objects.filter(run_id=run_id, lane=lane.lane_id, state=RunItem.State.CLAIMED).update(
             state=RunItem.State.PENDING, lane="", lease_until=None, claims=F("claims") - 1
         )
-        fail_run(run_id, lane.failure)
+        run_status.fail(run_id, lane.failure)
         log.error("judge run %s failed: %s", run_id, lane.failure)
-    status = finish_if_complete(run_id)
+    status = run_status.finish_if_complete(run_id)
     log.info("judge run %s lane %s ended; run is %s", run_id, lane.lane_id, status)
     return status
 

@@ -13,7 +13,7 @@ from labeling.transcript import NONE_QUOTE, PREVIEW_CHARS, PREVIEW_TOOL_CALLS, T
 
 from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome
 from .probes.registry import ORIGINAL
-from .reading import majority
+from .sample_majority import majority
 
 VERDICTS_PER_PAGE = 50
 RECENT_RUNS = 30

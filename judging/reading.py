@@ -4,22 +4,18 @@ For an (eval set, rubric version, judge config), the verdict of an (output, crit
 sample) is the one from the most recent run that has it: a later run (or import)
 supersedes an earlier one item by item, and a cancelled run's verdicts still count
 for the items it reached. With several samples an item's outcome is the majority,
-ties read as ABSTAIN, reported with the share of samples that agree (`majority`: the
-one rule, which calibration/reading.py applies to its frames too). Verdicts of a probe
+ties read as ABSTAIN, reported with the share of samples that agree (judging/sample_majority.py:
+the one rule, which calibration/reading.py applies to its frames too). Verdicts of a probe
 run (probe != "") graded changed transcripts and never count.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable
-from typing import NamedTuple
-
 from django.db.models import Exists, OuterRef, QuerySet
 
 from labeling.models import EvalSet, RubricVersion
 
-from .models import JudgeConfig, Verdict, VerdictOutcome
+from .models import JudgeConfig, Verdict
 
 
 def current_verdicts(
@@ -40,23 +36,3 @@ def current_verdicts(
         run_id__gt=OuterRef("run_id"),
     )
     return scoped.filter(~Exists(newer))
-
-
-class Majority(NamedTuple):
-    outcome: str  # the most frequent outcome of the samples; ABSTAIN when two or more tie for it
-    share: float  # the share of the samples that gave the most frequent outcome (each of the tied ones)
-    tie: bool
-
-
-def majority(outcomes: Iterable[str]) -> Majority:
-    """The verdict of several samples: the most frequent outcome; a tie at the top is ABSTAIN (the samples
-    could not settle it). ERROR counts like any outcome: mostly ERROR is an ERROR."""
-    counts = Counter(outcomes)
-    if not counts:
-        raise ValueError("majority of no samples")
-    total = sum(counts.values())
-    ranked = counts.most_common()
-    top, n = ranked[0]
-    if len(ranked) > 1 and ranked[1][1] == n:
-        return Majority(VerdictOutcome.ABSTAIN.value, n / total, tie=True)
-    return Majority(top, n / total, tie=False)

@@ -4,7 +4,7 @@ A run (eval set, optionally one agent version, x rubric version x judge config) 
 planned as work items: one per output and sample (per-output mode: one model call
 grades every criterion) or per output, criterion and sample (per-criterion mode).
 
-Lanes work the items (judging/lane.py): on Celery, LANES_PER_RUN tasks per run, each a
+Lanes work the items (judging/lane.py): on Celery, lane.LANES_PER_RUN tasks per run, each a
 thread pool with its share of the config's max_concurrency, all taking slots from the
 config's limiter (judging/limiter.py), so the bound holds across every lane and worker;
 with `--in-process`, one lane as wide as the bound in the calling process, with a local
@@ -16,6 +16,10 @@ loses nothing (its leases run out; live lanes, or the lanes a newly started work
 enqueues through tasks.resume_runs, take its items again). Cached answers
 (judging/cache.py) spare the model any question it has already answered. Cancelling
 stops every lane within a heartbeat; verdicts already written are kept.
+
+The streets run one way: this module plans runs and enqueues their lanes (by the task's name, so it never
+imports judging/tasks.py, which calls into it), works a run in process through the lane, and leaves
+every change of a run's status to judging/run_status.py, which the lanes use too.
 """
 
 from __future__ import annotations
@@ -23,22 +27,24 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from celery import signature
 from django.db import DatabaseError, transaction
-from django.utils import timezone
 
 from labeling.models import EvalSet, Output, RubricVersion
 from labeling.validators import UnknownName
 
+from . import run_status
 from .backends import Misconfigured, api_key_for, config_refusal
 from .backends.instruments import validate_instruments
+from .lane import LANES_PER_RUN, work_lane
 from .models import JudgeConfig, JudgeRun, RunItem
 from .prompt import TEMPLATE_VERSIONS
 
 log = logging.getLogger(__name__)
 
-# Lanes per Celery run: two, so a run spreads over two worker processes and keeps going, at
-# half width, when one worker dies. Give workers --concurrency >= 2 so both lanes run at once.
-LANES_PER_RUN = 2
+# The Celery task that works one lane of a run (judging/tasks.py registers it under this name). Called by
+# name: tasks.py imports this module, so importing it back would make a circle.
+RUN_LANE_TASK = "judging.tasks.run_lane"
 # Queuing a lane waits this long for an unreachable broker (a Redis restart) before the run fails saying
 # so: Celery's publish retries, 0.2 s apart at first and 2 s at most, about 8 s in all. Short, since a web
 # request (the start form) waits for it.
@@ -180,14 +186,14 @@ def start_run(scope: Scope, *, started_by=None, check_api_key: bool = True) -> J
 def enqueue_lanes(run_id: int, lanes: int = LANES_PER_RUN) -> bool:
     """Queue the run's lanes; False (and the run marked failed, saying why) when the broker stays unreachable
     for longer than BROKER_RETRY allows."""
-    from .tasks import run_lane
-
     try:
         for _ in range(lanes):
-            run_lane.apply_async((run_id,), retry=True, retry_policy=BROKER_RETRY)
+            signature(RUN_LANE_TASK, args=(run_id,)).apply_async(retry=True, retry_policy=BROKER_RETRY)
     except Exception as exc:  # kombu raises several kinds: whatever it is, the run must not sit queued for ever
         log.error("could not enqueue judge run %s: %s", run_id, exc)
-        fail_run(run_id, f"could not reach the Celery broker to start the run ({type(exc).__name__}); is it running?")
+        run_status.fail(
+            run_id, f"could not reach the Celery broker to start the run ({type(exc).__name__}); is it running?"
+        )
         return False
     return True
 
@@ -198,50 +204,10 @@ def run_in_process(run: JudgeRun, **kwargs) -> str | None:
         return work_lane(run.pk, in_process=True, **kwargs)
     except DatabaseError as exc:
         # No Celery to run the lane again: record why, if the database takes it, rather than stay "running".
-        fail_run_if_possible(run.pk, f"the run lost its database ({type(exc).__name__}); start it again")
+        run_status.fail_if_possible(run.pk, f"the run lost its database ({type(exc).__name__}); start it again")
         raise
 
 
 def cancel_run(run: JudgeRun) -> bool:
     """Stop the run; its lanes notice within a heartbeat. False if it had already ended."""
-    changed = JudgeRun.objects.filter(pk=run.pk, status__in=JudgeRun.ACTIVE).update(
-        status=JudgeRun.Status.CANCELLED, finished_at=timezone.now()
-    )
-    return changed == 1
-
-
-def fail_run(run_id: int, message: str) -> None:
-    JudgeRun.objects.filter(pk=run_id, status__in=JudgeRun.ACTIVE).update(
-        status=JudgeRun.Status.FAILED, error=message, finished_at=timezone.now()
-    )
-
-
-def fail_run_if_possible(run_id: int, message: str) -> None:
-    """fail_run when the database that has just failed the run may itself be gone (logged if it is)."""
-    try:
-        fail_run(run_id, message)
-    except DatabaseError:
-        log.exception("judge run %s: could not record that it failed (%s)", run_id, message)
-
-
-def unfinished_runs() -> list[int]:
-    return list(JudgeRun.objects.active().filter(mode=JudgeRun.Mode.CELERY).values_list("pk", flat=True))
-
-
-def finish_if_complete(run_id: int) -> str | None:
-    """Mark the run done once every item is; return its status (None if the run is gone)."""
-    if not RunItem.objects.filter(run_id=run_id).exclude(state=RunItem.State.DONE).exists():
-        JudgeRun.objects.filter(pk=run_id, status=JudgeRun.Status.RUNNING).update(
-            status=JudgeRun.Status.DONE, finished_at=timezone.now()
-        )
-    return JudgeRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
-
-
-# -- working a run -------------------------------------------------------------------------------------
-
-
-def work_lane(run_id: int, **kwargs) -> str | None:
-    """Work a run's items in this process (one lane) until none is left; see judging/lane.py."""
-    from .lane import work_lane as work
-
-    return work(run_id, **kwargs)
+    return run_status.cancel(run.pk)

@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
-from .gold import DISAGREED, gold_of_votes, load_item_states
+from .gold import DISAGREED, gold_of_votes
+from .gold_loaders import load_item_states
 from .models import Annotation, Criterion, EvalSet, GoldDispute, GoldLabel, Label, Output, RubricVersion, User
 from .naming import output_names
 from .transcript import quotes_of

@@ -4,10 +4,13 @@ Gold is not stored where the annotators settle it: it is the adjudicated GoldLab
 current, otherwise what the criterion's gold policy makes of the current labels of submitted
 annotations. Progress, adjudication, calibration, the gate's calibration and the export all call
 `derive_gold` (over frames) or `gold_of_votes` (one item), so they can never disagree about what gold
-is. Calibration imports this module, never the other way round (the frames come from `labeling/data.py`).
+is. Calibration imports this module, never the other way round.
+
+Pure: frames and values in, frames and values out; no Django, no queries (labeling/gold_loaders.py loads
+what it reads), so calibration's pure modules import it without settings (tests/test_pure_imports.py).
 
 The gold policy is chosen per criterion in the rubric file and is part of the rubric version's content
-(labeling.models.GoldPolicy):
+(labeling.models.GoldPolicy, whose values are MAJORITY, ANY_FAIL and UNANIMOUS here):
 
   majority   one outcome holds more than half of the labels (N/A and Can't tell count as votes too, so
              PASS, PASS, N/A is PASS but PASS, FAIL, N/A has no gold); for two annotators, their
@@ -28,9 +31,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .data import Scope, load_adjudicated, load_labels
-from .models import GoldPolicy
-
 KEY = ["criterion", "output"]
 
 # A majority needs at least two people. With one label there is no second opinion, and the
@@ -39,6 +39,9 @@ KEY = ["criterion", "output"]
 MIN_LABELS_FOR_MAJORITY = 2
 
 FAIL = "FAIL"
+# The values of labeling.models.GoldPolicy, written out: the models cannot be imported without Django
+# (tests/test_pure_imports.py checks that the two agree).
+MAJORITY, ANY_FAIL, UNANIMOUS = "majority", "any_fail", "unanimous"
 GOLD_COLUMNS = ["criterion", "output", "gold", "gold_source"]
 
 AWAITING = "awaiting"  # fewer than two submitted labels and no adjudication yet
@@ -49,7 +52,7 @@ ADJUDICATED = "adjudicated"  # a reviewer decided (in the app or imported)
 STATE_COLUMNS = [*KEY, "n_labels", "gold", "gold_source", "state"]
 
 
-def gold_of_votes(outcomes: Iterable[str], policy: str = GoldPolicy.MAJORITY) -> str | None:
+def gold_of_votes(outcomes: Iterable[str], policy: str = MAJORITY) -> str | None:
     """The gold outcome the labels of one item give under `policy`, else None (it needs a reviewer).
 
     The rule written out for one item; `derive_gold` applies the same rule to whole frames (the tests
@@ -59,10 +62,10 @@ def gold_of_votes(outcomes: Iterable[str], policy: str = GoldPolicy.MAJORITY) ->
     total = sum(counts.values())
     if total < MIN_LABELS_FOR_MAJORITY:
         return None
-    if policy == GoldPolicy.ANY_FAIL and counts[FAIL]:
+    if policy == ANY_FAIL and counts[FAIL]:
         return FAIL
     outcome, votes = counts.most_common(1)[0]
-    if policy == GoldPolicy.UNANIMOUS:
+    if policy == UNANIMOUS:
         return outcome if votes == total else None
     return outcome if votes * 2 > total else None
 
@@ -70,8 +73,8 @@ def gold_of_votes(outcomes: Iterable[str], policy: str = GoldPolicy.MAJORITY) ->
 def policy_of(criterion: pd.Series, policies: Mapping[Any, str] | None) -> np.ndarray:
     """The gold policy of each row's criterion (majority where none is given)."""
     if not policies:
-        return np.full(len(criterion), GoldPolicy.MAJORITY.value, dtype=object)
-    return criterion.map(policies).fillna(GoldPolicy.MAJORITY.value).to_numpy(dtype=object)
+        return np.full(len(criterion), MAJORITY, dtype=object)
+    return criterion.map(policies).fillna(MAJORITY).to_numpy(dtype=object)
 
 
 def derive_gold(
@@ -99,7 +102,7 @@ def derive_gold(
         enough = total >= MIN_LABELS_FOR_MAJORITY
         majority = n * 2 > total
         wins = np.select(
-            [policy == GoldPolicy.UNANIMOUS, (policy == GoldPolicy.ANY_FAIL) & has_fail],
+            [policy == UNANIMOUS, (policy == ANY_FAIL) & has_fail],
             [n == total, is_fail],
             default=majority,
         )
@@ -143,14 +146,3 @@ def item_states(
         default=AWAITING,
     )
     return items[STATE_COLUMNS]
-
-
-def gold_policies(rubric_version) -> dict[int, str]:
-    """criterion id -> gold policy of a rubric version (one query)."""
-    return dict(rubric_version.criteria.values_list("id", "gold_policy"))
-
-
-def load_item_states(eval_set, rubric_version) -> pd.DataFrame:
-    """Item states of an eval set under one rubric version (three queries)."""
-    scope = Scope(eval_set, rubric_version)
-    return item_states(load_labels(scope), load_adjudicated(scope), gold_policies(rubric_version))

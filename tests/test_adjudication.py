@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED, load_item_states
+from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED
+from labeling.gold_loaders import load_item_states
 from labeling.models import Criterion, GoldLabel
 
 from .factories import make_output, make_user

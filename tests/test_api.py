@@ -14,6 +14,7 @@ from django.urls import reverse
 from api.models import GateToken
 from calibration.models import GateResult
 from judging import runner
+from judging.lane import work_lane
 from judging.models import JudgeRun, Verdict
 from labeling.models import Case, Output
 
@@ -304,7 +305,7 @@ def test_a_run_started_over_the_api_is_queued_and_its_progress_read(client, toke
     started = response.json()
     assert started["status"] == "queued" and started["total_items"] == 1 and started["expected_verdicts"] == 2
     assert queued == [started["run_id"]]  # the lanes are enqueued once the run is committed
-    runner.work_lane(started["run_id"])  # what a worker's lane does with them
+    work_lane(started["run_id"])  # what a worker's lane does with them
     progress = call(client, "GET", f"/api/judge-runs/{started['run_id']}", tokens["judge"]).json()
     assert progress["status"] == "done" and progress["complete"] is True and progress["percent"] == 100
     assert progress["verdicts"] == 2 and progress["outcomes"] == {"PASS": 2}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from judging import runner
+from judging import run_status, runner
 
 from .api_helpers import call, create_token
 from .calibration_factories import bulk_verdicts, make_judge, mark_as_gating
@@ -115,7 +115,7 @@ def answers(client, token, settings, monkeypatch) -> list:
     make_judge("ungated")
     found.append(call(client, "POST", "/api/gate", token, {**ASK, "judge": "ungated"}))  # 409
     # The broker is down: what enqueue_lanes does then.
-    monkeypatch.setattr(runner, "enqueue_lanes", lambda run_id: runner.fail_run(run_id, "no broker") or False)
+    monkeypatch.setattr(runner, "enqueue_lanes", lambda run_id: run_status.fail(run_id, "no broker") or False)
     instruments = {key: {"kind": "regex_must_match", "pattern": "x"} for key in ("correct_amount", "next_step")}
     ok = make_judge("runnable", model_id="", backend="instrument", instruments=instruments)
     monkeypatch.setattr(runner.transaction, "on_commit", lambda enqueue: enqueue())  # as if committed at once

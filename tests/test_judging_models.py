@@ -8,7 +8,7 @@ from calibration import data
 from calibration import reading as calibration_reading
 from judging import reading
 from judging.models import JudgeConfig, JudgeConfigLocked, JudgeRun, Verdict
-from judging.reading import majority
+from judging.sample_majority import majority
 from tests.factories import make_eval_set, make_output, make_rubric_version
 
 

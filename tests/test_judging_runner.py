@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from judging import retry, runner
 from judging.backends import Misconfigured
+from judging.lane import work_lane
 from judging.models import JudgeRun, RunItem, Verdict
 from judging.progress import progress_of
 from labeling.models import Criterion
@@ -328,7 +329,7 @@ def test_the_redis_limiter_bounds_calls_across_lanes(fake_llm, judge_key):
 
     def lane() -> None:
         try:
-            runner.work_lane(run.pk, limiter=limiter_for(judge, in_process=False))
+            work_lane(run.pk, limiter=limiter_for(judge, in_process=False))
         finally:
             connection.close()
 
@@ -395,7 +396,7 @@ def test_a_lane_that_loses_the_database_is_run_again_by_celery(monkeypatch):
             raise OperationalError("server closed the connection unexpectedly")
         return "done"
 
-    monkeypatch.setattr(runner, "work_lane", flaky_lane)
+    monkeypatch.setattr("judging.lane.work_lane", flaky_lane)
     assert tasks.run_lane.apply(args=(41,)).get() == "done"  # eagerly here; a worker retries with a backoff
     assert attempts == [41, 41, 41]
 
@@ -483,7 +484,7 @@ def test_a_worker_without_the_key_fails_the_run_with_a_clear_message(fake_llm, m
     judge = make_judge(fake_llm)
     run = runner.create_run(make_scope(judge), mode=JudgeRun.Mode.CELERY, check_api_key=False)
     monkeypatch.delenv(KEY_ENV, raising=False)
-    assert runner.work_lane(run.pk) == "failed"
+    assert work_lane(run.pk) == "failed"
     run.refresh_from_db()
     assert run.status == "failed" and f"{KEY_ENV} that should hold its API key is not set" in run.error
 

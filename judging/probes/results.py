@@ -2,7 +2,7 @@
 
 Per criterion and probe: the flip rates (judging/probes/flips.py) of the (original, probed) pairs, for the
 roles the run's plan recorded; the verdict of an output is the majority of its samples
-(judging.reading.majority, the rule everywhere else).
+(judging/sample_majority.py, the rule everywhere else).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from labeling.models import EvalSet, RubricVersion
 
 from ..models import JudgeConfig, JudgeRun, ProbeRun, Verdict
-from ..reading import majority
+from ..sample_majority import majority
 from .flips import (
     CONFIDENCE,
     MAX_FLIP_RATE,
