@@ -19,7 +19,7 @@ from django.urls import reverse
 from labeling.models import Case, ImportJob
 
 from .io_helpers import row_counts
-from .test_judging_celery import Worker
+from .services import Worker
 
 pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]
 URL = reverse("labeling:upload")

@@ -15,14 +15,11 @@ from django.core.management import call_command
 
 from labeling.io import import_labels
 
-from . import inspect_helpers
 from .factories import make_rubric_version
 from .inspect_helpers import INSPECT_MODEL
 from .io_helpers import jsonl, source
 
 pytestmark = pytest.mark.django_db
-offline = inspect_helpers.offline
-refund_logs = inspect_helpers.refund_logs
 DOC = Path(__file__).resolve().parent.parent / "docs" / "formats.md"
 # Ids inspect_ai draws at random for every run: the docs show them as "...".
 RANDOM_IDS = ("eval_id", "run_id", "sample_uuid")

@@ -21,12 +21,8 @@ from judging import allowlist, runner
 from judging.backends import CallFailed, Misconfigured, api_key_for, backend_for
 from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
 from judging.prompt import CriterionSpec, Subject, build_request
-from tests import judging_helpers
 from tests.judging_helpers import CONFIG_FORM, KEY_ENV, KEY_VALUE, make_judge, make_scope
 from tests.test_settings import ROOT, load_settings
-
-fake_llm = judging_helpers.fake_llm
-judge_key = judging_helpers.judge_key
 
 ATTACK = {"api_key_env": "DATABASE_URL", "base_url": "http://attacker.example/v1"}
 DB_SECRET = "postgres://icewater:db-password-31337@db.internal/icewater"

@@ -11,11 +11,8 @@ real worker).
 from __future__ import annotations
 
 import logging
-import socket
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import redis
@@ -26,57 +23,13 @@ from judging import limiter as limiter_module
 from judging import runner
 from judging.limiter import RedisLimiter
 from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
-from tests import judging_helpers
 from tests.judging_helpers import KEY_VALUE, make_judge, make_scope
-
-fake_llm = judging_helpers.fake_llm
-judge_key = judging_helpers.judge_key
 
 # Lane threads use their own database connections: the data must be committed for them to see it.
 pytestmark = pytest.mark.django_db(transaction=True)
 # Generous ceilings for things that happen when the code works; never reached then.
 WITHIN_S = 60
 OUTPUTS = 30
-
-
-class PrivateRedis:
-    """A redis-server of this test's own on a free loopback port: stopping it stops nobody else's."""
-
-    def __init__(self, directory: Path):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.directory = directory
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        self.process = subprocess.Popen(
-            [*argv, "--dir", str(self.directory)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        client = redis.Redis(port=self.port)
-        deadline = time.monotonic() + WITHIN_S
-        while time.monotonic() < deadline:
-            try:
-                client.ping()
-                return
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        raise AssertionError(f"redis-server on port {self.port} did not start")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()  # SIGTERM: it shuts down at once (nothing to save)
-            self.process.wait(timeout=WITHIN_S)
-
-
-@pytest.fixture
-def private_redis(tmp_path):
-    server = PrivateRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 def in_background(run: JudgeRun, limiter) -> threading.Thread:
