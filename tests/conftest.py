@@ -6,6 +6,7 @@ imported like any function; a test takes a fixture only by naming it as an argum
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,12 @@ from .factories import make_user
 from .fake_llm import FakeLLM
 from .inspect_helpers import REFUND_SAMPLES, go_offline, write_log
 from .judging_helpers import KEY_ENV, KEY_VALUE
+
+
+def pytest_configure(config):
+    # Parallel workers sharing one data folder and queue would disturb each other's tests (tests/xdist_isolation.py).
+    if os.environ.get("PYTEST_XDIST_WORKER") and not config.pluginmanager.has_plugin("tests.xdist_isolation"):
+        raise pytest.UsageError("parallel runs need `-p tests.xdist_isolation` (make test-fast passes it)")
 
 
 @pytest.fixture(autouse=True)

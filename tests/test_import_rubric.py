@@ -205,6 +205,7 @@ def test_rubric_references_are_name_at_version():
         find_version("nope@1")
 
 
+@pytest.mark.subprocess
 def test_the_command_exits_non_zero_on_a_bad_file(tmp_path):
     bad = tmp_path / "broken.json"
     bad.write_text('{"name": "r",\n "version": }')

@@ -75,6 +75,7 @@ def test_the_gold_export_shown_is_what_export_data_writes(imported):
     assert exported.strip() == blocks("json")[1].strip()
 
 
+@pytest.mark.subprocess
 def test_the_check_of_the_scorer_against_gold_runs_as_shown(imported):
     gold = command("export_data", "--eval-set", "refunds", "--rubric", "refund-support@1", "--what", "gold")
     (imported / "gold.jsonl").write_text(gold)

@@ -102,6 +102,7 @@ def test_listed_hosts_allow_subdomains_with_a_star_and_one_port_with_a_colon():
 # -- start-up ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     "env,message",
     [
@@ -118,6 +119,7 @@ def test_a_reserved_or_malformed_operator_list_stops_the_start(tmp_path, env, me
     assert result.returncode != 0 and message in result.stderr
 
 
+@pytest.mark.subprocess
 def test_the_operator_lists_are_read_from_the_environment(tmp_path):
     code = "import config.settings as s; print(s.JUDGE_KEY_VARS, s.JUDGE_BASE_URL_HOSTS)"
     env = {"ICEWATER_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}

@@ -69,6 +69,7 @@ def outage_noticed(caplog) -> bool:
     return any("Redis is unreachable" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.subprocess
 def test_a_redis_restart_mid_run_is_waited_out_and_no_verdict_is_error(fake_llm, judge_key, private_redis, caplog):
     caplog.set_level(logging.WARNING, logger="judging.limiter")
     run, _, _, thread = start_mid_run(fake_llm, private_redis)
@@ -89,6 +90,7 @@ def test_a_redis_restart_mid_run_is_waited_out_and_no_verdict_is_error(fake_llm,
     assert not RunItem.objects.filter(run=run).exclude(state="done").exists()
 
 
+@pytest.mark.subprocess
 def test_an_outage_longer_than_the_bound_fails_the_run_saying_why_and_leaves_the_rest_pending(
     fake_llm, judge_key, private_redis, caplog, monkeypatch
 ):
@@ -148,6 +150,7 @@ def test_an_unexpected_exception_in_the_lanes_own_thread_fails_the_run(fake_llm,
     assert RunItem.objects.filter(run=run, state="pending", claims=0).count() == 2
 
 
+@pytest.mark.subprocess
 def test_a_run_without_trouble_still_ends_done(fake_llm, judge_key, private_redis):
     """The negative control: the same run, Redis limiter and all, when nothing breaks."""
     scope = make_scope(make_judge(fake_llm, max_concurrency=2), responses=["$40 back.", "Refunded $40."])
@@ -157,6 +160,7 @@ def test_a_run_without_trouble_still_ends_done(fake_llm, judge_key, private_redi
     assert Verdict.objects.filter(run=run, outcome="PASS").count() == 4
 
 
+@pytest.mark.subprocess
 def test_giving_a_slot_back_or_cooling_down_never_waits_for_redis_nor_fails(private_redis, monkeypatch):
     """The call is over by then and its answer must be kept: the slot's lease frees it instead."""
     monkeypatch.setattr(limiter_module, "OUTAGE_WAIT_S", 0.5)
