@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Install the Debian packages the tests and the app need, only when missing.
+# Install the Debian packages the tests and the app need, only when missing (ICEWATER_NO_BROWSER=1: no Chromium).
 set -euo pipefail
 need=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
-command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# Any Chromium the browser tests find (tests/browser/browser_helpers.py) will do; make test-fast needs none.
+if [ "${ICEWATER_NO_BROWSER:-0}" != "1" ] && [ -z "${ICEWATER_CHROMIUM:-}" ]; then
+  command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
+    command -v google-chrome >/dev/null 2>&1 || need+=(chromium)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need[*]}"
   SUDO=""

@@ -1,4 +1,13 @@
+"""Every fixture the tests share, defined once; browser fixtures are in tests/browser/conftest.py.
+
+Builders that are plain functions stay in helper modules (factories.py, judging_helpers.py, ...) and are
+imported like any function; a test takes a fixture only by naming it as an argument.
+"""
+
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 from django.core.cache import cache
@@ -6,7 +15,15 @@ from django.core.cache import cache
 from labeling.models import Role
 
 from .factories import make_user
-from .judging_helpers import KEY_ENV
+from .fake_llm import FakeLLM
+from .inspect_helpers import REFUND_SAMPLES, go_offline, write_log
+from .judging_helpers import KEY_ENV, KEY_VALUE
+
+
+def pytest_configure(config):
+    # Parallel workers sharing one data folder and queue would disturb each other's tests (tests/xdist_isolation.py).
+    if os.environ.get("PYTEST_XDIST_WORKER") and not config.pluginmanager.has_plugin("tests.xdist_isolation"):
+        raise pytest.UsageError("parallel runs need `-p tests.xdist_isolation` (make test-fast passes it)")
 
 
 @pytest.fixture(autouse=True)
@@ -90,3 +107,68 @@ def module_demo(django_db_setup, django_db_blocker):
             yield es, rv, JudgeConfig.objects.get(name=JUDGE)
         finally:
             call_command("flush", interactive=False, verbosity=0)
+
+
+@pytest.fixture
+def fake_llm():
+    """The loopback OpenAI/Anthropic-compatible server (tests/fake_llm.py), stopped after the test."""
+    with FakeLLM() as fake:
+        yield fake
+
+
+@pytest.fixture
+def judge_key(monkeypatch):
+    """The judge's API key in its allowlisted variable, for this test only."""
+    monkeypatch.setenv(KEY_ENV, KEY_VALUE)
+    return KEY_VALUE
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """inspect_ai counts tokens by words and may not download tiktoken's encoding (tests/inspect_helpers.py)."""
+    go_offline(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def refund_logs(tmp_path_factory) -> dict[str, Path]:
+    """One .eval and one .json log of the same run of REFUND_SAMPLES, written once per test module."""
+    with pytest.MonkeyPatch.context() as mp:
+        go_offline(mp)
+        where = tmp_path_factory.mktemp("inspect-logs")
+        return {fmt: write_log(where / fmt, REFUND_SAMPLES, fmt=fmt) for fmt in ("eval", "json")}
+
+
+@pytest.fixture
+def workers(tmp_path):
+    """`workers(concurrency=..., broker_url=...)` starts a real Celery worker (tests/services.py); all are stopped
+    after the test, and this run's queue is purged before and after."""
+    from config.celery import app
+    from judging.models import JudgeRun
+
+    from .services import Worker
+
+    app.control.purge()  # nothing left over on this run's queue from earlier tests
+    started: list[Worker] = []
+
+    def start(**kwargs) -> Worker:
+        worker = Worker(tmp_path, **kwargs)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+    # Lanes may still be queued for runs of this test: the next test's data must not meet them.
+    JudgeRun.objects.filter(status__in=JudgeRun.ACTIVE).update(status="cancelled")
+    app.control.purge()
+
+
+@pytest.fixture
+def private_redis(tmp_path):
+    """A redis-server of this test's own (tests/services.py): a test may stop and start it."""
+    from .services import PrivateRedis
+
+    server = PrivateRedis(tmp_path)
+    server.start()
+    yield server
+    server.stop()

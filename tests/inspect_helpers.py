@@ -9,7 +9,8 @@ so the samples may run in any order.
 inspect_ai counts tokens with tiktoken, which downloads its encoding on first use; the
 `offline` fixture replaces the counter (a public method of inspect_ai.model.ModelAPI) with
 the word count users get from `manage.py inspect_eval` (formats/inspect_offline.py) and
-makes any other use of tiktoken fail at once instead of reaching for the network.
+makes any other use of tiktoken fail at once instead of reaching for the network. That fixture and
+`refund_logs` (REFUND_SAMPLES written once per module) are in tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -33,20 +34,6 @@ def go_offline(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(ModelAPI, "count_text_tokens", count_words)
     mp.setattr(tiktoken, "get_encoding", no_download)
     mp.setattr(tiktoken, "encoding_for_model", no_download)
-
-
-@pytest.fixture
-def offline(monkeypatch):
-    go_offline(monkeypatch)
-
-
-@pytest.fixture(scope="module")
-def refund_logs(tmp_path_factory) -> dict[str, Path]:
-    """One .eval and one .json log of the same run of REFUND_SAMPLES, written once per test module."""
-    with pytest.MonkeyPatch.context() as mp:
-        go_offline(mp)
-        where = tmp_path_factory.mktemp("inspect-logs")
-        return {fmt: write_log(where / fmt, REFUND_SAMPLES, fmt=fmt) for fmt in ("eval", "json")}
 
 
 def _spec_for(samples: list[dict], text: str) -> dict:

@@ -1,10 +1,8 @@
-"""Builders and fixtures for the judging tests: judge configs, run scopes, the fake LLM server."""
+"""Builders for the judging tests: judge configs, run scopes, the worker command (their fixtures: tests/conftest.py)."""
 
 from __future__ import annotations
 
 import sys
-
-import pytest
 
 from judging import runner
 from judging.models import JudgeConfig, JudgeRun
@@ -34,18 +32,6 @@ CONFIG_FORM = {
     "prompt_template_version": "v1",
     "instruments": "{}",
 }
-
-
-@pytest.fixture
-def fake_llm():
-    with FakeLLM() as fake:
-        yield fake
-
-
-@pytest.fixture
-def judge_key(monkeypatch):
-    monkeypatch.setenv(KEY_ENV, KEY_VALUE)
-    return KEY_VALUE
 
 
 def make_judge(fake: FakeLLM | None = None, name: str = "judge", backend: str = "openai", **fields) -> JudgeConfig:

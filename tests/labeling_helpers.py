@@ -4,23 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
 from django.urls import reverse
 from django.utils import timezone
 
 from labeling.models import Annotation, Criterion, EvalSet, Label, LabelingQueue, Output, RubricVersion, User
 
 from .factories import make_eval_set, make_output, make_rubric_version, make_user
-
-
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """Hash test passwords with a fast hasher: PBKDF2's deliberate slowness costs seconds per test user.
-
-    Autouse in every module that imports it (the user fixtures then hash with it).
-    """
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
 
 RESPONSE = "I have issued a refund of $40.00. You will see it within 5 business days."
 

@@ -10,9 +10,8 @@ from labeling.gold_loaders import load_item_states
 from labeling.models import Criterion, GoldLabel
 
 from .factories import make_output, make_user
-from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
+from .labeling_helpers import (
     annotate_directly,
-    fast_passwords,
     labeling_setup,
 )
 

@@ -18,7 +18,6 @@ from judging.lane import work_lane
 from judging.models import JudgeRun, Verdict
 from labeling.models import Case, Output
 
-from . import inspect_helpers
 from .api_helpers import call, create_token
 from .calibration_factories import bulk_verdicts, calibration_set, make_judge, mark_as_gating
 from .factories import make_eval_set, make_output, make_rubric_version
@@ -26,8 +25,6 @@ from .inspect_helpers import INSPECT_MODEL
 from .io_helpers import jsonl, row_counts
 
 pytestmark = pytest.mark.django_db
-offline = inspect_helpers.offline
-refund_logs = inspect_helpers.refund_logs
 
 OUTPUT = {"case_id": "r-001", "agent_version": "v2", "input": "Refund order 1234?", "response": "Refunded $40.00."}
 ENDPOINTS = [  # (method, path, scope, query) of every endpoint

@@ -78,6 +78,7 @@ def send_chunked(port: int, path: str, token: str, parts: list[bytes], content_t
     return status, body
 
 
+@pytest.mark.subprocess
 def test_a_chunked_push_and_a_chunked_gate_request_are_read(server, client, lead):
     rv = make_rubric_version("refund", "1")
     judge = make_judge("j")
@@ -108,6 +109,7 @@ def test_a_chunked_push_and_a_chunked_gate_request_are_read(server, client, lead
     assert GateResult.objects.count() == 2
 
 
+@pytest.mark.subprocess
 def test_a_chunked_body_above_the_limit_is_refused_with_413(server, client, lead, settings):
     rv = make_rubric_version("refund", "1")
     token = create_token(client, lead, ["push"], rv)

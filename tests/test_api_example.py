@@ -18,7 +18,6 @@ from .api_helpers import create_token
 from .calibration_factories import make_judge, mark_as_gating
 from .factories import make_eval_set, make_rubric_version
 from .io_helpers import jsonl
-from .test_judging_celery import workers  # noqa: F401 - the fixture that starts real workers
 
 pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]
 DOC = Path(__file__).resolve().parent.parent / "docs" / "api.md"
@@ -72,7 +71,7 @@ def ci(client, lead, live_server, tmp_path):
     return run
 
 
-def test_the_docs_example_pushes_judges_and_gates_a_release(ci, workers):  # noqa: F811 - the fixture
+def test_the_docs_example_pushes_judges_and_gates_a_release(ci, workers):
     workers(concurrency=2)
     good = "Your refund of $40.00 is on its way; it arrives within 5 business days."
     done = ci([output_line(i, good) for i in range(OUTPUTS)])

@@ -89,6 +89,7 @@ def gunicorn(tmp_path):
             server.wait(timeout=10)
 
 
+@pytest.mark.subprocess
 def test_a_request_after_the_database_dropped_the_workers_connection_succeeds(gunicorn, client, lead):
     client.force_login(lead)  # a session row in the database: every request reads it, and the user
     session = client.cookies[settings.SESSION_COOKIE_NAME].value

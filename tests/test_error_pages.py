@@ -7,8 +7,6 @@ import logging
 import pytest
 from django.urls import reverse
 
-from .labeling_helpers import fast_passwords  # noqa: F401 - autouse
-
 pytestmark = pytest.mark.django_db
 
 WRONG_ID = 987654

@@ -114,6 +114,7 @@ def test_it_refuses_what_it_does_not_know(fake):
     assert post(f"{fake.openai_base_url}/embeddings", {})[0] == 404
 
 
+@pytest.mark.subprocess
 def test_standalone_it_prints_its_port_and_reports_its_call_count():
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.fake_llm", "--latency", "0"], cwd=ROOT, stdout=subprocess.PIPE, text=True

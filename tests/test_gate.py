@@ -300,6 +300,7 @@ def test_agent_version_narrows_the_gate(world):
     assert gate(*std_args(), "--agent-version", "v3")[0] == 2
 
 
+@pytest.mark.subprocess
 @pytest.mark.django_db(transaction=True)
 def test_the_real_process_exit_codes(world):
     """CI reads the exit status of `manage.py gate`, so check it on a real process."""

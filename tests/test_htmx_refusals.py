@@ -10,7 +10,7 @@ from config.errors import CSRF_REFUSED
 from labeling.access import LABELING_REFUSED, SIGNED_OUT
 from labeling.models import Annotation, Label, Role
 
-from .labeling_helpers import fast_passwords, labeling_setup, next_url, save_url  # noqa: F401 - autouse fixture
+from .labeling_helpers import labeling_setup, next_url, save_url
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}

@@ -20,14 +20,11 @@ from formats.case_import import import_cases
 from labeling.models import Case
 from labeling.problems import ImportFailed
 
-from . import inspect_helpers
 from .api_helpers import call, create_token
 from .factories import make_rubric_version
 from .io_helpers import row_counts, source
 
 pytestmark = pytest.mark.django_db
-offline = inspect_helpers.offline
-refund_logs = inspect_helpers.refund_logs
 
 MB = 1024 * 1024
 ZSTD = 93  # zipfile.ZIP_ZSTANDARD once zipfile_zstd (inspect_ai's dependency) is imported

@@ -14,14 +14,10 @@ from formats.readers import open_source
 from labeling.models import Case, Output
 from labeling.problems import ImportFailed
 
-from . import inspect_helpers
 from .inspect_helpers import INSPECT_MODEL, REFUND_SAMPLES, write_log
 from .io_helpers import dump_cases, row_counts, source
 
 pytestmark = pytest.mark.django_db
-# Fixtures shared by the Inspect tests (tests/conftest.py belongs to the foundation).
-offline = inspect_helpers.offline
-refund_logs = inspect_helpers.refund_logs
 
 
 def import_log(path, **kwargs):

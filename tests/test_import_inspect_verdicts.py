@@ -16,14 +16,11 @@ from formats.verdicts import import_verdicts
 from judging.models import JudgeConfig, Verdict
 from labeling.problems import ImportFailed
 
-from . import inspect_helpers
 from .factories import make_rubric_version
 from .inspect_helpers import INSPECT_MODEL, REFUND_SAMPLES, write_log
 from .io_helpers import jsonl, source
 
 pytestmark = pytest.mark.django_db
-offline = inspect_helpers.offline
-refund_logs = inspect_helpers.refund_logs
 
 CRITERIA = [{"key": "correct_amount", "definition": "The amount is right."}, {"key": "next_step", "definition": "x"}]
 

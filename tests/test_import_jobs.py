@@ -20,7 +20,7 @@ from formats.models import ImportJob
 from labeling.models import Case
 
 from .io_helpers import row_counts
-from .test_judging_celery import Worker
+from .services import Worker
 
 pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]
 URL = reverse("formats:upload")

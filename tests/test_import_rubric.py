@@ -193,6 +193,7 @@ def test_several_problems_are_reported_at_once():
     assert all(p.line is not None for p in exc.value.problems)
 
 
+@pytest.mark.subprocess
 def test_the_command_exits_non_zero_on_a_bad_file(tmp_path):
     bad = tmp_path / "broken.json"
     bad.write_text('{"name": "r",\n "version": }')

@@ -15,14 +15,11 @@ from django.core.management import call_command
 
 from formats.label_import import import_labels
 
-from . import inspect_helpers
 from .factories import make_rubric_version
 from .inspect_helpers import INSPECT_MODEL
 from .io_helpers import jsonl, source
 
 pytestmark = pytest.mark.django_db
-offline = inspect_helpers.offline
-refund_logs = inspect_helpers.refund_logs
 DOC = Path(__file__).resolve().parent.parent / "docs" / "formats.md"
 # Ids inspect_ai draws at random for every run: the docs show them as "...".
 RANDOM_IDS = ("eval_id", "run_id", "sample_uuid")
@@ -78,6 +75,7 @@ def test_the_gold_export_shown_is_what_export_data_writes(imported):
     assert exported.strip() == blocks("json")[1].strip()
 
 
+@pytest.mark.subprocess
 def test_the_check_of_the_scorer_against_gold_runs_as_shown(imported):
     gold = command("export_data", "--eval-set", "refunds", "--rubric", "refund-support@1", "--what", "gold")
     (imported / "gold.jsonl").write_text(gold)

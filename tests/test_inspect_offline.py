@@ -59,6 +59,7 @@ def the_log(tmp_path: Path):
     return path, read_eval_log(str(path))
 
 
+@pytest.mark.subprocess
 def test_plain_inspect_eval_needs_the_network_for_its_token_count(tmp_path):
     # The negative control: what a person met, and why the helper exists.
     inspect = Path(sys.executable).parent / "inspect"
@@ -68,6 +69,7 @@ def test_plain_inspect_eval_needs_the_network_for_its_token_count(tmp_path):
     assert "o200k_base" in done.stdout + done.stderr
 
 
+@pytest.mark.subprocess
 @pytest.mark.django_db
 def test_inspect_eval_through_manage_py_writes_a_complete_log_that_imports(tmp_path):
     argv = [sys.executable, str(ROOT / "manage.py"), "inspect_eval", "task.py", "--model", "mockllm/model"]

@@ -21,12 +21,8 @@ from judging import allowlist, runner
 from judging.backends import CallFailed, Misconfigured, api_key_for, backend_for
 from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
 from judging.prompt import CriterionSpec, Subject, build_request
-from tests import judging_helpers
 from tests.judging_helpers import CONFIG_FORM, KEY_ENV, KEY_VALUE, make_judge, make_scope
 from tests.test_settings import ROOT, load_settings
-
-fake_llm = judging_helpers.fake_llm
-judge_key = judging_helpers.judge_key
 
 ATTACK = {"api_key_env": "DATABASE_URL", "base_url": "http://attacker.example/v1"}
 DB_SECRET = "postgres://icewater:db-password-31337@db.internal/icewater"
@@ -106,6 +102,7 @@ def test_listed_hosts_allow_subdomains_with_a_star_and_one_port_with_a_colon():
 # -- start-up ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize(
     "env,message",
     [
@@ -122,6 +119,7 @@ def test_a_reserved_or_malformed_operator_list_stops_the_start(tmp_path, env, me
     assert result.returncode != 0 and message in result.stderr
 
 
+@pytest.mark.subprocess
 def test_the_operator_lists_are_read_from_the_environment(tmp_path):
     code = "import config.settings as s; print(s.JUDGE_KEY_VARS, s.JUDGE_BASE_URL_HOSTS)"
     env = {"ICEWATER_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}

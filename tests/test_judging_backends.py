@@ -16,12 +16,7 @@ from judging.backends.anthropic import TOOL_NAME
 from judging.backends.openai_compat import chat_result
 from judging.models import JudgeConfig
 from judging.prompt import CriterionSpec, Subject, build_request
-from tests import judging_helpers
 from tests.judging_helpers import KEY_ENV, KEY_VALUE
-
-# Fixtures shared by the judging tests (tests/conftest.py belongs to the foundation).
-fake_llm = judging_helpers.fake_llm
-judge_key = judging_helpers.judge_key
 
 BACKENDS = ["openai", "anthropic"]
 CRITERIA = [CriterionSpec("correct_amount", "Right amount."), CriterionSpec("next_step", "Says what is next.")]

@@ -7,106 +7,22 @@ data must be committed: these tests use transactional_db.
 from __future__ import annotations
 
 import io
-import os
-import signal
-import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.core.management import call_command
 from django.db.models import Count
 
-from config.celery import app
 from judging import runner
 from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
-from tests import judging_helpers, test_judging_outage
 from tests.factories import make_rubric_version
-from tests.judging_helpers import KEY_ENV, KEY_VALUE, RESPONSE, celery_worker_argv, make_judge, make_scope
-
-# Fixtures shared by the judging tests (tests/conftest.py belongs to the foundation).
-fake_llm = judging_helpers.fake_llm
-judge_key = judging_helpers.judge_key
-private_redis = test_judging_outage.private_redis
+from tests.judging_helpers import KEY_VALUE, RESPONSE, make_judge, make_scope
 
 pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parent.parent
 WORKER_START_TIMEOUT_S = 120
 RUN_TIMEOUT_S = 120
-
-
-def database_url() -> str:
-    db = settings.DATABASES["default"]
-    return f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
-
-
-class Worker:
-    """One `celery -A config worker` process (its own process group, so a kill takes its pool too)."""
-
-    def __init__(self, log_dir: Path, concurrency: int = 2, broker_url: str = ""):
-        self.name = f"judgetest-{uuid.uuid4().hex[:8]}"
-        self.log = log_dir / f"{self.name}.log"
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url(),
-            "ICEWATER_CELERY_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE,
-            "CELERY_BROKER_URL": broker_url or settings.CELERY_BROKER_URL,
-            KEY_ENV: KEY_VALUE,
-            "ICEWATER_JUDGE_KEY_VARS": KEY_ENV,
-        }
-        env.pop("ICEWATER_TEST_DB_NAME", None)
-        self.process = subprocess.Popen(
-            celery_worker_argv(self.name, concurrency=concurrency, loglevel="INFO"),
-            cwd=ROOT,
-            env=env,
-            stdout=self.log.open("wb"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.wait_ready()
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + WORKER_START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"the worker exited:\n{self.log.read_text()[-3000:]}")
-            if " ready." in self.log.read_text(errors="replace"):
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"the worker did not start:\n{self.log.read_text()[-3000:]}")
-
-    def kill(self) -> None:
-        """SIGKILL, parent and pool children: no warm shutdown, no acks, no cleanup."""
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-@pytest.fixture
-def workers(tmp_path):
-    app.control.purge()  # nothing left over on this run's queue from earlier tests
-    started: list[Worker] = []
-
-    def start(**kwargs) -> Worker:
-        worker = Worker(tmp_path, **kwargs)
-        started.append(worker)
-        return worker
-
-    yield start
-    for worker in started:
-        worker.stop()
-    # Lanes may still be queued for runs of this test: the next test's data must not meet them.
-    JudgeRun.objects.filter(status__in=JudgeRun.ACTIVE).update(status="cancelled")
-    app.control.purge()
 
 
 def wait_for(run: JudgeRun, timeout: float = RUN_TIMEOUT_S) -> JudgeRun:

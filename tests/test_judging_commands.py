@@ -13,13 +13,8 @@ from django.urls import reverse
 from formats.verdicts import EXPORT_COLUMNS, export_verdicts
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from judging.progress import progress_of
-from tests import judging_helpers
 from tests.factories import make_eval_set, make_output, make_rubric_version
 from tests.judging_helpers import KEY_ENV, RESPONSE, judge_in_process, make_judge, make_scope
-
-# Fixtures shared by the judging tests (tests/conftest.py belongs to the foundation).
-fake_llm = judging_helpers.fake_llm
-judge_key = judging_helpers.judge_key
 
 INSTRUMENTS = {
     "correct_amount": {"kind": "reference_values_contained", "pattern": r"\$\d+\.\d{2}"},

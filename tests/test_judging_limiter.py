@@ -85,6 +85,7 @@ def test_the_redis_limiter_never_grants_more_than_its_limit(redis_name):
     assert peak_holders(make_redis(redis_name, limit=2)) <= 2
 
 
+@pytest.mark.subprocess
 def test_a_file_slot_held_by_a_process_that_dies_is_free_again(tmp_path):
     # A process takes the only slot and is killed without letting go; the OS drops its lock.
     holder = subprocess.Popen(

@@ -11,11 +11,8 @@ real worker).
 from __future__ import annotations
 
 import logging
-import socket
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import redis
@@ -26,57 +23,13 @@ from judging import limiter as limiter_module
 from judging import runner
 from judging.limiter import RedisLimiter
 from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
-from tests import judging_helpers
 from tests.judging_helpers import KEY_VALUE, make_judge, make_scope
-
-fake_llm = judging_helpers.fake_llm
-judge_key = judging_helpers.judge_key
 
 # Lane threads use their own database connections: the data must be committed for them to see it.
 pytestmark = pytest.mark.django_db(transaction=True)
 # Generous ceilings for things that happen when the code works; never reached then.
 WITHIN_S = 60
 OUTPUTS = 30
-
-
-class PrivateRedis:
-    """A redis-server of this test's own on a free loopback port: stopping it stops nobody else's."""
-
-    def __init__(self, directory: Path):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.directory = directory
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        self.process = subprocess.Popen(
-            [*argv, "--dir", str(self.directory)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        client = redis.Redis(port=self.port)
-        deadline = time.monotonic() + WITHIN_S
-        while time.monotonic() < deadline:
-            try:
-                client.ping()
-                return
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        raise AssertionError(f"redis-server on port {self.port} did not start")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()  # SIGTERM: it shuts down at once (nothing to save)
-            self.process.wait(timeout=WITHIN_S)
-
-
-@pytest.fixture
-def private_redis(tmp_path):
-    server = PrivateRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 def in_background(run: JudgeRun, limiter) -> threading.Thread:
@@ -116,6 +69,7 @@ def outage_noticed(caplog) -> bool:
     return any("Redis is unreachable" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.subprocess
 def test_a_redis_restart_mid_run_is_waited_out_and_no_verdict_is_error(fake_llm, judge_key, private_redis, caplog):
     caplog.set_level(logging.WARNING, logger="judging.limiter")
     run, _, _, thread = start_mid_run(fake_llm, private_redis)
@@ -136,6 +90,7 @@ def test_a_redis_restart_mid_run_is_waited_out_and_no_verdict_is_error(fake_llm,
     assert not RunItem.objects.filter(run=run).exclude(state="done").exists()
 
 
+@pytest.mark.subprocess
 def test_an_outage_longer_than_the_bound_fails_the_run_saying_why_and_leaves_the_rest_pending(
     fake_llm, judge_key, private_redis, caplog, monkeypatch
 ):
@@ -195,6 +150,7 @@ def test_an_unexpected_exception_in_the_lanes_own_thread_fails_the_run(fake_llm,
     assert RunItem.objects.filter(run=run, state="pending", claims=0).count() == 2
 
 
+@pytest.mark.subprocess
 def test_a_run_without_trouble_still_ends_done(fake_llm, judge_key, private_redis):
     """The negative control: the same run, Redis limiter and all, when nothing breaks."""
     scope = make_scope(make_judge(fake_llm, max_concurrency=2), responses=["$40 back.", "Refunded $40."])
@@ -204,6 +160,7 @@ def test_a_run_without_trouble_still_ends_done(fake_llm, judge_key, private_redi
     assert Verdict.objects.filter(run=run, outcome="PASS").count() == 4
 
 
+@pytest.mark.subprocess
 def test_giving_a_slot_back_or_cooling_down_never_waits_for_redis_nor_fails(private_redis, monkeypatch):
     """The call is over by then and its answer must be kept: the slot's lease frees it instead."""
     monkeypatch.setattr(limiter_module, "OUTAGE_WAIT_S", 0.5)

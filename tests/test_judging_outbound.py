@@ -20,12 +20,8 @@ from judging.backends import CallFailed, Misconfigured, backend_for
 from judging.forms import JudgeConfigForm
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from judging.prompt import CriterionSpec, Subject, build_request
-from tests import judging_helpers
 from tests.fake_llm import FakeLLM
 from tests.judging_helpers import CONFIG_FORM, KEY_ENV, KEY_VALUE, make_judge, make_scope
-
-fake_llm = judging_helpers.fake_llm
-judge_key = judging_helpers.judge_key
 
 BACKENDS = ["openai", "anthropic"]
 TRANSCRIPT_SECRET = "customer card ending 4242"

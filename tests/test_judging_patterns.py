@@ -29,6 +29,7 @@ CATASTROPHIC = "^(a+)+$"
 UNSUPPORTED = [r"(refund)\s+\1", r"refund(?!ed)", r"(?<=\$)\d+", r"(?<!no )voucher", r"done\Z"]
 
 
+@pytest.mark.subprocess
 def test_a_catastrophic_pattern_on_a_long_output_finishes_with_the_right_answer():
     # 60 characters: Python's re would try about 2**60 ways to split the a's before giving up (years). RE2 runs
     # in time linear in the text. In a subprocess so that the old engine fails this test instead of hanging it.

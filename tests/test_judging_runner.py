@@ -21,13 +21,8 @@ from judging.lane import work_lane
 from judging.models import JudgeRun, RunItem, Verdict
 from judging.progress import progress_of
 from labeling.models import Criterion
-from tests import judging_helpers
 from tests.factories import make_eval_set, make_output, make_rubric_version
 from tests.judging_helpers import KEY_ENV, KEY_VALUE, RESPONSE, Sleeps, judge_in_process, make_judge, make_scope
-
-# Fixtures shared by the judging tests (tests/conftest.py belongs to the foundation).
-fake_llm = judging_helpers.fake_llm
-judge_key = judging_helpers.judge_key
 
 # Lane threads use their own database connections: the data must be committed for them to see it.
 pytestmark = pytest.mark.django_db(transaction=True)

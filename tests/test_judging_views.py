@@ -10,7 +10,6 @@ from django.urls import URLPattern, reverse
 from judging import urls as judging_urls
 from judging.models import JudgeConfig, JudgeRun, ProbeRun, RunItem, Verdict
 from judging.nav import nav_items
-from tests import judging_helpers
 from tests.factories import make_eval_set, make_output, make_rubric_version
 from tests.judging_helpers import (
     CONFIG_FORM,
@@ -22,10 +21,6 @@ from tests.judging_helpers import (
     make_judge,
     make_scope,
 )
-
-# Fixtures shared by the judging tests (tests/conftest.py belongs to the foundation).
-fake_llm = judging_helpers.fake_llm
-judge_key = judging_helpers.judge_key
 
 pytestmark = pytest.mark.django_db
 XSS = "<script>alert('x')</script>"

@@ -14,9 +14,8 @@ from judging.models import JudgeConfig, JudgeRun, Verdict
 from labeling.models import Annotation, Criterion, GoldLabel, Label
 
 from .factories import make_user
-from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
+from .labeling_helpers import (
     annotate_directly,
-    fast_passwords,
     labeling_setup,
     next_url,
     page_url,

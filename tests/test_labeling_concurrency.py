@@ -16,8 +16,7 @@ from labeling.models import Annotation
 from labeling.queue import claim_next, current_queue
 
 from .factories import make_user
-from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
-    fast_passwords,
+from .labeling_helpers import (
     labeling_setup,
     next_url,
 )

@@ -7,9 +7,8 @@ import pytest
 from labeling.models import Annotation, Label
 
 from .factories import make_rubric_version
-from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
+from .labeling_helpers import (
     annotate_directly,
-    fast_passwords,
     labeling_setup,
     next_url,
     page_url,

@@ -13,9 +13,8 @@ from labeling.models import Annotation, Criterion, Label
 from labeling.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS
 
 from .factories import make_output
-from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
+from .labeling_helpers import (
     annotate_directly,
-    fast_passwords,
     labeling_setup,
     next_url,
     page_url,

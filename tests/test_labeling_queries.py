@@ -11,10 +11,9 @@ from django.urls import reverse
 from labeling.models import Annotation, Criterion
 
 from .factories import make_user
-from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
+from .labeling_helpers import (
     all_answers,
     annotate_directly,
-    fast_passwords,
     labeling_setup,
     next_url,
     page_url,

@@ -13,10 +13,9 @@ from labeling.models import Annotation, Label, LabelingQueue, Role, RubricVersio
 from labeling.queue import RESERVATION, claim_next, current_queue
 
 from .factories import make_rubric_version, make_user
-from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
+from .labeling_helpers import (
     all_answers,
     annotate_directly,
-    fast_passwords,
     labeling_setup,
     next_url,
     page_url,

@@ -7,8 +7,7 @@ import pytest
 from labeling.models import Annotation, Label
 from labeling.transcript import MAX_QUOTES, Transcript
 
-from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
-    fast_passwords,
+from .labeling_helpers import (
     labeling_setup,
     next_url,
     save_url,

@@ -11,7 +11,6 @@ from django.urls import reverse
 from labeling.models import User
 
 from .factories import password_login
-from .labeling_helpers import fast_passwords  # noqa: F401 - an autouse fixture
 
 pytestmark = pytest.mark.django_db
 

@@ -21,14 +21,12 @@ from labeling.models import EvalSet, Output, Role, Rubric
 from labeling.problems import ImportFailed
 from labeling.validators import name_problem
 
-from . import inspect_helpers
 from .api_helpers import call, create_token
 from .factories import make_rubric_version, make_user
 from .inspect_helpers import REFUND_SAMPLES, write_log
 from .io_helpers import DATA, data_source, jsonl, row_counts, source
 
 pytestmark = pytest.mark.django_db
-offline = inspect_helpers.offline
 
 # Each looks like "rc 1" (or like "rc1") on a page, yet is another name.
 LOOKALIKES = {

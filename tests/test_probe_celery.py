@@ -15,13 +15,9 @@ from judging.models import ProbeRun
 from judging.probes import runs as probe_runs
 from judging.probes.results import results_of
 from judging.probes.transforms import INJECTION_LINE
-from tests import judging_helpers
 from tests.factories import make_rubric_version
 from tests.judging_helpers import RESPONSE, make_judge, make_scope
-from tests.test_judging_celery import RUN_TIMEOUT_S, workers  # noqa: F401 - the fixture that starts real workers
-
-fake_llm = judging_helpers.fake_llm
-judge_key = judging_helpers.judge_key
+from tests.test_judging_celery import RUN_TIMEOUT_S
 
 pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]
 
@@ -41,7 +37,7 @@ def test_a_probe_run_started_on_the_page_runs_on_workers_within_the_bound_and_ca
     lead,
     fake_llm,
     judge_key,
-    workers,  # noqa: F811 - the imported fixture
+    workers,
 ):
     fake_llm.latency_s = 0.1
     fake_llm.gullible = INJECTION_LINE

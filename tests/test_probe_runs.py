@@ -17,12 +17,8 @@ from judging.probes.registry import MEANINGFUL, NEUTRAL
 from judging.probes.results import latest_complete, pairs_of, results_of
 from judging.reading import current_verdicts
 from labeling.transcript import Transcript
-from tests import judging_helpers
 from tests.judging_helpers import RESPONSE, judge_in_process, make_judge, make_scope
 from tests.probe_helpers import make_instrumented, probe_in_process
-
-fake_llm = judging_helpers.fake_llm
-judge_key = judging_helpers.judge_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,15 +19,12 @@ from calibration.policy import Tightening
 from judging.checks import imported_verdicts_of_run_configs
 from judging.models import JudgeConfig, JudgeRun, Verdict
 
-from . import inspect_helpers
 from .api_helpers import call, create_token
 from .calibration_factories import add_verdict, bulk_verdicts, make_judge, mark_as_gating
 from .factories import make_eval_set, make_output, make_rubric_version
 from .io_helpers import jsonl
 
 pytestmark = pytest.mark.django_db
-offline = inspect_helpers.offline
-refund_logs = inspect_helpers.refund_logs
 
 INSTRUMENTS = {"correct_amount": {"kind": "reference_values_contained", "pattern": r"\$\d+\.\d{2}"}}
 RUDE = "No refund. Go away."

@@ -99,6 +99,7 @@ def test_the_scan_finds_each_kind_of_inline_code():
     assert not TEMPLATE_PROBLEMS["inline script"].search('<script src="/static/js/labeling.js" defer></script>')
 
 
+@pytest.mark.subprocess
 def test_check_deploy_with_the_readme_production_settings_finds_nothing(tmp_path):
     result = run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], tmp_path, **README_PRODUCTION)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -106,11 +107,13 @@ def test_check_deploy_with_the_readme_production_settings_finds_nothing(tmp_path
     assert "System check identified no issues (2 silenced)." in result.stdout
 
 
+@pytest.mark.subprocess
 def test_check_deploy_still_warns_about_what_is_not_silenced(tmp_path):
     result = run(["manage.py", "check", "--deploy"], tmp_path, **README_PRODUCTION, ICEWATER_HSTS_SECONDS="0")
     assert "security.W004" in result.stderr + result.stdout
 
 
+@pytest.mark.subprocess
 def test_secure_cookies_bring_hsts_for_a_year_including_subdomains(tmp_path):
     values = production_settings(tmp_path)
     assert values["SESSION_COOKIE_SECURE"] is True
@@ -121,11 +124,13 @@ def test_secure_cookies_bring_hsts_for_a_year_including_subdomains(tmp_path):
     assert values["SECURE_SSL_REDIRECT"] is False and values["SECURE_PROXY_SSL_HEADER"] is None
 
 
+@pytest.mark.subprocess
 def test_without_secure_cookies_there_is_no_hsts(tmp_path):
     values = production_settings(tmp_path, ICEWATER_SECURE_COOKIES="0")
     assert values["SECURE_HSTS_SECONDS"] == 0 and values["SESSION_COOKIE_SECURE"] is False
 
 
+@pytest.mark.subprocess
 def test_a_trusted_proxy_header_lets_django_redirect_to_https(tmp_path):
     values = production_settings(tmp_path, ICEWATER_PROXY_SSL_HEADER="X-Forwarded-Proto")
     assert values["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_PROTO", "https"]
@@ -139,6 +144,7 @@ def test_a_trusted_proxy_header_lets_django_redirect_to_https(tmp_path):
     assert "System check identified no issues (1 silenced)." in result.stdout, result.stdout + result.stderr
 
 
+@pytest.mark.subprocess
 def test_a_proxy_header_that_is_not_a_header_name_stops_the_start_with_one_line(tmp_path):
     result = run(["manage.py", "check"], tmp_path, **README_PRODUCTION, ICEWATER_PROXY_SSL_HEADER="X-Proto: https")
     assert result.returncode == 2

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+# Every test here starts another process.
+pytestmark = pytest.mark.subprocess
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -11,6 +11,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
+# Every test here starts another process.
+pytestmark = pytest.mark.subprocess
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+# Every test here starts another process.
+pytestmark = pytest.mark.subprocess
 ROOT = Path(__file__).resolve().parent.parent
 
 

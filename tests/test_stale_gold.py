@@ -11,9 +11,8 @@ from django.urls import reverse
 
 from labeling.models import Criterion, GoldDispute, GoldLabel
 
-from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
+from .labeling_helpers import (
     annotate_directly,
-    fast_passwords,
     labeling_setup,
 )
 

@@ -4,24 +4,18 @@ Playwright's sync API runs an event loop in the test thread; Django refuses ORM 
 thread with a running loop unless told it is safe. Here it is: the loop only drives the browser,
 and the test's ORM calls never run inside a coroutine. DJANGO_ALLOW_ASYNC_UNSAFE is set only
 while a module's browser is open, so other tests keep Django's check.
+
+Every fixture the browser tests share is here; plain helpers (finding Chromium, screenshots) are in
+browser_helpers.py.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
-SCREENS = Path(os.environ.get("ICEWATER_SCREENS_DIR", "/tmp/screens"))
+from .browser_helpers import launch_chromium
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +28,7 @@ def chromium():
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            browser = launch_chromium(p)
             yield browser
             browser.close()
     finally:
@@ -63,6 +57,36 @@ def new_page(chromium):
     assert not errors, f"JavaScript errors on the page: {errors}"
 
 
-def screenshot(page, name: str) -> None:
-    SCREENS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENS / f"{name}.png"), full_page=False)
+REPORT_VIOLATIONS = """
+window.icewaterViolationsSeen = 0;
+document.addEventListener("securitypolicyviolation", (e) => {
+  window.icewaterViolationsSeen += 1;
+  window.icewaterCspViolation(`${e.violatedDirective} blocked ${e.blockedURI || "inline"} on ${location.pathname}`);
+});
+"""
+
+
+@pytest.fixture
+def watched(chromium):
+    """A function making a page whose CSP violations and JavaScript errors land in the returned lists."""
+    contexts, violations, errors = [], [], []
+
+    def record(text: str) -> None:
+        violations.append(text)
+
+    def make():
+        context = chromium.new_context(viewport={"width": 1400, "height": 950})
+        context.set_default_timeout(15_000)
+        context.expose_function("icewaterCspViolation", record)
+        context.add_init_script(REPORT_VIOLATIONS)
+        contexts.append(context)
+        page = context.new_page()
+        page.on(
+            "console", lambda m: m.type == "error" and "Content Security Policy" in m.text and violations.append(m.text)
+        )
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        return page
+
+    yield make, violations, errors
+    for context in contexts:
+        context.close()

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from .test_csp_browser import watched  # noqa: F401 - the fixture that records every CSP violation
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_swagger_ui_renders_every_endpoint_under_the_sites_csp(live_server, watched):  # noqa: F811 - the fixture
+def test_swagger_ui_renders_every_endpoint_under_the_sites_csp(live_server, watched):
     make, violations, errors = watched
     page = make()
     outside: list[str] = []

@@ -10,8 +10,7 @@ from playwright.sync_api import expect
 
 from calibration.management.commands.load_demo import EVAL_SET
 
-from ..labeling_helpers import fast_passwords  # noqa: F401 - an autouse fixture
-from .conftest import screenshot
+from .browser_helpers import screenshot
 from .test_csp_browser import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -18,43 +18,7 @@ from calibration.management.commands.load_demo import DEFAULT_DEMO_PASSWORD, EVA
 from judging.models import JudgeConfig, JudgeRun, ProbeRun, Verdict
 from labeling.models import EvalSet, LabelingQueue, User
 
-from ..labeling_helpers import fast_passwords  # noqa: F401 - an autouse fixture
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-REPORT_VIOLATIONS = """
-window.icewaterViolationsSeen = 0;
-document.addEventListener("securitypolicyviolation", (e) => {
-  window.icewaterViolationsSeen += 1;
-  window.icewaterCspViolation(`${e.violatedDirective} blocked ${e.blockedURI || "inline"} on ${location.pathname}`);
-});
-"""
-
-
-@pytest.fixture
-def watched(chromium):
-    """A function making a page whose CSP violations and JavaScript errors land in the returned lists."""
-    contexts, violations, errors = [], [], []
-
-    def record(text: str) -> None:
-        violations.append(text)
-
-    def make():
-        context = chromium.new_context(viewport={"width": 1400, "height": 950})
-        context.set_default_timeout(15_000)
-        context.expose_function("icewaterCspViolation", record)
-        context.add_init_script(REPORT_VIOLATIONS)
-        contexts.append(context)
-        page = context.new_page()
-        page.on(
-            "console", lambda m: m.type == "error" and "Content Security Policy" in m.text and violations.append(m.text)
-        )
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        return page
-
-    yield make, violations, errors
-    for context in contexts:
-        context.close()
 
 
 def log_in(page, base: str, username: str, password: str = DEFAULT_DEMO_PASSWORD) -> None:

@@ -8,8 +8,7 @@ from playwright.sync_api import expect
 from labeling.models import Role
 
 from ..factories import make_rubric_version, make_user
-from ..labeling_helpers import fast_passwords  # noqa: F401 - an autouse fixture
-from .conftest import screenshot
+from .browser_helpers import screenshot
 from .test_labeling_browser import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -9,8 +9,7 @@ from labeling.models import Role
 
 from ..factories import make_user
 from ..io_helpers import row_counts
-from ..labeling_helpers import fast_passwords  # noqa: F401 - an autouse fixture
-from .conftest import screenshot
+from .browser_helpers import screenshot
 from .test_labeling_browser import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

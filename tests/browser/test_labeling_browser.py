@@ -13,8 +13,8 @@ from playwright.sync_api import expect
 from labeling.models import Annotation, GoldLabel, Label
 
 from ..factories import make_user
-from ..labeling_helpers import fast_passwords, labeling_setup  # noqa: F401 - fast_passwords is an autouse fixture
-from .conftest import screenshot
+from ..labeling_helpers import labeling_setup
+from .browser_helpers import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -10,8 +10,8 @@ from labeling.access import LABELING_REFUSED, SIGNED_OUT
 from labeling.models import Label, Role, User
 
 from ..factories import make_user
-from ..labeling_helpers import fast_passwords, labeling_setup  # noqa: F401 - fast_passwords is an autouse fixture
-from .conftest import screenshot
+from ..labeling_helpers import labeling_setup
+from .browser_helpers import screenshot
 from .test_labeling_browser import keys_ready, log_in, wait_saved
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -9,8 +9,8 @@ from playwright.sync_api import expect
 from labeling.models import LabelingQueue, Role, RubricVersion
 
 from ..factories import make_user
-from ..labeling_helpers import fast_passwords, labeling_setup  # noqa: F401 - fast_passwords is an autouse fixture
-from .conftest import screenshot
+from ..labeling_helpers import labeling_setup
+from .browser_helpers import screenshot
 from .test_labeling_browser import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -19,7 +19,7 @@ from calibration.management.commands.load_demo import DEFAULT_DEMO_PASSWORD
 from judging.models import JudgeRun, ProbeRun, Verdict
 from labeling.models import Output
 
-from .conftest import screenshot
+from .browser_helpers import screenshot
 
 # django_db (not transactional): pytest-django makes the test database only for tests that carry the mark; the
 # tests themselves write nothing (the live server does, on its own connection, and the module's flush clears it).

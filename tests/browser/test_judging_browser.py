@@ -13,14 +13,9 @@ from judging.models import JudgeRun, RunItem, Verdict
 from tests.factories import make_eval_set, make_output, make_rubric_version, make_user
 from tests.judging_helpers import make_judge
 
+from .browser_helpers import launch_chromium
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 # Two polls at "every 2s" plus slack: long enough to see a poll that should not happen.
 QUIET_S = 5
 
@@ -32,7 +27,7 @@ def browser_page(monkeypatch):
     # Playwright's sync API keeps an event loop in this thread; the ORM calls here are plain blocking ones.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS, headless=True)
+        browser = launch_chromium(p)
         try:
             yield browser.new_context().new_page()
         finally:

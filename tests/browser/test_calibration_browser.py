@@ -10,9 +10,9 @@ from calibration.approvals import approve_rubric_version
 from calibration.models import GatingMark
 from labeling.models import Role
 
-from .browser.conftest import chromium, new_page, screenshot  # noqa: F401 - fixtures
-from .calibration_factories import bulk_calibration, make_judge
-from .factories import make_eval_set, make_rubric_version, make_user
+from ..calibration_factories import bulk_calibration, make_judge
+from ..factories import make_eval_set, make_rubric_version, make_user
+from .browser_helpers import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -33,7 +33,7 @@ def log_in(page, base: str) -> None:
     page.get_by_role("button", name="Log in").click()
 
 
-def test_a_lead_is_refused_then_overrides_in_place(live_server, new_page, calibrated):  # noqa: F811
+def test_a_lead_is_refused_then_overrides_in_place(live_server, new_page, calibrated):
     es, rv, judge = calibrated
     page = new_page()
     log_in(page, live_server.url)
@@ -57,7 +57,7 @@ def test_a_lead_is_refused_then_overrides_in_place(live_server, new_page, calibr
     assert mark.override and mark.tier == "trend"
 
 
-def test_a_lead_records_that_nothing_gates_and_the_decision_is_listed(live_server, new_page, calibrated):  # noqa: F811
+def test_a_lead_records_that_nothing_gates_and_the_decision_is_listed(live_server, new_page, calibrated):
     from calibration.models import GatingReview
 
     es, rv, judge = calibrated
@@ -75,7 +75,7 @@ def test_a_lead_records_that_nothing_gates_and_the_decision_is_listed(live_serve
     assert GatingReview.objects.get().reason == "next_step is only trend; correct_amount waits for v2"
 
 
-def test_a_new_token_is_shown_once_in_the_panel(live_server, new_page, calibrated):  # noqa: F811
+def test_a_new_token_is_shown_once_in_the_panel(live_server, new_page, calibrated):
     page = new_page()
     log_in(page, live_server.url)
     page.goto(live_server.url + "/calibration/gates/")

@@ -15,10 +15,10 @@ from judging.models import JudgeConfig, JudgeRun
 from labeling.groups import sync_role_group
 from labeling.models import GoldDispute, LabelingQueue, Role, RubricVersion
 
-from .browser.conftest import chromium, new_page, screenshot  # noqa: F401 - fixtures
-from .browser.test_labeling_browser import log_in
-from .calibration_factories import bulk_calibration, bulk_verdicts, calibration_set, make_judge, mark_as_gating
-from .factories import make_eval_set, make_output, make_rubric_version, make_user
+from ..calibration_factories import bulk_calibration, bulk_verdicts, calibration_set, make_judge, mark_as_gating
+from ..factories import make_eval_set, make_output, make_rubric_version, make_user
+from .browser_helpers import screenshot
+from .test_labeling_browser import log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -37,7 +37,7 @@ def calibrated():
 
 def test_a_lead_goes_from_home_to_the_verdict_approves_and_opens_the_queue_it_needs(
     live_server,
-    new_page,  # noqa: F811
+    new_page,
     calibrated,
 ):
     es, rv, judge = calibrated
@@ -64,7 +64,7 @@ def test_a_lead_goes_from_home_to_the_verdict_approves_and_opens_the_queue_it_ne
     expect(page.locator("#decisions").get_by_text("refund@1 is a draft")).to_have_count(0)
 
 
-def test_a_disputed_false_pass_goes_back_to_a_reviewer_who_decides_it_again(live_server, new_page):  # noqa: F811
+def test_a_disputed_false_pass_goes_back_to_a_reviewer_who_decides_it_again(live_server, new_page):
     make_user("lee", Role.LEAD)
     make_user("rev", Role.REVIEWER)
     es, rv, judge = make_eval_set("cal"), make_rubric_version("refund", "1"), make_judge("gpt-judge")
@@ -96,7 +96,7 @@ def test_a_disputed_false_pass_goes_back_to_a_reviewer_who_decides_it_again(live
     assert not dispute.is_open and dispute.resolution.outcome == "PASS" and dispute.resolution.revision == 1
 
 
-def test_a_lead_runs_the_gate_from_the_browser_and_reads_its_chart(live_server, new_page):  # noqa: F811
+def test_a_lead_runs_the_gate_from_the_browser_and_reads_its_chart(live_server, new_page):
     lead = make_user("lee", Role.LEAD)
     cal, rc = make_eval_set("cal"), make_eval_set("rc-1")
     rv, judge = make_rubric_version("refund", "1"), make_judge("gpt-judge")
@@ -123,7 +123,7 @@ def test_a_lead_runs_the_gate_from_the_browser_and_reads_its_chart(live_server, 
     assert (result.source, result.asked_by, result.decision) == ("web", lead, "failed")
 
 
-def test_compare_opens_on_the_last_two_judge_configs(live_server, new_page, calibrated):  # noqa: F811
+def test_compare_opens_on_the_last_two_judge_configs(live_server, new_page, calibrated):
     es, rv, judge = calibrated
     bulk_calibration(es, rv, make_judge("claude-judge"), {"correct_amount": (140, 5, 10, 45)})
     page = new_page()
@@ -137,7 +137,7 @@ def test_compare_opens_on_the_last_two_judge_configs(live_server, new_page, cali
     expect(page.locator(".errorlist")).to_have_count(0)
 
 
-def test_the_run_page_trades_cancel_for_the_next_step_when_the_run_ends(live_server, new_page, calibrated):  # noqa: F811
+def test_the_run_page_trades_cancel_for_the_next_step_when_the_run_ends(live_server, new_page, calibrated):
     es, rv, judge = calibrated
     run = JudgeRun.objects.create(eval_set=es, rubric_version=rv, judge_config=judge, status=JudgeRun.Status.RUNNING)
     page = new_page()
@@ -151,7 +151,7 @@ def test_the_run_page_trades_cancel_for_the_next_step_when_the_run_ends(live_ser
     expect(page.locator("#decision")).to_be_visible()
 
 
-def test_a_lead_uses_the_admin_for_judge_configs_and_annotator_accounts(live_server, new_page):  # noqa: F811
+def test_a_lead_uses_the_admin_for_judge_configs_and_annotator_accounts(live_server, new_page):
     lee = make_user("lee", Role.LEAD)
     lee.is_staff = True
     lee.save()
