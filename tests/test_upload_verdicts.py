@@ -14,14 +14,11 @@ from formats.readers import open_source
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from labeling.models import RubricVersion
 
-from . import inspect_helpers
 from .calibration_factories import make_judge
 from .factories import make_eval_set, make_output, make_rubric_version
 from .io_helpers import jsonl
 
 pytestmark = pytest.mark.django_db
-offline = inspect_helpers.offline
-refund_logs = inspect_helpers.refund_logs
 URL = reverse("formats:upload")
 
 
