@@ -237,7 +237,16 @@ def _is_lapsed(annotation: Annotation, now) -> bool:
     )
 
 
-def remaining_for(user: User, queue: LabelingQueue) -> int:
-    """How many outputs this annotator could still be given (for their own progress)."""
+def released_by_queue(queues: list[LabelingQueue]) -> dict[int, Released]:
+    """released_of for many queues in one query (queue id -> Released; queues without an order are left out)."""
+    rows = AuditOrder.objects.filter(queue__in=queues).values_list("queue_id", "pk", "released")
+    return {queue_id: Released(order_id, released) for queue_id, order_id, released in rows}
+
+
+def remaining_for(user: User, queue: LabelingQueue, audits: dict[int, Released] | None = None) -> int:
+    """How many outputs this annotator could still be given (for their own progress). `audits`: the audit
+    orders of many queues as released_by_queue read them (a page listing queues reads them once); without
+    it, this queue's is read here."""
     now = timezone.now()
-    return _candidates(queue.eval_set_id, queue.rubric_version_id, user, now, [], released_of(queue)).count()
+    released = released_of(queue) if audits is None else audits.get(queue.pk)
+    return _candidates(queue.eval_set_id, queue.rubric_version_id, user, now, [], released).count()

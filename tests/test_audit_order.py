@@ -174,3 +174,18 @@ def test_next_with_an_order_runs_a_bounded_number_of_queries(lead, annotator):
     assert small == large
     # savepoints aside: lock the user, the open draft, the order, the candidate, its slots, the insert
     assert large <= 10
+
+
+def test_home_counts_only_released_outputs_as_left_and_reads_the_orders_once(lead, annotator):
+    from labeling.progress import my_queues
+
+    eval_set, rv, _ = labeling_setup(n_outputs=9)
+    other, _, _ = labeling_setup(n_outputs=4)  # no order: all four are left
+    order, _ = start_audit_order(queue=current_queue(eval_set), by=lead, seed=4)
+    release_next(order=order, k=3)
+    remaining = {q.queue.eval_set_id: q.remaining for q in my_queues(annotator)}
+    assert remaining == {eval_set.pk: 3, other.pk: 4}
+    with CaptureQueriesContext(connection) as ctx:
+        my_queues(annotator)
+    # the queues, the submitted counts, the audit orders, then per queue its draft and its count
+    assert len(ctx.captured_queries) == 3 + 2 * 2
