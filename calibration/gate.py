@@ -299,6 +299,8 @@ def evaluate(
         wilson = wilson_interval(passes, n, thresholds.confidence).lower
         corrected = _corrected(g, passes, n, thresholds)
         audit = audits.get(g.criterion_id) if thresholds.decide_on == AUDIT else None
+        if audit is not None:  # it decided at the plan's thresholds where they are stricter: report those
+            thresholds = dataclasses.replace(thresholds, min_pass_rate=audit.min_pass_rate, confidence=audit.confidence)
         bound = {CORRECTED_LOWER: corrected.lower if corrected else None, WILSON_LOWER: wilson}.get(
             thresholds.decide_on, audit.lower if audit else None
         )

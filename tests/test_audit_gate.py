@@ -166,3 +166,20 @@ def test_over_http_the_gate_answers_409_while_undecided_then_the_same_dict(clien
     decided = ask()
     assert decided.status_code == 200 and decided.json()["passed"] is True
     assert decided.json()["criteria"][0]["audit_lower"] >= 0.5
+
+
+def test_a_plan_stricter_than_the_mark_decides_and_its_thresholds_are_reported():
+    c = candidate(n=40, decide_on="audit")
+    plan = plan_on(c, release=40, min_pass_rate=0.95)
+    order = in_order(plan)
+    for output in order[:20]:
+        gold(c, output, "PASS")
+    # 20 passes of 40 settle the mark's 0.5 (the exact rule), not the plan's 0.95: under 38 passes of 40, twenty
+    # passes in a row have chance (38 * 37 * ... * 19) / (40 * 39 * ... * 21) = 20 * 19 / (40 * 39) ~ 0.24, far from
+    # the 1/40 a test at 2.5% needs.
+    assert gate()[0] == 2
+    for output in order[20:]:
+        gold(c, output, "PASS")
+    code, out, _ = gate()
+    row = json.loads(out)["criteria"][0]
+    assert code == 0 and (row["min_pass_rate"], row["met"]) == (0.95, True)
