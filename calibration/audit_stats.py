@@ -252,6 +252,9 @@ def _decide(*, gold: np.ndarray, f: np.ndarray, minimum: float, confidence: floa
     f = np.atleast_2d(f)
     S, T = gold.shape
     N = f.shape[1]
+    if T == 0:  # nothing labeled yet (a plan just started): nothing to decide on, and argmax needs a column
+        none = np.full(S, "", dtype=object)
+        return _Decisions(none, np.full(S, -1), none.copy(), np.zeros((S, 0)), np.zeros((S, 0)))
     pending = np.isnan(gold)
     # A pending item counts against the decision it would help.
     y_for_pass = np.where(pending, 0.0, gold)

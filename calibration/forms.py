@@ -75,7 +75,8 @@ class GatingForm(ReasonForm):
         choices=list(DECIDE_ON.items()),
         initial=DEFAULT_DECIDE_ON,
         label="Decide on",
-        help_text="The corrected bound accounts for the judge's own errors on this calibration (default).",
+        help_text="The corrected bound accounts for the judge's own errors on this calibration (default); the audit "
+        "decides on gold from a random sample of each candidate (an audit plan), and waits until it has decided.",
     )
 
     require_clean_probes = forms.BooleanField(

@@ -4,7 +4,12 @@ Conjunctive: the gate passes only if every gating criterion's lower bound on its
 minimum AND its ERROR rate stays at or under the maximum. Which lower bound is the lead's choice, stored
 with the mark (calibration/policy.py): the pass rate corrected for the judge's own errors (Rogan-Gladen,
 with the TPR and TNR of the calibration the mark relied on; the default), or the observed Wilson bound.
-Both are always reported. "k of n criteria met" is
+Both are always reported. Or, per mark, the audit of the candidate itself (decide_on "audit", calibration/audits.py):
+the open audit plan for the criterion, candidate, agent version and judge config decides, met on PASS and not met on
+FAIL at the policy's minimum and confidence (or the plan's, where stricter); while it is undecided, or without a
+plan, the gate cannot decide (exit 2) and says how many more labels the forecast expects. The audit borrows nothing
+from the calibration and its judge errors cost labels, not validity, so its criterion's ERROR rate is reported
+but does not decide. "k of n criteria met" is
 reported as information, never as the verdict (a strong criterion must not pay for a weak one).
 The binding criterion is the one that decided: if the gate failed, the unmet criterion furthest from
 its limits (the most negative of lower bound - minimum pass rate and maximum error rate - error
@@ -37,10 +42,11 @@ from labeling.models import EvalSet, RubricVersion
 from labeling.validators import UnknownName
 
 from . import data, probes
+from .audits import AuditFigures, open_plan_for, plan_figures
 from .lookup import eval_set_named, judge_named
 from .metrics import BINARY, ERROR, PASS, CorrectedPassRate, corrected_pass_rate, fmt, wilson_interval
 from .models import GateResult, GatingMark
-from .policy import CORRECTED_LOWER, GateThresholds, Tightening
+from .policy import AUDIT, CORRECTED_LOWER, WILSON_LOWER, GateThresholds, Tightening
 from .reading import current_runs, current_verdicts
 
 EXIT_PASSED, EXIT_FAILED, EXIT_UNDECIDED = 0, 1, 2
@@ -88,6 +94,7 @@ class GateCriterion:
     corrected: CorrectedPassRate | None = None  # None: the mark holds no calibration counts
     calibration_eval_set: str = ""
     calibration_n: int = 0
+    audit: AuditFigures | None = None  # the audit plan's figures, where the policy decides on it
 
     @property
     def binding_key(self) -> tuple:
@@ -107,8 +114,18 @@ class GateCriterion:
             "calibration_eval_set": self.calibration_eval_set,
             "calibration_n": self.calibration_n,
         }
+        a = self.audit
+        audit = {
+            "audit_lower": a.lower if a else None,
+            "audit_upper": a.upper if a else None,
+            "audit_estimate": a.estimate if a else None,
+            "audit_decided": a.decided if a else None,
+            "audit_plan": a.plan if a else None,
+            "audit_n_labeled": a.n_labeled if a else None,
+            "audit_N": a.N if a else None,
+        }
         tail = {k: getattr(self, k) for k in ("error_rate", "met")}
-        return {**head, **corrected, **tail, **self.thresholds.as_dict()}
+        return {**head, **corrected, **audit, **tail, **self.thresholds.as_dict()}
 
 
 JUDGE_RUN, IMPORT, PUSH, PAGE = "judge_run", "import", "push", "page"
@@ -247,13 +264,16 @@ def evaluate(
     gating: list[Gating],
     tightening: Tightening,
     outputs: int | None = None,
+    audits: dict[object, AuditFigures] | None = None,
 ) -> GateDecision:
     """Pure: current verdicts (criterion, judge) of the gating criteria, each with the lead's policy and its
     calibration -> the decision. PolicyRefused if `tightening` loosens any criterion's policy.
 
     `outputs` is how many outputs the release candidate has; a gating criterion with fewer verdicts
     than that cannot be decided (an incomplete run could otherwise pass on the part that was judged).
+    `audits`: criterion id -> the decided audit figures of the criteria whose policy decides on an audit.
     """
+    audits = audits or {}
     applied = {g.key: tightening.applied_to(g.policy, g.key) for g in gating}
     if not gating:
         raise CannotDecide("no criteria are approved as gating for this rubric version and judge config")
@@ -283,10 +303,19 @@ def evaluate(
         errors = int(outcomes.eq(ERROR).sum())
         wilson = wilson_interval(passes, n, thresholds.confidence).lower
         corrected = _corrected(g, passes, n, thresholds)
-        bound = (corrected.lower if corrected else None) if thresholds.decide_on == CORRECTED_LOWER else wilson
+        audit = audits.get(g.criterion_id) if thresholds.decide_on == AUDIT else None
+        if audit is not None:  # it decided at the plan's thresholds where they are stricter: report those
+            thresholds = dataclasses.replace(thresholds, min_pass_rate=audit.min_pass_rate, confidence=audit.confidence)
+        bound = {CORRECTED_LOWER: corrected.lower if corrected else None, WILSON_LOWER: wilson}.get(
+            thresholds.decide_on, audit.lower if audit else None
+        )
         error_rate = errors / total
         pass_margin = -math.inf if bound is None else bound - thresholds.min_pass_rate
         error_margin = thresholds.max_error_rate - error_rate
+        if audit is not None:
+            met = audit.decided == PASS
+        else:
+            met = pass_margin >= 0 and error_margin >= 0
         rows.append(
             GateCriterion(
                 criterion=g.key,
@@ -297,13 +326,14 @@ def evaluate(
                 pass_rate=passes / n if n else None,
                 wilson_lower=wilson,
                 error_rate=error_rate,
-                met=pass_margin >= 0 and error_margin >= 0,
+                met=met,
                 pass_margin=pass_margin,
                 error_margin=error_margin,
                 thresholds=thresholds,
                 corrected=corrected,
                 calibration_eval_set=g.calibration_eval_set,
                 calibration_n=sum(g.calibration) if g.calibration else 0,
+                audit=audit,
             )
         )
     binding = min(rows, key=lambda r: r.binding_key)  # min() keeps the first of equals: rubric order
@@ -345,8 +375,57 @@ def run_gate(
     sources = verdict_sources(current_runs(stored))
     refuse_imports_into_a_run_config(judge_config, sources)
     outputs = len(data.load_agent_versions(scope))
-    decision = evaluate(current_verdicts(stored), gating, tightening, outputs=outputs)
+    audits = decided_audits(gating, tightening, eval_set, rubric_version, judge_config, agent_version)
+    decision = evaluate(current_verdicts(stored), gating, tightening, outputs=outputs, audits=audits)
     return dataclasses.replace(decision, provenance=sources)
+
+
+def decided_audits(
+    gating: list[Gating],
+    tightening: Tightening,
+    eval_set: EvalSet,
+    rubric_version: RubricVersion,
+    judge_config: JudgeConfig,
+    agent_version: str | None,
+) -> dict[object, AuditFigures]:
+    """The figures of the open audit plan of each criterion whose policy decides on an audit, at the stricter of
+    the applied thresholds and the plan's; CannotDecide if one has no plan, or is not decided yet."""
+    audits = {}
+    for g in gating:
+        thresholds = tightening.applied_to(g.policy, g.key)
+        if thresholds.decide_on != AUDIT:
+            continue
+        plan = open_plan_for(
+            criterion_id=g.criterion_id, eval_set=eval_set, judge_config=judge_config, agent_version=agent_version
+        )
+        agent = f" --agent-version {agent_version}" if agent_version else ""
+        if plan is None:
+            raise CannotDecide(
+                f"undecided: {g.key} decides on an audit of the candidate and {eval_set.name} has no open audit plan "
+                f"for it with judge {judge_config.name}; a lead starts one: manage.py audit_plan create --eval-set "
+                f"{eval_set.name} --rubric {rubric_version.ref} --judge {judge_config.name} --criterion {g.key}{agent} "
+                "--by LEAD"
+            )
+        figures = plan_figures(
+            plan,
+            minimum=max(thresholds.min_pass_rate, plan.min_pass_rate),
+            confidence=max(thresholds.confidence, plan.confidence),
+        )
+        if figures.outputs_outside_order:
+            raise CannotDecide(
+                f"undecided: {figures.outputs_outside_order} outputs of {eval_set.name} came after audit plan "
+                f"{plan.pk}'s order and are not in it, so its audit does not cover the candidate; close the plan and "
+                "move the queue to start a new order"
+            )
+        if figures.decided is None:
+            raise CannotDecide(
+                f"undecided: about {figures.expected_more_labels} more labels by the forecast ({g.key}: audit plan "
+                f"{plan.pk}, labeled {figures.n_labeled} of {figures.N}, anytime-valid interval "
+                f"[{figures.lower:.3f}, {figures.upper:.3f}] around the minimum {figures.min_pass_rate:g}); release "
+                f"more with manage.py audit_plan next {plan.pk}"
+            )
+        audits[g.criterion_id] = figures
+    return audits
 
 
 @dataclass(frozen=True)
@@ -427,21 +506,23 @@ def render_text(outcome: GateOutcome) -> str:
         f"{'PASSED' if d.passed else 'FAILED'}: every gating criterion must have the lower bound its policy decides "
         f"on (at its confidence) >= its minimum pass rate and an ERROR rate <= its maximum ({d.tightening.describe()})",
         f"{'criterion':<28} {'n':>6} {'passes':>7} {'pass rate':>9} {'lower':>7} {'corr':>6} {'c.lower':>7} "
-        f"{'decides':>8} {'min':>5} {'conf':>5} {'errors':>6} {'err rate':>8} {'max':>5}  met",
+        f"{'a.lower':>7} {'decides':>8} {'min':>5} {'conf':>5} {'errors':>6} {'err rate':>8} {'max':>5}  met",
     ]
     for c in d.criteria:
         t = c.thresholds
         corr = c.corrected
-        decides = "corrected" if t.decide_on == CORRECTED_LOWER else "observed"
+        decides = {CORRECTED_LOWER: "corrected", AUDIT: "audit"}.get(t.decide_on, "observed")
         lines.append(
             f"{c.criterion:<28} {c.n:>6} {c.passes:>7} {fmt(c.pass_rate):>9} {fmt(c.wilson_lower):>7} "
-            f"{fmt(corr.estimate if corr else None):>6} {fmt(corr.lower if corr else None):>7} {decides:>8} "
+            f"{fmt(corr.estimate if corr else None):>6} {fmt(corr.lower if corr else None):>7} "
+            f"{fmt(c.audit.lower if c.audit else None):>7} {decides:>8} "
             f"{t.min_pass_rate:>5g} {t.confidence:>5g} {c.errors:>6} {fmt(c.error_rate):>8} {t.max_error_rate:>5g}  "
             f"{'yes' if c.met else 'NO'}"
         )
     lines.append(
         "lower: Wilson bound of the judge's pass rate; corr / c.lower: the pass rate corrected for the judge's own "
-        "errors (Rogan-Gladen, its TPR and TNR on the calibration the mark relied on) and its lower bound"
+        "errors (Rogan-Gladen, its TPR and TNR on the calibration the mark relied on) and its lower bound; a.lower: "
+        "the anytime-valid lower bound of an audit of the candidate (decides on its own decision, PASS or FAIL)"
     )
     lines.append(f"binding criterion: {d.binding_criterion}")
     lines.append("verdicts from: " + ("; ".join(s.describe() for s in d.provenance) or "none"))

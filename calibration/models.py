@@ -11,7 +11,7 @@ from django.db import models
 from django.db.models import Q
 
 from judging.models import JudgeConfig
-from labeling.models import Criterion, EvalSet, RubricVersion
+from labeling.models import AuditOrder, Criterion, EvalSet, RubricVersion
 
 from .policy import (
     DECIDE_ON,
@@ -138,6 +138,50 @@ class GatingReview(models.Model):
     @property
     def summary(self) -> str:
         return f"gating stays: {', '.join(self.gating)}" if self.gating else "nothing gates"
+
+
+class AuditPlanQuerySet(models.QuerySet):
+    def open(self) -> AuditPlanQuerySet:
+        return self.filter(closed_at__isnull=True)
+
+
+class AuditPlan(models.Model):
+    """A lead's audit of one gating criterion on a release candidate (issue 22): gold on a random prefix of
+    the candidate's own outputs, combined with the judge's verdicts on all of them (calibration/audits.py).
+
+    It follows the audit order of the candidate's labeling queue (labeling.AuditOrder; several plans on one
+    eval set share it), restricted to `agent_version`'s outputs when one is set. It stores only the parts:
+    the figures (estimate, interval, decision, forecast) are computed from the labels when read. The
+    thresholds default to the gating mark's policy and may only be stricter. One open plan per criterion,
+    eval set, agent version and judge config; closing keeps the row.
+    """
+
+    criterion = models.ForeignKey(Criterion, on_delete=models.PROTECT, related_name="audit_plans")
+    eval_set = models.ForeignKey(EvalSet, on_delete=models.PROTECT, related_name="audit_plans")
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="audit_plans")
+    agent_version = models.CharField(max_length=200, blank=True)  # "": every output of the eval set
+    order = models.ForeignKey(AuditOrder, on_delete=models.PROTECT, related_name="plans")
+    min_pass_rate = models.FloatField()
+    confidence = models.FloatField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = AuditPlanQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["criterion", "eval_set", "agent_version", "judge_config"],
+                condition=Q(closed_at__isnull=True),
+                name="one_open_audit_plan",
+            )
+        ]
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        agent = f" ({self.agent_version})" if self.agent_version else ""
+        return f"audit plan {self.pk}: {self.criterion.key} on {self.eval_set.name}{agent}"
 
 
 def gate_scope_only() -> list[str]:

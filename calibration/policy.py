@@ -28,9 +28,17 @@ FIELDS = ("min_pass_rate", "max_error_rate", "confidence")
 # the mark relied on (a judge that misses 20% of failures makes a release look better than it is); the observed
 # one is the Wilson bound of the judge's verdicts as they are. New marks decide on the corrected bound; marks
 # made before the choice existed keep the observed one, which is what the gate applied when they were made.
+# The audit (issue 22) decides on the candidate's own gold instead: a random sample of its outputs labeled along an
+# audit plan's order (calibration/audits.py), its anytime-valid lower bound shown as `audit_lower`. It borrows
+# nothing from the calibration, so it holds where the judge's errors moved; while it is undecided, so is the gate.
 CORRECTED_LOWER = "corrected_lower"
 WILSON_LOWER = "wilson_lower"
-DECIDE_ON = {CORRECTED_LOWER: "corrected lower bound", WILSON_LOWER: "observed (Wilson) lower bound"}
+AUDIT = "audit"
+DECIDE_ON = {
+    CORRECTED_LOWER: "corrected lower bound",
+    WILSON_LOWER: "observed (Wilson) lower bound",
+    AUDIT: "audit of the candidate (anytime-valid lower bound)",
+}
 DEFAULT_DECIDE_ON = CORRECTED_LOWER
 
 

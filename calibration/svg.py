@@ -125,7 +125,7 @@ ERROR_LEFT, ERROR_RIGHT = 4, 104
 
 # The deciding bound's name in a table cell (policy.DECIDE_ON has the long form). A result stored before the
 # policy had `decide_on` decided on the Wilson bound.
-BOUND_NAMES = {"corrected_lower": "corrected", "wilson_lower": "Wilson"}
+BOUND_NAMES = {"corrected_lower": "corrected", "wilson_lower": "Wilson", "audit": "audit"}
 
 
 def deciding_bound_name(criterion: dict) -> str:
@@ -135,7 +135,9 @@ def deciding_bound_name(criterion: dict) -> str:
 def deciding_lower(criterion: dict) -> float | None:
     """The lower bound the criterion's policy decides on: the key its `decide_on` names when the result has
     one (a corrected bound, say), else the Wilson lower bound."""
-    return criterion.get(criterion.get("decide_on") or "wilson_lower", criterion.get("wilson_lower"))
+    decide_on = criterion.get("decide_on") or "wilson_lower"
+    # An audit's bound is under its own key: "audit" names the way of deciding, "audit_lower" the bound.
+    return criterion.get("audit_lower" if decide_on == "audit" else decide_on, criterion.get("wilson_lower"))
 
 
 def pass_axis_min(criteria: list[dict]) -> float:

@@ -443,6 +443,50 @@ class LabelingQueue(models.Model):
         return f"{self.eval_set} under {self.rubric_version_id}"
 
 
+class AuditOrder(models.Model):
+    """The seeded random order a queue hands its outputs out in, for an audit of the candidate (issue 22).
+
+    Made once, when a lead starts the first audit plan on the eval set (calibration/audits.py): the
+    outputs of the eval set sorted by id, permuted by numpy's default_rng(seed), so the same outputs and
+    seed give the same order. While a queue has one, Next hands out only its first `released` positions,
+    in position order, never skipping (labeling/queue.py): an audit's statistics assume that the labeled
+    items are a uniformly random prefix. "Label these k next" raises `released` (never beyond `size`).
+    """
+
+    queue = models.OneToOneField(LabelingQueue, on_delete=models.CASCADE, related_name="audit_order")
+    seed = models.PositiveBigIntegerField()
+    size = models.PositiveIntegerField()  # N: the outputs in the order
+    released = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(released__lte=models.F("size")), name="released_within_order")
+        ]
+
+    def __str__(self) -> str:
+        return f"audit order of queue {self.queue_id} (seed {self.seed}, {self.released} of {self.size} released)"
+
+
+class AuditOrderItem(models.Model):
+    """One output's place in an audit order; position 1 is handed out first."""
+
+    order = models.ForeignKey(AuditOrder, on_delete=models.CASCADE, related_name="items")
+    output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="audit_positions")
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["order", "position"], name="one_output_per_audit_position"),
+            models.UniqueConstraint(fields=["order", "output"], name="one_position_per_audit_output"),
+        ]
+        ordering = ["order", "position"]
+
+    def __str__(self) -> str:
+        return f"output {self.output_id} at {self.position} of order {self.order_id}"
+
+
 class GoldDisputeQuerySet(models.QuerySet):
     def open(self) -> GoldDisputeQuerySet:
         """Disputes nobody has resolved yet (by deciding the item's gold again)."""

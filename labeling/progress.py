@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from django.db.models import Count
 
 from .models import Annotation, EvalSet, LabelingQueue, RubricVersion, User
-from .queue import open_draft, remaining_for
+from .queue import open_draft, released_by_queue, remaining_for
 
 
 def versions_with_work(eval_set: EvalSet, also: RubricVersion | None = None) -> list[RubricVersion]:
@@ -35,7 +35,8 @@ class MyQueue:
 def my_queues(user: User) -> list[MyQueue]:
     """For each open queue: what this person submitted, their open draft, and how much is left for them."""
     out = []
-    queues = LabelingQueue.objects.current().select_related("eval_set", "rubric_version__rubric")
+    queues = list(LabelingQueue.objects.current().select_related("eval_set", "rubric_version__rubric"))
+    audits = released_by_queue(queues)
     rows = (
         Annotation.objects.submitted()
         .filter(annotator=user)
@@ -50,7 +51,7 @@ def my_queues(user: User) -> list[MyQueue]:
                 queue=queue,
                 submitted=submitted.get((queue.eval_set_id, queue.rubric_version_id), 0),
                 draft=open_draft(user, queue),
-                remaining=remaining_for(user, queue),
+                remaining=remaining_for(user, queue, audits),
             )
         )
     return out

@@ -10,6 +10,10 @@ Concurrency: candidate outputs are locked with SELECT ... FOR UPDATE SKIP LOCKED
 so two annotators clicking Next at the same moment walk past each other's row
 instead of queueing on it; the slot is re-read after the lock, and the unique
 constraints on Annotation (one per slot, one per annotator) are the last word.
+
+A queue with an audit order (labeling/audit_order.py) hands out only the order's released positions,
+lowest first, and never skips one: the annotator gets the lowest released position that still has a
+free slot and that they have not labeled. Slots, reservations and SKIP LOCKED work as above.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from .models import Annotation, EvalSet, LabelingQueue, Output, RubricVersion, User
+from .models import Annotation, AuditOrder, EvalSet, LabelingQueue, Output, RubricVersion, User
 
 # How long "Next" holds a slot for an annotator. A careful read of a long support
 # transcript with six criteria takes 2-15 minutes, and every save extends the hold,
@@ -106,15 +110,39 @@ def _live(now) -> Q:
     return Q(status=Annotation.Status.SUBMITTED) | Q(reserved_until__gt=now) | Q(reserved_until__isnull=True)
 
 
-def _candidates(eval_set_id: int, rubric_version_id: int, user: User, now, tried: list[int]) -> QuerySet[Output]:
+@dataclass(frozen=True)
+class Released:
+    """What Next may hand out of a queue's audit order: its first `released` positions."""
+
+    order_id: int
+    released: int
+
+
+def released_of(queue: LabelingQueue) -> Released | None:
+    """The queue's audit order as Next reads it (one query), or None when it has none."""
+    row = AuditOrder.objects.filter(queue_id=queue.pk).values_list("pk", "released").first()
+    return Released(*row) if row else None
+
+
+def _candidates(
+    eval_set_id: int, rubric_version_id: int, user: User, now, tried: list[int], audit: Released | None = None
+) -> QuerySet[Output]:
     mine = Annotation.objects.filter(output=OuterRef("pk"), rubric_version_id=rubric_version_id, annotator=user)
     live = Annotation.objects.filter(output=OuterRef("pk"), rubric_version_id=rubric_version_id).filter(_live(now))
+    outputs = Output.objects.filter(case__eval_set_id=eval_set_id)
+    if audit is None:
+        ordering = "pk"
+    else:
+        # Only released positions, lowest first: the audit's sample must stay a prefix of its random order.
+        outputs = outputs.filter(
+            audit_positions__order_id=audit.order_id, audit_positions__position__lte=audit.released
+        )
+        ordering = "audit_positions__position"
     return (
-        Output.objects.filter(case__eval_set_id=eval_set_id)
-        .exclude(pk__in=tried)
+        outputs.exclude(pk__in=tried)
         .exclude(Exists(mine))
         .exclude(Exists(live.filter(slot=1)) & Exists(live.filter(slot=2)))
-        .order_by("pk")
+        .order_by(ordering)
     )
 
 
@@ -143,10 +171,11 @@ def claim_next(*, user: User, queue: LabelingQueue) -> Claim | None:
             draft.reserved_until = timezone.now() + RESERVATION
             draft.save(update_fields=["reserved_until"])
             return Claim(annotation=draft, resumed=True)
+        audit = released_of(queue)
         tried: list[int] = []
         for _ in range(MAX_CLAIM_ATTEMPTS):
             now = timezone.now()
-            candidates = _candidates(queue.eval_set_id, queue.rubric_version_id, user, now, tried)
+            candidates = _candidates(queue.eval_set_id, queue.rubric_version_id, user, now, tried, audit)
             output_id = (
                 candidates.select_for_update(skip_locked=True, of=("self",), no_key=True)
                 .values_list("pk", flat=True)
@@ -209,7 +238,16 @@ def _is_lapsed(annotation: Annotation, now) -> bool:
     )
 
 
-def remaining_for(user: User, queue: LabelingQueue) -> int:
-    """How many outputs this annotator could still be given (for their own progress)."""
+def released_by_queue(queues: list[LabelingQueue]) -> dict[int, Released]:
+    """released_of for many queues in one query (queue id -> Released; queues without an order are left out)."""
+    rows = AuditOrder.objects.filter(queue__in=queues).values_list("queue_id", "pk", "released")
+    return {queue_id: Released(order_id, released) for queue_id, order_id, released in rows}
+
+
+def remaining_for(user: User, queue: LabelingQueue, audits: dict[int, Released] | None = None) -> int:
+    """How many outputs this annotator could still be given (for their own progress). `audits`: the audit
+    orders of many queues as released_by_queue read them (a page listing queues reads them once); without
+    it, this queue's is read here."""
     now = timezone.now()
-    return _candidates(queue.eval_set_id, queue.rubric_version_id, user, now, []).count()
+    released = released_of(queue) if audits is None else audits.get(queue.pk)
+    return _candidates(queue.eval_set_id, queue.rubric_version_id, user, now, [], released).count()

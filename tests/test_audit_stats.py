@@ -281,6 +281,14 @@ def test_the_exact_rule_fails_when_the_labeled_fails_alone_make_the_minimum_unre
     assert five_fails.decided is None  # 5 passes are still possible: exactly 0.5 would pass
 
 
+def test_before_the_first_label_nothing_is_decided_and_the_forecast_still_runs():
+    # A plan just started: n = 0. The bounds are the exact ones (nothing known: 0 and 1).
+    d = audit_decision(gold=[], verdicts=[1, 0, 1, 1], minimum=0.5)
+    assert (d.decided, d.n_labeled, d.lower, d.upper, d.estimate.estimate) == (None, 0, 0.0, 1.0, None)
+    forecast = audit_forecast(gold=[], verdicts=[1, 0, 1, 1], minimum=0.5, k=4, n_sims=50)
+    assert forecast.p_decided == 1.0  # labeling all four always decides (the exact rule)
+
+
 def test_no_decision_by_the_test_before_the_minimum_of_gold_items():
     # 1,000 outputs, every label a pass, minimum 0.5: the capital clears 2/alpha = 80 early,
     # but the decision waits for MIN_GOLD settled items.

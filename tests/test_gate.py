@@ -37,6 +37,13 @@ CRITERION_KEYS = [
     "judge_tnr",
     "calibration_eval_set",
     "calibration_n",
+    "audit_lower",  # an audit of the candidate (decide_on audit, issue 22); None otherwise
+    "audit_upper",
+    "audit_estimate",
+    "audit_decided",
+    "audit_plan",
+    "audit_n_labeled",
+    "audit_N",
     "error_rate",
     "met",
 ]

@@ -1,5 +1,5 @@
 """python manage.py approve --rubric NAME@VERSION [--judge NAME --eval-set CALIBRATION_SET --gating KEY,KEY
-[--min-pass-rate R] [--max-error-rate R] [--confidence C] [--decide-on corrected_lower|wilson_lower]
+[--min-pass-rate R] [--max-error-rate R] [--confidence C] [--decide-on corrected_lower|wilson_lower|audit]
 [--require-clean-probes]] --by USER --reason TEXT [--override] [--agent-version V]
 
 python manage.py approve --rubric NAME@VERSION --judge NAME --eval-set CALIBRATION_SET --keep-gating

@@ -1,0 +1,305 @@
+"""Audit plans: a release decision from gold on a random prefix of the candidate itself (issue 22).
+
+A lead starts a plan for one gating criterion on a candidate eval set (optionally one agent version) and
+one judge config. The plan follows the audit order of the eval set's labeling queue (labeling/audit_order.py,
+made on the first plan and shared by the later ones), so annotators label the candidate's outputs in one
+seeded random order, double-labeled and settled to gold under the criterion's gold policy as always.
+
+`plan_figures` reads everything at query time and hands it to the pure statistics of audit_stats.py: the
+pages, the API, the CLI and the gate all show what it returns. The plan stores only its parts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from judging.models import JudgeConfig
+from labeling.audit_order import DEFAULT_RELEASE, release_next, start_audit_order
+from labeling.gold import derive_gold
+from labeling.models import AuditOrder, AuditOrderItem, Criterion, EvalSet, Output, Role, User
+from labeling.queue import QueueError, current_queue
+
+from . import audit_stats, data
+from .metrics import FAIL, PASS
+from .models import AuditPlan, GatingMark
+from .policy import GateThresholds
+from .reading import current_verdicts
+
+# Forecasts are Monte Carlo; a fixed seed keeps the figures the same on every read of the same labels.
+FORECAST_SIMS = 1000
+FORECAST_SEED = 0
+
+
+class AuditPlanError(Exception):
+    """An audit plan action that cannot be done; the message says why and what to do, and is shown as is."""
+
+
+def _refuse_non_lead(by: User) -> None:
+    if by.role != Role.LEAD:
+        raise AuditPlanError(f"Only a lead may start or extend an audit plan; {by.username} is {by.role}.")
+
+
+def start_plan(
+    *,
+    criterion: Criterion,
+    eval_set: EvalSet,
+    judge_config: JudgeConfig,
+    by: User,
+    agent_version: str | None = None,
+    seed: int | None = None,
+    min_pass_rate: float | None = None,
+    confidence: float | None = None,
+) -> AuditPlan:
+    """Start an audit plan, making the queue's audit order if it has none (else reusing it, seed and all).
+
+    Needs a lead, the eval set's open labeling queue under the criterion's rubric version, the criterion
+    gating with this judge config (a current mark), and an eval set other than the mark's calibration set.
+    The thresholds default to the mark's policy and may only be stricter. AuditPlanError otherwise, and
+    nothing is written.
+    """
+    _refuse_non_lead(by)
+    rubric_version = criterion.rubric_version
+    queue = current_queue(eval_set)
+    if queue is None or queue.rubric_version_id != rubric_version.pk:
+        where = f"is under {queue.rubric_version.ref}" if queue else "is not open"
+        raise AuditPlanError(
+            f"The labeling queue of {eval_set.name} {where}: open it under {rubric_version.ref} on the Queues page "
+            "first, so the audit's labels are made under the criterion's rubric version."
+        )
+    mark = (
+        GatingMark.objects.for_instrument(rubric_version, judge_config)
+        .filter(criterion=criterion)
+        .select_related("calibration_eval_set")
+        .first()
+    )
+    if mark is None:
+        raise AuditPlanError(
+            f"{criterion.key} of {rubric_version.ref} does not gate with judge {judge_config.name}: a lead marks it "
+            "gating on a calibration first (manage.py approve ... --gating)."
+        )
+    if mark.calibration_eval_set_id == eval_set.pk:
+        raise AuditPlanError(
+            f"{eval_set.name} is the calibration set of {criterion.key}'s gating mark: an audit is of a release "
+            "candidate, another eval set."
+        )
+    agent_version = (agent_version or "").strip()
+    outputs = Output.objects.filter(case__eval_set=eval_set)
+    if agent_version and not outputs.filter(agent_version=agent_version).exists():
+        raise AuditPlanError(f"{eval_set.name} has no outputs of agent version {agent_version!r}.")
+    thresholds = _thresholds(mark, min_pass_rate, confidence)
+    try:
+        with transaction.atomic():
+            order, _ = start_audit_order(queue=queue, by=by, seed=seed)
+            return AuditPlan.objects.create(
+                criterion=criterion,
+                eval_set=eval_set,
+                judge_config=judge_config,
+                agent_version=agent_version,
+                order=order,
+                min_pass_rate=thresholds.min_pass_rate,
+                confidence=thresholds.confidence,
+                created_by=by,
+            )
+    except QueueError as exc:
+        raise AuditPlanError(str(exc)) from exc
+    except IntegrityError as exc:
+        raise AuditPlanError(
+            f"{criterion.key} on {eval_set.name}"
+            + (f" ({agent_version})" if agent_version else "")
+            + f" with {judge_config.name} already has an open audit plan."
+        ) from exc
+
+
+def _thresholds(mark: GatingMark, min_pass_rate: float | None, confidence: float | None) -> GateThresholds:
+    """The plan's thresholds: the mark's, or stricter ones the lead asked for."""
+    policy = mark.policy
+    asked_min = policy.min_pass_rate if min_pass_rate is None else min_pass_rate
+    asked_conf = policy.confidence if confidence is None else confidence
+    try:
+        thresholds = GateThresholds(asked_min, policy.max_error_rate, asked_conf, policy.decide_on)
+    except ValueError as exc:
+        raise AuditPlanError(str(exc)) from exc
+    if thresholds.min_pass_rate < policy.min_pass_rate or thresholds.confidence < policy.confidence:
+        raise AuditPlanError(
+            f"the plan's min pass rate {thresholds.min_pass_rate:g} and confidence {thresholds.confidence:g} may not "
+            f"be looser than the gating mark's ({policy.min_pass_rate:g} at {policy.confidence:g})"
+        )
+    return thresholds
+
+
+def release_plan_next(*, plan: AuditPlan, by: User, k: int = DEFAULT_RELEASE) -> AuditOrder:
+    """ "Label these k next": the queue may hand out k more positions of the plan's order."""
+    _refuse_non_lead(by)
+    if plan.closed_at is not None:
+        raise AuditPlanError(f"Audit plan {plan.pk} is closed.")
+    try:
+        return release_next(order=plan.order, k=k)
+    except QueueError as exc:
+        raise AuditPlanError(str(exc)) from exc
+
+
+@dataclass(frozen=True)
+class AuditFigures:
+    """Everything a page, the API, the CLI or the gate shows of a plan, read now."""
+
+    plan: int
+    criterion: str
+    eval_set: str
+    rubric: str
+    judge: str
+    agent_version: str
+    seed: int
+    min_pass_rate: float
+    confidence: float
+    order: tuple[str, ...]  # case ids of the population, in the plan's order
+    N: int
+    released: int  # positions of the population the queue may hand out
+    n_labeled: int  # the labeled prefix (pending items in it included)
+    n_gold: int
+    n_pending: int
+    estimate: float | None  # the PPI++ estimate of the pass rate (fixed-n; for reading, not deciding)
+    lower: float  # the anytime-valid interval: what the decision rests on
+    upper: float
+    decided: str | None  # PASS, FAIL or None (not yet)
+    decided_at: int | None
+    decided_by: str | None  # "exact" or "test"
+    min_gold: int
+    forecast: audit_stats.AuditForecast
+    labels_saved: int  # outputs of the population that were not labeled (so far, if undecided)
+    outputs_outside_order: int  # outputs of the candidate made after the order: the audit does not cover them
+
+    @property
+    def expected_more_labels(self) -> int:
+        """The forecast's expected labels to a decision, rounded up (0 once decided)."""
+        return int(math.ceil(self.forecast.expected_labels))
+
+    def as_dict(self) -> dict:
+        figures = asdict(self)
+        figures["order"] = list(self.order)
+        figures["saved_share"] = self.labels_saved / self.N if self.N else None
+        return figures
+
+
+def open_plan_for(
+    *, criterion_id: int, eval_set: EvalSet, judge_config: JudgeConfig, agent_version: str | None
+) -> AuditPlan | None:
+    return (
+        AuditPlan.objects.open()
+        .filter(
+            criterion_id=criterion_id,
+            eval_set=eval_set,
+            judge_config=judge_config,
+            agent_version=agent_version or "",
+        )
+        .select_related("criterion__rubric_version__rubric", "eval_set", "judge_config", "order")
+        .first()
+    )
+
+
+def plan_figures(
+    plan: AuditPlan, *, k: int = DEFAULT_RELEASE, minimum: float | None = None, confidence: float | None = None
+) -> AuditFigures:
+    """The plan's figures from the labels and verdicts as they are now; six queries, whatever N.
+
+    `minimum` and `confidence` override the plan's (the gate decides at its own, never looser, thresholds).
+    The population is the order's outputs (of the plan's agent version, if any), in position order. The
+    labeled prefix runs to the last released position holding a label or gold of the criterion: within
+    it an item without gold is pending (counted against whichever decision it would help; audit_stats);
+    gold N/A or Can't tell stays pending too, since a pass rate needs PASS or FAIL (a reviewer may settle it).
+    """
+    minimum = plan.min_pass_rate if minimum is None else minimum
+    confidence = plan.confidence if confidence is None else confidence
+    criterion = plan.criterion
+    agent_version = plan.agent_version or None
+    released = AuditOrder.objects.filter(pk=plan.order_id).values_list("released", flat=True).get()
+    items = AuditOrderItem.objects.filter(order_id=plan.order_id)
+    outputs = Output.objects.filter(case__eval_set=plan.eval_set)
+    if agent_version:
+        items = items.filter(output__agent_version=agent_version)
+        outputs = outputs.filter(agent_version=agent_version)
+    population = list(items.order_by("position").values_list("output_id", "position", "output__case__case_id"))
+    outside = outputs.exclude(audit_positions__order_id=plan.order_id).count()
+    scope = data.Scope(plan.eval_set, criterion.rubric_version, agent_version)
+    verdicts = current_verdicts(data.load_verdicts(scope, plan.judge_config))
+    labels = data.load_labels(scope)
+    adjudicated = data.load_adjudicated(scope)
+    ids = [output_id for output_id, _, _ in population]
+    judge = _by_output(verdicts, criterion.pk, "judge")
+    gold = _by_output(
+        derive_gold(
+            labels[labels["criterion"] == criterion.pk],
+            adjudicated[adjudicated["criterion"] == criterion.pk],
+            {criterion.pk: criterion.gold_policy},
+        ),
+        criterion.pk,
+        "gold",
+    )
+    touched = set(labels.loc[labels["criterion"] == criterion.pk, "output"]) | set(gold)
+    open_positions = [i for i, (output_id, position, _) in enumerate(population) if position <= released]
+    n_labeled = max((i + 1 for i in open_positions if ids[i] in touched), default=0)
+    verdict_values = [_binary(judge.get(output_id)) for output_id in ids]
+    gold_values = [_binary(gold.get(output_id)) for output_id in ids[:n_labeled]]
+    decision = audit_stats.audit_decision(
+        gold=gold_values, verdicts=verdict_values, minimum=minimum, confidence=confidence
+    )
+    forecast = audit_stats.audit_forecast(
+        gold=gold_values,
+        verdicts=verdict_values,
+        minimum=minimum,
+        confidence=confidence,
+        k=k,
+        n_sims=FORECAST_SIMS,
+        seed=FORECAST_SEED,
+    )
+    return AuditFigures(
+        plan=plan.pk,
+        criterion=criterion.key,
+        eval_set=plan.eval_set.name,
+        rubric=criterion.rubric_version.ref,
+        judge=plan.judge_config.name,
+        agent_version=plan.agent_version,
+        seed=plan.order.seed,
+        min_pass_rate=minimum,
+        confidence=confidence,
+        order=tuple(case_id for _, _, case_id in population),
+        N=len(population),
+        released=len(open_positions),
+        n_labeled=n_labeled,
+        n_gold=decision.n_gold,
+        n_pending=decision.n_pending,
+        estimate=decision.estimate.estimate,
+        lower=decision.lower,
+        upper=decision.upper,
+        decided=decision.decided,
+        decided_at=decision.decided_at,
+        decided_by=decision.decided_by,
+        min_gold=decision.min_gold,
+        forecast=forecast,
+        labels_saved=len(population) - n_labeled,
+        outputs_outside_order=outside,
+    )
+
+
+def _by_output(frame: pd.DataFrame, criterion_id: int, column: str) -> dict[int, str]:
+    rows = frame[frame["criterion"] == criterion_id]
+    return dict(zip(rows["output"].astype("int64"), rows[column], strict=True))
+
+
+def _binary(outcome: str | None) -> float:
+    """1 for PASS, 0 for FAIL, NaN for anything else (no usable verdict, or gold not settled as PASS or FAIL)."""
+    return 1.0 if outcome == PASS else 0.0 if outcome == FAIL else np.nan
+
+
+def close_plan(*, plan: AuditPlan, by: User) -> AuditPlan:
+    """Close a plan (kept for the record); another may then be started for the same criterion and candidate."""
+    _refuse_non_lead(by)
+    if plan.closed_at is None:
+        plan.closed_at = timezone.now()
+        plan.save(update_fields=["closed_at"])
+    return plan

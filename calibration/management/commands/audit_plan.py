@@ -1,0 +1,152 @@
+"""python manage.py audit_plan create --eval-set NAME --rubric NAME@VERSION --judge NAME --criterion KEY --by LEAD
+[--agent-version V] [--seed N] [--min-pass-rate X] [--confidence C]
+
+python manage.py audit_plan show PLAN [--format json|text] [-k K]
+
+python manage.py audit_plan next PLAN [-k K] [--by LEAD]
+
+An audit of a release candidate (issue 22, docs/calibration.md "Audits on the candidate: the plan"). `create`
+starts a plan for a gating criterion on a candidate eval set and prints its id; the candidate's labeling queue
+then hands out its outputs in the plan's seeded random order. `next` releases the next k positions of that
+order to the queue (default 25), in the name of the lead who started the plan unless --by names another.
+`show` prints the plan's figures now: the order (case ids), labeled n of N, the estimate, the anytime-valid
+interval, the decision and the forecast for the next k labels.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from calibration.audits import AuditFigures, AuditPlanError, plan_figures, release_plan_next, start_plan
+from calibration.lookup import eval_set_named, judge_named
+from calibration.models import AuditPlan
+from labeling.audit_order import DEFAULT_RELEASE
+from labeling.models import RubricVersion, User
+from labeling.validators import UnknownName
+
+
+class Command(BaseCommand):
+    help = "Start an audit plan on a release candidate, show its figures, or release its next outputs to label."
+
+    def add_arguments(self, parser):
+        actions = parser.add_subparsers(dest="action", required=True, metavar="create|show|next")
+        create = actions.add_parser("create", help="start a plan; prints its id")
+        create.add_argument("--eval-set", required=True, help="the release candidate's eval set")
+        create.add_argument("--rubric", required=True, help="NAME@VERSION")
+        create.add_argument("--judge", required=True, help="the judge config the criterion gates with")
+        create.add_argument("--criterion", required=True, help="the gating criterion's key")
+        create.add_argument("--by", required=True, help="username of the lead who starts it")
+        create.add_argument("--agent-version", help="audit only this agent version's outputs")
+        create.add_argument("--seed", type=int, help="the order's seed (default: random; kept with the order)")
+        create.add_argument("--min-pass-rate", type=float, help="default and lowest: the gating mark's")
+        create.add_argument("--confidence", type=float, help="default and lowest: the gating mark's")
+        show = actions.add_parser("show", help="the plan's figures now")
+        show.add_argument("plan", help="the plan's id")
+        show.add_argument("--format", choices=["json", "text"], default="text")
+        show.add_argument("-k", type=int, default=DEFAULT_RELEASE, help="forecast after this many more labels")
+        release = actions.add_parser("next", help="let the queue hand out the next k outputs of the order")
+        release.add_argument("plan", help="the plan's id")
+        release.add_argument("-k", type=int, default=DEFAULT_RELEASE, help=f"how many (default {DEFAULT_RELEASE})")
+        release.add_argument("--by", help="username of the lead (default: who started the plan)")
+
+    def handle(self, *args, **opts):
+        try:
+            if opts["action"] == "create":
+                self._create(opts)
+            elif opts["action"] == "show":
+                figures = plan_figures(_plan(opts["plan"]), k=_k(opts["k"]))
+                self.stdout.write(
+                    json.dumps(figures.as_dict(), indent=2) if opts["format"] == "json" else text(figures)
+                )
+            else:
+                plan = _plan(opts["plan"])
+                by = _user(opts["by"]) if opts["by"] else plan.created_by
+                order = release_plan_next(plan=plan, by=by, k=_k(opts["k"]))
+                self.stdout.write(
+                    f"audit plan {plan.pk}: the queue of {plan.eval_set.name} may hand out the first "
+                    f"{order.released} of {order.size} outputs of the order"
+                )
+        except (UnknownName, AuditPlanError) as exc:
+            raise CommandError(str(exc))
+
+    def _create(self, opts) -> None:
+        rubric_version = RubricVersion.objects.by_ref(opts["rubric"])
+        criterion = rubric_version.criteria.filter(key=opts["criterion"]).first()
+        if criterion is None:
+            keys = ", ".join(rubric_version.criteria.order_by("order").values_list("key", flat=True))
+            raise CommandError(f"unknown criterion {opts['criterion']!r} in {rubric_version.ref} (known: {keys})")
+        plan = start_plan(
+            criterion=criterion,
+            eval_set=eval_set_named(opts["eval_set"]),
+            judge_config=judge_named(opts["judge"]),
+            by=_user(opts["by"]),
+            agent_version=opts["agent_version"],
+            seed=opts["seed"],
+            min_pass_rate=opts["min_pass_rate"],
+            confidence=opts["confidence"],
+        )
+        self.stdout.write(str(plan.pk))
+
+
+def _plan(ref: str) -> AuditPlan:
+    if not ref.isdigit():
+        raise CommandError(f"a plan is named by its id (a number), got {ref!r}")
+    plan = (
+        AuditPlan.objects.select_related("criterion__rubric_version__rubric", "eval_set", "judge_config", "order")
+        .filter(pk=int(ref))
+        .first()
+    )
+    if plan is None:
+        raise CommandError(f"no audit plan {ref}")
+    return plan
+
+
+def _user(username: str) -> User:
+    user = User.objects.filter(username=username).first()
+    if user is None:
+        raise CommandError(f"unknown user {username!r}")
+    return user
+
+
+def _k(k: int) -> int:
+    if k < 1:
+        raise CommandError(f"-k must be at least 1, got {k}")
+    return k
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def text(f: AuditFigures) -> str:
+    """The figures as a lead reads them; the forecast worded as a forecast."""
+    agent = f", agent version {f.agent_version}" if f.agent_version else ""
+    decided = {"PASS": "PASS", "FAIL": "FAIL"}.get(f.decided or "", "not yet")
+    how = (
+        f" (at label {f.decided_at}, by the {'exact rule' if f.decided_by == 'exact' else 'test'})" if f.decided else ""
+    )
+    c = f.forecast
+    lines = [
+        f"audit plan {f.plan}: {f.criterion} of {f.rubric} on {f.eval_set}{agent}, judge {f.judge}",
+        f"minimum pass rate {f.min_pass_rate:g} at confidence {f.confidence:g}; order seed {f.seed}",
+        f"labeled {f.n_labeled} of {f.N} ({f.n_gold} gold, {f.n_pending} pending); released to the queue: {f.released}",
+        f"estimate {_fmt(f.estimate)}; anytime-valid interval [{_fmt(f.lower)}, {_fmt(f.upper)}]",
+        f"decided: {decided}{how}",
+    ]
+    if f.decided:
+        lines.append(f"labels saved against labeling all {f.N}: {f.labels_saved}")
+    else:
+        lines.append(
+            f"forecast (Monte Carlo, not a promise): after {c.k} more labels a decision with chance {c.p_decided:.0%} "
+            f"(PASS {c.p_pass:.0%}, FAIL {c.p_fail:.0%}); about {f.expected_more_labels} more labels to a decision, "
+            f"90% within {c.p90_labels}"
+        )
+        if f.n_gold < f.min_gold:
+            lines.append(f"no decision by the test before {f.min_gold} gold items (the exact rule always applies)")
+    if f.outputs_outside_order:
+        lines.append(
+            f"warning: {f.outputs_outside_order} outputs of the candidate came after the order and are not audited"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,82 @@
+"""The audit order of a labeling queue: a seeded random order its outputs are handed out in (issue 22).
+
+An audit of a release candidate (calibration/audits.py) decides from the gold of a uniformly random
+prefix of the candidate's outputs. So the queue makes the order once, before any audit label, and Next
+(labeling/queue.py) then hands out only the positions a lead has released, lowest first, never skipping.
+Labeling owns the order (the queue follows it); calibration only reads it, so labeling never imports
+calibration.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+
+import numpy as np
+from django.db import transaction
+from django.db.models import F, Value
+from django.db.models.functions import Least
+
+from .models import AuditOrder, AuditOrderItem, LabelingQueue, Output, User
+from .queue import QueueError
+
+# How many more positions "Label these k next" releases when nobody says (the issue's default).
+DEFAULT_RELEASE = 25
+
+# Seeds are drawn below 2**32 when none is given: short enough to read out and type again, and
+# default_rng takes any non-negative integer, so a seed a lead chose is kept as given.
+SEED_BOUND = 2**32
+
+
+def seeded_order(output_ids: Sequence[int], seed: int) -> list[int]:
+    """The output ids in the order of numpy's default_rng(seed).permutation over them sorted by id.
+
+    Sorting first makes the order depend only on which outputs there are and the seed, never on how
+    the database returned them; the same seed on the same outputs gives the same order.
+    """
+    ids = np.array(sorted(output_ids), dtype=np.int64)
+    return [int(i) for i in np.random.default_rng(seed).permutation(ids)]
+
+
+def new_seed() -> int:
+    return secrets.randbelow(SEED_BOUND)
+
+
+def audit_order_of(queue: LabelingQueue) -> AuditOrder | None:
+    return AuditOrder.objects.filter(queue=queue).first()
+
+
+def start_audit_order(*, queue: LabelingQueue, by: User, seed: int | None = None) -> tuple[AuditOrder, bool]:
+    """The queue's audit order, made now from its eval set's outputs if it has none; (order, created).
+
+    An existing order is reused whatever `seed` says (several audits share one random order; a
+    second order would make the first one's prefix no longer the prefix Next hands out). Call it
+    inside the caller's transaction so a failure later leaves no order behind.
+    """
+    if seed is not None and seed < 0:
+        raise QueueError(f"The seed must be a non-negative whole number, got {seed}.")
+    with transaction.atomic():
+        # Lock the queue row: two leads starting audits at once must not make two orders.
+        LabelingQueue.objects.select_for_update(no_key=True).filter(pk=queue.pk).first()
+        existing = audit_order_of(queue)
+        if existing is not None:
+            return existing, False
+        ids = list(Output.objects.filter(case__eval_set_id=queue.eval_set_id).values_list("pk", flat=True))
+        if not ids:
+            raise QueueError(f"{queue.eval_set.name} has no outputs to audit.")
+        seed = new_seed() if seed is None else seed
+        order = AuditOrder.objects.create(queue=queue, seed=seed, size=len(ids), created_by=by)
+        AuditOrderItem.objects.bulk_create(
+            AuditOrderItem(order=order, output_id=output_id, position=position)
+            for position, output_id in enumerate(seeded_order(ids, seed), start=1)
+        )
+        return order, True
+
+
+def release_next(*, order: AuditOrder, k: int = DEFAULT_RELEASE) -> AuditOrder:
+    """Let Next hand out the following k positions of the order (never beyond its size)."""
+    if k < 1:
+        raise QueueError(f"Release at least one more output, not {k}.")
+    AuditOrder.objects.filter(pk=order.pk).update(released=Least(F("released") + Value(k), F("size")))
+    order.refresh_from_db(fields=["released"])
+    return order
