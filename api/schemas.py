@@ -153,12 +153,19 @@ class GateCriterionOut(Schema):
     judge_tnr: float | None
     calibration_eval_set: str | None
     calibration_n: int
+    audit_lower: float | None = Field(description="an audit of the candidate: null unless the policy decides on one")
+    audit_upper: float | None
+    audit_estimate: float | None
+    audit_decided: str | None = Field(description="PASS, FAIL or null (not yet)")
+    audit_plan: int | None
+    audit_n_labeled: int | None
+    audit_N: int | None
     error_rate: float | None
     met: bool
     min_pass_rate: float
     max_error_rate: float
     confidence: float
-    decide_on: str = Field(description="wilson_lower (observed) or corrected_lower")
+    decide_on: str = Field(description="wilson_lower (observed), corrected_lower or audit")
 
 
 class VerdictSourceOut(Schema):
