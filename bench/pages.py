@@ -46,8 +46,8 @@ def walk_pages() -> dict[str, list[tuple[str, str]]]:
     from django.urls import reverse
 
     from calibration.models import GateResult
+    from evals.models import EvalSet, Output, RubricVersion
     from judging.models import JudgeConfig, JudgeRun, ProbeRun, Verdict
-    from labeling.models import EvalSet, Output, RubricVersion
 
     es = EvalSet.objects.get(name="refund-support-demo")
     rv = RubricVersion.objects.get(rubric__name="refund-support", version="1")
@@ -174,8 +174,8 @@ def main() -> None:
         import django
 
         django.setup()
+        from evals.models import EvalSet, RubricVersion
         from judging.models import JudgeConfig
-        from labeling.models import EvalSet, RubricVersion
 
         eval_set_id = EvalSet.objects.get(name="refund-support-demo").pk
         rubric_version_id = RubricVersion.objects.get(rubric__name="refund-support", version="1").pk

@@ -8,9 +8,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from evals.models import EvalSet, Output, RubricVersion
 from judging.models import JudgeConfig
 from labeling.access import STAFF_ROLES, role_required
-from labeling.models import EvalSet, Output, RubricVersion
 from labeling.naming import output_names
 from labeling.pages import full_url, transcript_parts
 from labeling.queue import current_queue

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 from django.db.models import Q, QuerySet
 
+from evals.models import Criterion, EvalSet, Output, RubricVersion
 from judging.models import JudgeConfig, Verdict, VerdictOutcome
 from labeling.gold import DISAGREED, derive_gold, gold_policies, item_states
-from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, LabelingQueue, Output, RubricVersion
+from labeling.models import Annotation, GoldLabel, Label, LabelingQueue
 from labeling.transcript import NONE_QUOTE, quotes_of
 
 from . import data

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from evals.models import Criterion, Output, RubricVersion
 from judging.models import JudgeConfig, Verdict
 
 # The human side's loaders are labeling's; they stand here too, so calibration reads all frames from one module.
 from labeling.data import GOLD_COLUMNS, LABEL_COLUMNS, Scope, frame, load_adjudicated, load_labels  # noqa: F401
 from labeling.gold import item_states
-from labeling.models import Criterion, Output, RubricVersion
 
 from . import content_cache
 

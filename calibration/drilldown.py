@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 from django.utils.safestring import SafeString
 
+from evals.models import Criterion, EvalSet, Output, RubricVersion
 from judging.models import JudgeConfig, Verdict
 from labeling.gold import derive_gold
-from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, Output, RubricVersion
+from labeling.models import Annotation, GoldLabel, Label
 from labeling.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, quotes_of, render_json, show
 
 from . import data

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from evals.models import EvalSet, RubricVersion
 from judging.models import JudgeConfig, JudgeRun
-from labeling.models import EvalSet, RubricVersion
 
 from . import data, probes
 from .lookup import UnknownName, eval_set_named, judge_named, rubric_version_named

@@ -32,8 +32,9 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from evals.models import EvalSet, RubricVersion
 from judging.models import JudgeRun
-from labeling.models import Annotation, EvalSet, RubricVersion
+from labeling.models import Annotation
 
 from .models import GateResult, GatingMark, GatingReview
 from .report import criterion_tiers

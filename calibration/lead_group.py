@@ -4,7 +4,7 @@ What the README and the pages promise a lead in the admin: reading everything th
 gold, verdicts, gates: the audit trail, which the admin shows but never edits), managing annotator and
 reviewer accounts, editing eval set descriptions, and adding or editing judge configs no run uses yet (the
 admin uses the judge page's form, with its key and host allowlists). Login lockouts (django-axes) come from
-the role itself (labeling/admin.py). Evidence (labels, gold, gating marks, gate results) is view-only: it
+the role itself (evals/admin.py). Evidence (labels, gold, gating marks, gate results) is view-only: it
 changes through the product, which keeps revisions.
 
 Lives in calibration, the app above the others, because it names models of every app.
@@ -19,14 +19,16 @@ from labeling.groups import LEAD_GROUP
 
 VIEW = ("view",)
 LEAD_PERMISSIONS: dict[str, dict[str, tuple[str, ...]]] = {
-    "labeling": {
-        "user": ("view", "add", "change"),  # labeling/admin.py keeps superusers, leads and staff flags out of reach
+    "evals": {
+        "user": ("view", "add", "change"),  # evals/admin.py keeps superusers, leads and staff flags out of reach
         "evalset": ("view", "change"),
         "case": VIEW,
         "output": VIEW,
         "rubric": VIEW,
         "rubricversion": VIEW,
         "criterion": VIEW,
+    },
+    "labeling": {
         "annotation": VIEW,
         "label": VIEW,
         "goldlabel": VIEW,

@@ -6,8 +6,8 @@ what exists. The HTTP gate passes `say_known=False`: a token holder must not lea
 
 from __future__ import annotations
 
+from evals.models import EvalSet, RubricVersion
 from judging.models import JudgeConfig
-from labeling.models import EvalSet, RubricVersion
 
 
 class UnknownName(Exception):

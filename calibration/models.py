@@ -14,8 +14,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from evals.models import Criterion, EvalSet, RubricVersion
 from judging.models import JudgeConfig, JudgeRun
-from labeling.models import Criterion, EvalSet, RubricVersion
 
 from .policy import (
     DECIDE_ON,

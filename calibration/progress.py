@@ -16,8 +16,9 @@ import pandas as pd
 from django.db.models import Count
 from django.utils import timezone
 
+from evals.models import Criterion, EvalSet, HumanOutcome, Output, RubricVersion
 from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED
-from labeling.models import Annotation, Criterion, EvalSet, HumanOutcome, Output, RubricVersion
+from labeling.models import Annotation
 
 from .data import Scope, load_adjudicated, load_labels, states_of
 from .metrics import HUMAN_MIN_KAPPA, MIN_N, HumanAgreement

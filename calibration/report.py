@@ -27,10 +27,10 @@ import numpy as np
 import pandas as pd
 from django.utils import timezone
 
+from evals.models import Criterion, EvalSet, GoldPolicy, RubricVersion
 from judging.models import JudgeConfig
 from judging.probes.results import ProbeResults
 from labeling.gold import derive_gold, tied_items
-from labeling.models import Criterion, EvalSet, GoldPolicy, RubricVersion
 
 from . import content_cache, data
 from .metrics import (

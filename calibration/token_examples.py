@@ -14,8 +14,8 @@ import shlex
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from evals.models import EvalSet
 from judging.models import JudgeRun
-from labeling.models import EvalSet
 
 from .models import GateToken, GatingMark, TokenScope
 

@@ -16,10 +16,11 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
+from evals.models import Criterion, EvalSet, Output, Role, RubricVersion
 from judging.models import JudgeConfig
 from labeling.access import STAFF_ROLES, checked_query, has_role, role_required
 from labeling.io.export import attachment_header
-from labeling.models import Criterion, EvalSet, GoldDispute, Output, Role, RubricVersion
+from labeling.models import GoldDispute
 from labeling.pages import pick_scope
 from labeling.progress import versions_with_work
 

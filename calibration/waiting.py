@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from evals.models import EvalSet, Output, RubricVersion
 from labeling.disputes import open_dispute_counts
 from labeling.gold import AWAITING, DISAGREED, gold_policies
-from labeling.models import EvalSet, LabelingQueue, Output, RubricVersion
+from labeling.models import LabelingQueue
 
 from .data import Scope, load_adjudicated, load_labels, states_of
 

@@ -12,9 +12,9 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
 from calibration.inbox import lead_inbox
+from evals.models import EvalSet, Role, RubricVersion
 from labeling.access import ALL_ROLES, STAFF_ROLES, gives_blind_labels, has_role, role_required
 from labeling.inbox import adjudications_waiting
-from labeling.models import EvalSet, Role, RubricVersion
 from labeling.progress import my_queues
 from labeling.queue import open_queues
 

@@ -98,6 +98,7 @@ INSTALLED_APPS = [
     "template_partials",
     "csp",
     "axes",
+    "evals",
     "labeling",
     "judging",
     "calibration",
@@ -183,7 +184,7 @@ def _database() -> dict:
 DATABASES = {"default": _database()}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-AUTH_USER_MODEL = "labeling.User"
+AUTH_USER_MODEL = "evals.User"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

@@ -30,6 +30,7 @@ from typing import IO, Any
 from django.db import transaction
 from django.utils import timezone
 
+from evals.models import EvalSet, Output, RubricVersion
 from labeling.io import export as labeling_export
 from labeling.io import fields as f
 from labeling.io.adk import ICEWATER_KEY, load_document
@@ -40,7 +41,6 @@ from labeling.io.inspect_log import is_inspect_log
 from labeling.io.readers import Source, check_fields, iter_csv, iter_jsonl, line_of, peek_first_line, suggest
 from labeling.io.report import ImportReport, plural
 from labeling.io.rubrics import find_version
-from labeling.models import EvalSet, Output, RubricVersion
 from labeling.transcript import Transcript
 
 from .inspect_scores import ScoreMapping, inspect_records

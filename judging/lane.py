@@ -42,7 +42,7 @@ from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from labeling.models import Criterion
+from evals.models import Criterion
 from labeling.transcript import Transcript
 
 from . import cache, parse

@@ -13,7 +13,7 @@ import json
 from django.conf import settings
 from django.db import models
 
-from labeling.models import Criterion, EvalSet, Output, RubricVersion
+from evals.models import Criterion, EvalSet, Output, RubricVersion
 from labeling.validators import validate_name
 
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
 
+from evals.models import Role
 from labeling.access import has_role
-from labeling.models import Role
 from labeling.transcript import NONE_QUOTE, PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, render_json, show
 
 from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome

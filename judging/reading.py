@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from django.db.models import Exists, OuterRef, QuerySet
 
-from labeling.models import EvalSet, RubricVersion
+from evals.models import EvalSet, RubricVersion
 
 from .models import JudgeConfig, Verdict, VerdictOutcome
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from labeling.models import EvalSet, Output, Rubric, RubricVersion
+from evals.models import EvalSet, Output, Rubric, RubricVersion
 
 from .backends import Misconfigured, api_key_for, config_refusal
 from .backends.instruments import validate_instruments

@@ -13,8 +13,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from evals.models import Role
 from labeling.access import STAFF_ROLES, checked_query, has_role, role_required
-from labeling.models import Role
 from labeling.pages import full_url
 
 from . import pages, runner

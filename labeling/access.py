@@ -13,7 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import HttpRequest, HttpResponse, QueryDict
 
-from .models import Role
+from evals.models import Role
 
 ALL_ROLES = (Role.ANNOTATOR, Role.REVIEWER, Role.LEAD)
 STAFF_ROLES = (Role.REVIEWER, Role.LEAD)

@@ -16,8 +16,10 @@ from dataclasses import dataclass, replace
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
+from evals.models import Criterion, EvalSet, Output, RubricVersion, User
+
 from .gold import DISAGREED, gold_of_votes, load_item_states
-from .models import Annotation, Criterion, EvalSet, GoldDispute, GoldLabel, Label, Output, RubricVersion, User
+from .models import Annotation, GoldDispute, GoldLabel, Label
 from .naming import output_names
 from .transcript import quotes_of
 

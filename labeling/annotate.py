@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
 
-from .models import Annotation, Criterion, HumanOutcome, Label
+from evals.models import Criterion, HumanOutcome
+
+from .models import Annotation, Label
 from .queue import RESERVATION, RESERVATION_REFRESH, current_queue
 from .transcript import Transcript
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
-from .models import Criterion, GoldPolicy, HumanOutcome, RubricVersion
+from evals.models import Criterion, GoldPolicy, HumanOutcome, RubricVersion
+
 from .transcript import MAX_QUOTES, NONE_QUOTE, Transcript
 from .validators import validate_name
 

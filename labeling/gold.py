@@ -7,7 +7,7 @@ annotations. Progress, adjudication, calibration, the gate's calibration and the
 is. Calibration imports this module, never the other way round (the frames come from `labeling/data.py`).
 
 The gold policy is chosen per criterion in the rubric file and is part of the rubric version's content
-(labeling.models.GoldPolicy):
+(evals.models.GoldPolicy):
 
   majority   one outcome holds more than half of the labels (N/A and Can't tell count as votes too, so
              PASS, PASS, N/A is PASS but PASS, FAIL, N/A has no gold); for two annotators, their
@@ -27,8 +27,9 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from evals.models import GoldPolicy
+
 from .data import Scope, load_adjudicated, load_labels
-from .models import GoldPolicy
 
 KEY = ["criterion", "output"]
 

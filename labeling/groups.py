@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import Group
 
-from .models import Role, User
+from evals.models import Role, User
 
 LEAD_GROUP = "lead"
 

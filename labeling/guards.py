@@ -16,8 +16,10 @@ from django.db.models import Count, Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
+from evals.models import Criterion, Output, Role, User
+
 from .access import has_role
-from .models import Annotation, Criterion, LabelingQueue, Output, Role, User
+from .models import Annotation, LabelingQueue
 
 
 def own_annotation(user: User, pk: int, *, for_update: bool = False) -> Annotation:

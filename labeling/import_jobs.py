@@ -20,10 +20,12 @@ from django.core.cache import caches
 from django.db import transaction
 from django.utils import timezone
 
+from evals.models import EvalSet
+
 from .io import ImportFailed, Source, import_cases, import_labels, import_rubric
 from .io.cases import DEFAULT_AGENT_VERSION
 from .io.rubrics import find_version
-from .models import EvalSet, ImportJob
+from .models import ImportJob
 
 log = logging.getLogger(__name__)
 # How often the reporting thread looks at where the import is in the file (seconds).

@@ -16,8 +16,10 @@ from django.db.models import Max
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from evals.models import EvalSet, RubricVersion, User
+
 from .adjudicate import pending_items
-from .models import Annotation, EvalSet, GoldDispute, LabelingQueue, RubricVersion, User
+from .models import Annotation, GoldDispute, LabelingQueue
 
 
 @dataclass(frozen=True)

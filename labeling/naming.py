@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .models import Output
+from evals.models import Output
 
 
 def output_names(output_ids) -> dict[int, str]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.urls import reverse
 
+from evals.models import Role
+
 from .access import STAFF_ROLES, gives_blind_labels, has_role
-from .models import Role
 
 
 def nav_items(user) -> list[dict]:

@@ -15,11 +15,13 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
 
+from evals.models import Criterion, EvalSet, Output, RubricVersion
+
 from . import queue as q
 from .adjudicate import item_view
 from .annotate import OUTCOME_KEYS, criterion_states
 from .forms import AdjudicationForm
-from .models import Annotation, Criterion, EvalSet, LabelingQueue, Output, RubricVersion
+from .models import Annotation, LabelingQueue
 from .naming import output_name, output_names
 from .transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, render_json, show
 

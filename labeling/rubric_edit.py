@@ -11,9 +11,10 @@ import difflib
 import io
 import json
 
+from evals.models import RubricVersion
+
 from .io.readers import Source
 from .io.rubrics import import_rubric
-from .models import RubricVersion
 
 
 def as_text(rubric_version: RubricVersion | None) -> list[str]:

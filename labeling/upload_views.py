@@ -18,10 +18,12 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
+from evals.models import EvalSet, Role, RubricVersion
+
 from . import import_jobs
 from .access import role_required
 from .io import Source
-from .models import EvalSet, ImportJob, Role, RubricVersion
+from .models import ImportJob
 
 
 def upload_limit_mb() -> int:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.core.cache import cache
 
-from labeling.models import Role
+from evals.models import Role
 
 from .factories import make_user
 from .judging_helpers import KEY_ENV
@@ -76,8 +76,9 @@ def module_demo(django_db_setup, django_db_blocker):
     from django.test import override_settings
 
     from calibration.management.commands.load_demo import EVAL_SET, JUDGE
+    from evals.models import EvalSet
     from judging.models import JudgeConfig
-    from labeling.models import EvalSet, LabelingQueue
+    from labeling.models import LabelingQueue
 
     with (
         django_db_blocker.unblock(),

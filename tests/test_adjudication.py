@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from evals.models import Criterion
 from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED, load_item_states
-from labeling.models import Criterion, GoldLabel
+from labeling.models import GoldLabel
 
 from .factories import make_output, make_user
 from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture

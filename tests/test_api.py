@@ -12,9 +12,9 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from calibration.models import GateResult, GateToken
+from evals.models import Case, Output
 from judging import runner
 from judging.models import JudgeRun, Verdict
-from labeling.models import Case, Output
 
 from . import inspect_helpers
 from .api_helpers import call, create_token

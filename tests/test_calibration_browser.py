@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from calibration.approvals import approve_rubric_version
 from calibration.models import GateToken, GatingMark
-from labeling.models import Role
+from evals.models import Role
 
 from .browser.conftest import chromium, new_page, screenshot  # noqa: F401 - fixtures
 from .calibration_factories import bulk_calibration, make_judge

@@ -7,7 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from labeling.models import EvalSet, GoldLabel, Label
+from evals.models import EvalSet
+from labeling.models import GoldLabel, Label
 
 from .calibration_factories import add_verdict, adjudicate, annotate, annotator, make_judge, make_run
 from .factories import make_eval_set, make_output, make_rubric_version

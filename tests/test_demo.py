@@ -13,8 +13,9 @@ from calibration.management.commands.load_demo import DEMO_DIR, EVAL_SET, JUDGE,
 from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
 from calibration.models import GateResult, GatingMark
 from calibration.report import calibration_report, criterion_tiers
+from evals.models import EvalSet, Output, RubricVersion, User
 from judging.models import JudgeConfig, JudgeRun
-from labeling.models import EvalSet, LabelingQueue, Output, RubricVersion, User
+from labeling.models import LabelingQueue
 
 pytestmark = pytest.mark.django_db
 

@@ -9,12 +9,13 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from evals.models import EvalSet
 from judging.io import EXPORT_WHAT as WHAT
 from judging.io import export_data
 from judging.models import JudgeRun, Verdict
 from labeling.io import ExportError, import_cases, import_labels, import_rubric
 from labeling.io.export import FORMATS
-from labeling.models import Annotation, EvalSet, GoldLabel, Label
+from labeling.models import Annotation, GoldLabel, Label
 
 from .io_helpers import DATA, data_source, dump_cases, dump_gold, dump_labels, row_counts, source
 

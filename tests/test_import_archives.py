@@ -16,8 +16,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
+from evals.models import Case
 from labeling.io import ImportFailed, import_cases
-from labeling.models import Case
 
 from . import inspect_helpers
 from .api_helpers import call, create_token

@@ -8,9 +8,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from evals.models import Case, EvalSet, Output
 from labeling.io import MAX_PROBLEMS, ImportFailed, import_cases
 from labeling.io.adk import evalset_document
-from labeling.models import Case, EvalSet, Output
 
 from .io_helpers import DATA, data_source, dump_cases, jsonl, row_counts, source
 

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from evals.models import Case, Output
 from labeling.io import ImportFailed, import_cases, open_source
-from labeling.models import Case, Output
 
 from . import inspect_helpers
 from .inspect_helpers import INSPECT_MODEL, REFUND_SAMPLES, write_log

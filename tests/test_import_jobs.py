@@ -16,7 +16,8 @@ from django.core.cache import caches
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from labeling.models import Case, ImportJob
+from evals.models import Case
+from labeling.models import ImportJob
 
 from .io_helpers import row_counts
 from .test_judging_celery import Worker

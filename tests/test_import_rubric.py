@@ -11,9 +11,9 @@ import sys
 import pytest
 from django.core.management import CommandError, call_command
 
+from evals.models import Criterion, RubricVersion
 from labeling.io import ImportFailed, import_rubric
 from labeling.io.rubrics import find_version, parse_ref
-from labeling.models import Criterion, RubricVersion
 
 from .io_helpers import DATA, data_source, row_counts, source
 

@@ -15,9 +15,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from evals.models import Case, Output
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from labeling.io import import_cases, import_rubric
-from labeling.models import Case, Label, Output
+from labeling.models import Label
 
 from .io_helpers import data_source, row_counts
 

@@ -320,8 +320,8 @@ IMPORT = ("import_verdicts", "--eval-set", "support", "--rubric", "refund@1", "-
 
 
 def current_outcomes(judge: str = "ext") -> dict[tuple[str, str, str], str]:
+    from evals.models import EvalSet, RubricVersion
     from judging.reading import current_verdicts
-    from labeling.models import EvalSet, RubricVersion
 
     verdicts = current_verdicts(
         eval_set=EvalSet.objects.get(name="support"),

@@ -10,8 +10,9 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from evals.models import Criterion
 from judging.models import JudgeConfig, JudgeRun, Verdict
-from labeling.models import Annotation, Criterion, GoldLabel, Label
+from labeling.models import Annotation, GoldLabel, Label
 
 from .factories import make_user
 from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture

@@ -9,7 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from labeling.models import Annotation, Criterion, Label
+from evals.models import Criterion
+from labeling.models import Annotation, Label
 from labeling.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS
 
 from .factories import make_output

@@ -8,7 +8,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from labeling.models import Annotation, Criterion
+from evals.models import Criterion
+from labeling.models import Annotation
 
 from .factories import make_user
 from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture

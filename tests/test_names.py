@@ -11,10 +11,10 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from calibration.models import GateToken
+from evals.models import EvalSet, Output, Role, Rubric
 from judging.models import JudgeConfig
 from labeling.forms import RubricVersionForm
 from labeling.io import ImportFailed, import_cases, import_labels, import_rubric, open_source
-from labeling.models import EvalSet, Output, Role, Rubric
 from labeling.validators import name_problem
 
 from . import inspect_helpers

@@ -6,10 +6,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from evals.models import EvalSet
 from judging.models import JudgeRun
 from labeling.io import import_cases, import_rubric
 from labeling.io.rubrics import find_version
-from labeling.models import EvalSet
 
 from .calibration_factories import make_judge
 from .factories import make_eval_set, make_rubric_version

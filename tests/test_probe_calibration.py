@@ -16,9 +16,9 @@ from calibration.gate import CannotDecide, run_gate
 from calibration.models import GatingMark
 from calibration.policy import Tightening
 from calibration.report import REPORT_KEYS, calibration_report
+from evals.models import RubricVersion
 from judging.models import JudgeConfig
 from judging.probes import Declaration, Probe
-from labeling.models import RubricVersion
 from labeling.transcript import Transcript
 
 from .calibration_factories import bulk_calibration

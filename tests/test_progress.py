@@ -10,8 +10,9 @@ import pytest
 from django.urls import reverse
 
 from calibration.progress import annotation_buckets, criterion_counts, progress
+from evals.models import Criterion
 from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED, item_states
-from labeling.models import Criterion, GoldLabel
+from labeling.models import GoldLabel
 
 from .factories import make_output, make_user
 from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture

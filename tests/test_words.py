@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from labeling.models import Role
+from evals.models import Role
 from labeling.templatetags.outcomes import outcome_words
 
 from .calibration_factories import annotate, annotator

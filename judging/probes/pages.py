@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from django.core.paginator import Page, Paginator
 from django.db.models import Prefetch
 
+from evals.models import Criterion, Output, Role
 from labeling.access import has_role
-from labeling.models import Criterion, Output, Role
 from labeling.transcript import NONE_QUOTE, Transcript, highlight, render_json
 
 from ..models import JudgeRun, ProbedOutput, ProbeRun, Verdict

@@ -11,7 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from labeling.models import EvalSet, RubricVersion
+from evals.models import EvalSet, RubricVersion
 
 from ..models import JudgeConfig, JudgeRun, ProbeRun, Verdict
 from ..reading import majority

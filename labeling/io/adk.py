@@ -23,7 +23,8 @@ from typing import IO, Any
 
 from pydantic.alias_generators import to_camel as _to_camel
 
-from ..models import Case, EvalSet
+from evals.models import Case, EvalSet
+
 from . import fields as f
 from .cases import build_rows
 from .errors import Problems, RecordError

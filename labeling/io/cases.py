@@ -14,7 +14,8 @@ from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 
-from ..models import Case, EvalSet, Output
+from evals.models import Case, EvalSet, Output
+
 from . import fields as f
 from .errors import Problems, RecordError
 from .planner import analyze_after_import

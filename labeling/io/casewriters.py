@@ -22,7 +22,8 @@ from collections import Counter
 
 from django.db import connection
 
-from ..models import Case, EvalSet, Output
+from evals.models import Case, EvalSet, Output
+
 from .cases import CASE_COMPARED, OUTPUT_COMPARED, CaseRow, OutputRow, case_conflict, output_conflict
 from .errors import Problems
 from .fields import json_equal

@@ -23,7 +23,9 @@ from urllib.parse import quote
 from django.db.models import Prefetch
 from django.utils.http import content_disposition_header
 
-from ..models import Annotation, EvalSet, GoldLabel, Label, Output, RubricVersion
+from evals.models import EvalSet, Output, RubricVersion
+
+from ..models import Annotation, GoldLabel, Label
 from .cases import CASE_FIELDS, OUTPUT_FIELDS
 from .fields import csv_safe
 from .labels import AGREEMENT

@@ -14,7 +14,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from ..models import Criterion, GoldPolicy, Rubric, RubricVersion, rubric_content_hash
+from evals.models import Criterion, GoldPolicy, Rubric, RubricVersion, rubric_content_hash
+
 from . import fields as f
 from .errors import Problems, RecordError
 from .readers import (

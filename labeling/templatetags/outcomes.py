@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from labeling.models import HumanOutcome
+from evals.models import HumanOutcome
 
 register = template.Library()
 

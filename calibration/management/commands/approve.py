@@ -27,7 +27,7 @@ from calibration.policy import (
     FIELDS,
     GateThresholds,
 )
-from labeling.models import User
+from evals.models import User
 
 
 class Command(BaseCommand):

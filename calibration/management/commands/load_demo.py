@@ -14,8 +14,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 import labeling.demo
+from evals.models import Role, User
 from labeling.groups import sync_role_group
-from labeling.models import Role, User
 
 # The demo files are labeling's (labeling/demo); the command lives here, at the top, because the demo also
 # makes judge configs, runs and probe runs, which labeling may not import.
@@ -108,8 +108,9 @@ class Command(BaseCommand):
 
 def demo_rows() -> tuple[int, ...]:
     """How many of each thing the demo makes there are: the same before and after a load that added nothing."""
+    from evals.models import EvalSet, Output, RubricVersion
     from judging.models import JudgeConfig, JudgeRun, ProbeRun, Verdict
-    from labeling.models import Annotation, EvalSet, Label, LabelingQueue, Output, RubricVersion
+    from labeling.models import Annotation, Label, LabelingQueue
 
     models = (
         EvalSet,

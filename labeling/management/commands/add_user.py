@@ -8,8 +8,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from evals.models import Role, User
 from labeling.groups import sync_role_group
-from labeling.models import Role, User
 
 
 class Command(BaseCommand):

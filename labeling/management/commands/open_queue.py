@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evals.models import EvalSet, Role, User
 from labeling.access import has_role
 from labeling.io.rubrics import find_version
-from labeling.models import EvalSet, Role, User
 from labeling.queue import QueueError, current_queue, move_queue
 
 
