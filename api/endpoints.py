@@ -26,17 +26,18 @@ from pydantic import ConfigDict
 
 from calibration import api as gate_api
 from calibration.api import RUBRIC_REF, GateIn, bad_parameters, error, refused_body, server_error, too_large
-from calibration.export import to_json
-from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
 from calibration.models import TokenScope as Scope
 from calibration.models import VerdictPush
 from calibration.report import calibration_report, segmented_report
+from calibration.report_files import to_json
+from evals.lookup import UnknownName, eval_set_named, rubric_version_named
 from judging import runner
 from judging.backends import Misconfigured
 from judging.inspect_scores import ScoreMapping
 from judging.io import import_verdicts
+from judging.judge_lookup import judge_named
 from judging.models import JudgeRun
-from judging.progress import Progress, progress_of
+from judging.run_progress import Progress, progress_of
 from labeling.io import import_cases
 from labeling.io.json_body import BodyRefused, check_query, parse_json_body, schema_problems
 

@@ -199,7 +199,8 @@ def populate(n_outputs: int, eval_set_name: str, id_base: int, seed: int) -> dic
 
 def resolve(scope: dict) -> dict:
     """Fresh objects by name, as `manage.py calibration_report` finds them."""
-    from calibration.lookup import eval_set_named, judge_named, rubric_version_named
+    from evals.lookup import eval_set_named, rubric_version_named
+    from judging.judge_lookup import judge_named
 
     return {
         "eval_set": eval_set_named(scope["eval_set"]),

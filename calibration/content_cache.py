@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = (
     "calibration/report.py",
     "calibration/metrics.py",
-    "calibration/reading.py",
+    "calibration/frame_reading.py",
     "labeling/gold.py",
-    "judging/reading.py",
+    "judging/current_verdicts.py",
     "judging/probes",
 )
 TIMEOUT = 7 * 24 * 3600  # entries for data that moved on are never read again; let them expire

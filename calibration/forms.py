@@ -7,10 +7,10 @@ import math
 from django import forms
 
 from evals.models import EvalSet, Output, RubricVersion
+from evals.validators import validate_name
 from judging.models import JudgeConfig
 from labeling.io import fields as f
 from labeling.io.errors import RecordError
-from labeling.validators import validate_name
 
 from .models import GateToken, TokenScope
 from .policy import (

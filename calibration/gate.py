@@ -32,15 +32,17 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from evals.lookup import UnknownName, eval_set_named, rubric_version_named
 from evals.models import EvalSet, RubricVersion
+from judging.judge_lookup import judge_named
 from judging.models import JudgeConfig, JudgeRun
 
-from . import data, probes
-from .lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
+from . import frames as data
+from . import probes
+from .frame_reading import current_runs, current_verdicts
 from .metrics import BINARY, ERROR, PASS, CorrectedPassRate, corrected_pass_rate, fmt, wilson_interval
 from .models import GateResult, GateToken, GatingMark
 from .policy import CORRECTED_LOWER, GateThresholds, Tightening
-from .reading import current_runs, current_verdicts
 
 EXIT_PASSED, EXIT_FAILED, EXIT_UNDECIDED = 0, 1, 2
 

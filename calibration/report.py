@@ -2,7 +2,7 @@
 human ceiling, with every excluded item counted and every degenerate case said out loud.
 
 `build_rows` is pure (DataFrames in, frozen rows out); `calibration_report` and `human_agreement`
-load the frames through `calibration/data.py` with a constant number of queries.
+load the frames through `calibration/frames.py` with a constant number of queries.
 
 Which items count where (each item, one output x one criterion, lands in exactly one bucket, so
 n + judge_error + judge_abstain + not_applicable + pending_gold + no verdict = every item seen):
@@ -32,7 +32,17 @@ from judging.models import JudgeConfig
 from judging.probes.results import ProbeResults
 from labeling.gold import derive_gold, tied_items
 
-from . import content_cache, data
+from . import content_cache
+from . import frames as data
+from .frame_reading import (
+    KEY,
+    annotator_pair_cells,
+    binary_value_counts,
+    current_verdicts,
+    items_over_two,
+    judge_sample_counts,
+    two_annotator_pairs,
+)
 from .metrics import (
     ABSTAIN,
     BINARY,
@@ -58,15 +68,6 @@ from .metrics import (
     tier_for,
 )
 from .probes import probe_results, report_key
-from .reading import (
-    KEY,
-    annotator_pair_cells,
-    binary_value_counts,
-    current_verdicts,
-    items_over_two,
-    judge_sample_counts,
-    two_annotator_pairs,
-)
 
 # Exactly the keys of one criterion in the JSON report, in this order.
 REPORT_KEYS = (

@@ -13,27 +13,24 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
+from evals.access import STAFF_ROLES, checked_query, has_role, role_required
 from evals.models import Criterion, EvalSet, Output, Role, RubricVersion
 from judging.models import JudgeConfig
-from labeling.access import STAFF_ROLES, checked_query, has_role, role_required
 from labeling.io.export import attachment_header
 from labeling.models import GoldDispute
-from labeling.pages import pick_scope
-from labeling.progress import versions_with_work
 
 from . import drilldown as dd
 from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review, revoke_gating
 from .decision import CANNOT, GATING, MAY_GATE, MORE_LABELS, decide
-from .export import to_csv, to_json
 from .forms import CompareForm, GatingForm, ReasonForm, TokenForm
-from .metrics import HUMAN_MIN_KAPPA, MIN_N
+from .metrics import MIN_N
 from .models import GateResult, GateToken, GatingMark, GatingReview, hash_token
 from .overview import comparison_params, overview_grids, run_instruments
-from .progress import progress as labeling_progress
 from .report import calibration_report
+from .report_files import to_csv, to_json
 from .svg import confusion_cells, kappa_chart, opacity
 from .token_examples import token_examples
 from .waiting import waiting_work
@@ -408,15 +405,3 @@ def revoke_token(request: HttpRequest, token: int) -> HttpResponse:
     else:
         messages.error(request, "No such active token.")
     return redirect("calibration:gates")
-
-
-@require_GET
-@role_required(*STAFF_ROLES)
-def progress_page(request: HttpRequest) -> HttpResponse:
-    """Labeling progress of one eval set and rubric version, with the human-human agreement so far."""
-    scope = pick_scope(request)
-    context = {"scope": scope, "progress": None, "human_min_kappa": HUMAN_MIN_KAPPA, "min_n": MIN_N}
-    if scope.eval_set and scope.rubric_version:
-        context["progress"] = labeling_progress(scope.eval_set, scope.rubric_version)
-        context["versions"] = versions_with_work(scope.eval_set, also=scope.rubric_version)
-    return render(request, "calibration/progress.html", context)

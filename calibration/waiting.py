@@ -15,7 +15,7 @@ from labeling.disputes import open_dispute_counts
 from labeling.gold import AWAITING, DISAGREED, gold_policies
 from labeling.models import LabelingQueue
 
-from .data import Scope, load_adjudicated, load_labels, states_of
+from .frames import Scope, load_adjudicated, load_labels, states_of
 
 
 @dataclass(frozen=True)

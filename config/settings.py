@@ -104,6 +104,7 @@ INSTALLED_APPS = [
     "calibration",
     "ninja",  # its templates and static files: the API docs page serves Swagger UI from here, no CDN
     "api",
+    "workspace",
 ]
 
 MIDDLEWARE = [

@@ -4,7 +4,8 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from .home import home
+from workspace.home import home
+
 from .login import LoginView
 
 handler400 = "config.errors.bad_request"
@@ -18,6 +19,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("judging/", include("judging.urls")),
     path("calibration/", include("calibration.urls")),
+    path("calibration/", include("workspace.urls")),
     path("api/", include("api.urls")),
     path("", home, name="home"),
     path("", include("labeling.urls")),

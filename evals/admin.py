@@ -6,8 +6,8 @@ from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
 
-from labeling.access import has_role
-from labeling.groups import sync_role_group
+from evals.access import has_role
+from evals.role_groups import sync_role_group
 
 from .models import Case, Criterion, EvalSet, Output, Role, Rubric, RubricVersion, User
 
@@ -17,7 +17,7 @@ PRIVILEGE_FIELDS = ("is_superuser", "is_staff", "groups", "user_permissions")
 
 @admin.register(User)
 class IcewaterUserAdmin(UserAdmin):
-    """Leads manage annotator and reviewer accounts (the lead group, calibration/lead_group.py); the privilege
+    """Leads manage annotator and reviewer accounts (the lead group, workspace/lead_permissions.py); the privilege
     flags and other leads' or superusers' accounts (their passwords above all) stay with superusers."""
 
     list_display = ("username", "role", "is_active", "is_staff", "last_login")

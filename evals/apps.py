@@ -8,7 +8,7 @@ class EvalsConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import pre_save
 
-        from labeling.accounts import end_sessions_when_activity_changes
+        from evals.accounts import end_sessions_when_activity_changes
 
         from .models import User
 

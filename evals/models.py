@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.db import models
 
-from labeling.validators import validate_name
+from evals.validators import validate_name
 
 
 class Role(models.TextChoices):

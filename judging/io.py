@@ -1,6 +1,6 @@
 """Verdicts in and out of Icewater: JSONL and CSV both ways, and Google ADK eval results in.
 
-Export writes the current verdicts (judging/reading.py) of an eval set x rubric version x
+Export writes the current verdicts (judging/current_verdicts.py) of an eval set x rubric version x
 judge config, one record per output, criterion and sample:
 
     {"case_id", "agent_version", "criterion", "sample", "outcome", "evidence", "raw",
@@ -31,6 +31,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evals.models import EvalSet, Output, RubricVersion
+from evals.transcript import Transcript
 from labeling.io import export as labeling_export
 from labeling.io import fields as f
 from labeling.io.adk import ICEWATER_KEY, load_document
@@ -41,11 +42,10 @@ from labeling.io.inspect_log import is_inspect_log
 from labeling.io.readers import Source, check_fields, iter_csv, iter_jsonl, line_of, peek_first_line, suggest
 from labeling.io.report import ImportReport, plural
 from labeling.io.rubrics import find_version
-from labeling.transcript import Transcript
 
+from .current_verdicts import current_verdicts
 from .inspect_scores import ScoreMapping, inspect_records
 from .models import ErrorKind, JudgeConfig, JudgeRun, Verdict, VerdictOutcome
-from .reading import current_verdicts
 
 REQUIRED_FIELDS = ("case_id", "agent_version", "criterion", "outcome", "evidence", "raw")
 EXPORT_COLUMNS = (

@@ -43,7 +43,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from evals.models import Criterion
-from labeling.transcript import Transcript
+from evals.transcript import Transcript
 
 from . import cache, parse
 from .allowlist import key_var_refusal

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 
 from evals.models import Criterion, EvalSet, Output, RubricVersion
-from labeling.validators import validate_name
+from evals.validators import validate_name
 
 
 class JudgeConfigLocked(Exception):
@@ -271,7 +271,7 @@ class Verdict(models.Model):
     cache_hit = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     # The arm of a probe run this verdict belongs to (its run's `probe`); "" for every verdict that counts.
-    # Readers of the judge's verdicts (judging/reading.py, calibration/data.py) take only probe="".
+    # Readers of the judge's verdicts (judging/current_verdicts.py, calibration/frames.py) take only probe="".
     probe = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:

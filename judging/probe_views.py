@@ -11,15 +11,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from evals.access import STAFF_ROLES, has_role, role_required
 from evals.models import Criterion, Role
-from labeling.access import STAFF_ROLES, has_role, role_required
 
 from . import runner
 from .backends import Misconfigured
 from .forms import StartProbeRunForm
 from .models import JudgeRun, ProbeRun
-from .probes import choose
-from .probes import pages as probe_pages
+from .probes import choose, probe_pages
 from .probes import runs as probe_runs
 
 

@@ -13,15 +13,16 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
+from evals.access import STAFF_ROLES, checked_query, has_role, role_required
 from evals.models import Role
-from labeling.access import STAFF_ROLES, checked_query, has_role, role_required
-from labeling.pages import full_url
+from labeling.labeling_pages import full_url
 
-from . import pages, runner
+from . import judge_pages as pages
+from . import runner
 from .backends import Misconfigured
 from .forms import JudgeConfigForm, StartRunForm
 from .models import JudgeConfig, JudgeRun, Verdict
-from .progress import progress_of
+from .run_progress import progress_of
 
 
 @role_required(*STAFF_ROLES)

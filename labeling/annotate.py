@@ -18,10 +18,10 @@ from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
 
 from evals.models import Criterion, HumanOutcome
+from evals.transcript import Transcript
 
 from .models import Annotation, Label
 from .queue import RESERVATION, RESERVATION_REFRESH, current_queue
-from .transcript import Transcript
 
 # The outcomes in the order the page shows them, with the key that picks each one.
 OUTCOME_KEYS = [

@@ -13,9 +13,9 @@ from collections import Counter
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
+from evals.access import has_role
 from evals.models import Criterion, EvalSet, Output, Role, RubricVersion, User
 
-from .access import has_role
 from .adjudicate import item_view
 from .forms import RATIONALE_MAX_CHARS
 from .models import GoldDispute

@@ -5,9 +5,8 @@ from __future__ import annotations
 from django import forms
 
 from evals.models import Criterion, GoldPolicy, HumanOutcome, RubricVersion
-
-from .transcript import MAX_QUOTES, NONE_QUOTE, Transcript
-from .validators import validate_name
+from evals.transcript import MAX_QUOTES, NONE_QUOTE, Transcript
+from evals.validators import validate_name
 
 # A quote is a pointer into the transcript, not an essay; this bounds what one save can store.
 EVIDENCE_MAX_CHARS = 4000

@@ -4,7 +4,7 @@ Gold is not stored where the annotators settle it: it is the adjudicated GoldLab
 current, otherwise what the criterion's gold policy makes of the current labels of submitted
 annotations. Progress, adjudication, calibration, the gate's calibration and the export all call
 `derive_gold` (over frames) or `gold_of_votes` (one item), so they can never disagree about what gold
-is. Calibration imports this module, never the other way round (the frames come from `labeling/data.py`).
+is. Calibration imports this module, never the other way round (the frames come from `labeling/label_frames.py`).
 
 The gold policy is chosen per criterion in the rubric file and is part of the rubric version's content
 (evals.models.GoldPolicy):
@@ -29,7 +29,7 @@ import pandas as pd
 
 from evals.models import GoldPolicy
 
-from .data import Scope, load_adjudicated, load_labels
+from .label_frames import Scope, load_adjudicated, load_labels
 
 KEY = ["criterion", "output"]
 

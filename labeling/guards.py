@@ -16,9 +16,9 @@ from django.db.models import Count, Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
+from evals.access import has_role
 from evals.models import Criterion, Output, Role, User
 
-from .access import has_role
 from .models import Annotation, LabelingQueue
 
 

@@ -11,7 +11,7 @@ from django.db import models
 from django.db.models import Q
 
 from evals.models import Criterion, EvalSet, HumanOutcome, Output, RubricVersion
-from labeling.transcript import Transcript, quotes_of
+from evals.transcript import Transcript, quotes_of
 
 
 class Annotation(models.Model):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from django.urls import reverse
 
+from evals.access import STAFF_ROLES, gives_blind_labels, has_role
 from evals.models import Role
-
-from .access import STAFF_ROLES, gives_blind_labels, has_role
 
 
 def nav_items(user) -> list[dict]:

@@ -18,10 +18,10 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
+from evals.access import role_required
 from evals.models import EvalSet, Role, RubricVersion
 
 from . import import_jobs
-from .access import role_required
 from .io import Source
 from .models import ImportJob
 

@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from calibration.lookup import eval_set_named, judge_named, rubric_version_named
 from calibration.report import calibration_report, human_agreement, segmented_report
+from evals.lookup import eval_set_named, rubric_version_named
+from judging.judge_lookup import judge_named
 
 from .calibration_factories import analyze
 
@@ -153,9 +154,9 @@ def test_qags_human_ceiling_reproduces_the_published_alpha_and_pairs_the_real_wo
 
 
 def test_qags_human_ceiling_does_not_depend_on_the_line_order_of_the_labels(qags):
-    from calibration.data import Scope, load_labels
+    from calibration.frame_reading import human_pairs
+    from calibration.frames import Scope, load_labels
     from calibration.metrics import cohen_agreement
-    from calibration.reading import human_pairs
 
     tmp, rubric, items = qags
     import_qags(tmp, "qags-reversed", rubric, items, reverse=True)

@@ -12,8 +12,8 @@ from playwright.sync_api import expect
 
 from calibration.models import GateResult
 from evals.models import Role, RubricVersion
+from evals.role_groups import sync_role_group
 from judging.models import JudgeConfig, JudgeRun
-from labeling.groups import sync_role_group
 from labeling.models import GoldDispute, LabelingQueue
 
 from .browser.conftest import chromium, new_page, screenshot  # noqa: F401 - fixtures

@@ -7,8 +7,8 @@ from django.test import Client
 from django.urls import reverse
 
 from config.errors import CSRF_REFUSED
+from evals.access import LABELING_REFUSED, SIGNED_OUT
 from evals.models import Role
-from labeling.access import LABELING_REFUSED, SIGNED_OUT
 from labeling.models import Annotation, Label
 
 from .labeling_helpers import fast_passwords, labeling_setup, next_url, save_url  # noqa: F401 - autouse fixture

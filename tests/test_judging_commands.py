@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from judging.io import EXPORT_COLUMNS, export_verdicts
 from judging.models import JudgeConfig, JudgeRun, Verdict
-from judging.progress import progress_of
+from judging.run_progress import progress_of
 from tests import judging_helpers
 from tests.factories import make_eval_set, make_output, make_rubric_version
 from tests.judging_helpers import KEY_ENV, RESPONSE, judge_in_process, make_judge, make_scope
@@ -321,7 +321,7 @@ IMPORT = ("import_verdicts", "--eval-set", "support", "--rubric", "refund@1", "-
 
 def current_outcomes(judge: str = "ext") -> dict[tuple[str, str, str], str]:
     from evals.models import EvalSet, RubricVersion
-    from judging.reading import current_verdicts
+    from judging.current_verdicts import current_verdicts
 
     verdicts = current_verdicts(
         eval_set=EvalSet.objects.get(name="support"),

@@ -10,8 +10,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evals.models import Criterion
+from evals.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS
 from labeling.models import Annotation, Label
-from labeling.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS
 
 from .factories import make_output
 from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from evals.transcript import MAX_QUOTES, Transcript
 from labeling.models import Annotation, Label
-from labeling.transcript import MAX_QUOTES, Transcript
 
 from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
     fast_passwords,

@@ -8,10 +8,10 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.urls import reverse
 
-from calibration.lead_group import LEAD_PERMISSIONS, sync_lead_group
 from evals.models import Role, User
+from evals.role_groups import LEAD_GROUP
 from judging.models import JudgeConfig
-from labeling.groups import LEAD_GROUP
+from workspace.lead_permissions import LEAD_PERMISSIONS, sync_lead_group
 
 from .calibration_factories import make_judge
 from .factories import make_user

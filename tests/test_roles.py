@@ -8,8 +8,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from evals.access import has_role
 from evals.models import Role, User
-from labeling.access import has_role
 
 from .factories import password_login
 

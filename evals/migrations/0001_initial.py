@@ -6,158 +6,318 @@ import django.contrib.auth.models
 import django.contrib.auth.validators
 import django.db.models.deletion
 import django.utils.timezone
-import labeling.validators
 from django.db import migrations, models
+
+import evals.validators
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('auth', '0012_alter_user_first_name_max_length'),
+        ("auth", "0012_alter_user_first_name_max_length"),
         # The tables exist once labeling's last migration before the move has run.
-        ('labeling', '0010_import_job'),
+        ("labeling", "0010_import_job"),
     ]
 
     operations = [
         migrations.SeparateDatabaseAndState(
             state_operations=[
                 migrations.CreateModel(
-                    name='EvalSet',
+                    name="EvalSet",
                     fields=[
-                        ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                        ('name', models.CharField(max_length=200, unique=True, validators=[labeling.validators.validate_name])),
-                        ('description', models.TextField(blank=True)),
-                        ('created_at', models.DateTimeField(auto_now_add=True)),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
+                        (
+                            "name",
+                            models.CharField(max_length=200, unique=True, validators=[evals.validators.validate_name]),
+                        ),
+                        ("description", models.TextField(blank=True)),
+                        ("created_at", models.DateTimeField(auto_now_add=True)),
                     ],
                     options={
-                        'db_table': 'labeling_evalset',
-                        'ordering': ['name'],
+                        "db_table": "labeling_evalset",
+                        "ordering": ["name"],
                     },
                 ),
                 migrations.CreateModel(
-                    name='Rubric',
+                    name="Rubric",
                     fields=[
-                        ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                        ('name', models.CharField(max_length=200, unique=True, validators=[labeling.validators.validate_name])),
-                        ('created_at', models.DateTimeField(auto_now_add=True)),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
+                        (
+                            "name",
+                            models.CharField(max_length=200, unique=True, validators=[evals.validators.validate_name]),
+                        ),
+                        ("created_at", models.DateTimeField(auto_now_add=True)),
                     ],
                     options={
-                        'db_table': 'labeling_rubric',
-                        'ordering': ['name'],
+                        "db_table": "labeling_rubric",
+                        "ordering": ["name"],
                     },
                 ),
                 migrations.CreateModel(
-                    name='User',
+                    name="User",
                     fields=[
-                        ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                        ('password', models.CharField(max_length=128, verbose_name='password')),
-                        ('last_login', models.DateTimeField(blank=True, null=True, verbose_name='last login')),
-                        ('is_superuser', models.BooleanField(default=False, help_text='Designates that this user has all permissions without explicitly assigning them.', verbose_name='superuser status')),
-                        ('username', models.CharField(error_messages={'unique': 'A user with that username already exists.'}, help_text='Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only.', max_length=150, unique=True, validators=[django.contrib.auth.validators.UnicodeUsernameValidator()], verbose_name='username')),
-                        ('first_name', models.CharField(blank=True, max_length=150, verbose_name='first name')),
-                        ('last_name', models.CharField(blank=True, max_length=150, verbose_name='last name')),
-                        ('email', models.EmailField(blank=True, max_length=254, verbose_name='email address')),
-                        ('is_staff', models.BooleanField(default=False, help_text='Designates whether the user can log into this admin site.', verbose_name='staff status')),
-                        ('is_active', models.BooleanField(default=True, help_text='Designates whether this user should be treated as active. Unselect this instead of deleting accounts.', verbose_name='active')),
-                        ('date_joined', models.DateTimeField(default=django.utils.timezone.now, verbose_name='date joined')),
-                        ('role', models.CharField(choices=[('annotator', 'Annotator'), ('reviewer', 'Reviewer'), ('lead', 'Lead')], default='annotator', max_length=16)),
-                        ('groups', models.ManyToManyField(blank=True, help_text='The groups this user belongs to. A user will get all permissions granted to each of their groups.', related_name='user_set', related_query_name='user', to='auth.group', verbose_name='groups')),
-                        ('user_permissions', models.ManyToManyField(blank=True, help_text='Specific permissions for this user.', related_name='user_set', related_query_name='user', to='auth.permission', verbose_name='user permissions')),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
+                        ("password", models.CharField(max_length=128, verbose_name="password")),
+                        ("last_login", models.DateTimeField(blank=True, null=True, verbose_name="last login")),
+                        (
+                            "is_superuser",
+                            models.BooleanField(
+                                default=False,
+                                help_text="Designates that this user has all permissions without explicitly assigning them.",
+                                verbose_name="superuser status",
+                            ),
+                        ),
+                        (
+                            "username",
+                            models.CharField(
+                                error_messages={"unique": "A user with that username already exists."},
+                                help_text="Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only.",
+                                max_length=150,
+                                unique=True,
+                                validators=[django.contrib.auth.validators.UnicodeUsernameValidator()],
+                                verbose_name="username",
+                            ),
+                        ),
+                        ("first_name", models.CharField(blank=True, max_length=150, verbose_name="first name")),
+                        ("last_name", models.CharField(blank=True, max_length=150, verbose_name="last name")),
+                        ("email", models.EmailField(blank=True, max_length=254, verbose_name="email address")),
+                        (
+                            "is_staff",
+                            models.BooleanField(
+                                default=False,
+                                help_text="Designates whether the user can log into this admin site.",
+                                verbose_name="staff status",
+                            ),
+                        ),
+                        (
+                            "is_active",
+                            models.BooleanField(
+                                default=True,
+                                help_text="Designates whether this user should be treated as active. Unselect this instead of deleting accounts.",
+                                verbose_name="active",
+                            ),
+                        ),
+                        (
+                            "date_joined",
+                            models.DateTimeField(default=django.utils.timezone.now, verbose_name="date joined"),
+                        ),
+                        (
+                            "role",
+                            models.CharField(
+                                choices=[("annotator", "Annotator"), ("reviewer", "Reviewer"), ("lead", "Lead")],
+                                default="annotator",
+                                max_length=16,
+                            ),
+                        ),
+                        (
+                            "groups",
+                            models.ManyToManyField(
+                                blank=True,
+                                help_text="The groups this user belongs to. A user will get all permissions granted to each of their groups.",
+                                related_name="user_set",
+                                related_query_name="user",
+                                to="auth.group",
+                                verbose_name="groups",
+                            ),
+                        ),
+                        (
+                            "user_permissions",
+                            models.ManyToManyField(
+                                blank=True,
+                                help_text="Specific permissions for this user.",
+                                related_name="user_set",
+                                related_query_name="user",
+                                to="auth.permission",
+                                verbose_name="user permissions",
+                            ),
+                        ),
                     ],
                     options={
-                        'verbose_name': 'user',
-                        'verbose_name_plural': 'users',
-                        'db_table': 'labeling_user',
-                        'abstract': False,
+                        "verbose_name": "user",
+                        "verbose_name_plural": "users",
+                        "db_table": "labeling_user",
+                        "abstract": False,
                     },
                     managers=[
-                        ('objects', django.contrib.auth.models.UserManager()),
+                        ("objects", django.contrib.auth.models.UserManager()),
                     ],
                 ),
                 migrations.CreateModel(
-                    name='Case',
+                    name="Case",
                     fields=[
-                        ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                        ('case_id', models.CharField(max_length=300, validators=[labeling.validators.validate_name])),
-                        ('input', models.TextField()),
-                        ('reference', models.TextField(blank=True)),
-                        ('metadata', models.JSONField(blank=True, default=dict)),
-                        ('eval_set', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='cases', to='evals.evalset')),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
+                        ("case_id", models.CharField(max_length=300, validators=[evals.validators.validate_name])),
+                        ("input", models.TextField()),
+                        ("reference", models.TextField(blank=True)),
+                        ("metadata", models.JSONField(blank=True, default=dict)),
+                        (
+                            "eval_set",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.CASCADE, related_name="cases", to="evals.evalset"
+                            ),
+                        ),
                     ],
                     options={
-                        'db_table': 'labeling_case',
-                        'ordering': ['eval_set', 'case_id'],
+                        "db_table": "labeling_case",
+                        "ordering": ["eval_set", "case_id"],
                     },
                 ),
                 migrations.CreateModel(
-                    name='Output',
+                    name="Output",
                     fields=[
-                        ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                        ('agent_version', models.CharField(default='default', max_length=200, validators=[labeling.validators.validate_name])),
-                        ('response', models.TextField()),
-                        ('tool_calls', models.JSONField(blank=True, default=list)),
-                        ('latency_ms', models.IntegerField(blank=True, null=True)),
-                        ('metadata', models.JSONField(blank=True, default=dict)),
-                        ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='outputs', to='evals.case')),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
+                        (
+                            "agent_version",
+                            models.CharField(
+                                default="default", max_length=200, validators=[evals.validators.validate_name]
+                            ),
+                        ),
+                        ("response", models.TextField()),
+                        ("tool_calls", models.JSONField(blank=True, default=list)),
+                        ("latency_ms", models.IntegerField(blank=True, null=True)),
+                        ("metadata", models.JSONField(blank=True, default=dict)),
+                        (
+                            "case",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.CASCADE, related_name="outputs", to="evals.case"
+                            ),
+                        ),
                     ],
                     options={
-                        'db_table': 'labeling_output',
-                        'ordering': ['case_id', 'agent_version'],
+                        "db_table": "labeling_output",
+                        "ordering": ["case_id", "agent_version"],
                     },
                 ),
                 migrations.CreateModel(
-                    name='RubricVersion',
+                    name="RubricVersion",
                     fields=[
-                        ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                        ('version', models.CharField(max_length=100, validators=[labeling.validators.validate_name])),
-                        ('instruction', models.TextField(blank=True)),
-                        ('content_hash', models.CharField(editable=False, max_length=64)),
-                        ('status', models.CharField(choices=[('draft', 'Draft'), ('approved', 'Approved'), ('retired', 'Retired')], default='draft', max_length=16)),
-                        ('approved_at', models.DateTimeField(blank=True, null=True)),
-                        ('approval_reason', models.TextField(blank=True)),
-                        ('created_at', models.DateTimeField(auto_now_add=True)),
-                        ('approved_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='evals.user')),
-                        ('rubric', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='versions', to='evals.rubric')),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
+                        ("version", models.CharField(max_length=100, validators=[evals.validators.validate_name])),
+                        ("instruction", models.TextField(blank=True)),
+                        ("content_hash", models.CharField(editable=False, max_length=64)),
+                        (
+                            "status",
+                            models.CharField(
+                                choices=[("draft", "Draft"), ("approved", "Approved"), ("retired", "Retired")],
+                                default="draft",
+                                max_length=16,
+                            ),
+                        ),
+                        ("approved_at", models.DateTimeField(blank=True, null=True)),
+                        ("approval_reason", models.TextField(blank=True)),
+                        ("created_at", models.DateTimeField(auto_now_add=True)),
+                        (
+                            "approved_by",
+                            models.ForeignKey(
+                                blank=True,
+                                null=True,
+                                on_delete=django.db.models.deletion.PROTECT,
+                                related_name="+",
+                                to="evals.user",
+                            ),
+                        ),
+                        (
+                            "rubric",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.PROTECT, related_name="versions", to="evals.rubric"
+                            ),
+                        ),
                     ],
                     options={
-                        'db_table': 'labeling_rubricversion',
-                        'ordering': ['rubric__name', 'created_at'],
+                        "db_table": "labeling_rubricversion",
+                        "ordering": ["rubric__name", "created_at"],
                     },
                 ),
                 migrations.CreateModel(
-                    name='Criterion',
+                    name="Criterion",
                     fields=[
-                        ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                        ('key', models.SlugField(max_length=100)),
-                        ('definition', models.TextField()),
-                        ('pass_example', models.TextField(blank=True)),
-                        ('fail_example', models.TextField(blank=True)),
-                        ('gold_policy', models.CharField(choices=[('majority', 'Strict majority'), ('any_fail', 'Any FAIL makes it FAIL'), ('unanimous', 'Unanimous (else adjudication)')], default='majority', max_length=16)),
-                        ('order', models.PositiveIntegerField(default=0)),
-                        ('rubric_version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='criteria', to='evals.rubricversion')),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
+                        ("key", models.SlugField(max_length=100)),
+                        ("definition", models.TextField()),
+                        ("pass_example", models.TextField(blank=True)),
+                        ("fail_example", models.TextField(blank=True)),
+                        (
+                            "gold_policy",
+                            models.CharField(
+                                choices=[
+                                    ("majority", "Strict majority"),
+                                    ("any_fail", "Any FAIL makes it FAIL"),
+                                    ("unanimous", "Unanimous (else adjudication)"),
+                                ],
+                                default="majority",
+                                max_length=16,
+                            ),
+                        ),
+                        ("order", models.PositiveIntegerField(default=0)),
+                        (
+                            "rubric_version",
+                            models.ForeignKey(
+                                on_delete=django.db.models.deletion.CASCADE,
+                                related_name="criteria",
+                                to="evals.rubricversion",
+                            ),
+                        ),
                     ],
                     options={
-                        'db_table': 'labeling_criterion',
-                        'ordering': ['rubric_version', 'order'],
+                        "db_table": "labeling_criterion",
+                        "ordering": ["rubric_version", "order"],
                     },
                 ),
                 migrations.AddConstraint(
-                    model_name='case',
-                    constraint=models.UniqueConstraint(fields=('eval_set', 'case_id'), name='case_id_unique_in_eval_set'),
+                    model_name="case",
+                    constraint=models.UniqueConstraint(
+                        fields=("eval_set", "case_id"), name="case_id_unique_in_eval_set"
+                    ),
                 ),
                 migrations.AddConstraint(
-                    model_name='output',
-                    constraint=models.UniqueConstraint(fields=('case', 'agent_version'), name='one_output_per_case_and_agent_version'),
+                    model_name="output",
+                    constraint=models.UniqueConstraint(
+                        fields=("case", "agent_version"), name="one_output_per_case_and_agent_version"
+                    ),
                 ),
                 migrations.AddConstraint(
-                    model_name='rubricversion',
-                    constraint=models.UniqueConstraint(fields=('rubric', 'version'), name='rubric_version_unique'),
+                    model_name="rubricversion",
+                    constraint=models.UniqueConstraint(fields=("rubric", "version"), name="rubric_version_unique"),
                 ),
                 migrations.AddConstraint(
-                    model_name='criterion',
-                    constraint=models.UniqueConstraint(fields=('rubric_version', 'key'), name='criterion_key_unique'),
+                    model_name="criterion",
+                    constraint=models.UniqueConstraint(fields=("rubric_version", "key"), name="criterion_key_unique"),
                 ),
             ],
         ),

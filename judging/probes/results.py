@@ -2,7 +2,7 @@
 
 Per criterion and probe: the flip rates (judging/probes/flips.py) of the (original, probed) pairs, for the
 roles the run's plan recorded; the verdict of an output is the majority of its samples
-(judging.reading.majority, the rule everywhere else).
+(judging.current_verdicts.majority, the rule everywhere else).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from evals.models import EvalSet, RubricVersion
+from judging.current_verdicts import majority
 
 from ..models import JudgeConfig, JudgeRun, ProbeRun, Verdict
-from ..reading import majority
 from .flips import (
     CONFIDENCE,
     MAX_FLIP_RATE,

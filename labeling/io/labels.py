@@ -25,10 +25,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from evals.models import Case, Criterion, EvalSet, GoldPolicy, HumanOutcome, Output, Role, RubricVersion, User
+from evals.transcript import MAX_QUOTES, NONE_QUOTE, Transcript
 
 from ..forms import EVIDENCE_MAX_CHARS, RATIONALE_MAX_CHARS
 from ..models import Annotation, GoldLabel, Label
-from ..transcript import MAX_QUOTES, NONE_QUOTE, Transcript
 from . import fields as f
 from .cases import AGENT_VERSION_MAX, CASE_ID_MAX, DEFAULT_AGENT_VERSION
 from .errors import Problems, RecordError

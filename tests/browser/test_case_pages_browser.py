@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from calibration.management.commands.load_demo import EVAL_SET
+from workspace.management.commands.load_demo import EVAL_SET
 
 from ..labeling_helpers import fast_passwords  # noqa: F401 - an autouse fixture
 from .conftest import screenshot

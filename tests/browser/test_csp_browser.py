@@ -14,10 +14,10 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from calibration.management.commands.load_demo import DEFAULT_DEMO_PASSWORD, EVAL_SET, JUDGE
 from evals.models import EvalSet, User
 from judging.models import JudgeConfig, JudgeRun, ProbeRun, Verdict
 from labeling.models import LabelingQueue
+from workspace.management.commands.load_demo import DEFAULT_DEMO_PASSWORD, EVAL_SET, JUDGE
 
 from ..labeling_helpers import fast_passwords  # noqa: F401 - an autouse fixture
 

@@ -6,8 +6,8 @@ import pytest
 from django.contrib.sessions.models import Session
 from playwright.sync_api import expect
 
+from evals.access import LABELING_REFUSED, SIGNED_OUT
 from evals.models import Role, User
-from labeling.access import LABELING_REFUSED, SIGNED_OUT
 from labeling.models import Label
 
 from ..factories import make_user

@@ -17,7 +17,6 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from calibration.approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review
-from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
 from calibration.policy import (
     DECIDE_ON,
     DEFAULT_CONFIDENCE,
@@ -27,7 +26,9 @@ from calibration.policy import (
     FIELDS,
     GateThresholds,
 )
+from evals.lookup import UnknownName, eval_set_named, rubric_version_named
 from evals.models import User
+from judging.judge_lookup import judge_named
 
 
 class Command(BaseCommand):

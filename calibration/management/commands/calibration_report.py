@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration.export import to_csv, to_json, to_text
-from calibration.lookup import UnknownName, eval_set_named, judge_named, rubric_version_named
 from calibration.report import calibration_report, segmented_report
+from calibration.report_files import to_csv, to_json, to_text
+from evals.lookup import UnknownName, eval_set_named, rubric_version_named
+from judging.judge_lookup import judge_named
 
 RENDER = {"json": to_json, "csv": to_csv, "text": to_text}
 

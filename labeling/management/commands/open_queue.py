@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evals.access import has_role
 from evals.models import EvalSet, Role, User
-from labeling.access import has_role
 from labeling.io.rubrics import find_version
 from labeling.queue import QueueError, current_queue, move_queue
 

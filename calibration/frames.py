@@ -1,4 +1,4 @@
-"""Where the ORM meets pandas: tidy DataFrames of labels, gold (labeling/data.py's loaders) and verdicts.
+"""Where the ORM meets pandas: tidy DataFrames of labels, gold (labeling/label_frames.py's loaders) and verdicts.
 
 Each loader runs one query, whatever the number of outputs or criteria, so pages and commands
 built on them run a constant number of queries. Rows go from the database cursor straight into
@@ -12,10 +12,10 @@ import pandas as pd
 
 from evals.models import Criterion, Output, RubricVersion
 from judging.models import JudgeConfig, Verdict
+from labeling.gold import item_states
 
 # The human side's loaders are labeling's; they stand here too, so calibration reads all frames from one module.
-from labeling.data import GOLD_COLUMNS, LABEL_COLUMNS, Scope, frame, load_adjudicated, load_labels  # noqa: F401
-from labeling.gold import item_states
+from labeling.label_frames import GOLD_COLUMNS, LABEL_COLUMNS, Scope, frame, load_adjudicated, load_labels  # noqa: F401
 
 from . import content_cache
 
@@ -36,7 +36,7 @@ def load_verdicts(scope: Scope, judge_config: JudgeConfig) -> pd.DataFrame:
     """Every stored verdict sample of this judge config: output, criterion, sample, outcome,
     evidence_found, run_rank. Runs are numbered in creation order, so the newest run has the lowest
     `run_rank` (its negated id); readers take each sample from the most recent run that has it, the
-    same rule judging/reading.py applies.
+    same rule judging/current_verdicts.py applies.
     """
     # A probe run's verdicts (probe != "") judged changed transcripts: they never count here.
     qs = Verdict.objects.filter(

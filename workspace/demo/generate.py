@@ -1,6 +1,6 @@
 """Write the demo data: a refund-support agent's outputs with deliberate flaws, and human labels.
 
-Run `python -m labeling.demo.generate` to rebuild labeling/demo/cases.jsonl and labels.jsonl.
+Run `python -m workspace.demo.generate` to rebuild workspace/demo/cases.jsonl and labels.jsonl.
 The output is deterministic (fixed seed) and committed, so `make run` needs no generation step.
 
 180 customer requests, each answered by two agent versions (v1.3 and v1.4) = 360 outputs. Two annotators

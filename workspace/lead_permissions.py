@@ -6,8 +6,6 @@ reviewer accounts, editing eval set descriptions, and adding or editing judge co
 admin uses the judge page's form, with its key and host allowlists). Login lockouts (django-axes) come from
 the role itself (evals/admin.py). Evidence (labels, gold, gating marks, gate results) is view-only: it
 changes through the product, which keeps revisions.
-
-Lives in calibration, the app above the others, because it names models of every app.
 """
 
 from __future__ import annotations
@@ -15,7 +13,7 @@ from __future__ import annotations
 from django.contrib.auth.models import Group, Permission
 from django.db.models import Q
 
-from labeling.groups import LEAD_GROUP
+from evals.role_groups import LEAD_GROUP
 
 VIEW = ("view",)
 LEAD_PERMISSIONS: dict[str, dict[str, tuple[str, ...]]] = {

@@ -18,9 +18,9 @@ Seven kinds, in the order they appear:
                  or judge config that does not exist: the caller's mistake, not a
                  release's failure
 
-Calibration is above labeling and judging, so this module may read all three (labeling.inbox has the
-reviewer's part). Queries: one per kind (the two gate kinds share one), plus one report (six queries, nine
-with a probe run) per calibration a gating mark was made on, at most MAX_TIER_CHECKS of them.
+The reviewer's part is workspace.review_inbox. Queries: one per kind (the two gate kinds share one), plus
+one report (six queries, nine with a probe run) per calibration a gating mark was made on, at most
+MAX_TIER_CHECKS of them.
 """
 
 from __future__ import annotations
@@ -32,12 +32,11 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from calibration.models import GateResult, GatingMark, GatingReview
+from calibration.report import criterion_tiers
 from evals.models import EvalSet, RubricVersion
 from judging.models import JudgeRun
 from labeling.models import Annotation
-
-from .models import GateResult, GatingMark, GatingReview
-from .report import criterion_tiers
 
 # Gate answers older than a week are history, not news: a release pipeline runs the gate daily or more.
 RECENT_GATES = timedelta(days=7)

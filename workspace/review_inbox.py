@@ -17,9 +17,8 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from evals.models import EvalSet, RubricVersion, User
-
-from .adjudicate import pending_items
-from .models import Annotation, GoldDispute, LabelingQueue
+from labeling.adjudicate import pending_items
+from labeling.models import Annotation, GoldDispute, LabelingQueue
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
 """The eval set page (its outputs, filtered and searched) and the output page (everything said about one output).
 
-These pages live in calibration, not labeling or judging: they show human labels, gold and judge verdicts
-side by side, and the false-pass / false-fail filters are calibration's reading of gold against the judge
-(labeling.gold, calibration.reading). labeling cannot import judging, and judging has no gold; calibration reads both.
+They show human labels, gold and judge verdicts side by side; the false-pass / false-fail filters are
+calibration's reading of gold against the judge (labeling.gold, calibration.frame_reading).
 
 Both pages run a fixed number of queries whatever the number of outputs, criteria, labels or verdicts.
 """
@@ -15,15 +14,14 @@ from dataclasses import dataclass, field
 import pandas as pd
 from django.db.models import Q, QuerySet
 
+from calibration import frames as data
+from calibration.drilldown import CELLS
+from calibration.frame_reading import KEY, current_verdicts
 from evals.models import Criterion, EvalSet, Output, RubricVersion
+from evals.transcript import NONE_QUOTE, quotes_of
 from judging.models import JudgeConfig, Verdict, VerdictOutcome
 from labeling.gold import DISAGREED, derive_gold, gold_policies, item_states
 from labeling.models import Annotation, GoldLabel, Label, LabelingQueue
-from labeling.transcript import NONE_QUOTE, quotes_of
-
-from . import data
-from .drilldown import CELLS
-from .reading import KEY, current_verdicts
 
 # ?show= on the eval set page -> what people read in the filter
 SHOW_CHOICES = [

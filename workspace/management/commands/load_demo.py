@@ -13,13 +13,12 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-import labeling.demo
+import workspace.demo
 from evals.models import Role, User
-from labeling.groups import sync_role_group
+from evals.role_groups import sync_role_group
 
-# The demo files are labeling's (labeling/demo); the command lives here, at the top, because the demo also
-# makes judge configs, runs and probe runs, which labeling may not import.
-DEMO_DIR = Path(labeling.demo.__file__).resolve().parent
+# The demo's files: cases, labels and the instrument judge (workspace/demo/generate.py writes them).
+DEMO_DIR = Path(workspace.demo.__file__).resolve().parent
 EVAL_SET = "refund-support-demo"
 RUBRIC = "refund-support@1"
 JUDGE = "demo-instruments"

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
 
+from evals.access import has_role
 from evals.models import Role
-from labeling.access import has_role
-from labeling.transcript import NONE_QUOTE, PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, render_json, show
+from evals.transcript import NONE_QUOTE, PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, render_json, show
 
+from .current_verdicts import majority
 from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome
 from .probes.registry import ORIGINAL
-from .reading import majority
 
 VERDICTS_PER_PAGE = 50
 RECENT_RUNS = 30

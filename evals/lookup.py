@@ -1,4 +1,4 @@
-"""Finding eval sets, rubric versions and judge configs by the names people type.
+"""Finding eval sets and rubric versions by the names people type (judge configs: judging/judge_lookup.py).
 
 Commands and the HTTP gate take names, not ids; on the command line a typo gets a message that says
 what exists. The HTTP gate passes `say_known=False`: a token holder must not learn the other names.
@@ -7,7 +7,6 @@ what exists. The HTTP gate passes `say_known=False`: a token holder must not lea
 from __future__ import annotations
 
 from evals.models import EvalSet, RubricVersion
-from judging.models import JudgeConfig
 
 
 class UnknownName(Exception):
@@ -23,7 +22,7 @@ def _known(values, limit: int = 8) -> str:
     return f"known: {shown}{more}"
 
 
-def _unknown(what: str, name: str, known, say_known: bool) -> UnknownName:
+def unknown_name(what: str, name: str, known, say_known: bool) -> UnknownName:
     # `known` is a lazy queryset: it is read only when the message lists it.
     return UnknownName(f"unknown {what} {name!r}" + (f" ({_known(known)})" if say_known else ""))
 
@@ -31,7 +30,7 @@ def _unknown(what: str, name: str, known, say_known: bool) -> UnknownName:
 def eval_set_named(name: str, *, say_known: bool = True) -> EvalSet:
     found = EvalSet.objects.filter(name=name).first()
     if found is None:
-        raise _unknown("eval set", name, EvalSet.objects.order_by("name").values_list("name", flat=True), say_known)
+        raise unknown_name("eval set", name, EvalSet.objects.order_by("name").values_list("name", flat=True), say_known)
     return found
 
 
@@ -47,14 +46,5 @@ def rubric_version_named(ref: str, *, say_known: bool = True) -> RubricVersion:
     found = RubricVersion.objects.select_related("rubric").filter(rubric__name=name, version=version).first()
     if found is None:
         versions = RubricVersion.objects.select_related("rubric").order_by("rubric__name", "version")
-        raise _unknown("rubric version", ref, (rv.ref for rv in versions), say_known)
-    return found
-
-
-def judge_named(name: str, *, say_known: bool = True) -> JudgeConfig:
-    found = JudgeConfig.objects.filter(name=name).first()
-    if found is None:
-        raise _unknown(
-            "judge config", name, JudgeConfig.objects.order_by("name").values_list("name", flat=True), say_known
-        )
+        raise unknown_name("rubric version", ref, (rv.ref for rv in versions), say_known)
     return found

@@ -1,7 +1,6 @@
-"""Home: an inbox per role. It lives in the project package because it reads every app: an annotator's
-queues (labeling), what waits for a reviewer (labeling.inbox), and what waits for a lead's decision
-(calibration.inbox, which reads judge runs and gates). The apps depend on each other upwards only
-(labeling <- judging <- calibration), so no app could host this page without importing one above it.
+"""Home: an inbox per role. An annotator's queues (labeling.my_queues), what waits for a reviewer
+(workspace.review_inbox), and what waits for a lead's decision (workspace.lead_inbox: rubric versions,
+queues, judge runs, gating marks and gates).
 """
 
 from __future__ import annotations
@@ -11,12 +10,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
-from calibration.inbox import lead_inbox
+from evals.access import ALL_ROLES, STAFF_ROLES, gives_blind_labels, has_role, role_required
 from evals.models import EvalSet, Role, RubricVersion
-from labeling.access import ALL_ROLES, STAFF_ROLES, gives_blind_labels, has_role, role_required
-from labeling.inbox import adjudications_waiting
-from labeling.progress import my_queues
+from labeling.my_queues import my_queues
 from labeling.queue import open_queues
+from workspace.lead_inbox import lead_inbox
+from workspace.review_inbox import adjudications_waiting
 
 
 @never_cache
@@ -38,4 +37,4 @@ def home(request: HttpRequest) -> HttpResponse:
         context["queues"] = open_queues()
     if lead:
         context["decisions"] = lead_inbox()
-    return render(request, "home.html", context)
+    return render(request, "workspace/home.html", context)

@@ -1,5 +1,5 @@
-"""The eval set page and the output page (calibration.cases says why they live here). Reviewers and leads
-only: they show other people's labels and the judge, and annotators label blind (403)."""
+"""The eval set page and the output page (what they show: workspace.browse). Reviewers and leads only:
+they show other people's labels and the judge, and annotators label blind (403)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from calibration.forms import CaseFilterForm
+from evals.access import STAFF_ROLES, role_required
 from evals.models import EvalSet, Output, RubricVersion
+from evals.naming import output_names
 from judging.models import JudgeConfig
-from labeling.access import STAFF_ROLES, role_required
-from labeling.naming import output_names
-from labeling.pages import full_url, transcript_parts
+from labeling.labeling_pages import full_url, transcript_parts
 from labeling.queue import current_queue
 
-from . import cases
-from .forms import CaseFilterForm
+from . import browse as cases
 
 # Rows per page of the eval set page: a screen or two, and the per-page lookups stay small.
 CASES_PAGE_SIZE = 50
@@ -54,7 +54,7 @@ def eval_set_page(request: HttpRequest, eval_set: int) -> HttpResponse:
         "rows": _rows(page.object_list, rv),
         "query": query.urlencode(),
     }
-    return render(request, "calibration/eval_set.html", context)
+    return render(request, "workspace/eval_set.html", context)
 
 
 def _rows(outputs, rv: RubricVersion | None) -> list[dict]:
@@ -85,4 +85,4 @@ def output_page(request: HttpRequest, output: int) -> HttpResponse:
         "full_url": full_url(request),
         "bad_version": bool(wanted) and (rv is None or str(rv.pk) != wanted),
     }
-    return render(request, "calibration/output.html", context)
+    return render(request, "workspace/output.html", context)

@@ -1,8 +1,7 @@
 """How far labeling has come per eval set and rubric version, with the human-human agreement so far (staff only).
 
 Staff see outputs with 0, 1 and 2 submitted annotations, pending adjudications, gold labels,
-and per criterion the human-human agreement so far. This lives in calibration, not labeling,
-because the agreement is calibration's figure: it comes from
+and per criterion the human-human agreement so far. The agreement comes from
 `calibration.report.human_agreement_from_labels` (the function the report's ceiling uses), fed
 with the label frame loaded here once, so the page and the report can never show different ceilings.
 """
@@ -16,13 +15,12 @@ import pandas as pd
 from django.db.models import Count
 from django.utils import timezone
 
+from calibration.frames import Scope, load_adjudicated, load_labels, states_of
+from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N, HumanAgreement
+from calibration.report import human_agreement_from_labels
 from evals.models import Criterion, EvalSet, HumanOutcome, Output, RubricVersion
 from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED
 from labeling.models import Annotation
-
-from .data import Scope, load_adjudicated, load_labels, states_of
-from .metrics import HUMAN_MIN_KAPPA, MIN_N, HumanAgreement
-from .report import human_agreement_from_labels
 
 
 @dataclass(frozen=True)

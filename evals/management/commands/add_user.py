@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from evals.models import Role, User
-from labeling.groups import sync_role_group
+from evals.role_groups import sync_role_group
 
 
 class Command(BaseCommand):
@@ -42,5 +42,5 @@ class Command(BaseCommand):
                 user.is_staff = True
             user.set_password(password)
             user.save()
-            sync_role_group(user)  # a lead gets the lead group's admin permissions (labeling/groups.py)
+            sync_role_group(user)  # a lead gets the lead group's admin permissions (evals/role_groups.py)
         self.stdout.write(f"{'created' if created else 'updated'} {username} ({role})")

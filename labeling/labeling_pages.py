@@ -16,14 +16,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evals.models import Criterion, EvalSet, Output, RubricVersion
+from evals.naming import output_name, output_names
+from evals.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, render_json, show
 
 from . import queue as q
 from .adjudicate import item_view
 from .annotate import OUTCOME_KEYS, criterion_states
 from .forms import AdjudicationForm
 from .models import Annotation, LabelingQueue
-from .naming import output_name, output_names
-from .transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, render_json, show
 
 OUTCOMES = OUTCOME_KEYS  # (value, label people see, key that picks it on the labeling page)
 

@@ -2,8 +2,8 @@
 
 Pure pandas, no queries. The stored rows are parts (one label per annotator, one verdict per
 sample and run); these functions aggregate them at read time, so a different rule never needs
-a re-run. The samples' majority is judging.reading.majority, the rule the judge's pages use.
-Frames use the column names `calibration/data.py` produces:
+a re-run. The samples' majority is judging.current_verdicts.majority, the rule the judge's pages use.
+Frames use the column names `calibration/frames.py` produces:
 
 labels:      output, criterion, annotation, annotator, slot, outcome   (current labels of submitted annotations)
 adjudicated: output, criterion, outcome                     (current adjudicated gold labels)
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from judging.reading import majority
+from judging.current_verdicts import majority
 from labeling.gold import KEY
 
 from .metrics import BINARY
@@ -28,7 +28,7 @@ def current_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
     """The judge's verdict per (criterion, output) from its stored samples.
 
     Each (output, criterion, sample) is taken from the most recent run that has it (the lowest
-    `run_rank`, the negated run id); the samples' verdict is their majority (judging.reading.majority:
+    `run_rank`, the negated run id); the samples' verdict is their majority (judging.current_verdicts.majority:
     a tie is ABSTAIN), and
     `judge_agreement` the share of samples that gave it. `evidence_not_found` flags a verdict whose
     quote, in a sample giving that outcome, is not in the transcript (never a tie: no sample gave it).

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from django.core.paginator import Page, Paginator
 from django.db.models import Prefetch
 
+from evals.access import has_role
 from evals.models import Criterion, Output, Role
-from labeling.access import has_role
-from labeling.transcript import NONE_QUOTE, Transcript, highlight, render_json
+from evals.transcript import NONE_QUOTE, Transcript, highlight, render_json
+from judging.models import JudgeRun, ProbedOutput, ProbeRun, Verdict
 
-from ..models import JudgeRun, ProbedOutput, ProbeRun, Verdict
 from .registry import ORIGINAL
 from .results import ProbeResults, pairs_of, results_of
 from .runs import progress_of, status_from
