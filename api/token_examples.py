@@ -16,7 +16,6 @@ from urllib.parse import urlencode
 
 from calibration.models import GatingMark
 from judging.models import JudgeRun
-from labeling.models import EvalSet
 
 from .models import GateToken, TokenScope
 

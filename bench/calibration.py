@@ -81,21 +81,9 @@ def reset_sequences(*models) -> None:
 
 def populate(n_outputs: int, eval_set_name: str, id_base: int, seed: int) -> dict:
     """One eval set with n outputs, labeled by two annotators, gold, and one judge run. Returns ids."""
+    from evals.models import Case, Criterion, EvalSet, Output, Role, Rubric, RubricVersion, User, rubric_content_hash
     from judging.models import JudgeConfig, JudgeRun, Verdict
-    from labeling.models import (
-        Annotation,
-        Case,
-        Criterion,
-        EvalSet,
-        GoldLabel,
-        Label,
-        Output,
-        Role,
-        Rubric,
-        RubricVersion,
-        User,
-        rubric_content_hash,
-    )
+    from labeling.models import Annotation, GoldLabel, Label
 
     rng = np.random.default_rng(seed)
     amy, _ = User.objects.get_or_create(username="amy", defaults={"role": Role.ANNOTATOR})

@@ -145,10 +145,10 @@ def forget_queue(url: str, queue: str) -> None:
 def run_bench(args, port: int) -> bool:
     from django.core.management import call_command
 
+    from evals.models import Case, EvalSet, Output
     from judging import runner
     from judging.models import JudgeConfig, JudgeRun
     from judging.warmup import warm_up
-    from labeling.models import Case, EvalSet, Output
     from tests.factories import make_rubric_version
 
     call_command("migrate", verbosity=0)

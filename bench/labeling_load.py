@@ -69,17 +69,8 @@ def populate(n_outputs: int, n_annotators: int) -> str:
     from django.contrib.auth.hashers import make_password
     from django.db import transaction
 
-    from labeling.models import (
-        Case,
-        Criterion,
-        EvalSet,
-        LabelingQueue,
-        Output,
-        Rubric,
-        RubricVersion,
-        User,
-        rubric_content_hash,
-    )
+    from evals.models import Case, Criterion, EvalSet, Output, Rubric, RubricVersion, User, rubric_content_hash
+    from labeling.models import LabelingQueue
 
     rng = random.Random(7)
     criteria = [

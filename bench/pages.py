@@ -46,8 +46,8 @@ def walk_pages() -> dict[str, list[tuple[str, str]]]:
     from django.urls import reverse
 
     from calibration.models import GateResult
+    from evals.models import EvalSet, Output, RubricVersion
     from judging.models import JudgeConfig, JudgeRun, ProbeRun, Verdict
-    from labeling.models import EvalSet, Output, RubricVersion
 
     es = EvalSet.objects.get(name="refund-support-demo")
     rv = RubricVersion.objects.get(rubric__name="refund-support", version="1")
@@ -67,9 +67,9 @@ def walk_pages() -> dict[str, list[tuple[str, str]]]:
         ("compare", compare),
         ("gates", reverse("calibration:gates")),
         ("gate form", reverse("calibration:gate_run")),
-        ("progress", reverse("calibration:progress")),
-        ("eval set", reverse("calibration:eval_set", args=[es.pk])),
-        ("output", reverse("calibration:output", args=[Output.objects.order_by("pk").first().pk])),
+        ("progress", reverse("workspace:progress")),
+        ("eval set", reverse("workspace:eval_set", args=[es.pk])),
+        ("output", reverse("workspace:output", args=[Output.objects.order_by("pk").first().pk])),
         ("judging", reverse("judging:index")),
         ("judge run", reverse("judging:run", args=[run.pk])),
         ("verdicts", reverse("judging:run_verdicts", args=[run.pk])),
@@ -174,8 +174,8 @@ def main() -> None:
         import django
 
         django.setup()
+        from evals.models import EvalSet, RubricVersion
         from judging.models import JudgeConfig
-        from labeling.models import EvalSet, RubricVersion
 
         eval_set_id = EvalSet.objects.get(name="refund-support-demo").pk
         rubric_version_id = RubricVersion.objects.get(rubric__name="refund-support", version="1").pk

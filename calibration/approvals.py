@@ -11,9 +11,9 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from evals.access import has_role
+from evals.models import EvalSet, Role, RubricVersion, User
 from judging.models import JudgeConfig
-from labeling.access import has_role
-from labeling.models import EvalSet, Role, RubricVersion, User
 
 from . import probes
 from .models import GatingMark, GatingReview

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = (
     "calibration/report.py",
     "calibration/metrics.py",
-    "calibration/reading.py",
+    "calibration/frame_reading.py",
     "labeling/gold.py",
     "judging/reading.py",
     "judging/sample_majority.py",

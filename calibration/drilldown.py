@@ -14,14 +14,16 @@ from dataclasses import dataclass, field
 import pandas as pd
 from django.utils.safestring import SafeString
 
+from evals.models import Criterion, EvalSet, Output, RubricVersion
+from evals.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, quotes_of, render_json, show
 from judging.models import JudgeConfig, Verdict
 from labeling.gold import derive_gold
 from labeling.models import Criterion, EvalSet, GoldDispute, GoldLabel, Label, Output, RubricVersion
 from labeling.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, quotes_of, render_json, show
 
-from . import data
+from . import frames as data
+from .frame_reading import KEY, current_verdicts
 from .metrics import FAIL, PASS
-from .reading import KEY, current_verdicts
 
 # URL slug -> (judge outcome, gold outcome)
 CELLS = {"false-pass": (PASS, FAIL), "false-fail": (FAIL, PASS)}

@@ -37,6 +37,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from evals.lookup import UnknownName, eval_set_named, rubric_version_named
+from evals.models import EvalSet, RubricVersion
+from judging.judge_lookup import judge_named
 from judging.models import JudgeConfig, JudgeRun
 from labeling.models import EvalSet, RubricVersion
 from labeling.validators import UnknownName

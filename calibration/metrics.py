@@ -2,7 +2,7 @@
 
 Everything here takes plain outcome strings ("PASS", "FAIL", ...) or counts and
 returns small frozen dataclasses, so it can be tested with hand-worked numbers
-and no database. `calibration/data.py` builds the inputs; `calibration/report.py`
+and no database. `calibration/frames.py` builds the inputs; `calibration/report.py`
 and `calibration/gate.py` arrange the outputs.
 """
 

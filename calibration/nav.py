@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from labeling.access import STAFF_ROLES, has_role
+from evals.access import STAFF_ROLES, has_role
 
 
 def nav_items(user) -> list[dict]:
@@ -12,7 +12,7 @@ def nav_items(user) -> list[dict]:
     if not has_role(user, *STAFF_ROLES):
         return []
     return [
-        {"label": "Progress", "url": reverse("calibration:progress")},
+        {"label": "Progress", "url": reverse("workspace:progress")},
         {"label": "Calibration", "url": reverse("calibration:index")},
         {"label": "Gate results", "url": reverse("calibration:gates")},
     ]

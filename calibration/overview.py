@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from django.db.models import Max
 from django.urls import reverse
 
+from evals.models import EvalSet, RubricVersion
 from judging.models import JudgeConfig, JudgeRun
-from labeling.models import EvalSet, RubricVersion
 
 from .models import GatingMark
 from .report import CriterionReport, calibration_report

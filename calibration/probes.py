@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from django.db.models import Count, Max
 
+from evals.models import EvalSet, RubricVersion
 from judging.models import JudgeConfig
 from judging.probes.registry import MEANINGFUL
 from judging.probes.render import text_lines
 from judging.probes.results import ProbeResults, latest_complete, results_of
-from labeling.models import EvalSet, RubricVersion
 
 from . import content_cache
 from .models import GatingMark

@@ -31,12 +31,22 @@ import numpy as np
 import pandas as pd
 from django.utils import timezone
 
+from evals.models import Criterion, EvalSet, GoldPolicy, RubricVersion
 from judging.models import JudgeConfig
 from judging.probes.results import ProbeResults
 from labeling.gold import derive_gold, tied_items
-from labeling.models import Criterion, EvalSet, GoldPolicy, RubricVersion
 
-from . import content_cache, data
+from . import content_cache
+from . import frames as data
+from .frame_reading import (
+    KEY,
+    annotator_pair_cells,
+    binary_value_counts,
+    current_verdicts,
+    items_over_two,
+    judge_sample_counts,
+    two_annotator_pairs,
+)
 from .metrics import (
     ABSTAIN,
     BINARY,
@@ -62,15 +72,6 @@ from .metrics import (
     tier_for,
 )
 from .probes import probe_results, report_key
-from .reading import (
-    KEY,
-    annotator_pair_cells,
-    binary_value_counts,
-    current_verdicts,
-    items_over_two,
-    judge_sample_counts,
-    two_annotator_pairs,
-)
 
 # A row field that is not part of the report's JSON and CSV, only of the pages and approvals.
 PAGES_ONLY = {"exported": False}

@@ -9,7 +9,6 @@ REPORT = "report/<int:eval_set>/<int:rubric_version>/<int:judge>/"
 
 urlpatterns = [
     path("", views.index, name="index"),
-    path("progress/", views.progress_page, name="progress"),
     path(REPORT, views.report_page, name="report"),
     path(REPORT + "export.<str:fmt>", views.report_export, name="export"),
     path(REPORT + "gating", views.mark_gating_view, name="mark_gating"),
@@ -17,8 +16,6 @@ urlpatterns = [
     path(REPORT + "<slug:key>/<slug:cell>/", views.drilldown, name="drilldown"),
     path(REPORT + "<slug:key>/<slug:cell>/dispute", decision_views.dispute_gold, name="dispute_gold"),
     path("compare/", views.compare, name="compare"),
-    path("sets/<int:eval_set>/", case_views.eval_set_page, name="eval_set"),
-    path("outputs/<int:output>/", case_views.output_page, name="output"),
     path("rubric/<int:rubric_version>/approve", views.approve_rubric, name="approve_rubric"),
     path("gating/<int:mark>/revoke", views.revoke_gating_view, name="revoke_gating"),
     path("gates/run", decision_views.gate_run, name="gate_run"),

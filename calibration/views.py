@@ -15,9 +15,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
+from evals.access import STAFF_ROLES, checked_query, has_role, role_required
+from evals.models import Criterion, EvalSet, Output, Role, RubricVersion
 from judging.models import JudgeConfig
 from labeling.access import (
     STAFF_ROLES,
@@ -40,8 +42,8 @@ from .forms import CompareForm, GatingForm, ReasonForm
 from .metrics import HUMAN_MIN_KAPPA, MIN_N
 from .models import GatingMark, GatingReview
 from .overview import comparison_params, overview_grids, run_instruments
-from .progress import progress as labeling_progress
 from .report import calibration_report
+from .report_files import to_csv, to_json
 from .svg import confusion_cells, kappa_chart, opacity
 from .waiting import waiting_work
 

@@ -17,7 +17,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views import csrf, defaults
 
-from labeling.access import plain
+from evals.access import plain
 
 CSRF_REFUSED = (
     "This page's security token is no longer valid (you signed in again or cookies were cleared since it "
@@ -31,7 +31,7 @@ def is_htmx(request: HttpRequest) -> bool:
 
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """handler400: a BadRequest's message (e.g. labeling.access.checked_query's) on the page, or as text for htmx.
+    """handler400: a BadRequest's message (e.g. evals.access.checked_query's) on the page, or as text for htmx.
 
     Django's own 400 page says nothing about what was wrong; ours says what to change. Other 400s (a suspicious
     request: a host not allowed, a body too large) keep Django's page, which tells an outsider nothing.

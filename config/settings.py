@@ -98,12 +98,14 @@ INSTALLED_APPS = [
     "template_partials",
     "csp",
     "axes",
+    "evals",
     "labeling",
     "judging",
     "calibration",
     "formats",
     "ninja",  # its templates and static files: the API docs page serves Swagger UI from here, no CDN
     "api",
+    "workspace",
 ]
 
 MIDDLEWARE = [
@@ -184,7 +186,7 @@ def _database() -> dict:
 DATABASES = {"default": _database()}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-AUTH_USER_MODEL = "labeling.User"
+AUTH_USER_MODEL = "evals.User"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

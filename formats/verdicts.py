@@ -1,6 +1,6 @@
 """Verdicts in and out of Icewater: JSONL and CSV both ways, and Google ADK eval results in.
 
-Export writes the current verdicts (judging/reading.py) of an eval set x rubric version x
+Export writes the current verdicts (judging/current_verdicts.py) of an eval set x rubric version x
 judge config, one record per output, criterion and sample:
 
     {"case_id", "agent_version", "criterion", "sample", "outcome", "evidence", "raw",

@@ -9,7 +9,7 @@ from urllib.parse import urlparse
 from django import forms
 from django.conf import settings
 
-from labeling.models import EvalSet, RubricVersion
+from evals.models import EvalSet, RubricVersion
 
 from .allowlist import ENV_NAME_RE, base_url_refusal, key_var_refusal, url_problem
 from .backends import Misconfigured

@@ -42,8 +42,8 @@ from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from labeling.models import Criterion
-from labeling.transcript import Transcript
+from evals.models import Criterion
+from evals.transcript import Transcript
 
 from . import cache, parse, run_status
 from .allowlist import key_var_refusal

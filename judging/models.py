@@ -13,8 +13,8 @@ import json
 from django.conf import settings
 from django.db import models
 
-from labeling.models import Criterion, EvalSet, Output, RubricVersion
-from labeling.validators import validate_name
+from evals.models import Criterion, EvalSet, Output, RubricVersion
+from evals.validators import validate_name
 
 
 class JudgeConfigLocked(Exception):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from labeling.access import STAFF_ROLES, has_role
+from evals.access import STAFF_ROLES, has_role
 
 
 def nav_items(user) -> list[dict]:

@@ -18,8 +18,7 @@ from . import runner
 from .backends import Misconfigured
 from .forms import StartProbeRunForm
 from .models import JudgeRun, ProbeRun
-from .probes import choose
-from .probes import pages as probe_pages
+from .probes import choose, probe_pages
 from .probes import runs as probe_runs
 
 

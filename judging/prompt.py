@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from labeling.transcript import render_json
+from evals.transcript import render_json
 
 TEMPLATE_VERSIONS = ("v1",)
 JUDGE_VERDICTS = ("PASS", "FAIL", "NOT_APPLICABLE", "ABSTAIN")

@@ -17,11 +17,12 @@ from labeling.access import STAFF_ROLES, AuthenticatedHttpRequest, checked_query
 from labeling.models import Role
 from labeling.pages import full_url
 
-from . import pages, runner
+from . import judge_pages as pages
+from . import runner
 from .backends import Misconfigured
 from .forms import JudgeConfigForm, StartRunForm
 from .models import JudgeConfig, JudgeRun, Verdict
-from .progress import progress_of
+from .run_progress import progress_of
 
 
 @role_required(*STAFF_ROLES)

@@ -6,8 +6,6 @@ from axes.admin import AccessAttemptAdmin  # importing it registers django-axes'
 from axes.models import AccessAttempt
 from django import forms
 from django.contrib import admin
-from django.contrib.auth.admin import UserAdmin
-from django.core.exceptions import PermissionDenied
 
 from .access import has_role
 from .groups import sync_role_group
@@ -138,24 +136,3 @@ class GoldDisputeAdmin(admin.ModelAdmin):
 class LabelingQueueAdmin(admin.ModelAdmin):
     list_display = ("eval_set", "rubric_version", "is_current", "opened_by", "opened_at")
     list_filter = ("is_current",)
-
-
-admin.site.unregister(AccessAttempt)
-
-
-@admin.register(AccessAttempt)
-class LoginLockoutAdmin(AccessAttemptAdmin):
-    """Login lockouts (django-axes): a staff lead sees them and unlocks one by deleting its row.
-
-    Leads get this from their role, with no permission granted by hand; the rest of axes' admin
-    (the access logs) stays with superusers. The admin site itself still requires is_staff.
-    """
-
-    def has_module_permission(self, request) -> bool:
-        return has_role(request.user, Role.LEAD)
-
-    def has_view_permission(self, request, obj=None) -> bool:
-        return has_role(request.user, Role.LEAD)
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return has_role(request.user, Role.LEAD)

@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING
 from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
 
-from .models import Annotation, Criterion, HumanOutcome, Label
+from evals.models import Criterion, HumanOutcome
+from evals.transcript import Transcript
+
+from .models import Annotation, Label
 from .queue import RESERVATION, RESERVATION_REFRESH, current_queue
-from .transcript import Transcript
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations

@@ -13,10 +13,12 @@ from collections import Counter
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
-from .access import has_role
+from evals.access import has_role
+from evals.models import Criterion, EvalSet, Output, Role, RubricVersion, User
+
 from .adjudicate import item_view
 from .forms import RATIONALE_MAX_CHARS
-from .models import Criterion, EvalSet, GoldDispute, Output, Role, RubricVersion, User
+from .models import GoldDispute
 
 
 class DisputeRefused(Exception):

@@ -6,9 +6,9 @@ from typing import cast
 
 from django import forms
 
-from .models import Criterion, GoldPolicy, HumanOutcome, RubricVersion
-from .transcript import MAX_QUOTES, NONE_QUOTE, Transcript
-from .validators import validate_name
+from evals.models import Criterion, GoldPolicy, HumanOutcome, RubricVersion
+from evals.transcript import MAX_QUOTES, NONE_QUOTE, Transcript
+from evals.validators import validate_name
 
 # A quote is a pointer into the transcript, not an essay; this bounds what one save can store.
 EVIDENCE_MAX_CHARS = 4000

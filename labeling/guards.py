@@ -18,8 +18,10 @@ from django.db.models import Count, Exists, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
-from .access import has_role
-from .models import Annotation, Criterion, LabelingQueue, Output, Role, User
+from evals.access import has_role
+from evals.models import Criterion, Output, Role, User
+
+from .models import Annotation, LabelingQueue
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations

@@ -1,13 +1,10 @@
-"""What users manage: eval sets, cases, outputs, rubrics, and the human labels on them.
+"""The human side: annotations, labels, adjudicated gold, labeling queues and gold disputes.
 
 Store the parts, aggregate when reading: every label row keeps who made it, under
 which rubric version, and its revision; gold and agreement are computed later.
 """
 
 from __future__ import annotations
-
-import hashlib
-import json
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from .access import STAFF_ROLES, gives_blind_labels, has_role
-from .models import Role
+from evals.access import STAFF_ROLES, gives_blind_labels, has_role
+from evals.models import Role
 
 
 def nav_items(user) -> list[dict]:

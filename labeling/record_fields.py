@@ -225,7 +225,7 @@ def _no_nul(value: str, field: str) -> None:
 
 def ident(value: Any, field: str, max_length: int, default: str | None = None) -> str:
     """An identifier such as a case_id or agent_version: non-empty text (a whole number is accepted), one line of
-    visible characters (labeling/validators.py)."""
+    visible characters (evals/validators.py)."""
     if value is None or value == "":
         if default is not None:
             return default
@@ -235,7 +235,7 @@ def ident(value: Any, field: str, max_length: int, default: str | None = None) -
     elif not isinstance(value, str):
         raise RecordError(field, f"must be text, not {json_type(value)}")
     _no_nul(value, field)
-    problem = name_problem(value)  # line breaks, tabs, invisible characters: labeling/validators.py
+    problem = name_problem(value)  # line breaks, tabs, invisible characters: evals/validators.py
     if problem:
         raise RecordError(field, problem)
     if len(value) > max_length:

@@ -20,17 +20,20 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from evals.access import STAFF_ROLES, labeler_required, role_required
+from evals.models import EvalSet, Role
+from evals.naming import output_names
+from evals.transcript import Transcript
+
 from . import adjudicate as adj
 from . import annotate as ann
 from . import queue as q
 from .access import STAFF_ROLES, AuthenticatedHttpRequest, labeler_required, role_required
 from .forms import AdjudicationForm, LabelForm, QueueMoveForm, SubmitForm
 from .guards import adjudicable_item, own_annotation
-from .models import Annotation, EvalSet, Role
-from .naming import output_names
-from .pages import adjudication_context, annotation_context, pick_scope
-from .progress import my_queues
-from .transcript import Transcript
+from .labeling_pages import adjudication_context, annotation_context, pick_scope
+from .models import Annotation
+from .my_queues import my_queues
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations

@@ -10,8 +10,9 @@ from itertools import count
 
 from django.utils import timezone
 
+from evals.models import Criterion, Output, Role, RubricVersion, User
 from judging.models import JudgeConfig, JudgeRun, Verdict
-from labeling.models import Annotation, Criterion, GoldLabel, Label, Output, Role, RubricVersion, User
+from labeling.models import Annotation, GoldLabel, Label
 
 from .factories import make_output, make_user
 
@@ -135,7 +136,7 @@ def calibration_set(eval_set, rubric_version, judge, rows: list[dict], agent_ver
 
 
 def _bulk_outputs(eval_set, count: int, agent_version: str = "default", prefix: str = "b") -> list[Output]:
-    from labeling.models import Case
+    from evals.models import Case
 
     tag = next(_seq)
     cases = Case.objects.bulk_create(

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.cache import cache
 
-from labeling.models import Role
+from evals.models import Role
 
 from .factories import make_user
 from .fake_llm import FakeLLM
@@ -92,9 +92,10 @@ def module_demo(django_db_setup, django_db_blocker):
     from django.core.management import call_command
     from django.test import override_settings
 
-    from calibration.management.commands.load_demo import EVAL_SET, JUDGE
+    from evals.models import EvalSet
     from judging.models import JudgeConfig
-    from labeling.models import EvalSet, LabelingQueue
+    from labeling.models import LabelingQueue
+    from workspace.management.commands.load_demo import EVAL_SET, JUDGE
 
     with (
         django_db_blocker.unblock(),

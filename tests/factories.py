@@ -6,7 +6,7 @@ from itertools import count
 
 from django.http import HttpRequest
 
-from labeling.models import Case, Criterion, EvalSet, Output, Role, Rubric, RubricVersion, User, rubric_content_hash
+from evals.models import Case, Criterion, EvalSet, Output, Role, Rubric, RubricVersion, User, rubric_content_hash
 
 _seq = count(1)
 

@@ -7,7 +7,8 @@ from datetime import timedelta
 from django.urls import reverse
 from django.utils import timezone
 
-from labeling.models import Annotation, Criterion, EvalSet, Label, LabelingQueue, Output, RubricVersion, User
+from evals.models import Criterion, EvalSet, Output, RubricVersion, User
+from labeling.models import Annotation, Label, LabelingQueue
 
 from .factories import make_eval_set, make_output, make_rubric_version, make_user
 

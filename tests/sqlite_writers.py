@@ -21,7 +21,7 @@ TRANSACTIONS_PER_WRITER = 25
 def write(writer: int, start: threading.Barrier, errors: list[str]) -> None:
     from django.db import DatabaseError, connection, transaction
 
-    from labeling.models import EvalSet
+    from evals.models import EvalSet
 
     start.wait()
     try:
@@ -42,7 +42,7 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from labeling.models import EvalSet
+    from evals.models import EvalSet
 
     call_command("migrate", verbosity=0)
     connection.close()

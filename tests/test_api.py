@@ -16,7 +16,6 @@ from calibration.models import GateResult
 from judging import runner
 from judging.lane import work_lane
 from judging.models import JudgeRun, Verdict
-from labeling.models import Case, Output
 
 from .api_helpers import call, create_token
 from .calibration_factories import bulk_verdicts, calibration_set, make_judge, mark_as_gating

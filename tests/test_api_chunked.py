@@ -21,7 +21,7 @@ from django.db import connection
 
 from calibration.models import GateResult
 from config.chunked import LENGTH_REQUIRED, ChunkedBodies
-from labeling.models import Output
+from evals.models import Output
 
 from .api_helpers import create_token
 from .calibration_factories import bulk_verdicts, make_judge, mark_as_gating

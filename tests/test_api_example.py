@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from calibration.models import GateResult
+from evals.models import Output
 from judging.models import JudgeRun
-from labeling.models import Output
 
 from .api_helpers import create_token
 from .calibration_factories import make_judge, mark_as_gating

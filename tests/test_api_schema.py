@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from calibration.models import GateResult
-from labeling.models import Output
+from evals.models import Output
 
 from .api_helpers import call, create_token
 from .calibration_factories import bulk_verdicts, make_judge, mark_as_gating

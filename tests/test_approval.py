@@ -10,8 +10,8 @@ from django.urls import reverse
 
 from calibration.models import GatingMark
 from calibration.report import calibration_report
+from evals.models import Role, RubricVersion
 from judging.models import JudgeConfig
-from labeling.models import Role, RubricVersion
 
 from .calibration_factories import bulk_calibration, make_judge
 from .factories import make_eval_set, make_rubric_version, make_user

@@ -1,9 +1,10 @@
-"""Imports between our apps go one way: labeling <- judging <- calibration <- api <- config.
+"""The import graph of our apps (docs/architecture.md): one way between apps, no circle inside one.
 
-labeling holds the shared domain (eval sets, cases, outputs, rubrics) and the human side (labels,
-adjudication, gold); judging adds judge configs, runs and verdicts on top of it; calibration compares
-the two; api exposes all three over HTTP; config is the project (settings, URLs, the Celery app) and may
-import anything. Every import counts, also one inside a function: a lazy import is still a dependency.
+Apps, bottom to top: evals (the shared domain), labeling (the human side), judging (the judge), calibration
+(comparing the two, the gate), formats (data in and out), api (the HTTP surface), workspace (pages that read
+several apps), config (the project). An app imports only apps below it. Inside an app, no two modules import
+each other, directly or round a longer circle. Every import counts, also one inside a function: a lazy
+import is still a dependency, and a circle held together by one is still a circle.
 """
 
 from __future__ import annotations
@@ -15,42 +16,151 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("labeling", "judging", "calibration", "formats", "api", "config")
 
 
-def imported_modules(source: str) -> list[tuple[int, str]]:
-    """(line, dotted module) of every absolute import in `source`, wherever it stands."""
+def app_paths(root: Path):
+    """(app, path) of every Python file of the apps that exist (formats and api may not yet)."""
+    for app in LAYERS:
+        if (root / app).is_dir():
+            for path in sorted((root / app).rglob("*.py")):
+                yield app, path
+
+
+def module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(source: str, package: str = "") -> list[tuple[int, str, str]]:
+    """(line, dotted module, name or "") of every import in `source`, wherever it stands; relative ones
+    resolved from `package`. `from a import b` gives (line, "a", "b"): b may be a module of package a."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append((node.lineno, node.module))
+            found += [(node.lineno, alias.name, "") for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found += [(node.lineno, module, alias.name) for alias in node.names]
     return found
 
 
 def backward_imports(root: Path) -> list[str]:
     """Each import of a higher layer from a lower one, as 'path:line: app imports other'."""
     problems = []
-    for rank, app in enumerate(LAYERS):
-        for path in sorted((root / app).rglob("*.py")):
-            for line, module in imported_modules(path.read_text(encoding="utf-8")):
-                target = module.split(".")[0]
-                if target in LAYERS and LAYERS.index(target) > rank:
-                    problems.append(f"{path.relative_to(root)}:{line}: {app} imports {module}")
+    for app, path in app_paths(root):
+        package = module_name(root, path.parent)
+        seen = set()
+        for line, module, _ in imported_modules(path.read_text(encoding="utf-8"), package):
+            target = module.split(".")[0]
+            if target in LAYERS and LAYERS.index(target) > LAYERS.index(app) and (line, module) not in seen:
+                seen.add((line, module))
+                problems.append(f"{path.relative_to(root)}:{line}: {app} imports {module}")
     return problems
+
+
+def module_graph(root: Path, app: str) -> dict[str, set[str]]:
+    """Module -> the modules of the same app it imports (a package is its __init__; `from package import
+    module` depends on that module, not on the package's __init__)."""
+    paths = {module_name(root, p): p for a, p in app_paths(root) if a == app}
+    graph: dict[str, set[str]] = {m: set() for m in paths}
+    for module, path in paths.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for _, imported, name in imported_modules(path.read_text(encoding="utf-8"), package):
+            target = f"{imported}.{name}" if f"{imported}.{name}" in paths else imported
+            if target in paths and target != module:
+                graph[module].add(target)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def unknown_circles(root: Path, known=()) -> list[list[str]]:
+    return [
+        sorted(circle)
+        for app in LAYERS
+        if (root / app).is_dir()
+        for circle in circles(module_graph(root, app))
+        if not any(circle <= allowed for allowed in known)
+    ]
 
 
 def test_no_app_imports_one_above_it():
     assert backward_imports(ROOT) == []
 
 
+def test_no_circle_of_imports_inside_an_app():
+    assert unknown_circles(ROOT, KNOWN_CIRCLES) == []
+
+
 def test_a_backward_import_is_found_even_inside_a_function(tmp_path):
-    # Negative control: a lazy import from labeling into calibration, and a plain one into judging.
+    # Negative control: a lazy import from labeling into calibration, a plain one into judging, and
+    # evals importing labeling; calibration importing below itself is fine.
     (tmp_path / "labeling").mkdir()
     (tmp_path / "labeling" / "gold.py").write_text(
         "import os\nfrom judging.models import Verdict\n\ndef f():\n    from calibration.metrics import MIN_N\n"
     )
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "access.py").write_text("from labeling import queue\n")
     (tmp_path / "calibration").mkdir()
     (tmp_path / "calibration" / "report.py").write_text("from labeling.models import Output\nimport judging.io\n")
     assert backward_imports(tmp_path) == [
+        "evals/access.py:1: evals imports labeling",
         "labeling/gold.py:2: labeling imports judging.models",
         "labeling/gold.py:5: labeling imports calibration.metrics",
     ]
+
+
+def test_a_circle_is_found_even_when_a_lazy_or_relative_import_closes_it(tmp_path):
+    # Negative control: runner -> lane (relative) -> tasks -> runner (inside a function); parse is imported
+    # by all three but imports none of them, so it is no part of the circle; another app's import is not.
+    judging = tmp_path / "judging"
+    judging.mkdir()
+    (judging / "__init__.py").write_text("")
+    (judging / "runner.py").write_text("from . import lane\nfrom judging.parse import parse\n")
+    (judging / "lane.py").write_text("from .tasks import enqueue\nfrom . import parse\n")
+    (judging / "tasks.py").write_text("import judging.parse\n\ndef enqueue():\n    from judging import runner\n")
+    (judging / "parse.py").write_text("from labeling import models\n")
+    (tmp_path / "labeling").mkdir()
+    (tmp_path / "labeling" / "queue.py").write_text("from labeling import views\n")
+    (tmp_path / "labeling" / "views.py").write_text("from labeling.queue import move\n")
+    assert unknown_circles(tmp_path) == [
+        ["labeling.queue", "labeling.views"],
+        ["judging.lane", "judging.runner", "judging.tasks"],
+    ]
+    allowed = {frozenset({"judging.lane", "judging.runner", "judging.tasks", "judging.warmup"}): "someone"}
+    assert unknown_circles(tmp_path, allowed) == [["labeling.queue", "labeling.views"]]

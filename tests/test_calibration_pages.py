@@ -12,7 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from calibration.report import REPORT_KEYS
-from labeling.models import Label, Output
+from evals.models import Output
+from labeling.models import Label
 
 from .calibration_factories import add_verdict, adjudicate, annotate, annotator, bulk_calibration, make_judge, make_run
 from .factories import make_eval_set, make_output, make_rubric_version

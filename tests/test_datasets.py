@@ -154,9 +154,9 @@ def test_qags_human_ceiling_reproduces_the_published_alpha_and_pairs_the_real_wo
 
 
 def test_qags_human_ceiling_does_not_depend_on_the_line_order_of_the_labels(qags):
-    from calibration.data import Scope, load_labels
+    from calibration.frame_reading import human_pairs
+    from calibration.frames import Scope, load_labels
     from calibration.metrics import cohen_agreement
-    from calibration.reading import human_pairs
 
     tmp, rubric, items = qags
     import_qags(tmp, "qags-reversed", rubric, items, reverse=True)

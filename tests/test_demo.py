@@ -9,16 +9,17 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from calibration.management.commands.load_demo import DEMO_DIR, EVAL_SET, JUDGE, LLM_JUDGE
 from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
 from calibration.models import GateResult, GatingMark
 from calibration.report import calibration_report, criterion_tiers
+from evals.models import EvalSet, Output, RubricVersion, User
 from judging.models import JudgeConfig, JudgeRun
-from labeling.models import EvalSet, LabelingQueue, Output, RubricVersion, User
+from labeling.models import LabelingQueue
+from workspace.management.commands.load_demo import DEMO_DIR, EVAL_SET, JUDGE, LLM_JUDGE
 
 pytestmark = pytest.mark.django_db
 
-# Where each demo criterion is meant to land (labeling/demo/generate.py says why).
+# Where each demo criterion is meant to land (workspace/demo/generate.py says why).
 INTENDED_TIERS = {"correct_amount": "gate", "within_policy": "trend", "concise": "unusable", "grounded": "unusable"}
 PEOPLE_DISAGREE = "grounded"
 

@@ -192,7 +192,7 @@ def test_a_corrected_policy_without_a_usable_calibration_cannot_decide(world):
 @pytest.mark.django_db
 def test_marking_on_a_real_calibration_stores_the_cells_the_gate_corrects_with(world):
     from calibration.approvals import mark_gating
-    from labeling.models import Role, RubricVersion
+    from evals.models import Role, RubricVersion
 
     cal, rc, rv, judge = world
     bulk_calibration(cal, rv, judge, {"correct_amount": (190, 8, 10, 92)})

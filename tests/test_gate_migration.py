@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from labeling.models import RubricVersion
+from evals.models import RubricVersion
 
 from .calibration_factories import make_judge
 from .factories import make_eval_set, make_rubric_version, make_user

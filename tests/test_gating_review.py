@@ -10,9 +10,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from calibration.approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review
-from calibration.inbox import uncalibrated_runs
 from calibration.models import GatingReview
 from judging.models import JudgeRun
+from workspace.lead_inbox import uncalibrated_runs
 
 from .calibration_factories import bulk_calibration, make_judge, mark_as_gating
 from .factories import make_eval_set, make_rubric_version

@@ -7,8 +7,9 @@ from django.test import Client
 from django.urls import reverse
 
 from config.errors import CSRF_REFUSED
-from labeling.access import LABELING_REFUSED, SIGNED_OUT
-from labeling.models import Annotation, Label, Role
+from evals.access import LABELING_REFUSED, SIGNED_OUT
+from evals.models import Role
+from labeling.models import Annotation, Label
 
 from .labeling_helpers import labeling_setup, next_url, save_url
 

@@ -68,7 +68,7 @@ def test_slots_follow_the_order_annotators_first_appear_for_each_output(refunds)
 
 
 def test_slots_come_after_annotations_already_made_in_the_app(refunds, annotator):
-    from labeling.models import Output
+    from evals.models import Output
 
     output = Output.objects.get(case__case_id="r-001", agent_version="v1")
     Annotation.objects.create(output=output, rubric_version=_rv(), annotator=annotator, slot=1, status="submitted")
@@ -218,7 +218,7 @@ def test_a_different_gold_label_does_not_replace_an_adjudication(refunds):
 
 
 def test_imported_gold_follows_older_revisions_that_are_no_longer_current(refunds, reviewer):
-    from labeling.models import Output
+    from evals.models import Output
 
     output = Output.objects.get(case__case_id="r-003", agent_version="v1")
     criterion = _rv().criteria.get(key="within_policy")
@@ -238,7 +238,7 @@ def test_imported_gold_follows_older_revisions_that_are_no_longer_current(refund
 
 
 def test_labels_are_not_merged_into_an_annotation_made_in_the_app(refunds, annotator):
-    from labeling.models import Output
+    from evals.models import Output
 
     output = Output.objects.get(case__case_id="r-003", agent_version="v1")
     Annotation.objects.create(

@@ -11,12 +11,12 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from calibration.inbox import lead_inbox
 from calibration.models import GateResult, GatingMark
 from judging.models import JudgeRun
 from labeling.disputes import raise_dispute
-from labeling.inbox import adjudications_waiting
 from labeling.queue import move_queue
+from workspace.lead_inbox import lead_inbox
+from workspace.review_inbox import adjudications_waiting
 
 from .calibration_factories import annotate, annotator, bulk_calibration, make_judge, mark_as_gating
 from .factories import make_eval_set, make_output, make_rubric_version

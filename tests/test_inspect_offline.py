@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from labeling.models import Output
+from evals.models import Output
 from tests.test_settings import ROOT
 
 TASK = textwrap.dedent(

@@ -316,8 +316,8 @@ IMPORT = ("import_verdicts", "--eval-set", "support", "--rubric", "refund@1", "-
 
 
 def current_outcomes(judge: str = "ext") -> dict[tuple[str, str, str], str]:
-    from judging.reading import current_verdicts
-    from labeling.models import EvalSet, RubricVersion
+    from evals.models import EvalSet, RubricVersion
+    from judging.current_verdicts import current_verdicts
 
     verdicts = current_verdicts(
         eval_set=EvalSet.objects.get(name="support"),

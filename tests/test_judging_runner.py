@@ -15,6 +15,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from evals.models import Criterion
 from judging import retry, runner
 from judging.backends import Misconfigured
 from judging.lane import work_lane

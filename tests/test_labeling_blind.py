@@ -10,8 +10,9 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from evals.models import Criterion
 from judging.models import JudgeConfig, JudgeRun, Verdict
-from labeling.models import Annotation, Criterion, GoldLabel, Label
+from labeling.models import Annotation, GoldLabel, Label
 
 from .factories import make_user
 from .labeling_helpers import (
@@ -216,8 +217,8 @@ def test_an_annotator_is_refused_every_staff_page(client, annotator, world):
         client.get(reverse("labeling:adjudication_queue") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}"),
         client.get(adjudicate),
         client.post(adjudicate, {"outcome": "PASS", "rationale": "x", "based_on": 1}),
-        client.get(reverse("calibration:progress")),
-        client.get(reverse("calibration:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}"),
+        client.get(reverse("workspace:progress")),
+        client.get(reverse("workspace:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}"),
         client.get(reverse("labeling:queues")),
         client.post(reverse("labeling:queue_move", args=[eval_set.pk]), {"rubric_version": rv.pk}),
     ):

@@ -9,8 +9,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from labeling.models import Annotation, Criterion, Label
-from labeling.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS
+from evals.models import Criterion
+from evals.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS
+from labeling.models import Annotation, Label
 
 from .factories import make_output
 from .labeling_helpers import (

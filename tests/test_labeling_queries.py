@@ -8,7 +8,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from labeling.models import Annotation, Criterion
+from evals.models import Criterion
+from labeling.models import Annotation
 
 from .factories import make_user
 from .labeling_helpers import (
@@ -98,7 +99,7 @@ def adjudication_page_queries(client, reviewer, criteria, n_outputs):
         lambda: client.get(reverse("labeling:adjudication_queue") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}")
     )
     progress = count(
-        lambda: client.get(reverse("calibration:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}")
+        lambda: client.get(reverse("workspace:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}")
     )
     return page, queue, progress
 

@@ -9,7 +9,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from labeling.models import Annotation, Label, LabelingQueue, Role, RubricVersion
+from evals.models import Role, RubricVersion
+from labeling.models import Annotation, Label, LabelingQueue
 from labeling.queue import RESERVATION, claim_next, current_queue
 
 from .factories import make_rubric_version, make_user

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from evals.transcript import MAX_QUOTES, Transcript
 from labeling.models import Annotation, Label
-from labeling.transcript import MAX_QUOTES, Transcript
 
 from .labeling_helpers import (
     labeling_setup,
@@ -214,7 +214,7 @@ def test_an_import_does_not_overwrite_a_label_whose_quotes_differ(refunds):
 def test_the_reviewer_sees_every_quote_highlighted_and_where_it_was_found(client, reviewer, annotator, annotator2):
     from django.urls import reverse
 
-    from labeling.models import Criterion
+    from evals.models import Criterion
 
     from .labeling_helpers import annotate_directly
 

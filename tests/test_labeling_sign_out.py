@@ -8,7 +8,7 @@ from django.contrib.sessions.models import Session
 from django.test import Client
 from django.urls import reverse
 
-from labeling.models import User
+from evals.models import User
 
 from .factories import password_login
 

@@ -8,10 +8,10 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.urls import reverse
 
-from calibration.lead_group import LEAD_PERMISSIONS, sync_lead_group
+from evals.models import Role, User
+from evals.role_groups import LEAD_GROUP
 from judging.models import JudgeConfig
-from labeling.groups import LEAD_GROUP
-from labeling.models import Role, User
+from workspace.lead_permissions import LEAD_PERMISSIONS, sync_lead_group
 
 from .calibration_factories import make_judge
 from .factories import make_user
@@ -69,7 +69,7 @@ def test_a_lead_manages_annotators_but_not_privileges_leads_or_superusers(client
     boss = User.objects.create_superuser("boss", password="pw-for-tests-1")
     other_lead = make_user("leigh", Role.LEAD)
     client.force_login(lee)
-    url = reverse("admin:labeling_user_change", args=[ann.pk])
+    url = reverse("admin:evals_user_change", args=[ann.pk])
     page = client.get(url).content.decode()
     assert 'name="is_superuser"' not in page and 'name="groups"' not in page and 'name="is_staff"' not in page
     form = {"username": "ann", "role": "reviewer", "is_active": "on", "is_superuser": "on", "is_staff": "on"}
@@ -82,7 +82,7 @@ def test_a_lead_manages_annotators_but_not_privileges_leads_or_superusers(client
     ann.refresh_from_db()
     assert ann.role == Role.REVIEWER
     for user in (boss, other_lead):
-        change = client.get(reverse("admin:labeling_user_change", args=[user.pk])).content.decode()
+        change = client.get(reverse("admin:evals_user_change", args=[user.pk])).content.decode()
         assert 'name="username"' not in change  # shown read-only at most: no field to post
         password_url = reverse("admin:auth_user_password_change", args=[user.pk])
         password = client.post(password_url, {"password1": "taken over now!", "password2": "taken over now!"})
@@ -99,7 +99,7 @@ def test_annotators_and_reviewers_stay_out_of_the_admin(client, reviewer, annota
 
 def test_a_lead_adds_an_annotator_account_but_cannot_add_a_lead(client, lee):
     client.force_login(lee)
-    url = reverse("admin:labeling_user_add")
+    url = reverse("admin:evals_user_add")
     form = {"username": "newbie", "password1": "a long enough pw 1", "password2": "a long enough pw 1"}
     refused = client.post(url, {**form, "role": "lead"})
     assert refused.status_code == 200 and "Select a valid choice" in refused.content.decode()

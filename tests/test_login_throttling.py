@@ -14,7 +14,7 @@ from axes.models import AccessAttempt
 from django.urls import reverse
 from django.utils import timezone
 
-from labeling.models import Role
+from evals.models import Role
 
 from .factories import make_user
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from labeling.transcript import PREVIEW_CHARS
+from evals.transcript import PREVIEW_CHARS
 
 from .calibration_factories import add_verdict, make_judge, make_run
 from .factories import make_eval_set, make_output, make_rubric_version

@@ -1,5 +1,5 @@
 """Names are one line of visible characters: line breaks, tabs and invisible characters are refused on every path
-(files, commands, the API, forms, the admin), while names in any script are accepted (labeling/validators.py)."""
+(files, commands, the API, forms, the admin), while names in any script are accepted (evals/validators.py)."""
 
 from __future__ import annotations
 
@@ -211,12 +211,12 @@ def superuser_client(client):
     ],
 )
 def test_the_admin_refuses_a_name_with_a_control_character(superuser_client, model, data, field):
-    response = superuser_client.post(reverse(f"admin:labeling_{model}_add"), data)
+    response = superuser_client.post(reverse(f"admin:evals_{model}_add"), data)
     assert response.status_code == 200  # the form again, with the error
     assert field in response.context["adminform"].form.errors
     assert "This name contains" in response.context["adminform"].form.errors[field][0]
     assert row_counts()["EvalSet"] == 0 and row_counts()["Rubric"] == 0
-    good = superuser_client.post(reverse(f"admin:labeling_{model}_add"), {**data, field: "café-v2"})
+    good = superuser_client.post(reverse(f"admin:evals_{model}_add"), {**data, field: "café-v2"})
     assert good.status_code == 302
 
 

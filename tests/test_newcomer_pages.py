@@ -13,8 +13,8 @@ import re
 import pytest
 from django.urls import reverse
 
+from evals.models import User
 from judging.models import JudgeConfig
-from labeling.models import User
 
 from .labeling_helpers import claim_via_next, labeling_setup, save_url, submit_url
 

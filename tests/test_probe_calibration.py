@@ -11,15 +11,15 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from calibration.export import CSV_COLUMNS, to_text
 from calibration.gate import CannotDecide, run_gate
 from calibration.models import GatingMark
 from calibration.policy import Tightening
 from calibration.report import REPORT_KEYS, calibration_report
+from calibration.report_files import CSV_COLUMNS, to_text
+from evals.models import RubricVersion
+from evals.transcript import Transcript
 from judging.models import JudgeConfig
 from judging.probes import Declaration, Probe
-from labeling.models import RubricVersion
-from labeling.transcript import Transcript
 
 from .calibration_factories import bulk_calibration
 from .factories import make_eval_set, make_rubric_version

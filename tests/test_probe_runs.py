@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from calibration import data
+from calibration import frames as data
+from evals.transcript import Transcript
 from judging.backends import Misconfigured
+from judging.current_verdicts import current_verdicts
 from judging.models import JudgeRun, ProbedOutput, ProbeRun, RunItem, Verdict
 from judging.probes import choose, transforms
 from judging.probes import runs as probe_runs

@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 from django.urls import reverse
 
-from calibration.progress import annotation_buckets, criterion_counts, progress
+from evals.models import Criterion
 from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED, item_states
-from labeling.models import Criterion, GoldLabel
+from labeling.models import GoldLabel
+from workspace.labeling_progress import annotation_buckets, criterion_counts, progress
 
 from .factories import make_output, make_user
 from .labeling_helpers import (
@@ -92,7 +93,7 @@ def labeled(annotator, annotator2):
 
 
 def url(eval_set, rv):
-    return reverse("calibration:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}"
+    return reverse("workspace:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}"
 
 
 @pytest.mark.django_db
@@ -161,5 +162,5 @@ def test_an_empty_eval_set_shows_zeros_not_errors(client, reviewer):
     page = client.get(url(eval_set, rv)).content.decode()
     assert "pending adjudications" in page and "—" in page
     make_user("unused")
-    assert client.get(reverse("calibration:progress") + "?eval_set=abc&rubric_version=").status_code == 200
+    assert client.get(reverse("workspace:progress") + "?eval_set=abc&rubric_version=").status_code == 200
     make_output(eval_set)

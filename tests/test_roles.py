@@ -10,8 +10,8 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from labeling.access import has_role
-from labeling.models import Role, User
+from evals.access import has_role
+from evals.models import Role, User
 
 from .factories import password_login
 

@@ -6,7 +6,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from labeling.models import Criterion, LabelingQueue, RubricVersion
+from evals.models import Criterion, RubricVersion
+from labeling.models import LabelingQueue
 
 from .factories import make_eval_set, make_rubric_version
 

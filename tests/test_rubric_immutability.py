@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from labeling.models import Annotation, Criterion, RubricVersion, RubricVersionLocked
+from evals.models import Criterion, RubricVersion, RubricVersionLocked
+from labeling.models import Annotation
 
 from .factories import make_eval_set, make_output, make_rubric_version
 

@@ -9,7 +9,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from labeling.models import Criterion, GoldDispute, GoldLabel
+from evals.models import Criterion
+from labeling.models import GoldDispute, GoldLabel
 
 from .labeling_helpers import (
     annotate_directly,

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from labeling.transcript import (
+from evals.transcript import (
     MAX_MARKS_PER_QUOTE,
     PREVIEW_CHARS,
     PREVIEW_TOOL_CALLS,
@@ -49,7 +49,7 @@ def test_highlight_escapes_untrusted_text_and_marks_quotes():
 def render_transcript(output, quotes=None, full=False) -> str:
     from django.template.loader import render_to_string
 
-    from labeling.pages import transcript_parts
+    from labeling.labeling_pages import transcript_parts
 
     context = {"transcript": transcript_parts(output, quotes, full=full), "full_url": "/page?full=1#transcript"}
     return render_to_string("labeling/_transcript.html", context)

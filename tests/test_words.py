@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from labeling.models import Role
-from labeling.templatetags.outcomes import outcome_words
+from evals.models import Role
+from evals.templatetags.outcomes import outcome_words
 
 from .calibration_factories import annotate, annotator
 from .factories import make_eval_set, make_output, make_rubric_version, make_user

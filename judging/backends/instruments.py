@@ -38,7 +38,7 @@ from typing import Any
 
 import re2
 
-from labeling.transcript import NONE_QUOTE, normalize_ws
+from evals.transcript import NONE_QUOTE, normalize_ws
 
 KINDS = (
     "reference_contained",

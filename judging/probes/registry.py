@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from labeling.transcript import Transcript
+from evals.transcript import Transcript
 
 from ..backends import Misconfigured
 from . import transforms

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from labeling.models import EvalSet, RubricVersion
+from evals.models import EvalSet, RubricVersion
+from judging.current_verdicts import majority
 
 from ..models import JudgeConfig, JudgeRun, ProbeRun, Verdict
 from ..sample_majority import majority

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from labeling.transcript import Transcript
+from evals.transcript import Transcript
 
 from .. import runner
 from ..backends import Misconfigured

@@ -1,6 +1,6 @@
 """The probes' transforms: pure, deterministic functions from a transcript to a changed transcript.
 
-A transform takes a `labeling.transcript.Transcript` (the case input, the tool calls with their
+A transform takes a `evals.transcript.Transcript` (the case input, the tool calls with their
 arguments and results, the response) and returns a new one, or None when it does not apply to this
 transcript (no amount to change, a single sentence to format). It never mutates its argument, never
 reads a clock or a random source, and keeps the tool calls exactly as they were unless it says so:
@@ -16,7 +16,7 @@ import re
 from dataclasses import replace
 from decimal import Decimal
 
-from labeling.transcript import Transcript
+from evals.transcript import Transcript
 
 # -- padding: polite, content-free filler around the response -------------------------------------------
 # No amount, date, promise, next step or policy term: nothing a criterion about content could use.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from judging.probes.pages import table_rows
+from judging.probes.probe_pages import table_rows
 
 register = template.Library()
 

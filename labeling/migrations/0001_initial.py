@@ -4,229 +4,410 @@ import django.contrib.auth.models
 import django.contrib.auth.validators
 import django.db.models.deletion
 import django.utils.timezone
-from django.conf import settings
 from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('auth', '0012_alter_user_first_name_max_length'),
+        ("auth", "0012_alter_user_first_name_max_length"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Criterion',
+            name="Criterion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.SlugField(max_length=100)),
-                ('definition', models.TextField()),
-                ('pass_example', models.TextField(blank=True)),
-                ('fail_example', models.TextField(blank=True)),
-                ('order', models.PositiveIntegerField(default=0)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("key", models.SlugField(max_length=100)),
+                ("definition", models.TextField()),
+                ("pass_example", models.TextField(blank=True)),
+                ("fail_example", models.TextField(blank=True)),
+                ("order", models.PositiveIntegerField(default=0)),
             ],
             options={
-                'ordering': ['rubric_version', 'order'],
+                "ordering": ["rubric_version", "order"],
             },
         ),
         migrations.CreateModel(
-            name='EvalSet',
+            name="EvalSet",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('description', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                ("description", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Rubric',
+            name="Rubric",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='User',
+            name="User",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('password', models.CharField(max_length=128, verbose_name='password')),
-                ('last_login', models.DateTimeField(blank=True, null=True, verbose_name='last login')),
-                ('is_superuser', models.BooleanField(default=False, help_text='Designates that this user has all permissions without explicitly assigning them.', verbose_name='superuser status')),
-                ('username', models.CharField(error_messages={'unique': 'A user with that username already exists.'}, help_text='Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only.', max_length=150, unique=True, validators=[django.contrib.auth.validators.UnicodeUsernameValidator()], verbose_name='username')),
-                ('first_name', models.CharField(blank=True, max_length=150, verbose_name='first name')),
-                ('last_name', models.CharField(blank=True, max_length=150, verbose_name='last name')),
-                ('email', models.EmailField(blank=True, max_length=254, verbose_name='email address')),
-                ('is_staff', models.BooleanField(default=False, help_text='Designates whether the user can log into this admin site.', verbose_name='staff status')),
-                ('is_active', models.BooleanField(default=True, help_text='Designates whether this user should be treated as active. Unselect this instead of deleting accounts.', verbose_name='active')),
-                ('date_joined', models.DateTimeField(default=django.utils.timezone.now, verbose_name='date joined')),
-                ('role', models.CharField(choices=[('annotator', 'Annotator'), ('reviewer', 'Reviewer'), ('lead', 'Lead')], default='annotator', max_length=16)),
-                ('groups', models.ManyToManyField(blank=True, help_text='The groups this user belongs to. A user will get all permissions granted to each of their groups.', related_name='user_set', related_query_name='user', to='auth.group', verbose_name='groups')),
-                ('user_permissions', models.ManyToManyField(blank=True, help_text='Specific permissions for this user.', related_name='user_set', related_query_name='user', to='auth.permission', verbose_name='user permissions')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("password", models.CharField(max_length=128, verbose_name="password")),
+                ("last_login", models.DateTimeField(blank=True, null=True, verbose_name="last login")),
+                (
+                    "is_superuser",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Designates that this user has all permissions without explicitly assigning them.",
+                        verbose_name="superuser status",
+                    ),
+                ),
+                (
+                    "username",
+                    models.CharField(
+                        error_messages={"unique": "A user with that username already exists."},
+                        help_text="Required. 150 characters or fewer. Letters, digits and @/./+/-/_ only.",
+                        max_length=150,
+                        unique=True,
+                        validators=[django.contrib.auth.validators.UnicodeUsernameValidator()],
+                        verbose_name="username",
+                    ),
+                ),
+                ("first_name", models.CharField(blank=True, max_length=150, verbose_name="first name")),
+                ("last_name", models.CharField(blank=True, max_length=150, verbose_name="last name")),
+                ("email", models.EmailField(blank=True, max_length=254, verbose_name="email address")),
+                (
+                    "is_staff",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Designates whether the user can log into this admin site.",
+                        verbose_name="staff status",
+                    ),
+                ),
+                (
+                    "is_active",
+                    models.BooleanField(
+                        default=True,
+                        help_text="Designates whether this user should be treated as active. Unselect this instead of deleting accounts.",
+                        verbose_name="active",
+                    ),
+                ),
+                ("date_joined", models.DateTimeField(default=django.utils.timezone.now, verbose_name="date joined")),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("annotator", "Annotator"), ("reviewer", "Reviewer"), ("lead", "Lead")],
+                        default="annotator",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "groups",
+                    models.ManyToManyField(
+                        blank=True,
+                        help_text="The groups this user belongs to. A user will get all permissions granted to each of their groups.",
+                        related_name="user_set",
+                        related_query_name="user",
+                        to="auth.group",
+                        verbose_name="groups",
+                    ),
+                ),
+                (
+                    "user_permissions",
+                    models.ManyToManyField(
+                        blank=True,
+                        help_text="Specific permissions for this user.",
+                        related_name="user_set",
+                        related_query_name="user",
+                        to="auth.permission",
+                        verbose_name="user permissions",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'user',
-                'verbose_name_plural': 'users',
-                'abstract': False,
+                "verbose_name": "user",
+                "verbose_name_plural": "users",
+                "abstract": False,
             },
             managers=[
-                ('objects', django.contrib.auth.models.UserManager()),
+                ("objects", django.contrib.auth.models.UserManager()),
             ],
         ),
         migrations.CreateModel(
-            name='Annotation',
+            name="Annotation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slot', models.PositiveSmallIntegerField()),
-                ('status', models.CharField(choices=[('draft', 'Draft'), ('submitted', 'Submitted')], default='draft', max_length=16)),
-                ('source', models.CharField(choices=[('app', 'Labeled in the app'), ('import', 'Imported')], default='app', max_length=16)),
-                ('reserved_until', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('submitted_at', models.DateTimeField(blank=True, null=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='annotations', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slot", models.PositiveSmallIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("draft", "Draft"), ("submitted", "Submitted")], default="draft", max_length=16
+                    ),
+                ),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("app", "Labeled in the app"), ("import", "Imported")], default="app", max_length=16
+                    ),
+                ),
+                ("reserved_until", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("submitted_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="annotations", to="labeling.user"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Case',
+            name="Case",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('case_id', models.CharField(max_length=300)),
-                ('input', models.TextField()),
-                ('reference', models.TextField(blank=True)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('eval_set', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='cases', to='labeling.evalset')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("case_id", models.CharField(max_length=300)),
+                ("input", models.TextField()),
+                ("reference", models.TextField(blank=True)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                (
+                    "eval_set",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="cases", to="labeling.evalset"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['eval_set', 'case_id'],
+                "ordering": ["eval_set", "case_id"],
             },
         ),
         migrations.CreateModel(
-            name='Label',
+            name="Label",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('outcome', models.CharField(choices=[('PASS', 'PASS'), ('FAIL', 'FAIL'), ('NOT_APPLICABLE', 'N/A'), ('ABSTAIN', "Can't tell")], max_length=16)),
-                ('evidence', models.TextField(blank=True)),
-                ('revision', models.PositiveIntegerField(default=1)),
-                ('is_current', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('annotation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='labels', to='labeling.annotation')),
-                ('criterion', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='labels', to='labeling.criterion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("PASS", "PASS"),
+                            ("FAIL", "FAIL"),
+                            ("NOT_APPLICABLE", "N/A"),
+                            ("ABSTAIN", "Can't tell"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("evidence", models.TextField(blank=True)),
+                ("revision", models.PositiveIntegerField(default=1)),
+                ("is_current", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "annotation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="labels", to="labeling.annotation"
+                    ),
+                ),
+                (
+                    "criterion",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="labels", to="labeling.criterion"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Output',
+            name="Output",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('agent_version', models.CharField(default='default', max_length=200)),
-                ('response', models.TextField()),
-                ('tool_calls', models.JSONField(blank=True, default=list)),
-                ('latency_ms', models.IntegerField(blank=True, null=True)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='outputs', to='labeling.case')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("agent_version", models.CharField(default="default", max_length=200)),
+                ("response", models.TextField()),
+                ("tool_calls", models.JSONField(blank=True, default=list)),
+                ("latency_ms", models.IntegerField(blank=True, null=True)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="outputs", to="labeling.case"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['case_id', 'agent_version'],
+                "ordering": ["case_id", "agent_version"],
             },
         ),
         migrations.AddField(
-            model_name='annotation',
-            name='output',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='annotations', to='labeling.output'),
+            model_name="annotation",
+            name="output",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="annotations", to="labeling.output"
+            ),
         ),
         migrations.CreateModel(
-            name='RubricVersion',
+            name="RubricVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.CharField(max_length=100)),
-                ('instruction', models.TextField(blank=True)),
-                ('content_hash', models.CharField(editable=False, max_length=64)),
-                ('status', models.CharField(choices=[('draft', 'Draft'), ('approved', 'Approved'), ('retired', 'Retired')], default='draft', max_length=16)),
-                ('approved_at', models.DateTimeField(blank=True, null=True)),
-                ('approval_reason', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('approved_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('rubric', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='versions', to='labeling.rubric')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("version", models.CharField(max_length=100)),
+                ("instruction", models.TextField(blank=True)),
+                ("content_hash", models.CharField(editable=False, max_length=64)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("draft", "Draft"), ("approved", "Approved"), ("retired", "Retired")],
+                        default="draft",
+                        max_length=16,
+                    ),
+                ),
+                ("approved_at", models.DateTimeField(blank=True, null=True)),
+                ("approval_reason", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "approved_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="labeling.user",
+                    ),
+                ),
+                (
+                    "rubric",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="versions", to="labeling.rubric"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['rubric__name', 'created_at'],
+                "ordering": ["rubric__name", "created_at"],
             },
         ),
         migrations.CreateModel(
-            name='GoldLabel',
+            name="GoldLabel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('outcome', models.CharField(choices=[('PASS', 'PASS'), ('FAIL', 'FAIL'), ('NOT_APPLICABLE', 'N/A'), ('ABSTAIN', "Can't tell")], max_length=16)),
-                ('rationale', models.TextField(blank=True)),
-                ('source', models.CharField(choices=[('adjudication', 'Adjudicated in the app'), ('import', 'Imported')], default='adjudication', max_length=16)),
-                ('revision', models.PositiveIntegerField(default=1)),
-                ('is_current', models.BooleanField(default=True)),
-                ('decided_at', models.DateTimeField(auto_now_add=True)),
-                ('criterion', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='gold_labels', to='labeling.criterion')),
-                ('decided_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='gold_labels', to=settings.AUTH_USER_MODEL)),
-                ('output', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='gold_labels', to='labeling.output')),
-                ('rubric_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='gold_labels', to='labeling.rubricversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "outcome",
+                    models.CharField(
+                        choices=[
+                            ("PASS", "PASS"),
+                            ("FAIL", "FAIL"),
+                            ("NOT_APPLICABLE", "N/A"),
+                            ("ABSTAIN", "Can't tell"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("rationale", models.TextField(blank=True)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("adjudication", "Adjudicated in the app"), ("import", "Imported")],
+                        default="adjudication",
+                        max_length=16,
+                    ),
+                ),
+                ("revision", models.PositiveIntegerField(default=1)),
+                ("is_current", models.BooleanField(default=True)),
+                ("decided_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "criterion",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="gold_labels", to="labeling.criterion"
+                    ),
+                ),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="gold_labels", to="labeling.user"
+                    ),
+                ),
+                (
+                    "output",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="gold_labels", to="labeling.output"
+                    ),
+                ),
+                (
+                    "rubric_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="gold_labels",
+                        to="labeling.rubricversion",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='criterion',
-            name='rubric_version',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='criteria', to='labeling.rubricversion'),
+            model_name="criterion",
+            name="rubric_version",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="criteria", to="labeling.rubricversion"
+            ),
         ),
         migrations.AddField(
-            model_name='annotation',
-            name='rubric_version',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='annotations', to='labeling.rubricversion'),
+            model_name="annotation",
+            name="rubric_version",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="annotations", to="labeling.rubricversion"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='case',
-            constraint=models.UniqueConstraint(fields=('eval_set', 'case_id'), name='case_id_unique_in_eval_set'),
+            model_name="case",
+            constraint=models.UniqueConstraint(fields=("eval_set", "case_id"), name="case_id_unique_in_eval_set"),
         ),
         migrations.AddConstraint(
-            model_name='label',
-            constraint=models.UniqueConstraint(fields=('annotation', 'criterion', 'revision'), name='label_revision_unique'),
+            model_name="label",
+            constraint=models.UniqueConstraint(
+                fields=("annotation", "criterion", "revision"), name="label_revision_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='label',
-            constraint=models.UniqueConstraint(condition=models.Q(('is_current', True)), fields=('annotation', 'criterion'), name='one_current_label'),
+            model_name="label",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("is_current", True)), fields=("annotation", "criterion"), name="one_current_label"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='output',
-            constraint=models.UniqueConstraint(fields=('case', 'agent_version'), name='one_output_per_case_and_agent_version'),
+            model_name="output",
+            constraint=models.UniqueConstraint(
+                fields=("case", "agent_version"), name="one_output_per_case_and_agent_version"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rubricversion',
-            constraint=models.UniqueConstraint(fields=('rubric', 'version'), name='rubric_version_unique'),
+            model_name="rubricversion",
+            constraint=models.UniqueConstraint(fields=("rubric", "version"), name="rubric_version_unique"),
         ),
         migrations.AddConstraint(
-            model_name='goldlabel',
-            constraint=models.UniqueConstraint(fields=('output', 'criterion', 'revision'), name='gold_revision_unique'),
+            model_name="goldlabel",
+            constraint=models.UniqueConstraint(fields=("output", "criterion", "revision"), name="gold_revision_unique"),
         ),
         migrations.AddConstraint(
-            model_name='goldlabel',
-            constraint=models.UniqueConstraint(condition=models.Q(('is_current', True)), fields=('output', 'criterion'), name='one_current_gold'),
+            model_name="goldlabel",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("is_current", True)), fields=("output", "criterion"), name="one_current_gold"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='criterion',
-            constraint=models.UniqueConstraint(fields=('rubric_version', 'key'), name='criterion_key_unique'),
+            model_name="criterion",
+            constraint=models.UniqueConstraint(fields=("rubric_version", "key"), name="criterion_key_unique"),
         ),
         migrations.AddIndex(
-            model_name='annotation',
-            index=models.Index(fields=['rubric_version', 'status'], name='labeling_an_rubric__62a070_idx'),
+            model_name="annotation",
+            index=models.Index(fields=["rubric_version", "status"], name="labeling_an_rubric__62a070_idx"),
         ),
         migrations.AddConstraint(
-            model_name='annotation',
-            constraint=models.UniqueConstraint(fields=('output', 'rubric_version', 'annotator'), name='one_annotation_per_annotator'),
+            model_name="annotation",
+            constraint=models.UniqueConstraint(
+                fields=("output", "rubric_version", "annotator"), name="one_annotation_per_annotator"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='annotation',
-            constraint=models.UniqueConstraint(fields=('output', 'rubric_version', 'slot'), name='one_annotation_per_slot'),
+            model_name="annotation",
+            constraint=models.UniqueConstraint(
+                fields=("output", "rubric_version", "slot"), name="one_annotation_per_slot"
+            ),
         ),
     ]

@@ -7,7 +7,7 @@ in batches, so a large database does not load every transcript at once.
 
 from django.db import migrations, models
 
-from labeling.transcript import Transcript, quotes_of
+from evals.transcript import Transcript, quotes_of
 
 BATCH = 500  # outputs per round: their transcripts, then their labels
 

@@ -14,9 +14,10 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from calibration.management.commands.load_demo import DEFAULT_DEMO_PASSWORD, EVAL_SET, JUDGE
+from evals.models import EvalSet, User
 from judging.models import JudgeConfig, JudgeRun, ProbeRun, Verdict
-from labeling.models import EvalSet, LabelingQueue, User
+from labeling.models import LabelingQueue
+from workspace.management.commands.load_demo import DEFAULT_DEMO_PASSWORD, EVAL_SET, JUDGE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -121,7 +122,7 @@ def test_the_main_pages_of_every_role_show_no_policy_violation(live_server, watc
     root = User.objects.create_superuser("root-csp", password="pw-for-tests-1")
     page = make()
     log_in(page, base, "root-csp", "pw-for-tests-1")
-    for path in ["/admin/labeling/user/", f"/admin/labeling/user/{root.pk}/change/", "/admin/labeling/evalset/"]:
+    for path in ["/admin/evals/user/", f"/admin/evals/user/{root.pk}/change/", "/admin/evals/evalset/"]:
         visit(page, base, path)
     page.goto(base + "/healthz")  # the reports made on the last page have reached the test
 

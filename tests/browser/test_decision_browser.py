@@ -11,9 +11,10 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from calibration.models import GateResult
+from evals.models import Role, RubricVersion
+from evals.role_groups import sync_role_group
 from judging.models import JudgeConfig, JudgeRun
-from labeling.groups import sync_role_group
-from labeling.models import GoldDispute, LabelingQueue, Role, RubricVersion
+from labeling.models import GoldDispute, LabelingQueue
 
 from ..calibration_factories import bulk_calibration, bulk_verdicts, calibration_set, make_judge, mark_as_gating
 from ..factories import make_eval_set, make_output, make_rubric_version, make_user
@@ -171,7 +172,7 @@ def test_a_lead_uses_the_admin_for_judge_configs_and_annotator_accounts(live_ser
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.get_by_text("was changed successfully")).to_be_visible()
     assert JudgeConfig.objects.get(pk=judge.pk).max_retries == 2
-    page.goto(live_server.url + "/admin/labeling/user/")
+    page.goto(live_server.url + "/admin/evals/user/")
     page.get_by_role("link", name="ann", exact=True).click()
     expect(page.get_by_label("Superuser status")).to_have_count(0)  # read-only for a lead
     expect(page.get_by_label("Role")).to_be_visible()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from labeling.models import Role
+from evals.models import Role
 
 from ..factories import make_rubric_version, make_user
 from .browser_helpers import screenshot

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from labeling.models import Role
+from evals.models import Role
 
 from ..factories import make_user
 from ..io_helpers import row_counts

@@ -114,7 +114,7 @@ def test_a_refused_submit_lists_what_is_left_and_stays_on_the_refused_quote(live
 
 
 def test_on_a_laptop_the_response_is_in_view_before_the_tool_calls(live_server, new_page):
-    from labeling.models import Output
+    from evals.models import Output
 
     labeling_setup(n_outputs=1, criteria=SIX)
     result = {"order": "A9851", "items": [{"sku": f"SKU-{i}", "price": 10.0 + i} for i in range(12)]}

@@ -6,8 +6,9 @@ import pytest
 from django.contrib.sessions.models import Session
 from playwright.sync_api import expect
 
-from labeling.access import LABELING_REFUSED, SIGNED_OUT
-from labeling.models import Label, Role, User
+from evals.access import LABELING_REFUSED, SIGNED_OUT
+from evals.models import Role, User
+from labeling.models import Label
 
 from ..factories import make_user
 from ..labeling_helpers import labeling_setup

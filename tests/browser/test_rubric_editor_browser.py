@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from labeling.models import LabelingQueue, Role, RubricVersion
+from evals.models import Role, RubricVersion
+from labeling.models import LabelingQueue
 
 from ..factories import make_user
 from ..labeling_helpers import labeling_setup

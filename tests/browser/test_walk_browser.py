@@ -15,9 +15,9 @@ from django.db import connections
 from playwright.sync_api import expect
 from pytest_django.live_server_helper import LiveServer
 
-from calibration.management.commands.load_demo import DEFAULT_DEMO_PASSWORD
+from evals.models import Output
 from judging.models import JudgeRun, ProbeRun, Verdict
-from labeling.models import Output
+from workspace.management.commands.load_demo import DEFAULT_DEMO_PASSWORD
 
 from .browser_helpers import screenshot
 

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from judging import runner
 from judging.backends import Misconfigured
 from judging.models import JudgeRun
-from judging.progress import progress_of
+from judging.run_progress import progress_of
 from judging.warmup import warm_up
 
 # Exit codes: 1 the run ended without every verdict (cancelled, failed, timed out); 2 it could not start.

@@ -1,0 +1,251 @@
+"""The shared domain every app reads: accounts and roles, eval sets, cases, outputs, rubrics and criteria.
+
+Each model keeps the table it was created with (db_table "labeling_..."), so its rows and every foreign key
+to it stay as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+
+from evals.validators import validate_name
+
+
+class Role(models.TextChoices):
+    ANNOTATOR = "annotator", "Annotator"
+    REVIEWER = "reviewer", "Reviewer"
+    LEAD = "lead", "Lead"
+
+
+class User(AbstractUser):
+    """An Icewater account. The role decides what the server lets it see and do."""
+
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
+
+    class Meta(AbstractUser.Meta):
+        db_table = "labeling_user"  # the table it had in labeling: rows and foreign keys stay
+
+    @property
+    def is_lead(self) -> bool:
+        return self.role == Role.LEAD
+
+    @property
+    def is_reviewer(self) -> bool:
+        return self.role == Role.REVIEWER
+
+
+class HumanOutcome(models.TextChoices):
+    """What a person may say about one criterion of one output."""
+
+    PASS = "PASS", "PASS"
+    FAIL = "FAIL", "FAIL"
+    NOT_APPLICABLE = "NOT_APPLICABLE", "N/A"
+    ABSTAIN = "ABSTAIN", "Can't tell"
+
+
+class EvalSet(models.Model):
+    name = models.CharField(max_length=200, unique=True, validators=[validate_name])
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "labeling_evalset"  # the table it had in labeling: rows and foreign keys stay
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Case(models.Model):
+    """One task given to the agent: the input and what a good answer contains."""
+
+    eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="cases")
+    case_id = models.CharField(max_length=300, validators=[validate_name])
+    input = models.TextField()
+    reference = models.TextField(blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        db_table = "labeling_case"  # the table it had in labeling: rows and foreign keys stay
+        constraints = [models.UniqueConstraint(fields=["eval_set", "case_id"], name="case_id_unique_in_eval_set")]
+        ordering = ["eval_set", "case_id"]
+
+    def __str__(self) -> str:
+        return self.case_id
+
+
+class Output(models.Model):
+    """What one agent version answered for one case (one output per case and agent version)."""
+
+    case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="outputs")
+    agent_version = models.CharField(max_length=200, default="default", validators=[validate_name])
+    response = models.TextField()
+    # [{"name": str, "args": any JSON, "response": any JSON}, ...] in call order.
+    tool_calls = models.JSONField(default=list, blank=True)
+    latency_ms = models.IntegerField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        db_table = "labeling_output"  # the table it had in labeling: rows and foreign keys stay
+        constraints = [
+            models.UniqueConstraint(fields=["case", "agent_version"], name="one_output_per_case_and_agent_version")
+        ]
+        ordering = ["case_id", "agent_version"]
+
+    def __str__(self) -> str:
+        return f"{self.case.case_id} @ {self.agent_version}"
+
+
+class GoldPolicy(models.TextChoices):
+    """How the labels of one item become gold when no reviewer decided (labeling/gold.py has the rule)."""
+
+    MAJORITY = "majority", "Strict majority"
+    ANY_FAIL = "any_fail", "Any FAIL makes it FAIL"
+    UNANIMOUS = "unanimous", "Unanimous (else adjudication)"
+
+
+class Rubric(models.Model):
+    name = models.CharField(max_length=200, unique=True, validators=[validate_name])
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "labeling_rubric"  # the table it had in labeling: rows and foreign keys stay
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RubricVersionLocked(Exception):
+    """Raised when something tries to change a rubric version that labels, verdicts or approvals use."""
+
+
+class RubricVersion(models.Model):
+    """An immutable instrument once used: a rubric edit is a new version, never an update."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        APPROVED = "approved", "Approved"
+        RETIRED = "retired", "Retired"
+
+    rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="versions")
+    version = models.CharField(max_length=100, validators=[validate_name])
+    instruction = models.TextField(blank=True)
+    content_hash = models.CharField(max_length=64, editable=False)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approval_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "labeling_rubricversion"  # the table it had in labeling: rows and foreign keys stay
+        constraints = [models.UniqueConstraint(fields=["rubric", "version"], name="rubric_version_unique")]
+        ordering = ["rubric__name", "created_at"]
+
+    def __str__(self) -> str:
+        return self.ref
+
+    @property
+    def ref(self) -> str:
+        """How rubrics are referred to everywhere: NAME@VERSION."""
+        return f"{self.rubric.name}@{self.version}"
+
+    def compute_hash(self, criteria: list[dict] | None = None) -> str:
+        if criteria is None:
+            criteria = [c.as_dict() for c in self.criteria.order_by("order")]
+        return rubric_content_hash(self.instruction, criteria)
+
+    def is_in_use(self) -> bool:
+        """True once any label, verdict or approval refers to this version."""
+        if self.status != self.Status.DRAFT:
+            return True
+        for rel in self._meta.related_objects:
+            if rel.related_model in (Criterion,) or not rel.one_to_many:
+                continue
+            if getattr(self, rel.get_accessor_name()).exists():
+                return True
+        return False
+
+    def save(self, *args, **kwargs):
+        if self.pk:
+            old = RubricVersion.objects.filter(pk=self.pk).values("instruction", "version", "rubric_id").first()
+            changed = old and (
+                old["instruction"] != self.instruction
+                or old["version"] != self.version
+                or old["rubric_id"] != self.rubric_id
+            )
+            if changed and RubricVersion.objects.get(pk=self.pk).is_in_use():
+                raise RubricVersionLocked(f"{self.ref} is in use and cannot change; create a new version instead")
+        super().save(*args, **kwargs)
+
+
+def rubric_content_hash(instruction: str, criteria: list[dict]) -> str:
+    """SHA-256 of the instruction and the criteria in order: what the instrument is."""
+    payload = json.dumps(
+        {
+            "instruction": instruction,
+            "criteria": [_hashed_criterion(c) for c in criteria],
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _hashed_criterion(criterion: dict) -> dict:
+    """What of a criterion is the instrument. The gold policy is, but only when it is not the default:
+    a version made before policies existed (all majority) keeps its hash, and so its approvals."""
+    out = {k: criterion.get(k, "") for k in ("key", "definition", "pass_example", "fail_example")}
+    policy = criterion.get("gold_policy") or GoldPolicy.MAJORITY
+    if policy != GoldPolicy.MAJORITY:
+        out["gold_policy"] = str(policy)
+    return out
+
+
+class Criterion(models.Model):
+    """One binary, narrow question of a rubric version."""
+
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.CASCADE, related_name="criteria")
+    key = models.SlugField(max_length=100)
+    definition = models.TextField()
+    pass_example = models.TextField(blank=True)
+    fail_example = models.TextField(blank=True)
+    # Part of the version's content (its hash): a different policy is a different instrument.
+    gold_policy = models.CharField(max_length=16, choices=GoldPolicy.choices, default=GoldPolicy.MAJORITY)
+    order = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        db_table = "labeling_criterion"  # the table it had in labeling: rows and foreign keys stay
+        constraints = [models.UniqueConstraint(fields=["rubric_version", "key"], name="criterion_key_unique")]
+        ordering = ["rubric_version", "order"]
+
+    def __str__(self) -> str:
+        return self.key
+
+    def as_dict(self) -> dict:
+        return {
+            "key": self.key,
+            "definition": self.definition,
+            "pass_example": self.pass_example,
+            "fail_example": self.fail_example,
+            "gold_policy": self.gold_policy,
+        }
+
+    def save(self, *args, **kwargs):
+        version = RubricVersion.objects.get(pk=self.rubric_version_id)
+        if version.is_in_use():
+            raise RubricVersionLocked(f"{version.ref} is in use; its criteria cannot change")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self.rubric_version.is_in_use():
+            raise RubricVersionLocked(f"{self.rubric_version.ref} is in use; its criteria cannot change")
+        return super().delete(*args, **kwargs)

@@ -1,0 +1,51 @@
+"""Home: an inbox per role. An annotator's queues (labeling.my_queues), what waits for a reviewer
+(workspace.review_inbox), and what waits for a lead's decision (workspace.lead_inbox: rubric versions,
+queues, judge runs, gating marks and gates).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+
+from calibration.inbox import lead_inbox
+from labeling.access import (
+    ALL_ROLES,
+    STAFF_ROLES,
+    AuthenticatedHttpRequest,
+    gives_blind_labels,
+    has_role,
+    role_required,
+)
+from labeling.inbox import adjudications_waiting
+from labeling.models import EvalSet, Role, RubricVersion
+from labeling.progress import my_queues
+from labeling.queue import open_queues
+from workspace.lead_inbox import lead_inbox
+from workspace.review_inbox import adjudications_waiting
+
+
+@never_cache
+@role_required(*ALL_ROLES)
+def home(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Each role's next action first: an annotator's queues; a reviewer's adjudications; a lead's decisions
+    and adjudications. Staff also see the open queues, eval sets and rubric versions."""
+    user = request.user
+    staff, lead = has_role(user, *STAFF_ROLES), has_role(user, Role.LEAD)
+    context: dict[str, Any] = {"staff": staff, "is_lead": lead}
+    if gives_blind_labels(user):  # only annotators label (the blind rule per person, docs/labeling.md)
+        context["my_queues"] = my_queues(user)
+    if staff:
+        context["adjudications"] = adjudications_waiting(user)
+        context["eval_sets"] = EvalSet.objects.annotate(n_cases=Count("cases", distinct=True)).order_by("name")
+        context["rubric_versions"] = RubricVersion.objects.select_related("rubric").annotate(
+            n_criteria=Count("criteria")
+        )
+        context["queues"] = open_queues()
+    if lead:
+        context["decisions"] = lead_inbox()
+    return render(request, "workspace/home.html", context)

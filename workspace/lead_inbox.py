@@ -1,0 +1,269 @@
+"""What waits for a lead's decision, for Home: each line says what, and links to the page where it is decided.
+
+Seven kinds, in the order they appear:
+
+  draft          a rubric version still a draft (approve it, or replace it)         -> the rubric version's page
+  no_queue       an eval set nobody is labeling (open a queue if people should)     -> Queues
+  uncalibrated   a finished judge run on a labeled eval set with no gating decision -> its calibration report
+                 (a mark, a revocation, or "gating stays as it is": a GatingReview)
+                 made since it finished
+  tier_changed   a gating criterion whose tier on a fresh report differs from the   -> its report row
+                 tier it was marked in
+  stale          a gating mark that no longer applies or soon will not: the judge   -> the report it was made on
+                 config's or rubric version's contents changed, the rubric version
+                 is no longer approved, or a newer version of the rubric exists
+  gate_failed    a gate that failed or could not decide in the last RECENT_GATES    -> the gate result
+                 days (identical ones as one line, with how many times)
+  gate_misnamed  a gate call in those days that named an eval set, rubric version   -> the gate result
+                 or judge config that does not exist: the caller's mistake, not a
+                 release's failure
+
+The reviewer's part is workspace.review_inbox. Queries: one per kind (the two gate kinds share one), plus
+one report (six queries, nine with a probe run) per calibration a gating mark was made on, at most
+MAX_TIER_CHECKS of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db.models import Exists, F, OuterRef, Q
+from django.urls import reverse
+from django.utils import timezone
+
+from calibration.models import GateResult, GatingMark, GatingReview
+from calibration.report import criterion_tiers
+from evals.models import EvalSet, RubricVersion
+from judging.models import JudgeRun
+from labeling.models import Annotation, EvalSet, LabelingQueue, RubricVersion
+
+from .models import GateResult, GatingMark, GatingReview
+from .report import criterion_tiers
+
+# Gate answers older than a week are history, not news: a release pipeline runs the gate daily or more.
+RECENT_GATES = timedelta(days=7)
+# Lines per kind on Home; the rest is counted ("and 12 more") and one click away.
+MAX_LINES = 8
+# Each check of a gating mark's tier is one full report; a lead gates a handful of instruments.
+MAX_TIER_CHECKS = 5
+
+
+@dataclass(frozen=True)
+class Line:
+    text: str
+    url: str
+    action: str
+    when: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Section:
+    kind: str
+    title: str
+    lines: list[Line]
+    more: int = 0
+
+
+def _section(kind: str, title: str, lines: list[Line]) -> Section | None:
+    if not lines:
+        return None
+    return Section(kind, title, lines[:MAX_LINES], max(len(lines) - MAX_LINES, 0))
+
+
+def _report_url(eval_set_id: int, rubric_version_id: int, judge_id: int, anchor: str = "") -> str:
+    url = reverse("calibration:report", args=[eval_set_id, rubric_version_id, judge_id])
+    return f"{url}#{anchor}" if anchor else url
+
+
+def drafts() -> list[Line]:
+    versions = RubricVersion.objects.filter(status=RubricVersion.Status.DRAFT).select_related("rubric")
+    return [
+        Line(
+            f"{rv.ref} is a draft: no criterion of it can gate",
+            reverse("labeling:rubric_version", args=[rv.pk]),  # its diff, its approval, its queue button
+            "Approve or replace",
+            rv.created_at,
+        )
+        for rv in versions.order_by("created_at")
+    ]
+
+
+def eval_sets_without_queue() -> list[Line]:
+    # A release candidate is judged and gated, never labeled: an eval set the gate has been asked about is one.
+    candidates = GateResult.objects.filter(eval_set=OuterRef("pk"))
+    queued = LabelingQueue.objects.current().values("eval_set_id")
+    sets = EvalSet.objects.exclude(pk__in=queued).exclude(Exists(candidates)).order_by("name")
+    queues = reverse("labeling:queues")
+    return [
+        Line(f"{es.name} has no open labeling queue", f"{queues}#queue-{es.pk}", "Open a queue", es.created_at)
+        for es in sets
+    ]
+
+
+def uncalibrated_runs() -> list[Line]:
+    labeled = Annotation.objects.submitted().filter(
+        output__case__eval_set=OuterRef("eval_set"), rubric_version=OuterRef("rubric_version")
+    )
+    decided = GatingMark.objects.filter(
+        rubric_version=OuterRef("rubric_version"),
+        judge_config=OuterRef("judge_config"),
+        calibration_eval_set=OuterRef("eval_set"),
+    ).filter(Q(marked_at__gte=OuterRef("finished_at")) | Q(revoked_at__gte=OuterRef("finished_at")))
+    reviewed = GatingReview.objects.filter(
+        rubric_version=OuterRef("rubric_version"),
+        judge_config=OuterRef("judge_config"),
+        calibration_eval_set=OuterRef("eval_set"),
+        decided_at__gte=OuterRef("finished_at"),
+    )
+    runs = (
+        JudgeRun.objects.filter(status=JudgeRun.Status.DONE, probe_run__isnull=True)  # probe arms calibrate nothing
+        .filter(Exists(labeled))
+        .exclude(Exists(decided))
+        .exclude(Exists(reviewed))
+        .select_related("eval_set", "rubric_version__rubric", "judge_config")
+        .order_by(F("finished_at").desc(nulls_last=True), "-pk")
+    )
+    lines, seen = [], set()
+    for run in runs[: MAX_LINES * 4]:  # newest run per instrument: older runs of it are the same decision
+        key = (run.eval_set_id, run.rubric_version_id, run.judge_config_id)
+        if key in seen:
+            continue
+        seen.add(key)
+        text = (
+            f"run #{run.pk} of {run.judge_config.name} on {run.rubric_version.ref} over {run.eval_set.name} "
+            "finished: no gating decision since"
+        )
+        lines.append(Line(text, _report_url(*key), "Read the calibration", run.finished_at))
+    return lines
+
+
+def _active_marks():
+    return GatingMark.objects.active().select_related(
+        "criterion", "rubric_version__rubric", "judge_config", "calibration_eval_set"
+    )
+
+
+def tier_changes(marks: list[GatingMark]) -> list[Line]:
+    groups: dict[tuple, list[GatingMark]] = {}
+    for m in marks:
+        key = (m.calibration_eval_set_id, m.rubric_version_id, m.judge_config_id, m.calibration_agent_version)
+        groups.setdefault(key, []).append(m)
+    lines = []
+    for (_, _, _, agent_version), group in list(groups.items())[:MAX_TIER_CHECKS]:
+        first = group[0]
+        tiers = criterion_tiers(
+            eval_set=first.calibration_eval_set,
+            rubric_version=first.rubric_version,
+            judge_config=first.judge_config,
+            agent_version=agent_version or None,
+        )
+        for m in group:
+            now = tiers.get(m.criterion.key)
+            if now is not None and now != m.tier:
+                text = (
+                    f"{m.criterion.key} gates with {m.judge_config.name} on {m.rubric_version.ref}: marked in the "
+                    f"{m.tier} tier, now {now} on {m.calibration_eval_set.name}"
+                )
+                url = _report_url(
+                    m.calibration_eval_set_id, m.rubric_version_id, m.judge_config_id, f"criterion-{m.criterion.key}"
+                )
+                lines.append(Line(text, url, "Review the mark", m.marked_at))
+    return lines
+
+
+def stale_marks(marks: list[GatingMark]) -> list[Line]:
+    newer = _newest_versions({m.rubric_version.rubric_id for m in marks})
+    lines = []
+    for m in marks:
+        rv, jc = m.rubric_version, m.judge_config
+        why = ""
+        if m.judge_config_hash != jc.content_hash:
+            why = f"judge config {jc.name} changed since it was marked"
+        elif m.rubric_content_hash != rv.content_hash:
+            why = f"{rv.ref} changed since it was marked"
+        elif rv.status != RubricVersion.Status.APPROVED:
+            why = f"{rv.ref} is {rv.get_status_display().lower()}, so it gates nothing"
+        elif (latest := newer.get(rv.rubric_id)) is not None and latest.pk != rv.pk:
+            why = f"{latest.ref} is newer: calibrate it before it replaces {rv.ref}"
+        if why:
+            text = f"{m.criterion.key} gates with {jc.name} on {rv.ref}, but {why}"
+            url = _report_url(m.calibration_eval_set_id, rv.pk, jc.pk, f"criterion-{m.criterion.key}")
+            lines.append(Line(text, url, "Review the mark", m.marked_at))
+    return lines
+
+
+def _newest_versions(rubric_ids: set[int]) -> dict[int, RubricVersion]:
+    newest: dict[int, RubricVersion] = {}
+    for rv in RubricVersion.objects.filter(rubric_id__in=rubric_ids).select_related("rubric").order_by("created_at"):
+        newest[rv.rubric_id] = rv  # the last one wins: the newest
+    return newest
+
+
+def gate_problems(now: datetime | None = None) -> tuple[list[Line], list[Line]]:
+    """(failures, calls naming the unknown) among the gates of the last RECENT_GATES days, newest first; one query.
+
+    A gate that failed or could not decide on an instrument that exists is a release's news; a call naming an
+    eval set, rubric version or judge config that does not exist (a misspelled name in a CI job) is the
+    caller's mistake, listed apart. Identical answers to identical asks (a pipeline retrying) are one line
+    that says how often, linking to the newest.
+    """
+    since = (now or timezone.now()) - RECENT_GATES
+    results = GateResult.objects.filter(
+        created_at__gte=since, decision__in=[GateResult.Decision.FAILED, GateResult.Decision.UNDECIDED]
+    ).select_related("token")
+    failures: dict[tuple, list[GateResult]] = {}
+    mistakes: dict[tuple, list[GateResult]] = {}
+    for g in results.order_by("-created_at", "-pk"):
+        if _names_unknown(g):
+            mistakes.setdefault((g.reason, g.source, g.token_id), []).append(g)
+        else:
+            ask = (g.decision, g.rubric_ref, g.judge_name, g.eval_set_name, g.agent_version)
+            failures.setdefault((*ask, g.binding_criterion, g.reason), []).append(g)
+    return [_failure_line(same) for same in failures.values()], [_mistake_line(same) for same in mistakes.values()]
+
+
+def _names_unknown(g: GateResult) -> bool:
+    # The gate resolves the eval set, then the rubric version, then the judge config, and records what it found.
+    return g.decision == GateResult.Decision.UNDECIDED and None in (
+        g.eval_set_id,
+        g.rubric_version_id,
+        g.judge_config_id,
+    )
+
+
+def _times(same: list[GateResult]) -> str:
+    return f" ({len(same)} times)" if len(same) > 1 else ""
+
+
+def _failure_line(same: list[GateResult]) -> Line:
+    g = same[0]  # the newest
+    versions = f"agent version {g.agent_version}" if g.agent_version else "all agent versions"
+    what = f"{g.rubric_ref} with {g.judge_name} on {g.eval_set_name}, {versions}"
+    if g.decision == GateResult.Decision.FAILED:
+        text = f"the gate failed {what}" + (f" (binding: {g.binding_criterion})" if g.binding_criterion else "")
+    else:
+        text = f"the gate could not decide {what}: {g.reason}"
+    return Line(text + _times(same), reverse("calibration:gate_result", args=[g.pk]), "Read the result", g.created_at)
+
+
+def _mistake_line(same: list[GateResult]) -> Line:
+    g = same[0]
+    who = f"token {g.token.project}" if g.token else g.get_source_display().lower()
+    text = f"a gate call from {who} named what does not exist: {g.reason}{_times(same)}"
+    return Line(text, reverse("calibration:gate_result", args=[g.pk]), "Read the call", g.created_at)
+
+
+def lead_inbox() -> list[Section]:
+    marks = list(_active_marks())
+    failures, mistakes = gate_problems()
+    sections = [
+        _section("draft", "Draft rubric versions", drafts()),
+        _section("no_queue", "Eval sets nobody is labeling", eval_sets_without_queue()),
+        _section("uncalibrated", "Finished judge runs not yet decided on", uncalibrated_runs()),
+        _section("tier_changed", "Gating criteria whose tier changed", tier_changes(marks)),
+        _section("stale", "Gating marks gone stale", stale_marks(marks)),
+        _section("gate_failed", "Recent gate failures", failures),
+        _section("gate_misnamed", "Gate calls that named something unknown", mistakes),
+    ]
+    return [s for s in sections if s is not None]

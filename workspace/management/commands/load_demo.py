@@ -1,0 +1,145 @@
+"""Load the refund-support demo: users in every role, a rubric, 360 outputs, labels, judges, the instrument
+judge's verdicts and a probe run of it.
+
+Safe to run again: every step goes through the product's own idempotent importers.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+import workspace.demo
+from evals.models import Role, User
+from evals.role_groups import sync_role_group
+
+# The demo's files: cases, labels and the instrument judge (workspace/demo/generate.py writes them).
+DEMO_DIR = Path(workspace.demo.__file__).resolve().parent
+EVAL_SET = "refund-support-demo"
+RUBRIC = "refund-support@1"
+JUDGE = "demo-instruments"
+# Ready for whoever sets OPENAI_API_KEY (one of the judge key allowlist's names); never run by the demo.
+LLM_JUDGE = "demo-gpt"
+LLM_KEY_ENV = "OPENAI_API_KEY"  # the api_key_env of judge-llm.json
+DEMO_USERS = [
+    ("maria", Role.ANNOTATOR, "labels all day; has finished her share"),
+    ("deshawn", Role.ANNOTATOR, "the second annotator on every output"),
+    ("ana", Role.ANNOTATOR, "new: her queue is full"),
+    ("rita", Role.REVIEWER, "adjudicates disagreements"),
+    ("lee", Role.LEAD, "approves rubrics and gating criteria; can open the admin"),
+]
+# The probe run judges each output once per probe: 80 of the 360 (as many as the demo had before it grew)
+# show every probe's flips and keep `make run` to about a minute.
+PROBE_SAMPLE = 80
+# A development password for a local demo only; set ICEWATER_DEMO_PASSWORD to choose another.
+DEFAULT_DEMO_PASSWORD = "icewater-demo"
+
+
+class Command(BaseCommand):
+    help = "Load the refund-support demo data (idempotent)."
+
+    def handle(self, *args, **options):
+        password = os.environ.get("ICEWATER_DEMO_PASSWORD", DEFAULT_DEMO_PASSWORD)
+        before = demo_rows()
+        with transaction.atomic():
+            for username, role, _ in DEMO_USERS:
+                user = User.objects.filter(username=username).first() or User(username=username)
+                user.role = role
+                user.is_active = True
+                user.is_staff = role == Role.LEAD
+                user.set_password(password)
+                user.save()
+                sync_role_group(user)
+        quiet = {"stdout": open(os.devnull, "w"), "verbosity": 0}
+        try:
+            call_command("import_rubric", str(DEMO_DIR / "rubric.yaml"), **quiet)
+        except CommandError as exc:
+            if "already exists with different content" not in str(exc):
+                raise
+            # A data folder made by an earlier demo (the demo rubric changed under the same version).
+            raise CommandError(
+                f"this database holds an earlier Icewater demo whose {RUBRIC} differs from the current one; "
+                "load the demo into a fresh database (for `make run`: remove the data folder, `rm -rf data`, "
+                "or set ICEWATER_DATA_DIR to an empty folder). Nothing was imported."
+            ) from exc
+        call_command("import_cases", "--eval-set", EVAL_SET, str(DEMO_DIR / "cases.jsonl"), **quiet)
+        call_command(
+            "import_labels", "--eval-set", EVAL_SET, "--rubric", RUBRIC, str(DEMO_DIR / "labels.jsonl"), **quiet
+        )
+        # The lead opens the labeling queue on this rubric version; ana finds work waiting.
+        call_command(
+            "open_queue",
+            "--eval-set",
+            EVAL_SET,
+            "--rubric",
+            RUBRIC,
+            "--by",
+            "lee",
+            "--reason",
+            "demo: label the refund-support outputs",
+            **quiet,
+        )
+        call_command("add_judge", str(DEMO_DIR / "judge.json"), **quiet)
+        llm_refused = ""
+        try:  # refused (and nothing written) where the operator's key allowlist leaves out its variable
+            call_command("add_judge", str(DEMO_DIR / "judge-llm.json"), **quiet)
+        except CommandError as exc:
+            llm_refused = str(exc)
+        load_judge_run(quiet)
+        load_probe_run(quiet)
+        what = f"eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}"
+        if before[0] and demo_rows() == before:  # `make run` again on the same data folder
+            self.stdout.write(f"Demo already loaded, nothing added: {what}.")
+        else:
+            self.stdout.write(f"Demo loaded: {what}.")
+        if llm_refused:
+            self.stdout.write(f"Judge {LLM_JUDGE} not added: {llm_refused}")
+        else:
+            self.stdout.write(f"Judge {LLM_JUDGE} (an OpenAI model) runs once {LLM_KEY_ENV} is set.")
+        self.stdout.write(f"Demo logins (password {password!r}):")
+        for username, role, what in DEMO_USERS:
+            self.stdout.write(f"  {username:<8} {role.label:<10} {what}")
+
+
+def demo_rows() -> tuple[int, ...]:
+    """How many of each thing the demo makes there are: the same before and after a load that added nothing."""
+    from evals.models import EvalSet, Output, RubricVersion
+    from judging.models import JudgeConfig, JudgeRun, ProbeRun, Verdict
+    from labeling.models import Annotation, Label, LabelingQueue
+
+    models = (
+        EvalSet,
+        Output,
+        RubricVersion,
+        Annotation,
+        Label,
+        LabelingQueue,
+        JudgeConfig,
+        JudgeRun,
+        ProbeRun,
+        Verdict,
+    )
+    return tuple(model.objects.count() for model in models)
+
+
+def load_judge_run(quiet: dict) -> None:
+    """The demo judge's run, once: a restart finds its verdicts there and judges nothing again."""
+    from judging.models import JudgeRun
+
+    runs = JudgeRun.objects.filter(eval_set__name=EVAL_SET, judge_config__name=JUDGE, probe_run=None)
+    if not runs.filter(status=JudgeRun.Status.DONE).exists():
+        call_command("run_judge", "--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE, "--in-process", **quiet)
+
+
+def load_probe_run(quiet: dict) -> None:
+    """A probe run of the demo judge, once: its results differ by criterion (the control catches the planted
+    amount; padding slips past the concision instrument, which counts words)."""
+    from judging.models import ProbeRun
+
+    if not ProbeRun.objects.filter(eval_set__name=EVAL_SET, judge_config__name=JUDGE).exists():
+        scope = ("--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE)
+        call_command("probe_judge", *scope, "--sample", str(PROBE_SAMPLE), "--in-process", **quiet)
