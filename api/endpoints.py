@@ -23,23 +23,24 @@ from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
-from calibration.export import to_json
 from calibration.gate import GateOutcome, GateRequest, gate_and_record
-from calibration.lookup import eval_set_named, judge_named
 from calibration.models import GateResult
 from calibration.policy import PolicyRefused, Tightening
 from calibration.report import calibration_report, segmented_report
+from calibration.report_files import to_json
+from evals.lookup import eval_set_named
+from evals.models import RubricVersion
+from evals.validators import RUBRIC_REF_PATTERN, UnknownName
 from formats.case_import import import_cases
 from formats.inspect_scores import ScoreMapping
 from formats.verdicts import import_verdicts
 from judging import runner
 from judging.backends import Misconfigured
+from judging.judge_lookup import judge_named
 from judging.models import JudgeRun
-from judging.progress import Progress, progress_of
+from judging.run_progress import Progress, progress_of
 from labeling.json_body import BodyRefused, check_query, parse_json_body, schema_problems
-from labeling.models import RubricVersion
 from labeling.problems import Problem
-from labeling.validators import RUBRIC_REF_PATTERN, UnknownName
 
 from .answers import LENGTH_REQUIRED, bad_parameters, error, refused_body, server_error, too_large, unread_chunked_body
 from .auth import NO_TOKEN, ApiError, TokenAuth, TokenHttpRequest, check_judge, check_scope

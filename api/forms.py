@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from django import forms
 
+from evals.models import RubricVersion
+from evals.validators import validate_name
 from judging.models import JudgeConfig
 from labeling import record_fields as f
-from labeling.models import RubricVersion
 from labeling.problems import RecordError
-from labeling.validators import validate_name
 
 from .models import GateToken, TokenScope
 

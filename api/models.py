@@ -11,8 +11,8 @@ import secrets
 from django.conf import settings
 from django.db import models
 
+from evals.models import RubricVersion
 from judging.models import JudgeRun
-from labeling.models import RubricVersion
 
 
 def hash_token(token: str) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
-from labeling.validators import RUBRIC_REF_PATTERN
+from evals.validators import RUBRIC_REF_PATTERN
 
 
 class GateIn(Schema):
@@ -77,7 +77,7 @@ class ErrorReasonOut(Schema):
 
 
 class ProgressOut(Schema):
-    """A judge run's progress (judging.progress.Progress), as `run_judge` shows it."""
+    """A judge run's progress (judging.run_progress.Progress), as `run_judge` shows it."""
 
     run_id: int
     status: str = Field(description="queued, running, done, failed or cancelled")

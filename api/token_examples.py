@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from calibration.models import GatingMark
+from evals.models import EvalSet
 from judging.models import JudgeRun
 
 from .models import GateToken, TokenScope

@@ -13,8 +13,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from calibration.models import GateResult
-from labeling.access import STAFF_ROLES, has_role, role_required
-from labeling.models import Role
+from evals.access import STAFF_ROLES, has_role, role_required
+from evals.models import Role
 
 from .forms import TokenForm
 from .models import GateToken, hash_token

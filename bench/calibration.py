@@ -199,8 +199,9 @@ def populate(n_outputs: int, eval_set_name: str, id_base: int, seed: int) -> dic
 
 def resolve(scope: dict) -> dict:
     """Fresh objects by name, as `manage.py calibration_report` finds them."""
-    from calibration.lookup import eval_set_named, judge_named
-    from labeling.models import RubricVersion
+    from evals.lookup import eval_set_named
+    from evals.models import RubricVersion
+    from judging.judge_lookup import judge_named
 
     return {
         "eval_set": eval_set_named(scope["eval_set"]),

@@ -19,17 +19,19 @@ import pandas as pd
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from evals.models import Criterion, EvalSet, Output, Role, User
 from judging.models import JudgeConfig
 from labeling.audit_order import DEFAULT_RELEASE, release_next, start_audit_order
 from labeling.gold import derive_gold
-from labeling.models import AuditOrder, AuditOrderItem, Criterion, EvalSet, Output, Role, User
+from labeling.models import AuditOrder, AuditOrderItem
 from labeling.queue import QueueError, current_queue
 
-from . import audit_stats, data
+from . import audit_stats
+from . import frames as data
+from .frame_reading import current_verdicts
 from .metrics import FAIL, PASS
 from .models import AuditPlan, GatingMark
 from .policy import GateThresholds
-from .reading import current_verdicts
 
 # Forecasts are Monte Carlo; a fixed seed keeps the figures the same on every read of the same labels.
 FORECAST_SIMS = 1000

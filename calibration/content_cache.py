@@ -29,7 +29,7 @@ SOURCES = (
     "calibration/metrics.py",
     "calibration/frame_reading.py",
     "labeling/gold.py",
-    "judging/reading.py",
+    "judging/current_verdicts.py",
     "judging/sample_majority.py",
     "judging/probes",
 )

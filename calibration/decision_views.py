@@ -15,10 +15,9 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from evals.access import STAFF_ROLES, has_role, role_required
+from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
 from evals.models import Output, Role
 from judging.models import JudgeRun
-from labeling.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
 from labeling.disputes import DisputeRefused, raise_dispute
 
 from . import drilldown as dd

@@ -18,8 +18,7 @@ from evals.models import Criterion, EvalSet, Output, RubricVersion
 from evals.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, quotes_of, render_json, show
 from judging.models import JudgeConfig, Verdict
 from labeling.gold import derive_gold
-from labeling.models import Criterion, EvalSet, GoldDispute, GoldLabel, Label, Output, RubricVersion
-from labeling.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, quotes_of, render_json, show
+from labeling.models import GoldDispute, GoldLabel, Label
 
 from . import frames as data
 from .frame_reading import KEY, current_verdicts

@@ -8,9 +8,7 @@ from typing import cast
 from django import forms
 
 from evals.models import EvalSet, Output, RubricVersion
-from evals.validators import validate_name
 from judging.models import JudgeConfig
-from labeling.models import EvalSet, Output, RubricVersion
 
 from .policy import (
     DECIDE_ON,

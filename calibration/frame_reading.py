@@ -3,7 +3,7 @@
 Pure pandas, no queries. The stored rows are parts (one label per annotator, one verdict per
 sample and run); these functions aggregate them at read time, so a different rule never needs
 a re-run. The samples' majority is judging/sample_majority.py's, the rule the judge's pages use.
-Frames use the column names `calibration/data.py` produces:
+Frames use the column names `calibration/frames.py` produces:
 
 labels:      output, criterion, annotation, annotator, slot, outcome   (current labels of submitted annotations)
 adjudicated: output, criterion, outcome                     (current adjudicated gold labels)

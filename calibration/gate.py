@@ -37,20 +37,19 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from evals.lookup import UnknownName, eval_set_named, rubric_version_named
+from evals.lookup import eval_set_named
 from evals.models import EvalSet, RubricVersion
+from evals.validators import UnknownName
 from judging.judge_lookup import judge_named
 from judging.models import JudgeConfig, JudgeRun
-from labeling.models import EvalSet, RubricVersion
-from labeling.validators import UnknownName
 
-from . import data, probes
+from . import frames as data
+from . import probes
 from .audits import AuditFigures, open_plan_for, plan_figures
-from .lookup import eval_set_named, judge_named
+from .frame_reading import current_runs, current_verdicts
 from .metrics import BINARY, ERROR, PASS, CorrectedPassRate, corrected_pass_rate, fmt, wilson_interval
 from .models import GateResult, GatingMark
 from .policy import AUDIT, CORRECTED_LOWER, WILSON_LOWER, GateThresholds, Tightening
-from .reading import current_runs, current_verdicts
 
 EXIT_PASSED, EXIT_FAILED, EXIT_UNDECIDED = 0, 1, 2
 

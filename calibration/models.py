@@ -10,8 +10,9 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from evals.models import Criterion, EvalSet, RubricVersion
 from judging.models import JudgeConfig
-from labeling.models import AuditOrder, Criterion, EvalSet, RubricVersion
+from labeling.models import AuditOrder
 
 from .policy import (
     DECIDE_ON,

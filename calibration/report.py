@@ -2,7 +2,7 @@
 human ceiling, with every excluded item counted and every degenerate case said out loud.
 
 `build_rows` is pure (DataFrames in, frozen rows out); `calibration_report` and `human_agreement`
-load the frames through `calibration/data.py` with a constant number of queries. Per criterion it
+load the frames through `calibration/frames.py` with a constant number of queries. Per criterion it
 computes the parts of a row (RowParts: the judge against gold, the buckets, the human ceiling, the gold
 counts, the judge against itself); `compose_row` makes the row of them, and its warnings are the table
 FINDINGS of small pure rules, one per warning code.

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import case_views, decision_views, views
+from . import decision_views, views
 
 app_name = "calibration"
 REPORT = "report/<int:eval_set>/<int:rubric_version>/<int:judge>/"

@@ -6,8 +6,6 @@ label blind. Views stay thin: fetch, validate a form, call one domain function, 
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
@@ -18,10 +16,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from evals.access import STAFF_ROLES, checked_query, has_role, role_required
-from evals.models import Criterion, EvalSet, Output, Role, RubricVersion
-from judging.models import JudgeConfig
-from labeling.access import (
+from evals.access import (
     STAFF_ROLES,
     AuthenticatedHttpRequest,
     HtmxHttpRequest,
@@ -29,17 +24,16 @@ from labeling.access import (
     has_role,
     role_required,
 )
-from labeling.models import Criterion, EvalSet, GoldDispute, Output, Role, RubricVersion
-from labeling.pages import pick_scope
-from labeling.progress import versions_with_work
+from evals.models import Criterion, EvalSet, Output, Role, RubricVersion
+from judging.models import JudgeConfig
+from labeling.models import GoldDispute
 from labeling.record_fields import attachment_header
 
 from . import drilldown as dd
 from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review, revoke_gating
 from .decision import CANNOT, GATING, MAY_GATE, MORE_LABELS, decide
-from .export import to_csv, to_json
 from .forms import CompareForm, GatingForm, ReasonForm
-from .metrics import HUMAN_MIN_KAPPA, MIN_N
+from .metrics import MIN_N
 from .models import GatingMark, GatingReview
 from .overview import comparison_params, overview_grids, run_instruments
 from .report import calibration_report
@@ -350,15 +344,3 @@ def safe_next(request: HttpRequest, default: str) -> str:
     target = request.POST.get("next", "")
     ok = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure())
     return target if ok else default
-
-
-@require_GET
-@role_required(*STAFF_ROLES)
-def progress_page(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """Labeling progress of one eval set and rubric version, with the human-human agreement so far."""
-    scope = pick_scope(request)
-    context: dict[str, Any] = {"scope": scope, "progress": None, "human_min_kappa": HUMAN_MIN_KAPPA, "min_n": MIN_N}
-    if scope.eval_set and scope.rubric_version:
-        context["progress"] = labeling_progress(scope.eval_set, scope.rubric_version)
-        context["versions"] = versions_with_work(scope.eval_set, also=scope.rubric_version)
-    return render(request, "calibration/progress.html", context)

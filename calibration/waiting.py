@@ -14,7 +14,7 @@ from evals.models import EvalSet, Output, RubricVersion
 from labeling.disputes import open_dispute_counts
 from labeling.gold import AWAITING, DISAGREED
 from labeling.gold_loaders import gold_policies
-from labeling.models import EvalSet, LabelingQueue, Output, RubricVersion
+from labeling.models import LabelingQueue
 
 from .frames import Scope, load_adjudicated, load_labels, states_of
 

@@ -6,8 +6,8 @@ from django.urls import include, path
 
 from api.urls import calibration_patterns as calibration_api
 from calibration import urls as calibration_urls
+from workspace.home import home
 
-from .home import home
 from .login import LoginView
 
 handler400 = "config.errors.bad_request"
@@ -22,6 +22,7 @@ urlpatterns = [
     path("judging/", include("judging.urls")),
     # calibration's pages, and the gate's first address (/calibration/api/gate), which the API serves.
     path("calibration/", include((calibration_urls.urlpatterns + calibration_api, "calibration"))),
+    path("calibration/", include("workspace.urls")),
     path("api/", include("api.urls")),
     path("", home, name="home"),
     path("", include("formats.urls")),

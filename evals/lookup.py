@@ -1,5 +1,5 @@
-"""Finding eval sets and judge configs by the names people type (rubric versions:
-`RubricVersion.objects.by_ref`, with the same exception and the same `say_known`).
+"""Finding eval sets by the names people type (rubric versions: `RubricVersion.objects.by_ref`; judge configs:
+judging/judge_lookup.py; all with the same exception and the same `say_known`).
 
 Commands and the HTTP gate take names, not ids; on the command line a typo gets a message that says
 what exists. The HTTP gate passes `say_known=False`: a token holder must not learn the other names.
@@ -7,9 +7,8 @@ what exists. The HTTP gate passes `say_known=False`: a token holder must not lea
 
 from __future__ import annotations
 
-from judging.models import JudgeConfig
-from labeling.models import EvalSet
-from labeling.validators import UnknownName, known_names
+from evals.models import EvalSet
+from evals.validators import UnknownName, known_names
 
 
 def unknown_name(what: str, name: str, known, say_known: bool) -> UnknownName:
@@ -21,13 +20,4 @@ def eval_set_named(name: str, *, say_known: bool = True) -> EvalSet:
     found = EvalSet.objects.filter(name=name).first()
     if found is None:
         raise unknown_name("eval set", name, EvalSet.objects.order_by("name").values_list("name", flat=True), say_known)
-    return found
-
-
-def judge_named(name: str, *, say_known: bool = True) -> JudgeConfig:
-    found = JudgeConfig.objects.filter(name=name).first()
-    if found is None:
-        raise _unknown(
-            "judge config", name, JudgeConfig.objects.order_by("name").values_list("name", flat=True), say_known
-        )
     return found

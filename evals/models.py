@@ -11,9 +11,10 @@ import json
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
+from django.core.exceptions import ValidationError
 from django.db import models
 
-from evals.validators import validate_name
+from evals.validators import UnknownName, known_names, rubric_part_problem, split_rubric_ref, validate_name
 
 
 class Role(models.TextChoices):
@@ -29,14 +30,6 @@ class User(AbstractUser):
 
     class Meta(AbstractUser.Meta):
         db_table = "labeling_user"  # the table it had in labeling: rows and foreign keys stay
-
-    @property
-    def is_lead(self) -> bool:
-        return self.role == Role.LEAD
-
-    @property
-    def is_reviewer(self) -> bool:
-        return self.role == Role.REVIEWER
 
 
 class HumanOutcome(models.TextChoices):
@@ -120,9 +113,36 @@ class Rubric(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self) -> None:
+        # Not a field validator (that would be a migration): forms and the admin call clean().
+        problem = rubric_part_problem(self.name)
+        if problem:
+            raise ValidationError({"name": f"A rubric name {problem}."})
+
 
 class RubricVersionLocked(Exception):
     """Raised when something tries to change a rubric version that labels, verdicts or approvals use."""
+
+
+class RubricVersionQuerySet(models.QuerySet):
+    def by_ref(self, ref: str, *, say_known: bool = True) -> RubricVersion:
+        """The rubric version NAME@VERSION names (evals/validators.py has the rule); UnknownName otherwise.
+
+        The message says whether the rubric or only the version is unknown, and what exists; with
+        `say_known=False` (the HTTP gate) it names nothing else: a token holder must not learn other names.
+        """
+        name, version = split_rubric_ref(ref)
+        found = self.select_related("rubric").filter(rubric__name=name, version=version).first()
+        if found is not None:
+            return found
+        if not say_known:
+            raise UnknownName(f"unknown rubric version {ref!r}")
+        if not Rubric.objects.filter(name=name).exists():
+            raise UnknownName(
+                f"there is no rubric {name!r} ({known_names(Rubric.objects.values_list('name', flat=True))})"
+            )
+        versions = self.filter(rubric__name=name).values_list("version", flat=True)
+        raise UnknownName(f"rubric {name!r} has no version {version!r} ({known_names(versions)})")
 
 
 class RubricVersion(models.Model):
@@ -145,6 +165,8 @@ class RubricVersion(models.Model):
     approval_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = RubricVersionQuerySet.as_manager()
+
     class Meta:
         db_table = "labeling_rubricversion"  # the table it had in labeling: rows and foreign keys stay
         constraints = [models.UniqueConstraint(fields=["rubric", "version"], name="rubric_version_unique")]
@@ -152,6 +174,11 @@ class RubricVersion(models.Model):
 
     def __str__(self) -> str:
         return self.ref
+
+    def clean(self) -> None:
+        problem = rubric_part_problem(self.version)
+        if problem:
+            raise ValidationError({"version": f"A rubric version {problem}."})
 
     @property
     def ref(self) -> str:
@@ -170,7 +197,8 @@ class RubricVersion(models.Model):
         for rel in self._meta.related_objects:
             if rel.related_model in (Criterion,) or not rel.one_to_many:
                 continue
-            if getattr(self, rel.get_accessor_name()).exists():
+            accessor = rel.get_accessor_name()  # None only for a symmetrical many-to-many, never one-to-many
+            if accessor and getattr(self, accessor).exists():
                 return True
         return False
 

@@ -23,8 +23,8 @@ from typing import IO, Any
 
 from pydantic.alias_generators import to_camel as _to_camel
 
+from evals.models import Case, EvalSet
 from labeling import record_fields as f
-from labeling.models import Case, EvalSet
 from labeling.problems import Problems, RecordError, line_of
 
 from .case_records import build_rows

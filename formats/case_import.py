@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, connection, transaction
 
+from evals.models import Case, EvalSet, Output
 from labeling import record_fields as f
-from labeling.models import Case, EvalSet, Output
 from labeling.problems import Problems, RecordError
 
 from . import inspect_log, registry

@@ -22,7 +22,7 @@ from collections import Counter
 
 from django.db import connection
 
-from labeling.models import Case, EvalSet, Output
+from evals.models import Case, EvalSet, Output
 from labeling.problems import Problems
 from labeling.record_fields import json_equal
 

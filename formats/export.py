@@ -21,9 +21,10 @@ from typing import IO, Any
 
 from django.db.models import Prefetch
 
-from labeling.models import EvalSet, GoldLabel, Label, Output, RubricVersion
+from evals.models import EvalSet, Output, RubricVersion
+from evals.validators import UnknownName
+from labeling.models import GoldLabel, Label
 from labeling.record_fields import csv_safe
-from labeling.validators import UnknownName
 
 from .case_records import CASE_FIELDS, OUTPUT_FIELDS
 from .label_records import AGREEMENT

@@ -20,23 +20,12 @@ from collections.abc import Iterable, Iterator
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from evals.models import Case, Criterion, EvalSet, GoldPolicy, Output, Role, RubricVersion, User
+from evals.transcript import Transcript
+from evals.validators import UnknownName
 from labeling import record_fields as f
-from labeling.models import (
-    Annotation,
-    Case,
-    Criterion,
-    EvalSet,
-    GoldLabel,
-    GoldPolicy,
-    Label,
-    Output,
-    Role,
-    RubricVersion,
-    User,
-)
+from labeling.models import Annotation, GoldLabel, Label
 from labeling.problems import Problems, RecordError
-from labeling.transcript import Transcript
-from labeling.validators import UnknownName
 
 from . import registry
 from .case_records import AGENT_VERSION_MAX, DEFAULT_AGENT_VERSION

@@ -28,19 +28,19 @@ from typing import IO
 from django.db import transaction
 from django.utils import timezone
 
+from evals.models import EvalSet, Output, RubricVersion
+from evals.transcript import Transcript
+from evals.validators import UnknownName
 from formats import export as labeling_export
 from formats.case_records import AGENT_VERSION_MAX
 from formats.export import ExportError, export_scope, write_csv, write_jsonl
 from formats.import_summary import ImportReport, plural
 from formats.inspect_log import is_inspect_log
 from formats.readers import Source
+from judging.current_verdicts import current_verdicts
 from judging.models import ErrorKind, JudgeConfig, JudgeRun, Verdict, VerdictOutcome
-from judging.reading import current_verdicts
 from labeling import record_fields as f
-from labeling.models import EvalSet, Output, RubricVersion
 from labeling.problems import Problems, RecordError
-from labeling.transcript import Transcript
-from labeling.validators import UnknownName
 
 from . import registry
 from .inspect_scores import ScoreMapping

@@ -21,10 +21,10 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
+from evals.access import AuthenticatedHttpRequest, role_required
+from evals.models import EvalSet, Role, RubricVersion
 from formats.readers import Source
 from judging.models import JudgeConfig
-from labeling.access import AuthenticatedHttpRequest, role_required
-from labeling.models import EvalSet, Role, RubricVersion
 
 from . import import_jobs
 from .inspect_scores import ScoreMapping

@@ -11,7 +11,6 @@ from evals.access import has_role
 from evals.models import Role
 from evals.transcript import NONE_QUOTE, PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, render_json, show
 
-from .current_verdicts import majority
 from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome
 from .probes.registry import ORIGINAL
 from .sample_majority import majority

@@ -11,8 +11,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from labeling.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
-from labeling.models import Criterion, Role
+from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
+from evals.models import Criterion, Role
 
 from . import runner
 from .backends import Misconfigured

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from celery import signature
 from django.db import DatabaseError, transaction
 
-from labeling.models import EvalSet, Output, RubricVersion
-from labeling.validators import UnknownName
+from evals.models import EvalSet, Output, RubricVersion
+from evals.validators import UnknownName
 
 from . import run_status
 from .backends import Misconfigured, api_key_for, config_refusal

@@ -13,9 +13,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from labeling.access import STAFF_ROLES, AuthenticatedHttpRequest, checked_query, has_role, role_required
-from labeling.models import Role
-from labeling.pages import full_url
+from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, checked_query, has_role, role_required
+from evals.models import Role
+from labeling.labeling_pages import full_url
 
 from . import judge_pages as pages
 from . import runner

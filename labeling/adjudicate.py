@@ -16,11 +16,13 @@ from dataclasses import dataclass, replace
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
+from evals.models import Criterion, EvalSet, Output, RubricVersion, User
+from evals.naming import output_names
+from evals.transcript import quotes_of
+
 from .gold import DISAGREED, gold_of_votes
 from .gold_loaders import load_item_states
-from .models import Annotation, Criterion, EvalSet, GoldDispute, GoldLabel, Label, Output, RubricVersion, User
-from .naming import output_names
-from .transcript import quotes_of
+from .models import Annotation, GoldDispute, GoldLabel, Label
 
 # Highlight classes for the first two annotators' quotes (static/css: mark.hl-a / mark.hl-b).
 HIGHLIGHT = {0: "hl-a", 1: "hl-b"}

@@ -17,7 +17,9 @@ from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Least
 
-from .models import AuditOrder, AuditOrderItem, LabelingQueue, Output, User
+from evals.models import Output, User
+
+from .models import AuditOrder, AuditOrderItem, LabelingQueue
 from .queue import QueueError
 
 # How many more positions "Label these k next" releases when nobody says (the default).

@@ -10,7 +10,7 @@ Pure: frames and values in, frames and values out; no Django, no queries (labeli
 what it reads), so calibration's pure modules import it without settings (tests/test_pure_imports.py).
 
 The gold policy is chosen per criterion in the rubric file and is part of the rubric version's content
-(labeling.models.GoldPolicy, whose values are MAJORITY, ANY_FAIL and UNANIMOUS here):
+(evals.models.GoldPolicy, whose values are MAJORITY, ANY_FAIL and UNANIMOUS here):
 
   majority   one outcome holds more than half of the labels (N/A and Can't tell count as votes too, so
              PASS, PASS, N/A is PASS but PASS, FAIL, N/A has no gold); for two annotators, their
@@ -39,7 +39,7 @@ KEY = ["criterion", "output"]
 MIN_LABELS_FOR_MAJORITY = 2
 
 FAIL = "FAIL"
-# The values of labeling.models.GoldPolicy, written out: the models cannot be imported without Django
+# The values of evals.models.GoldPolicy, written out: the models cannot be imported without Django
 # (tests/test_pure_imports.py checks that the two agree).
 MAJORITY, ANY_FAIL, UNANIMOUS = "majority", "any_fail", "unanimous"
 GOLD_COLUMNS = ["criterion", "output", "gold", "gold_source"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .data import Scope, load_adjudicated, load_labels
 from .gold import item_states
+from .label_frames import Scope, load_adjudicated, load_labels
 
 
 def gold_policies(rubric_version) -> dict[int, str]:

@@ -15,7 +15,9 @@ import pandas as pd
 from django.db import connections
 from django.db.models import QuerySet
 
-from .models import EvalSet, GoldLabel, Label, RubricVersion
+from evals.models import EvalSet, RubricVersion
+
+from .models import GoldLabel, Label
 
 LABEL_COLUMNS = ["output", "criterion", "annotation", "annotator", "slot", "outcome", "quotes_outside_response"]
 GOLD_COLUMNS = ["output", "criterion", "outcome"]

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 from django.db.models import Count
 
-from .models import Annotation, EvalSet, LabelingQueue, RubricVersion, User
+from evals.models import EvalSet, RubricVersion, User
+
+from .models import Annotation, LabelingQueue
 from .queue import open_draft, released_by_queue, remaining_for
 
 

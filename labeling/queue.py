@@ -25,7 +25,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from .models import Annotation, AuditOrder, EvalSet, LabelingQueue, Output, RubricVersion, User
+from evals.models import EvalSet, Output, RubricVersion, User
+
+from .models import Annotation, AuditOrder, LabelingQueue
 
 # How long "Next" holds a slot for an annotator. A careful read of a long support
 # transcript with six criteria takes 2-15 minutes, and every save extends the hold,

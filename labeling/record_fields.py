@@ -17,8 +17,9 @@ from urllib.parse import quote
 import orjson
 from django.utils.http import content_disposition_header
 
+from evals.validators import name_problem
+
 from .problems import RecordError
-from .validators import name_problem
 
 
 def reject_json_constant(name: str) -> Any:

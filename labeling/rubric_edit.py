@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import difflib
 
-from .models import RubricVersion
+from evals.models import RubricVersion
+
 from .problems import Problems
 from .rubric_versions import check_rubric, save_rubric_version
 

@@ -14,10 +14,11 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from evals.models import Criterion, GoldPolicy, Rubric, RubricVersion, rubric_content_hash
+from evals.validators import rubric_part_problem
+
 from . import record_fields as f
-from .models import Criterion, GoldPolicy, Rubric, RubricVersion, rubric_content_hash
 from .problems import Problems, RecordError, line_of, suggest
-from .validators import rubric_part_problem
 
 RUBRIC_FIELDS = frozenset({"name", "version", "instruction", "criteria"})
 CRITERION_FIELDS = frozenset({"key", "definition", "pass_example", "fail_example", "gold_policy"})

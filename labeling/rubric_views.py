@@ -9,14 +9,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
-from evals.access import STAFF_ROLES, role_required
+from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
 from evals.models import EvalSet, GoldPolicy, Role, RubricVersion
 
 from . import queue as q
 from . import rubric_edit
-from .access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
 from .forms import CriterionFormSet, RubricVersionForm
-from .models import EvalSet, GoldPolicy, Role, RubricVersion
 from .problems import ImportFailed
 
 

@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from evals.access import STAFF_ROLES, labeler_required, role_required
+from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, labeler_required, role_required
 from evals.models import EvalSet, Role
 from evals.naming import output_names
 from evals.transcript import Transcript
@@ -28,7 +28,6 @@ from evals.transcript import Transcript
 from . import adjudicate as adj
 from . import annotate as ann
 from . import queue as q
-from .access import STAFF_ROLES, AuthenticatedHttpRequest, labeler_required, role_required
 from .forms import AdjudicationForm, LabelForm, QueueMoveForm, SubmitForm
 from .guards import adjudicable_item, own_annotation
 from .labeling_pages import adjudication_context, annotation_context, pick_scope

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calibration.audits import start_plan
+from evals.models import EvalSet, Output, Role, RubricVersion, User
 from labeling.audit_order import release_next
-from labeling.models import AuditOrderItem, EvalSet, Output, Role, RubricVersion, User
+from labeling.models import AuditOrderItem
 
 from .calibration_factories import adjudicate, annotate, annotator, bulk_verdicts, make_judge, mark_as_gating
 from .factories import make_eval_set, make_rubric_version, make_user

@@ -6,19 +6,9 @@ import io
 import json
 from pathlib import Path
 
+from evals.models import Case, Criterion, EvalSet, Output, Rubric, RubricVersion, User
 from formats.readers import Source
-from labeling.models import (
-    Annotation,
-    Case,
-    Criterion,
-    EvalSet,
-    GoldLabel,
-    Label,
-    Output,
-    Rubric,
-    RubricVersion,
-    User,
-)
+from labeling.models import Annotation, GoldLabel, Label
 
 DATA = Path(__file__).parent / "data"
 MODELS = (Rubric, RubricVersion, Criterion, EvalSet, Case, Output, Annotation, Label, GoldLabel, User)

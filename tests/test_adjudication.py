@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from evals.models import Criterion
 from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED
 from labeling.gold_loaders import load_item_states
-from labeling.models import Criterion, GoldLabel
+from labeling.models import GoldLabel
 
 from .factories import make_output, make_user
 from .labeling_helpers import (

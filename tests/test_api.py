@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from api.models import GateToken
 from calibration.models import GateResult
+from evals.models import Case, Output
 from judging import runner
 from judging.lane import work_lane
 from judging.models import JudgeRun, Verdict

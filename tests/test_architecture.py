@@ -13,7 +13,15 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("labeling", "judging", "calibration", "formats", "api", "config")
+LAYERS = ("evals", "labeling", "judging", "calibration", "formats", "api", "workspace", "config")
+
+# Circles inside an app that exist today and that someone is removing. A circle found must lie inside one
+# of these.
+KNOWN_CIRCLES: dict[frozenset[str], str] = {
+    # Nobody's yet: the backend factory in judging/backends/__init__.py imports the backends (lazily), which
+    # import the package's shared helpers. Moving the helpers into a module of their own breaks it.
+    frozenset({"judging.backends", "judging.backends.anthropic", "judging.backends.openai_compat"}): "unassigned",
+}
 
 
 def app_paths(root: Path):

@@ -177,7 +177,7 @@ def test_next_with_an_order_runs_a_bounded_number_of_queries(lead, annotator):
 
 
 def test_home_counts_only_released_outputs_as_left_and_reads_the_orders_once(lead, annotator):
-    from labeling.progress import my_queues
+    from labeling.my_queues import my_queues
 
     eval_set, rv, _ = labeling_setup(n_outputs=9)
     other, _, _ = labeling_setup(n_outputs=4)  # no order: all four are left

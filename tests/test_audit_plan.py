@@ -8,8 +8,9 @@ from django.test.utils import CaptureQueriesContext
 
 from calibration.audits import AuditPlanError, close_plan, plan_figures, release_plan_next, start_plan
 from calibration.models import AuditPlan
+from evals.models import Role
 from labeling.audit_order import seeded_order
-from labeling.models import AuditOrder, Role
+from labeling.models import AuditOrder
 from labeling.queue import move_queue
 
 from .audit_helpers import KEY, candidate, gold, in_order, one_label, plan_on, settle

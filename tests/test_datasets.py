@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from calibration.lookup import eval_set_named, judge_named
 from calibration.report import calibration_report, human_agreement, segmented_report
-from labeling.models import RubricVersion
+from evals.lookup import eval_set_named
+from evals.models import RubricVersion
+from judging.judge_lookup import judge_named
 
 from .calibration_factories import analyze
 

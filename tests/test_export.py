@@ -9,6 +9,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from evals.models import EvalSet
 from formats.case_import import import_cases
 from formats.export import FORMATS, ExportError
 from formats.label_import import import_labels
@@ -16,7 +17,7 @@ from formats.rubric_import import import_rubric
 from formats.verdicts import EXPORT_WHAT as WHAT
 from formats.verdicts import export_data
 from judging.models import JudgeRun, Verdict
-from labeling.models import Annotation, EvalSet, GoldLabel, Label
+from labeling.models import Annotation, GoldLabel, Label
 
 from .io_helpers import DATA, data_source, dump_cases, dump_gold, dump_labels, row_counts, source
 

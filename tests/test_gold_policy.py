@@ -11,9 +11,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from calibration.report import build_rows
+from evals.models import GoldPolicy, RubricVersion
 from formats.rubric_import import import_rubric
 from labeling.gold import AGREED, DISAGREED, derive_gold, gold_of_votes, item_states
-from labeling.models import GoldPolicy, RubricVersion
 
 from .io_helpers import row_counts, source
 

@@ -16,8 +16,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
+from evals.models import Case
 from formats.case_import import import_cases
-from labeling.models import Case
 from labeling.problems import ImportFailed
 
 from .api_helpers import call, create_token

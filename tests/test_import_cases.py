@@ -8,9 +8,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from evals.models import Case, EvalSet, Output
 from formats.adk import evalset_document
 from formats.case_import import import_cases
-from labeling.models import Case, EvalSet, Output
 from labeling.problems import MAX_PROBLEMS, ImportFailed
 
 from .io_helpers import DATA, data_source, dump_cases, jsonl, row_counts, source

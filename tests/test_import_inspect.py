@@ -9,9 +9,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from evals.models import Case, Output
 from formats.case_import import import_cases
 from formats.readers import open_source
-from labeling.models import Case, Output
 from labeling.problems import ImportFailed
 
 from .inspect_helpers import INSPECT_MODEL, REFUND_SAMPLES, write_log

@@ -16,8 +16,8 @@ from django.core.cache import caches
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from evals.models import Case
 from formats.models import ImportJob
-from labeling.models import Case
 
 from .io_helpers import row_counts
 from .services import Worker

@@ -11,10 +11,11 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
+from evals.models import Role, RubricVersion, User
 from formats.case_import import import_cases
 from formats.label_import import import_labels, strict_majority
 from formats.rubric_import import import_rubric
-from labeling.models import Annotation, GoldLabel, Label, Role, RubricVersion, User
+from labeling.models import Annotation, GoldLabel, Label
 from labeling.problems import ImportFailed
 
 from .factories import make_user, password_login

@@ -11,8 +11,8 @@ import sys
 import pytest
 from django.core.management import CommandError, call_command
 
+from evals.models import Criterion, RubricVersion
 from formats.rubric_import import import_rubric
-from labeling.models import Criterion, RubricVersion
 from labeling.problems import ImportFailed
 
 from .io_helpers import DATA, data_source, row_counts, source

@@ -15,10 +15,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from evals.models import Case, Output, RubricVersion
 from formats.case_import import import_cases
 from formats.rubric_import import import_rubric
 from judging.models import JudgeConfig, JudgeRun, Verdict
-from labeling.models import Case, Label, Output, RubricVersion
+from labeling.models import Label
 
 from .io_helpers import data_source, row_counts
 

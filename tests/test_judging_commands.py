@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from formats.verdicts import EXPORT_COLUMNS, export_verdicts
 from judging.models import JudgeConfig, JudgeRun, Verdict
-from judging.progress import progress_of
+from judging.run_progress import progress_of
 from tests.factories import make_eval_set, make_output, make_rubric_version
 from tests.judging_helpers import KEY_ENV, RESPONSE, judge_in_process, make_judge, make_scope
 

@@ -7,7 +7,6 @@ import pytest
 from calibration import frame_reading as calibration_reading
 from calibration import frames as data
 from judging import current_verdicts as reading
-from judging.current_verdicts import majority
 from judging.models import JudgeConfig, JudgeConfigLocked, JudgeRun, Verdict
 from judging.sample_majority import majority
 from tests.factories import make_eval_set, make_output, make_rubric_version

@@ -20,8 +20,7 @@ from judging import retry, runner
 from judging.backends import Misconfigured
 from judging.lane import work_lane
 from judging.models import JudgeRun, RunItem, Verdict
-from judging.progress import progress_of
-from labeling.models import Criterion
+from judging.run_progress import progress_of
 from tests.factories import make_eval_set, make_output, make_rubric_version
 from tests.judging_helpers import KEY_ENV, KEY_VALUE, RESPONSE, Sleeps, judge_in_process, make_judge, make_scope
 

@@ -6,10 +6,10 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from evals.models import EvalSet, RubricVersion
 from formats.case_import import import_cases
 from formats.rubric_import import import_rubric
 from judging.models import JudgeRun
-from labeling.models import EvalSet, RubricVersion
 
 from .calibration_factories import make_judge
 from .factories import make_eval_set, make_rubric_version

@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from api.models import GateToken
-from labeling.models import Criterion
+from evals.models import Criterion
 
 from .calibration_factories import make_judge
 from .labeling_helpers import all_answers, annotate_directly, claim_via_next, labeling_setup, page_url

@@ -17,8 +17,6 @@ from judging.probes import choose, transforms
 from judging.probes import runs as probe_runs
 from judging.probes.registry import MEANINGFUL, NEUTRAL
 from judging.probes.results import latest_complete, pairs_of, results_of
-from judging.reading import current_verdicts
-from labeling.transcript import Transcript
 from tests.judging_helpers import RESPONSE, judge_in_process, make_judge, make_scope
 from tests.probe_helpers import make_instrumented, probe_in_process
 

@@ -12,12 +12,12 @@ import re
 
 import pytest
 
+from evals.transcript import Transcript
 from formats.adk import content_text, tool_calls_of
 from judging.backends import Misconfigured
 from judging.probes import registry, transforms
 from judging.probes.registry import MEANINGFUL, NEUTRAL, Declaration, Probe
 from judging.prompt import CriterionSpec, Subject, build_request
-from labeling.transcript import Transcript
 
 
 def invocation(user: str, calls: list[tuple[str, dict, dict]], reply: str) -> Transcript:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PURE = ("calibration.reading", "calibration.metrics", "labeling.gold", "judging.sample_majority")
+PURE = ("calibration.frame_reading", "calibration.metrics", "labeling.gold", "judging.sample_majority")
 
 
 def import_without_django(module: str) -> subprocess.CompletedProcess:
@@ -41,10 +41,10 @@ def test_a_module_that_needs_django_fails_there():
 
 
 def test_the_values_written_out_in_the_pure_modules_are_the_models():
+    from evals.models import GoldPolicy
     from judging.models import VerdictOutcome
     from judging.sample_majority import ABSTAIN
     from labeling import gold
-    from labeling.models import GoldPolicy
 
     assert ABSTAIN == VerdictOutcome.ABSTAIN
     assert [gold.MAJORITY, gold.ANY_FAIL, gold.UNANIMOUS] == [p.value for p in GoldPolicy]

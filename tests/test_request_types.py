@@ -1,4 +1,4 @@
-"""The typed requests make mypy catch a view that hands `request.user` on unguarded (labeling/access.py).
+"""The typed requests make mypy catch a view that hands `request.user` on unguarded (evals/access.py).
 
 Django types `request.user` as `User | AnonymousUser`; a view behind `role_required` declares
 `AuthenticatedHttpRequest`, whose user is a `User`. The test command runs mypy over the apps; here the
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
-from labeling.access import AuthenticatedHttpRequest, HtmxHttpRequest, role_required
-from labeling.models import Role, User
+from evals.access import AuthenticatedHttpRequest, HtmxHttpRequest, role_required
+from evals.models import Role, User
 
 
 def greet(user: User) -> str:

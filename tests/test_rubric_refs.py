@@ -9,8 +9,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
-from labeling.models import Rubric, RubricVersion
-from labeling.validators import RUBRIC_REF_PATTERN, UnknownName, split_rubric_ref
+from evals.models import Rubric, RubricVersion
+from evals.validators import RUBRIC_REF_PATTERN, UnknownName, split_rubric_ref
 
 from .calibration_factories import make_judge
 from .factories import make_eval_set, make_rubric_version
@@ -98,11 +98,11 @@ def test_forms_and_the_admin_refuse_an_at_sign_in_a_name_or_a_version():
 
 @pytest.mark.django_db
 def test_the_admin_form_shows_the_refusal(admin_client):
-    response = admin_client.post("/admin/labeling/rubric/add/", {"name": "team@acme"})
+    response = admin_client.post("/admin/evals/rubric/add/", {"name": "team@acme"})
     assert response.status_code == 200
     assert "must not contain &quot;@&quot;" in response.content.decode()
     assert not Rubric.objects.exists()
-    assert admin_client.post("/admin/labeling/rubric/add/", {"name": "team-acme"}).status_code == 302
+    assert admin_client.post("/admin/evals/rubric/add/", {"name": "team-acme"}).status_code == 302
 
 
 UNKNOWN_VERSION = "rubric 'refund' has no version '9' (known: 1)"

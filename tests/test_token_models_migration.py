@@ -14,10 +14,10 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from api.models import GateToken, VerdictPush
-from calibration.lead_group import sync_lead_group
 from calibration.models import GateResult
+from evals.role_groups import LEAD_GROUP
 from judging.models import JudgeRun
-from labeling.groups import LEAD_GROUP
+from workspace.lead_permissions import sync_lead_group
 
 from .calibration_factories import make_judge
 from .factories import make_eval_set, make_rubric_version, make_user

@@ -10,9 +10,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
+from evals.models import Case, RubricVersion
 from formats.case_import import import_cases
 from formats.rubric_import import import_rubric
-from labeling.models import Case, Label, RubricVersion
+from labeling.models import Label
 
 from .io_helpers import DATA, data_source, row_counts
 

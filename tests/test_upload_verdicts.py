@@ -9,10 +9,10 @@ from django.test import Client
 from django.urls import reverse
 
 from calibration.gate import verdict_sources
+from evals.models import RubricVersion
 from formats.case_import import import_cases
 from formats.readers import open_source
 from judging.models import JudgeConfig, JudgeRun, Verdict
-from labeling.models import RubricVersion
 
 from .calibration_factories import make_judge
 from .factories import make_eval_set, make_output, make_rubric_version

@@ -22,12 +22,7 @@ from evals.transcript import NONE_QUOTE, quotes_of
 from judging.models import JudgeConfig, Verdict, VerdictOutcome
 from labeling.gold import DISAGREED, derive_gold, item_states
 from labeling.gold_loaders import gold_policies
-from labeling.models import Annotation, Criterion, EvalSet, GoldLabel, Label, LabelingQueue, Output, RubricVersion
-from labeling.transcript import NONE_QUOTE, quotes_of
-
-from . import data
-from .drilldown import CELLS
-from .reading import KEY, current_verdicts
+from labeling.models import Annotation, GoldLabel, Label, LabelingQueue
 
 # ?show= on the eval set page -> what people read in the filter
 SHOW_CHOICES = [

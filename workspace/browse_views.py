@@ -9,14 +9,11 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
 from calibration.forms import CaseFilterForm
-from evals.access import STAFF_ROLES, role_required
+from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
 from evals.models import EvalSet, Output, RubricVersion
 from evals.naming import output_names
 from judging.models import JudgeConfig
-from labeling.access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
-from labeling.models import EvalSet, Output, RubricVersion
-from labeling.naming import output_names
-from labeling.pages import full_url, transcript_parts
+from labeling.labeling_pages import full_url, transcript_parts
 from labeling.queue import current_queue
 
 from . import browse as cases

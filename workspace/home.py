@@ -12,8 +12,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
-from calibration.inbox import lead_inbox
-from labeling.access import (
+from evals.access import (
     ALL_ROLES,
     STAFF_ROLES,
     AuthenticatedHttpRequest,
@@ -21,9 +20,8 @@ from labeling.access import (
     has_role,
     role_required,
 )
-from labeling.inbox import adjudications_waiting
-from labeling.models import EvalSet, Role, RubricVersion
-from labeling.progress import my_queues
+from evals.models import EvalSet, Role, RubricVersion
+from labeling.my_queues import my_queues
 from labeling.queue import open_queues
 from workspace.lead_inbox import lead_inbox
 from workspace.review_inbox import adjudications_waiting

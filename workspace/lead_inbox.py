@@ -36,10 +36,7 @@ from calibration.models import GateResult, GatingMark, GatingReview
 from calibration.report import criterion_tiers
 from evals.models import EvalSet, RubricVersion
 from judging.models import JudgeRun
-from labeling.models import Annotation, EvalSet, LabelingQueue, RubricVersion
-
-from .models import GateResult, GatingMark, GatingReview
-from .report import criterion_tiers
+from labeling.models import Annotation, LabelingQueue
 
 # Gate answers older than a week are history, not news: a release pipeline runs the gate daily or more.
 RECENT_GATES = timedelta(days=7)

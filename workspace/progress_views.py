@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from typing import Any
+
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
-from evals.access import STAFF_ROLES, role_required
+from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
 from labeling.labeling_pages import pick_scope
 from labeling.my_queues import versions_with_work
 
@@ -16,10 +18,10 @@ from .labeling_progress import progress as labeling_progress
 
 @require_GET
 @role_required(*STAFF_ROLES)
-def progress_page(request: HttpRequest) -> HttpResponse:
+def progress_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Labeling progress of one eval set and rubric version, with the human-human agreement so far."""
     scope = pick_scope(request)
-    context = {"scope": scope, "progress": None, "human_min_kappa": HUMAN_MIN_KAPPA, "min_n": MIN_N}
+    context: dict[str, Any] = {"scope": scope, "progress": None, "human_min_kappa": HUMAN_MIN_KAPPA, "min_n": MIN_N}
     if scope.eval_set and scope.rubric_version:
         context["progress"] = labeling_progress(scope.eval_set, scope.rubric_version)
         context["versions"] = versions_with_work(scope.eval_set, also=scope.rubric_version)

@@ -32,10 +32,10 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("calibration", "0010_verdict_provenance"),
+        ("calibration", "0011_shared_models_in_evals"),
         ("contenttypes", "0002_remove_content_type_name"),
-        ("judging", "0007_name_validators"),
-        ("labeling", "0010_import_job"),
+        ("judging", "0008_shared_models_in_evals"),
+        ("labeling", "0011_shared_models_in_evals"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -57,7 +57,7 @@ class Migration(migrations.Migration):
                         ("revoked_at", models.DateTimeField(blank=True, null=True)),
                         ("created_by", models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL)),
                         ("revoked_by", models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL)),
-                        ("rubric_version", models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="gate_tokens", to="labeling.rubricversion")),
+                        ("rubric_version", models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="gate_tokens", to="evals.rubricversion")),
                     ],
                     options={"db_table": "calibration_gatetoken", "ordering": ["-created_at"]},
                 ),

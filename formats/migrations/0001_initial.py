@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ("contenttypes", "0002_remove_content_type_name"),
-        ("labeling", "0010_import_job"),
+        ("labeling", "0011_shared_models_in_evals"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any
 
 from evals.models import EvalSet, RubricVersion
-from judging.current_verdicts import majority
 
 from ..models import JudgeConfig, JudgeRun, ProbeRun, Verdict
 from ..sample_majority import majority

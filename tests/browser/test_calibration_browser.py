@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 from api.models import GateToken
 from calibration.approvals import approve_rubric_version
 from calibration.models import GatingMark
-from labeling.models import Role
+from evals.models import Role
 
 from ..calibration_factories import bulk_calibration, make_judge
 from ..factories import make_eval_set, make_rubric_version, make_user

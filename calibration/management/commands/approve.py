@@ -17,7 +17,6 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from calibration.approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review
-from calibration.lookup import eval_set_named, judge_named
 from calibration.policy import (
     DECIDE_ON,
     DEFAULT_CONFIDENCE,
@@ -27,8 +26,10 @@ from calibration.policy import (
     FIELDS,
     GateThresholds,
 )
-from labeling.models import RubricVersion, User
-from labeling.validators import UnknownName
+from evals.lookup import eval_set_named
+from evals.models import RubricVersion, User
+from evals.validators import UnknownName
+from judging.judge_lookup import judge_named
 
 
 class Command(BaseCommand):

@@ -20,11 +20,12 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from calibration.audits import AuditFigures, AuditPlanError, plan_figures, release_plan_next, start_plan
-from calibration.lookup import eval_set_named, judge_named
 from calibration.models import AuditPlan
+from evals.lookup import eval_set_named
+from evals.models import RubricVersion, User
+from evals.validators import UnknownName
+from judging.judge_lookup import judge_named
 from labeling.audit_order import DEFAULT_RELEASE
-from labeling.models import RubricVersion, User
-from labeling.validators import UnknownName
 
 
 class Command(BaseCommand):

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration.export import to_csv, to_json, to_text
-from calibration.lookup import eval_set_named, judge_named
 from calibration.report import CalibrationReport, SegmentedReport, calibration_report, segmented_report
-from labeling.models import RubricVersion
-from labeling.validators import UnknownName
+from calibration.report_files import to_csv, to_json, to_text
+from evals.lookup import eval_set_named
+from evals.models import RubricVersion
+from evals.validators import UnknownName
+from judging.judge_lookup import judge_named
 
 RENDER = {"json": to_json, "csv": to_csv, "text": to_text}
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from labeling.access import has_role
-from labeling.models import EvalSet, Role, RubricVersion, User
+from evals.access import has_role
+from evals.models import EvalSet, Role, RubricVersion, User
+from evals.validators import UnknownName
 from labeling.queue import QueueError, current_queue, move_queue
-from labeling.validators import UnknownName
 
 
 class Command(BaseCommand):

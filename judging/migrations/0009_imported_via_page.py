@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('judging', '0007_name_validators'),
+        ('judging', '0008_shared_models_in_evals'),
     ]
 
     operations = [

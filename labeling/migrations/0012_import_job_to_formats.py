@@ -5,7 +5,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("labeling", "0010_import_job"),
+        ("labeling", "0011_shared_models_in_evals"),
         ("formats", "0001_initial"),
     ]
 

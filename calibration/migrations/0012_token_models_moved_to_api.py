@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("api", "0001_initial"),
-        ("calibration", "0010_verdict_provenance"),
+        ("calibration", "0011_shared_models_in_evals"),
     ]
 
     operations = [
