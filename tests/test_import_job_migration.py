@@ -8,8 +8,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 from .factories import make_user
 
-BEFORE = [("labeling", "0010_import_job")]
-AFTER = [("labeling", "0011_import_job_to_formats"), ("formats", "0001_initial")]
+BEFORE = [("labeling", "0011_shared_models_in_evals")]
+AFTER = [("labeling", "0012_import_job_to_formats"), ("formats", "0001_initial")]
 
 
 def before_the_move(migrator):

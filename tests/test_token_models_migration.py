@@ -22,8 +22,8 @@ from workspace.lead_permissions import sync_lead_group
 from .calibration_factories import make_judge
 from .factories import make_eval_set, make_rubric_version, make_user
 
-BEFORE = [("calibration", "0010_verdict_provenance")]
-AFTER = [("api", "0001_initial"), ("calibration", "0011_token_models_moved_to_api")]
+BEFORE = [("calibration", "0011_shared_models_in_evals")]
+AFTER = [("api", "0001_initial"), ("calibration", "0012_token_models_moved_to_api")]
 
 
 def before(migrator):
