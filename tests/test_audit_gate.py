@@ -15,7 +15,6 @@ from calibration.policy import DECIDE_ON, GateThresholds
 from calibration.svg import deciding_bound_name, deciding_lower
 
 from .audit_helpers import candidate, gold, in_order, plan_on
-from .labeling_helpers import fast_passwords  # noqa: F401 - autouse
 
 pytestmark = pytest.mark.django_db
 

@@ -11,12 +11,7 @@ from labeling.models import Annotation, AuditOrderItem
 from labeling.queue import QueueError, claim_next, current_queue, remaining_for
 
 from .factories import make_output, make_user
-from .labeling_helpers import (  # noqa: F401 - fast_passwords is an autouse fixture
-    all_answers,
-    annotate_directly,
-    fast_passwords,
-    labeling_setup,
-)
+from .labeling_helpers import all_answers, annotate_directly, labeling_setup
 
 pytestmark = pytest.mark.django_db
 

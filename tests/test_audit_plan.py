@@ -16,7 +16,6 @@ from labeling.queue import move_queue
 from .audit_helpers import KEY, candidate, gold, in_order, one_label, plan_on, settle
 from .calibration_factories import bulk_verdicts
 from .factories import make_rubric_version, make_user
-from .labeling_helpers import fast_passwords  # noqa: F401 - autouse
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,6 @@ from labeling.audit_order import seeded_order
 from labeling.models import AuditOrder
 
 from .audit_helpers import candidate, gold, in_order
-from .labeling_helpers import fast_passwords  # noqa: F401 - autouse
 
 pytestmark = pytest.mark.django_db
 
