@@ -1,5 +1,5 @@
 """The API's answers other than success, all JSON in one shape, {"error": message, "problems": [...], ...details}
-(labeling.problems.error_body, docs/api.md, Errors), for every endpoint and address under /api/ and for the
+(evals.problems.error_body, docs/api.md, Errors), for every endpoint and address under /api/ and for the
 gate's old address /calibration/api/gate."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import logging
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
-from labeling.problems import Problem, error_body
+from evals.problems import Problem, error_body
 
 # Uncaught exceptions are logged where Django logs them, with the traceback; the answer stays JSON.
 request_logger = logging.getLogger("django.request")

@@ -4,7 +4,7 @@ Every endpoint calls the same domain function as the command line (the importers
 runner, the calibration report, the gate), so the API has the same checks, atomicity and
 messages. Every JSON body and query is read with the import files' rules (formats/json_body.py:
 repeated keys, nesting, NUL, lone surrogates), and every error is JSON in one shape,
-{"error": message, "problems": [...], ...details} (labeling.problems.error_body), with the status
+{"error": message, "problems": [...], ...details} (evals.problems.error_body), with the status
 that fits (400 bad input, 401 no usable token, 403 outside the token's scope, 404 unknown name or
 address, never followed by the names that exist, 405, 409 the gate cannot decide, 413 too large,
 500 logged); docs/api.md lists them.
@@ -28,8 +28,10 @@ from calibration.models import GateResult
 from calibration.policy import PolicyRefused, Tightening
 from calibration.report import calibration_report, segmented_report
 from calibration.report_files import to_json
+from evals.json_body import BodyRefused, check_query, parse_json_body, schema_problems
 from evals.lookup import eval_set_named
 from evals.models import RubricVersion
+from evals.problems import Problem
 from evals.validators import RUBRIC_REF_PATTERN, UnknownName
 from formats.case_import import import_cases
 from formats.inspect_scores import ScoreMapping
@@ -39,8 +41,6 @@ from judging.backends import Misconfigured
 from judging.judge_lookup import judge_named
 from judging.models import JudgeRun
 from judging.run_progress import Progress, progress_of
-from labeling.json_body import BodyRefused, check_query, parse_json_body, schema_problems
-from labeling.problems import Problem
 
 from .answers import LENGTH_REQUIRED, bad_parameters, error, refused_body, server_error, too_large, unread_chunked_body
 from .auth import NO_TOKEN, ApiError, TokenAuth, TokenHttpRequest, check_judge, check_scope

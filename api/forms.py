@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from django import forms
 
+from evals import record_fields as f
 from evals.models import RubricVersion
+from evals.problems import RecordError
 from evals.validators import validate_name
 from judging.models import JudgeConfig
-from labeling import record_fields as f
-from labeling.problems import RecordError
 
 from .models import GateToken, TokenScope
 

@@ -17,10 +17,10 @@ import pydantic
 from django.conf import settings
 from django.http import HttpRequest
 
+from evals.json_body import BodyRefused, parse_json_body
+from evals.problems import ImportFailed
 from formats.import_summary import ImportReport
 from formats.readers import Source
-from labeling.json_body import BodyRefused, parse_json_body
-from labeling.problems import ImportFailed
 
 from .auth import ApiError
 from .schemas import RecordsIn

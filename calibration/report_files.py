@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from labeling.record_fields import csv_safe
+from evals.record_fields import csv_safe
 
 from . import probes
 from .metrics import fmt

@@ -25,9 +25,9 @@ from evals.access import (
     role_required,
 )
 from evals.models import Criterion, EvalSet, Output, Role, RubricVersion
+from evals.record_fields import attachment_header
 from judging.models import JudgeConfig
 from labeling.models import GoldDispute
-from labeling.record_fields import attachment_header
 
 from . import drilldown as dd
 from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review, revoke_gating

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from labeling.problems import error_body
+from evals.problems import error_body
 
 from .client_ip import client_ip
 

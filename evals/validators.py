@@ -11,7 +11,7 @@ spaces at either end. Letters of every script are names like
 any other ("café-v2", "回答-1").
 
 One rule in one place: the model fields carry `validate_name` (forms, the admin and add_judge get it from
-there) and the importers call `name_problem` for every record (labeling/record_fields.py `ident`), which the
+there) and the importers call `name_problem` for every record (evals/record_fields.py `ident`), which the
 upload page, the command line and the API's pushes all go through.
 
 Rubrics are referred to as NAME@VERSION everywhere (commands, the Import page, the API, the gate). Neither a

@@ -23,9 +23,9 @@ from typing import IO, Any
 
 from pydantic.alias_generators import to_camel as _to_camel
 
+from evals import record_fields as f
 from evals.models import Case, EvalSet
-from labeling import record_fields as f
-from labeling.problems import Problems, RecordError, line_of
+from evals.problems import Problems, RecordError, line_of
 
 from .case_records import build_rows
 from .readers import Source, load_json_document, read_text

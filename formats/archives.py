@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 from django.conf import settings
 
-from labeling.problems import ImportFailed, Problems
+from evals.problems import ImportFailed, Problems
 
 MB = 1024 * 1024
 # A member is decompressed this much at a time while it is counted.

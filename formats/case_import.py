@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, connection, transaction
 
+from evals import record_fields as f
 from evals.models import Case, EvalSet, Output
-from labeling import record_fields as f
-from labeling.problems import Problems, RecordError
+from evals.problems import Problems, RecordError
 
 from . import inspect_log, registry
 from .case_records import (

@@ -11,8 +11,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from labeling import record_fields as f
-from labeling.problems import Problems, RecordError, suggest
+from evals import record_fields as f
+from evals.problems import Problems, RecordError, suggest
 
 from .readers import Source, check_fields, iter_csv, iter_jsonl
 

@@ -23,8 +23,8 @@ from collections import Counter
 from django.db import connection
 
 from evals.models import Case, EvalSet, Output
-from labeling.problems import Problems
-from labeling.record_fields import json_equal
+from evals.problems import Problems
+from evals.record_fields import json_equal
 
 from .case_records import CASE_COMPARED, OUTPUT_COMPARED, CaseRow, OutputRow, case_conflict, output_conflict
 

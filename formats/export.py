@@ -22,9 +22,9 @@ from typing import IO, Any
 from django.db.models import Prefetch
 
 from evals.models import EvalSet, Output, RubricVersion
+from evals.record_fields import csv_safe
 from evals.validators import UnknownName
 from labeling.models import GoldLabel, Label
-from labeling.record_fields import csv_safe
 
 from .case_records import CASE_FIELDS, OUTPUT_FIELDS
 from .label_records import AGREEMENT

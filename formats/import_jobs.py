@@ -20,12 +20,12 @@ from django.core.cache import caches
 from django.utils import timezone
 
 from evals.models import EvalSet, RubricVersion
+from evals.problems import ImportFailed
 from formats.case_import import import_cases
 from formats.label_import import import_labels
 from formats.readers import Source
 from formats.rubric_import import import_rubric
 from judging.models import JudgeRun
-from labeling.problems import ImportFailed
 
 from .case_records import DEFAULT_AGENT_VERSION
 from .import_summary import ImportReport

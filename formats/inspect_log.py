@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from labeling.problems import Problems, RecordError
+from evals.problems import Problems, RecordError
 
 from .archives import ArchiveLimits, check_archive
 from .readers import Source

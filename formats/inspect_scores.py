@@ -20,13 +20,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evals import record_fields as f
+from evals.problems import Problems, RecordError, suggest
 from formats.case_records import AGENT_VERSION_MAX, CASE_ID_MAX
 from formats.inspect_log import read_log
 from formats.readers import Source
 from formats.verdict_records import VerdictRecord
 from judging.models import VerdictOutcome
-from labeling import record_fields as f
-from labeling.problems import Problems, RecordError, suggest
 
 VALUE_MAP = {
     "C": VerdictOutcome.PASS,

@@ -20,12 +20,12 @@ from collections.abc import Iterable, Iterator
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from evals import record_fields as f
 from evals.models import Case, Criterion, EvalSet, GoldPolicy, Output, Role, RubricVersion, User
+from evals.problems import Problems, RecordError
 from evals.transcript import Transcript
 from evals.validators import UnknownName
-from labeling import record_fields as f
 from labeling.models import Annotation, GoldLabel, Label
-from labeling.problems import Problems, RecordError
 
 from . import registry
 from .case_records import AGENT_VERSION_MAX, DEFAULT_AGENT_VERSION

@@ -12,11 +12,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evals import record_fields as f
 from evals.models import HumanOutcome
+from evals.problems import RecordError, suggest
 from evals.transcript import MAX_QUOTES, NONE_QUOTE
-from labeling import record_fields as f
 from labeling.forms import EVIDENCE_MAX_CHARS, RATIONALE_MAX_CHARS
-from labeling.problems import RecordError, suggest
 
 from .case_records import AGENT_VERSION_MAX, CASE_ID_MAX
 from .readers import iter_csv, iter_jsonl

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from labeling import record_fields as f
-from labeling.problems import Problems, RecordError, line_of
+from evals import record_fields as f
+from evals.problems import Problems, RecordError, line_of
 
 from .label_records import LabelRecord, build_label
 from .readers import Source, load_json_document, read_text

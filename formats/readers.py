@@ -25,8 +25,8 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from labeling.problems import Problems, RecordError, suggest
-from labeling.record_fields import (
+from evals.problems import Problems, RecordError, suggest
+from evals.record_fields import (
     DUPLICATE_KEY,
     MAX_NESTING,
     TOO_DEEP,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from labeling.problems import Problems
+from evals.problems import Problems
 
 from . import adk, case_records, export, inspect_log, inspect_scores, label_records, labelstudio, verdict_records
 from .readers import Source

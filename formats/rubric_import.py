@@ -1,14 +1,14 @@
 """Importing a rubric version from JSON or YAML: the file read into a rubric document, which
-labeling/rubric_versions.py checks and writes (the rules the rubric editor shares; docs/formats.md).
+evals/rubric_versions.py checks and writes (the rules the rubric editor shares; docs/formats.md).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from labeling import record_fields as f
-from labeling.problems import Problems, line_of
-from labeling.rubric_versions import check_rubric, save_rubric_version
+from evals import record_fields as f
+from evals.problems import Problems, line_of
+from evals.rubric_versions import check_rubric, save_rubric_version
 
 from .import_summary import ImportReport, plural
 from .readers import Source, load_json_document, load_yaml_document, read_text, refuse_unsupported_type

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from evals import record_fields as f
+from evals.problems import Problems, RecordError, line_of, suggest
 from judging.models import VerdictOutcome
-from labeling import record_fields as f
-from labeling.problems import Problems, RecordError, line_of, suggest
 
 from .adk import ICEWATER_KEY, load_document
 from .case_records import AGENT_VERSION_MAX, CASE_ID_MAX

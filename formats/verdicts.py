@@ -28,7 +28,9 @@ from typing import IO
 from django.db import transaction
 from django.utils import timezone
 
+from evals import record_fields as f
 from evals.models import EvalSet, Output, RubricVersion
+from evals.problems import Problems, RecordError
 from evals.transcript import Transcript
 from evals.validators import UnknownName
 from formats import export as labeling_export
@@ -39,8 +41,6 @@ from formats.inspect_log import is_inspect_log
 from formats.readers import Source
 from judging.current_verdicts import current_verdicts
 from judging.models import ErrorKind, JudgeConfig, JudgeRun, Verdict, VerdictOutcome
-from labeling import record_fields as f
-from labeling.problems import Problems, RecordError
 
 from . import registry
 from .inspect_scores import ScoreMapping

@@ -1,5 +1,5 @@
 """Rubric versions in the browser: a version with its diff against the one before, and (leads) a new
-version made from it. Saving, the hash and immutability are labeling.rubric_edit's (the importer's)."""
+version made from it. Saving, the hash and immutability are evals.rubric_edit's (the importer's)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
+from evals import rubric_edit
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
 from evals.models import EvalSet, GoldPolicy, Role, RubricVersion
+from evals.problems import ImportFailed
 
 from . import queue as q
-from . import rubric_edit
 from .forms import CriterionFormSet, RubricVersionForm
-from .problems import ImportFailed
 
 
 def _version(pk: int) -> RubricVersion:

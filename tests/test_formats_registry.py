@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from evals.problems import Problems
 from formats import registry
 from formats.case_import import detect_kind
 from formats.readers import Source
-from labeling.problems import Problems
 
 ROOT = Path(__file__).resolve().parents[1]
 

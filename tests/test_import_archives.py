@@ -17,8 +17,8 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 
 from evals.models import Case
+from evals.problems import ImportFailed
 from formats.case_import import import_cases
-from labeling.problems import ImportFailed
 
 from .api_helpers import call, create_token
 from .factories import make_rubric_version

@@ -9,9 +9,9 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from evals.models import Case, EvalSet, Output
+from evals.problems import MAX_PROBLEMS, ImportFailed
 from formats.adk import evalset_document
 from formats.case_import import import_cases
-from labeling.problems import MAX_PROBLEMS, ImportFailed
 
 from .io_helpers import DATA, data_source, dump_cases, jsonl, row_counts, source
 

@@ -10,9 +10,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from evals.models import Case, Output
+from evals.problems import ImportFailed
 from formats.case_import import import_cases
 from formats.readers import open_source
-from labeling.problems import ImportFailed
 
 from .inspect_helpers import INSPECT_MODEL, REFUND_SAMPLES, write_log
 from .io_helpers import dump_cases, row_counts, source

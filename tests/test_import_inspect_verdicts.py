@@ -9,12 +9,12 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from evals.problems import ImportFailed
 from formats.case_import import import_cases
 from formats.inspect_scores import ScoreMapping
 from formats.readers import open_source
 from formats.verdicts import import_verdicts
 from judging.models import JudgeConfig, Verdict
-from labeling.problems import ImportFailed
 
 from .factories import make_rubric_version
 from .inspect_helpers import INSPECT_MODEL, REFUND_SAMPLES, write_log

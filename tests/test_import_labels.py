@@ -12,11 +12,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evals.models import Role, RubricVersion, User
+from evals.problems import ImportFailed
 from formats.case_import import import_cases
 from formats.label_import import import_labels, strict_majority
 from formats.rubric_import import import_rubric
 from labeling.models import Annotation, GoldLabel, Label
-from labeling.problems import ImportFailed
 
 from .factories import make_user, password_login
 from .io_helpers import DATA, data_source, dump_gold, dump_labels, jsonl, row_counts, source

@@ -12,8 +12,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from evals.models import Criterion, RubricVersion
+from evals.problems import ImportFailed
 from formats.rubric_import import import_rubric
-from labeling.problems import ImportFailed
 
 from .io_helpers import DATA, data_source, row_counts, source
 

@@ -25,7 +25,7 @@ from .io_helpers import data_source, row_counts
 
 pytestmark = pytest.mark.django_db
 REF = "refund-support@1"
-MAX_NESTING = 64  # the limit docs/formats.md states (labeling.record_fields.MAX_NESTING)
+MAX_NESTING = 64  # the limit docs/formats.md states (evals.record_fields.MAX_NESTING)
 DEEP = 1000
 TWICE = "this key appears twice in the same object"
 TOO_DEEP = f"is nested more than {MAX_NESTING} levels deep"
@@ -292,7 +292,7 @@ def test_a_line_just_past_the_limit_is_refused_although_the_fast_parser_would_re
 
 
 def test_nesting_up_to_the_limit_is_imported(refunds, tmp_path):
-    from labeling.record_fields import MAX_NESTING as limit
+    from evals.record_fields import MAX_NESTING as limit
 
     assert limit == MAX_NESTING
     # The record is one level, its metadata the other 63.

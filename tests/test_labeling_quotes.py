@@ -169,7 +169,7 @@ def test_imported_evidence_may_be_a_list_and_quotes_outside_the_response_are_cou
     ],
 )
 def test_a_bad_evidence_list_is_refused_and_nothing_is_written(refunds, evidence, message):
-    from labeling.problems import ImportFailed
+    from evals.problems import ImportFailed
 
     from .io_helpers import row_counts
 
@@ -203,7 +203,7 @@ def test_several_quotes_round_trip_through_export_and_import(refunds, fmt):
 
 
 def test_an_import_does_not_overwrite_a_label_whose_quotes_differ(refunds):
-    from labeling.problems import ImportFailed
+    from evals.problems import ImportFailed
 
     import_lines([line(["refund of $40.00", "charged twice"])])
     with pytest.raises(ImportFailed, match="with different evidence"):

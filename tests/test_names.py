@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from api.models import GateToken
 from evals.models import EvalSet, Output, Role, Rubric
+from evals.problems import ImportFailed
 from evals.validators import name_problem
 from formats.case_import import import_cases
 from formats.label_import import import_labels
@@ -19,7 +20,6 @@ from formats.readers import open_source
 from formats.rubric_import import import_rubric
 from judging.models import JudgeConfig
 from labeling.forms import RubricVersionForm
-from labeling.problems import ImportFailed
 
 from .api_helpers import call, create_token
 from .factories import make_rubric_version, make_user

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
+from evals.problems import ImportFailed
 from formats.import_summary import ImportReport
 from formats.readers import open_source
-from labeling.problems import ImportFailed
 
 
 def run_import(path: str, importer: Callable[..., ImportReport], **kwargs) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evals.problems import ImportFailed
 from formats.inspect_scores import ScoreMapping
 from formats.readers import open_source
 from formats.verdicts import import_verdicts
-from labeling.problems import ImportFailed
 
 
 class Command(BaseCommand):

@@ -10,9 +10,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.db.models import Field
 
+from evals.record_fields import ShapeError, parse_json
 from judging.forms import CONFIG_FIELDS, JudgeConfigForm
 from judging.models import JudgeConfig
-from labeling.record_fields import ShapeError, parse_json
 
 
 class Command(BaseCommand):

@@ -15,8 +15,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from labeling.problems import Problem, suggest
-from labeling.record_fields import ShapeError, format_path, parse_json
+from evals.problems import Problem, suggest
+from evals.record_fields import ShapeError, format_path, parse_json
 
 NUL = "contains a NUL character (\\u0000), which cannot be stored"
 SURROGATE = "contains an unpaired \\uD800-\\uDFFF escape, which is not valid Unicode"
