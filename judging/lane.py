@@ -47,7 +47,8 @@ from evals.transcript import Transcript
 
 from . import cache, parse, run_status
 from .allowlist import key_var_refusal
-from .backends import Misconfigured, ModelBackend, backend_for, config_refusal, redact
+from .backends import Misconfigured, ModelBackend, config_refusal, redact
+from .backends.factory import backend_for
 from .backends.instruments import evaluate
 from .limiter import Limiter, LimiterUnavailable, limiter_for
 from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome

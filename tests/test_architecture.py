@@ -15,17 +15,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("evals", "labeling", "judging", "calibration", "formats", "api", "workspace", "config")
 
-# Circles inside an app that exist today and that someone is removing. A circle found must lie inside one
-# of these.
-KNOWN_CIRCLES: dict[frozenset[str], str] = {
-    # Nobody's yet: the backend factory in judging/backends/__init__.py imports the backends (lazily), which
-    # import the package's shared helpers. Moving the helpers into a module of their own breaks it.
-    frozenset({"judging.backends", "judging.backends.anthropic", "judging.backends.openai_compat"}): "unassigned",
-}
+# Circles inside an app that a change is removing (none today). A circle found must lie inside one of these.
+KNOWN_CIRCLES: dict[frozenset[str], str] = {}
 
 
 def app_paths(root: Path):
-    """(app, path) of every Python file of the apps that exist (formats and api may not yet)."""
+    """(app, path) of every Python file of the apps that exist (a negative control builds only some)."""
     for app in LAYERS:
         if (root / app).is_dir():
             for path in sorted((root / app).rglob("*.py")):

@@ -18,7 +18,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from judging import allowlist, runner
-from judging.backends import CallFailed, Misconfigured, api_key_for, backend_for
+from judging.backends import CallFailed, Misconfigured, api_key_for
+from judging.backends.factory import backend_for
 from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
 from judging.prompt import CriterionSpec, Subject, build_request
 from tests.judging_helpers import CONFIG_FORM, KEY_ENV, KEY_VALUE, make_judge, make_scope

@@ -11,8 +11,9 @@ from email.utils import format_datetime
 
 import pytest
 
-from judging.backends import CallFailed, Misconfigured, api_key_for, backend_for, retry_after_seconds
+from judging.backends import CallFailed, Misconfigured, api_key_for, retry_after_seconds
 from judging.backends.anthropic import TOOL_NAME
+from judging.backends.factory import backend_for
 from judging.backends.openai_compat import chat_result
 from judging.models import JudgeConfig
 from judging.prompt import CriterionSpec, Subject, build_request

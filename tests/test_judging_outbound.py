@@ -16,7 +16,8 @@ import threading
 import pytest
 
 from judging import runner
-from judging.backends import CallFailed, Misconfigured, backend_for
+from judging.backends import CallFailed, Misconfigured
+from judging.backends.factory import backend_for
 from judging.forms import JudgeConfigForm
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from judging.prompt import CriterionSpec, Subject, build_request

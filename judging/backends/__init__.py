@@ -124,33 +124,6 @@ def tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-class RefusedBackend:
-    """Stands in for a config the allowlists forbid: reads no key, sends nothing, and fails every call."""
-
-    def __init__(self, config, reason: str):
-        self.model_id = config.model_id
-        self.reason = f"not sent: {reason}"
-
-    def call(self, request: JudgeRequest) -> CallResult:
-        raise CallFailed("rejected", self.reason, retryable=False)
-
-
-def backend_for(config) -> ModelBackend:
-    refusal = config_refusal(config)
-    if refusal:
-        return RefusedBackend(config, refusal)
-    # Each SDK is imported only when a config uses it: the anthropic package alone takes seconds to import.
-    if config.backend == "openai":
-        from .openai_compat import OpenAIBackend
-
-        return OpenAIBackend(config, api_key_for(config))
-    if config.backend == "anthropic":
-        from .anthropic import AnthropicBackend
-
-        return AnthropicBackend(config, api_key_for(config) or "")
-    raise Misconfigured(f"judge {config.name}: backend {config.backend!r} makes no model calls")
-
-
 def headers_without_ambient(variable: str, authorization: str) -> dict[str, str | None]:
     """Default headers for an SDK client that undo the extra headers its `variable` (OPENAI_CUSTOM_HEADERS,
     ANTHROPIC_CUSTOM_HEADERS: one "Name: value" a line) would add, and set the Authorization header to the
