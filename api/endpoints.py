@@ -30,7 +30,7 @@ from calibration.report import calibration_report, segmented_report
 from calibration.report_files import to_json
 from evals.json_body import BodyRefused, check_query, parse_json_body, schema_problems
 from evals.lookup import eval_set_named
-from evals.models import RubricVersion
+from evals.models import EvalSet, RubricVersion
 from evals.problems import Problem
 from evals.validators import RUBRIC_REF_PATTERN, UnknownName
 from formats.case_import import import_cases
@@ -39,7 +39,7 @@ from formats.verdicts import import_verdicts
 from judging import runner
 from judging.backends import Misconfigured
 from judging.judge_lookup import judge_named
-from judging.models import JudgeRun
+from judging.models import JudgeConfig, JudgeRun
 from judging.run_progress import Progress, progress_of
 
 from .answers import LENGTH_REQUIRED, bad_parameters, error, refused_body, server_error, too_large, unread_chunked_body
@@ -255,7 +255,7 @@ def push_verdicts(
 # -- judge runs -------------------------------------------------------------------------------------------
 
 
-def _named(eval_set: str, rubric: str, judge: str) -> tuple:
+def _named(eval_set: str, rubric: str, judge: str) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
     """The eval set, rubric version and judge config by name; ApiError 404 naming what was asked.
 
     As at the HTTP gate, the message does not list the names that exist: a token holder learns
@@ -280,7 +280,7 @@ def progress_body(progress: Progress) -> dict:
 
 
 @api.post("/judge-runs", auth=JUDGE, response={202: ProgressOut, **ERRORS, 503: ErrorOut})
-def start_judge_run(request: HttpRequest, payload: RunIn):
+def start_judge_run(request: TokenHttpRequest, payload: RunIn):
     """Queue a judge run on the Celery workers (as `run_judge` does); follow it with GET /api/judge-runs/{id}."""
     check_scope(request, eval_set=payload.eval_set, rubric=payload.rubric)
     try:
@@ -297,7 +297,7 @@ def start_judge_run(request: HttpRequest, payload: RunIn):
 
 
 @api.get("/judge-runs/{run_id}", auth=JUDGE, response={200: ProgressOut, **ERRORS})
-def judge_run_progress(request: HttpRequest, run_id: int):
+def judge_run_progress(request: TokenHttpRequest, run_id: int):
     """How far a judge run has got: items, verdicts per outcome, the most frequent ERROR reasons."""
     run = JudgeRun.objects.select_related("eval_set", "rubric_version__rubric").filter(pk=run_id).first()
     # A run outside the token's scope gets the very answer a missing one gets: a 403 would tell a token

@@ -72,7 +72,8 @@ class TokenForm(forms.Form):
         return names
 
     def clean(self):
-        data = super().clean()
+        super().clean()  # Form.clean returns self.cleaned_data; typed as possibly None
+        data = self.cleaned_data
         if data.get("judges") and TokenScope.PUSH not in (data.get("scopes") or []):
             self.add_error(
                 "judges", "Only a token with the push scope pushes verdicts: tick push, or leave this empty."

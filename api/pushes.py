@@ -16,6 +16,7 @@ import json
 import pydantic
 from django.conf import settings
 from django.http import HttpRequest
+from pydantic_core import ErrorDetails
 
 from evals.json_body import BodyRefused, parse_json_body
 from evals.problems import ImportFailed
@@ -76,7 +77,7 @@ def _records_as_jsonl(body: bytes) -> bytes:
     return b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records)
 
 
-def _left_to_the_importer(error: dict) -> bool:
+def _left_to_the_importer(error: ErrorDetails) -> bool:
     """A record that is not an object, or no record at all: the importer says so, with the line, as for a file."""
     loc = error["loc"]
     return loc[:1] == ("records",) and (len(loc) > 1 or error["type"] == "too_short")

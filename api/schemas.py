@@ -130,11 +130,11 @@ class ReportOut(Schema):
     model_id: str
     agent_version: str | None = None
     computed_at: str = Field(description="ISO 8601")
-    criteria: list[ReportRowOut] = Field(default=None, description="without by")
+    criteria: list[ReportRowOut] | None = Field(default=None, description="without by")
     probes: dict | None = Field(default=None, description="the newest complete probe run's figures, or null")
-    by: str = Field(default=None, description="agent_version, when asked for")
-    segments: list[dict] = Field(default=None, description="with by: one report per agent version")
-    mean_kappa: dict[str, dict] = Field(default=None, description="with by: per criterion")
+    by: str | None = Field(default=None, description="agent_version, when asked for")
+    segments: list[dict] | None = Field(default=None, description="with by: one report per agent version")
+    mean_kappa: dict[str, dict] | None = Field(default=None, description="with by: per criterion")
 
 
 class GateCriterionOut(Schema):

@@ -62,5 +62,9 @@ calibration_patterns = [
     path("gates/", views.gates, name="gates"),
     path("gates/tokens", views.create_token, name="create_token"),
     path("gates/tokens/<int:token>/revoke", views.revoke_token, name="revoke_token"),
-    path("api/gate", next(p.callback for p in _patterns if getattr(p, "name", None) == "gate"), name="api_gate"),
+    path(
+        "api/gate",
+        next(p.callback for p in _patterns if isinstance(p, URLPattern) and p.name == "gate"),
+        name="api_gate",
+    ),
 ]

@@ -13,7 +13,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from calibration.models import GateResult
-from evals.access import STAFF_ROLES, has_role, role_required
+from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
 from evals.models import Role
 
 from .forms import TokenForm
@@ -50,7 +50,7 @@ def gates(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @role_required(Role.LEAD)
-def create_token(request: HttpRequest) -> HttpResponse:
+def create_token(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = TokenForm(request.POST)
     secret = created = None
     if form.is_valid():
@@ -67,7 +67,7 @@ def create_token(request: HttpRequest) -> HttpResponse:
         )
         form = TokenForm()
     context = {"tokens": _tokens(), "form": form, "secret": secret, "created": created, "is_lead": True}
-    if created is not None:
+    if created is not None and secret is not None:  # both or neither: set together above
         base_url = request.build_absolute_uri("/").rstrip("/")
         context["examples"] = token_examples(token=created, secret=secret, base_url=base_url)
     if request.htmx:  # htmx swaps only 2xx answers, and the errors must be seen
@@ -82,7 +82,7 @@ def create_token(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @role_required(Role.LEAD)
-def revoke_token(request: HttpRequest, token: int) -> HttpResponse:
+def revoke_token(request: AuthenticatedHttpRequest, token: int) -> HttpResponse:
     changed = GateToken.objects.filter(pk=token, revoked_at__isnull=True).update(
         revoked_at=timezone.now(), revoked_by=request.user
     )

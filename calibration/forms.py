@@ -143,7 +143,7 @@ class CompareForm(forms.Form):
         return data
 
 
-class TighteningMixin:
+class TighteningMixin(forms.Form):
     """cleaned_data["tightening"] from a form's three optional thresholds; whether they loosen the lead's policy
     is the gate's to check, since it knows the policy."""
 

@@ -66,14 +66,14 @@ class Gating:
     """One gating criterion as its mark says: the lead's policy and the calibration the mark relied on
     (the eval set and the confusion cells of the report row stored with the mark; None if it holds none)."""
 
-    criterion_id: object
+    criterion_id: int
     key: str
     policy: GateThresholds
     calibration_eval_set: str = ""
     calibration: tuple[int, int, int, int] | None = None
 
     @classmethod
-    def from_mark(cls, criterion_id, key, policy: GateThresholds, eval_set: str, figures: dict) -> Gating:
+    def from_mark(cls, criterion_id: int, key: str, policy: GateThresholds, eval_set: str, figures: dict) -> Gating:
         cells = [figures.get(name) for name in CALIBRATION_CELLS]
         ok = all(isinstance(c, int) and c >= 0 for c in cells)
         return cls(criterion_id, key, policy, eval_set, tuple(cells) if ok else None)  # type: ignore[arg-type]
@@ -392,7 +392,7 @@ def decided_audits(
 ) -> dict[object, AuditFigures]:
     """The figures of the open audit plan of each criterion whose policy decides on an audit, at the stricter of
     the applied thresholds and the plan's; CannotDecide if one has no plan, or is not decided yet."""
-    audits = {}
+    audits: dict[object, AuditFigures] = {}
     for g in gating:
         thresholds = tightening.applied_to(g.policy, g.key)
         if thresholds.decide_on != AUDIT:

@@ -247,4 +247,5 @@ class GateResult(models.Model):
 
     @property
     def exit_code(self) -> int:
-        return {self.Decision.PASSED: 0, self.Decision.FAILED: 1}.get(self.decision, 2)
+        codes: dict[str, int] = {self.Decision.PASSED: 0, self.Decision.FAILED: 1}
+        return codes.get(self.decision, 2)

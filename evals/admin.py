@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from axes.admin import AccessAttemptAdmin  # importing it registers django-axes' admin, replaced below
 from axes.models import AccessAttempt
+from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
@@ -36,11 +37,13 @@ class IcewaterUserAdmin(UserAdmin):
             return True
         return not obj.is_superuser and obj.role != Role.LEAD
 
-    def get_form(self, request, obj=None, **kwargs):
-        form = super().get_form(request, obj, **kwargs)  # a new form class per call: changing it is local
-        if not request.user.is_superuser and "role" in form.base_fields:
-            choices = [(value, label) for value, label in Role.choices if value != Role.LEAD]
-            form.base_fields["role"].choices = choices
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(
+            request, obj, change=change, **kwargs
+        )  # a new form class per call: changing it is local
+        role = form.base_fields.get("role")
+        if not request.user.is_superuser and isinstance(role, forms.ChoiceField):
+            role.choices = [(value, label) for value, label in Role.choices if value != Role.LEAD]
         return form
 
     def save_model(self, request, obj, form, change):

@@ -124,7 +124,7 @@ class RubricVersionLocked(Exception):
     """Raised when something tries to change a rubric version that labels, verdicts or approvals use."""
 
 
-class RubricVersionQuerySet(models.QuerySet):
+class RubricVersionQuerySet(models.QuerySet["RubricVersion"]):
     def by_ref(self, ref: str, *, say_known: bool = True) -> RubricVersion:
         """The rubric version NAME@VERSION names (evals/validators.py has the rule); UnknownName otherwise.
 

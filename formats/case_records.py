@@ -7,7 +7,7 @@ and the import (case_import.py) take the rows. Nothing here imports them back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -169,7 +169,7 @@ def _has_output(values: Mapping[str, Any], from_csv: bool) -> bool:
 # --- reading files into rows -------------------------------------------------------------------------------
 
 
-def _wrong_kind(keys: set[str] | frozenset[str]) -> str | None:
+def _wrong_kind(keys: Set[str]) -> str | None:  # a JSONL object's keys (a view) or a CSV header
     if keys & _LABEL_KEYS:
         return "this looks like a labels file (it has criterion/outcome fields); import it with import_labels"
     if "criteria" in keys:

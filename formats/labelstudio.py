@@ -20,7 +20,7 @@ from evals import record_fields as f
 from evals.problems import Problems, RecordError, line_of
 
 from .label_records import LabelRecord, build_label
-from .readers import Source, load_json_document, read_text
+from .readers import Obj, Source, load_json_document, read_text
 
 # Our field -> where it sits in a Label Studio task, for messages.
 _LS_FIELD = {
@@ -79,12 +79,13 @@ def _annotation_records(task, t, annotation, a, default_agent_version, criteria,
     texts = _text_areas(results)
     data = task.get("data") if isinstance(task.get("data"), dict) else {}
     for r, item in enumerate(results):
-        if not isinstance(item, dict) or item.get("type") != "choices":
+        # Every object load_json_document reads is an Obj, which carries its line (a record needs one).
+        if not isinstance(item, Obj) or item.get("type") != "choices":
             continue
         item_where = f"{where}.result[{r}]"
         key = item.get("from_name")
         choices = (item.get("value") or {}).get("choices") if isinstance(item.get("value"), dict) else None
-        item_line = line_of(item, line)
+        item_line = item.line
         if not isinstance(choices, list) or len(choices) != 1:
             problems.add(item_line, f"{item_where}.value.choices", "must hold exactly one choice (one outcome)")
             continue

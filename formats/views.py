@@ -186,7 +186,8 @@ class VerdictsUploadForm(UploadForm):
     )
 
     def clean(self):
-        data = super().clean()
+        super().clean()  # Form.clean returns self.cleaned_data; typed as possibly None
+        data = self.cleaned_data
         data["skip"] = [name.strip() for name in data.get("skip", "").split(",") if name.strip()]
         try:
             ScoreMapping.parse(
