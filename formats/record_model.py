@@ -33,9 +33,10 @@ from labeling.problems import RecordError, suggest
 RECORD_CONFIG = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-def refuse(message: str) -> PydanticCustomError:
-    """Our own words for a value pydantic cannot judge alone (a NUL character, a criterion of this rubric)."""
-    return PydanticCustomError("icewater", "{message}", {"message": message})
+def refuse(message: str, at: str | None = None) -> PydanticCustomError:
+    """Our own words for a value pydantic cannot judge alone (a NUL character, a criterion of this rubric);
+    `at` names the field when it is not the one being validated (a rule across fields, an item of a list)."""
+    return PydanticCustomError("icewater", "{message}", {"message": message, "at": at})
 
 
 def _no_nul(value: str) -> str:
@@ -103,7 +104,8 @@ def validate(model: type[BaseModel], value: dict, context: Any = None) -> Any:
 
 
 def _field(error: ErrorDetails) -> str | None:
-    return f.format_path(list(error["loc"])) or None
+    at = (error.get("ctx") or {}).get("at")
+    return at or f.format_path(list(error["loc"])) or None
 
 
 def _message(model: type[BaseModel], error: ErrorDetails) -> str:
