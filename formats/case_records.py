@@ -7,17 +7,14 @@ and the import (case_import.py) take the rows. Nothing here imports them back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
-
-from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationInfo
+from typing import Any
 
 from labeling import record_fields as f
 from labeling.problems import Problems, RecordError, suggest
 
-from .readers import Source, iter_csv, iter_jsonl
-from .record_model import RECORD_CONFIG, Text, ident, refuse, validate
+from .readers import Source, check_fields, iter_csv, iter_jsonl
 
 CASE_FIELDS = ("case_id", "input", "reference", "metadata")
 OUTPUT_FIELDS = ("response", "tool_calls", "latency_ms", "agent_version", "output_metadata")
@@ -117,87 +114,37 @@ def _tool_call_error(i: int, call: Any) -> None:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _Context:
-    from_csv: bool
-
-
-def _checked(check: Callable[[Any, bool], Any]) -> BeforeValidator:
-    """A JSON cell or number checked by our helpers (which parse a CSV cell with the JSON guards), in pydantic."""
-
-    def run(value: Any, info: ValidationInfo) -> Any:
-        try:
-            return check(value, info.context.from_csv)
-        except RecordError as exc:
-            raise refuse(exc.message, at=exc.field) from None
-
-    return BeforeValidator(run)
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise refuse("is empty")
-    return value
-
-
-class RecordIn(BaseModel):
-    """One case and its output (JSONL line, CSV row, or a record an ADK or Inspect reader made), fields in the
-    order their problems are reported."""
-
-    model_config = RECORD_CONFIG
-
-    # JSON values are checked by our helpers, not copied by pydantic: the hot loop of a 100k-case import.
-    metadata: Annotated[Any, _checked(lambda v, csv: f.json_object(v, "metadata", csv))] = Field(default_factory=dict)
-    case_id: ident(CASE_ID_MAX)
-    input: Annotated[Text, AfterValidator(_not_blank)]
-    reference: Text = ""
-    tool_calls: Annotated[Any, _checked(normalize_tool_calls)] = Field(default_factory=list)
-    output_metadata: Annotated[Any, _checked(lambda v, csv: f.json_object(v, "output_metadata", csv))] = Field(
-        default_factory=dict
-    )
-    agent_version: Annotated[ident(AGENT_VERSION_MAX) | None, BeforeValidator(lambda v: v or None)] = None
-    response: Text | None = None
-    latency_ms: Annotated[Any, _checked(lambda v, csv: f.milliseconds(v, "latency_ms", csv))] = None
-
-
 def build_rows(
     values: Mapping[str, Any], line: int | None, default_agent_version: str, from_csv: bool = False
 ) -> tuple[CaseRow, OutputRow | None]:
     """One record -> its case and (unless it has no response) its output, validated."""
-    # null is a value left out; so is an empty CSV cell for a JSON or number column
-    given = {k: v for k, v in values.items() if v is not None and not (from_csv and k in _CELLS and not v.strip())}
-    record = validate(RecordIn, given, _CSV if from_csv else _JSON)
-    has_output = _has_output(values, from_csv)
-    metadata = record.metadata
+    if not values.keys() <= FIELDS:
+        check_fields(values.keys(), FIELDS)
+    metadata = f.json_object(values.get("metadata"), "metadata", from_csv)
     case = CaseRow(
         line=line,
-        case_id=record.case_id,
-        input=record.input,
-        reference=record.reference,
+        case_id=f.ident(values.get("case_id"), "case_id", CASE_ID_MAX),
+        input=f.text(values.get("input"), "input", required=True, allow_blank=False),
+        reference=f.text(values.get("reference"), "reference"),
         metadata=metadata,
         metadata_json=f.stored_json(metadata, "metadata") if metadata else "{}",
     )
-    if not has_output:
+    if not _has_output(values, from_csv):
         return case, None
-    if record.response is None:
-        raise RecordError("response", "is missing")
-    tool_calls, output_metadata = record.tool_calls, record.output_metadata
+    tool_calls = normalize_tool_calls(values.get("tool_calls"), from_csv)
+    output_metadata = f.json_object(values.get("output_metadata"), "output_metadata", from_csv)
     output = OutputRow(
         line=line,
         case_id=case.case_id,
-        agent_version=record.agent_version or default_agent_version,
-        response=record.response,
+        agent_version=f.ident(values.get("agent_version"), "agent_version", AGENT_VERSION_MAX, default_agent_version),
+        response=f.text(values.get("response"), "response", required=True),
         tool_calls=tool_calls,
         tool_calls_json=f.stored_json(tool_calls, "tool_calls") if tool_calls else "[]",
-        latency_ms=record.latency_ms,
+        latency_ms=f.milliseconds(values.get("latency_ms"), "latency_ms", from_csv),
         metadata=output_metadata,
         metadata_json=f.stored_json(output_metadata, "output_metadata") if output_metadata else "{}",
     )
     return case, output
-
-
-_CELLS = frozenset({"metadata", "tool_calls", "output_metadata", "latency_ms"})
-_CSV, _JSON = _Context(from_csv=True), _Context(from_csv=False)
 
 
 def _has_output(values: Mapping[str, Any], from_csv: bool) -> bool:
