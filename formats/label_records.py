@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, TypeAdapter, ValidationInfo, model_validator
+from pydantic import AfterValidator, BaseModel, Field, TypeAdapter, ValidationInfo, model_validator
 
 from evals.models import HumanOutcome
 from evals.transcript import MAX_QUOTES, NONE_QUOTE
@@ -20,9 +20,8 @@ from labeling import record_fields as f
 from labeling.forms import EVIDENCE_MAX_CHARS, RATIONALE_MAX_CHARS
 from labeling.problems import RecordError, suggest
 
-from .case_records import AGENT_VERSION_MAX, CASE_ID_MAX
 from .readers import iter_csv, iter_jsonl
-from .record_model import RECORD_CONFIG, Text, ident, refuse, validate
+from .record_model import RECORD_CONFIG, AgentVersion, CaseId, Ident, Text, context, refuse, validate
 
 LABEL_FIELDS = frozenset(
     {"case_id", "agent_version", "criterion", "annotator", "adjudicator", "outcome", "evidence", "rationale"}
@@ -75,7 +74,7 @@ def _outcome(value: Any) -> str:
 
 
 def _known_criterion(criterion: str, info: ValidationInfo) -> str:
-    criteria = info.context.criteria
+    criteria = context(info).criteria
     if criterion not in criteria:
         raise refuse(
             f'"{criterion}" is not a criterion of this rubric version{suggest(criterion, criteria)}; '
@@ -101,7 +100,7 @@ def _bounded(field: str, limit: int, what: str) -> AfterValidator:
     return AfterValidator(check)
 
 
-Person = Annotated[ident(USERNAME_MAX), AfterValidator(_account_name)]
+Person = Annotated[Ident, Field(max_length=USERNAME_MAX), AfterValidator(_account_name)]
 Quote = Annotated[
     Text, _bounded("evidence", EVIDENCE_MAX_CHARS, "a quote is the part of the transcript that decides it, in")
 ]
@@ -111,7 +110,7 @@ _quote = TypeAdapter(Quote, config=RECORD_CONFIG)
 def _quotes(value: Any, info: ValidationInfo) -> tuple[str, tuple[str, ...]]:
     """Evidence as one quote (a string) or several (a list of strings; in CSV a JSON list of two or more):
     (the first, the rest)."""
-    if info.context.from_csv and isinstance(value, str) and value.startswith("["):
+    if context(info).from_csv and isinstance(value, str) and value.startswith("["):
         try:
             parsed = json.loads(value)
         except ValueError:
@@ -139,11 +138,11 @@ class LabelIn(BaseModel):
 
     model_config = RECORD_CONFIG
 
-    criterion: Annotated[ident(100), AfterValidator(_known_criterion)]
+    criterion: Annotated[Ident, Field(max_length=100), AfterValidator(_known_criterion)]
     annotator: Person | None = None
     adjudicator: Person | None = None
-    case_id: ident(CASE_ID_MAX)
-    agent_version: Annotated[ident(AGENT_VERSION_MAX) | None, BeforeValidator(lambda v: v or None)] = None
+    case_id: CaseId
+    agent_version: AgentVersion = None
     outcome: Annotated[Any, AfterValidator(_outcome)] = Field(default=None, validate_default=True)
     evidence: Annotated[Any, AfterValidator(_quotes)] = None
     rationale: Annotated[Text, _bounded("rationale", RATIONALE_MAX_CHARS, "a rationale says why in")] = ""

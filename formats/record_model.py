@@ -19,6 +19,7 @@ from pydantic import (
     Field,
     Strict,
     ValidationError,
+    ValidationInfo,
     ValidatorFunctionWrapHandler,
     WrapValidator,
 )
@@ -27,6 +28,8 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from evals.validators import name_problem
 from labeling import record_fields as f
 from labeling.problems import RecordError, suggest
+
+from .case_records import AGENT_VERSION_MAX, CASE_ID_MAX
 
 # One shape for every record: unknown fields are errors (a misspelt optional field must not be dropped), and
 # nothing is coerced ("1" is not a number, 1 is not true).
@@ -56,16 +59,27 @@ def _number_as_text(value: Any) -> Any:
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-def ident(max_length: int) -> Any:
-    """An identifier such as a case_id: non-empty text (a whole number is accepted), one line of visible
-    characters, at most max_length (the column's size)."""
-    return Annotated[
-        str,
-        BeforeValidator(_number_as_text),
-        Field(min_length=1, max_length=max_length),
-        AfterValidator(_no_nul),
-        AfterValidator(_one_line),
-    ]
+# An identifier such as a case_id: non-empty text (a whole number is accepted), one line of visible characters.
+# A field adds its column's size: Annotated[Ident, Field(max_length=CASE_ID_MAX)].
+Ident = Annotated[
+    str,
+    BeforeValidator(_number_as_text),
+    Field(min_length=1),
+    AfterValidator(_no_nul),
+    AfterValidator(_one_line),
+]
+
+
+CaseId = Annotated[Ident, Field(max_length=CASE_ID_MAX)]
+# None or "": the default (the case's only output, or the one the import names)
+AgentVersion = Annotated[
+    Annotated[Ident, Field(max_length=AGENT_VERSION_MAX)] | None, BeforeValidator(lambda v: v or None)
+]
+
+
+def context(info: ValidationInfo) -> Any:
+    """What the reader passed to validate() (a rubric's criteria, whether the record is a CSV row)."""
+    return info.context
 
 
 def _stored_json(value: Any) -> str:
@@ -80,8 +94,8 @@ Text = Annotated[str, AfterValidator(_no_nul)]
 TextOrJson = Annotated[Any, AfterValidator(lambda v: _no_nul(v) if isinstance(v, str) else _stored_json(v))]
 
 
-def count(maximum: int = 2**31 - 1) -> Any:
-    """A whole number from 0 to maximum (true/false and 1.0 are not whole numbers)."""
+def whole_number(maximum: int) -> WrapValidator:
+    """A whole number from 0 to maximum (true/false and 1.0 are not whole numbers), in our words."""
 
     def in_words(value: Any, handler: ValidatorFunctionWrapHandler) -> int:
         try:
@@ -89,7 +103,11 @@ def count(maximum: int = 2**31 - 1) -> Any:
         except ValidationError:
             raise refuse(f"must be a whole number from 0 to {maximum}, not {json.dumps(value)}") from None
 
-    return Annotated[int, Strict(), Field(ge=0, le=maximum), WrapValidator(in_words)]
+    return WrapValidator(in_words)
+
+
+MAX_INT32 = 2**31 - 1  # PostgreSQL integer
+Count = Annotated[int, Strict(), Field(ge=0, le=MAX_INT32), whole_number(MAX_INT32)]
 
 
 def validate(model: type[BaseModel], value: dict, context: Any = None) -> Any:

@@ -11,16 +11,28 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationInfo
+from pydantic import AfterValidator, BaseModel, Field, Strict, ValidationInfo
 
 from judging.models import VerdictOutcome
 from labeling import record_fields as f
 from labeling.problems import Problems, RecordError, line_of, suggest
 
 from .adk import ICEWATER_KEY, load_document
-from .case_records import AGENT_VERSION_MAX, CASE_ID_MAX
+from .case_records import CASE_ID_MAX
 from .readers import Source, iter_csv, iter_jsonl, peek_first_line
-from .record_model import RECORD_CONFIG, Text, TextOrJson, count, ident, refuse, validate
+from .record_model import (
+    RECORD_CONFIG,
+    AgentVersion,
+    CaseId,
+    Count,
+    Ident,
+    Text,
+    TextOrJson,
+    context,
+    refuse,
+    validate,
+    whole_number,
+)
 
 
 @dataclass(slots=True)
@@ -126,7 +138,7 @@ def _csv_values(cells: dict[str, str]) -> dict[str, Any]:
 
 
 def _known_criterion(criterion: str, info: ValidationInfo) -> str:
-    keys = info.context
+    keys: list[str] = context(info)
     if criterion not in keys:
         raise refuse(
             f'"{criterion}" is not a criterion of the rubric{suggest(criterion, keys)}; '
@@ -147,18 +159,18 @@ class VerdictIn(BaseModel):
 
     model_config = RECORD_CONFIG
 
-    criterion: Annotated[ident(100), AfterValidator(_known_criterion)]
+    criterion: Annotated[Ident, Field(max_length=100), AfterValidator(_known_criterion)]
     outcome: Annotated[Any, AfterValidator(_outcome)] = Field(default=None, validate_default=True)
-    case_id: ident(CASE_ID_MAX)
+    case_id: CaseId
     # None or "": take the case's only output (or --agent-version)
-    agent_version: Annotated[ident(AGENT_VERSION_MAX) | None, BeforeValidator(lambda v: v or None)] = None
+    agent_version: AgentVersion = None
     evidence: Text = ""
     raw: TextOrJson = ""
-    sample: count(1000) = 0
+    sample: Annotated[int, Strict(), Field(ge=0, le=1000), whole_number(1000)] = 0
     error_reason: Text = ""
-    latency_ms: count() | None = None
-    tokens_in: count() | None = None
-    tokens_out: count() | None = None
+    latency_ms: Count | None = None
+    tokens_in: Count | None = None
+    tokens_out: Count | None = None
     cache_hit: bool = False
 
 
