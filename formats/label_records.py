@@ -10,7 +10,9 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, Field, TypeAdapter, ValidationInfo, model_validator
 
 from evals import record_fields as f
 from evals.models import HumanOutcome
@@ -18,8 +20,8 @@ from evals.problems import RecordError, suggest
 from evals.transcript import MAX_QUOTES, NONE_QUOTE
 from labeling.forms import EVIDENCE_MAX_CHARS, RATIONALE_MAX_CHARS
 
-from .case_records import AGENT_VERSION_MAX, CASE_ID_MAX
 from .readers import iter_csv, iter_jsonl
+from .record_model import RECORD_CONFIG, AgentVersion, CaseId, Ident, Text, context, refuse, validate
 
 LABEL_FIELDS = frozenset(
     {"case_id", "agent_version", "criterion", "annotator", "adjudicator", "outcome", "evidence", "rationale"}
@@ -49,11 +51,17 @@ class LabelRecord:
         return (self.case_id, self.agent_version)
 
 
-def check_outcome(value: Any) -> str:
+@dataclass(frozen=True, slots=True)
+class _Context:
+    criteria: list[str]
+    from_csv: bool
+
+
+def _outcome(value: Any) -> str:
     if value in OUTCOMES:
         return value
     if not isinstance(value, str) or not value.strip():
-        raise RecordError("outcome", f"is missing; use one of {', '.join(OUTCOMES)}")
+        raise refuse(f"is missing; use one of {', '.join(OUTCOMES)}")
     hint = ""
     upper = value.strip().upper().replace("/", "").replace(" ", "_")
     if upper in OUTCOMES:
@@ -62,66 +70,47 @@ def check_outcome(value: Any) -> str:
         hint = ' (write it as "NOT_APPLICABLE")'
     elif upper in ("CANT_TELL", "CAN'T_TELL", "UNSURE", "SKIP"):
         hint = ' (for "can\'t tell" write "ABSTAIN")'
-    raise RecordError("outcome", f'"{value}" is not one of {", ".join(OUTCOMES)}{hint}')
+    raise refuse(f'"{value}" is not one of {", ".join(OUTCOMES)}{hint}')
 
 
-def check_person(value: Any, field: str) -> str:
-    name = f.ident(value, field, USERNAME_MAX)
+def _known_criterion(criterion: str, info: ValidationInfo) -> str:
+    criteria = context(info).criteria
+    if criterion not in criteria:
+        raise refuse(
+            f'"{criterion}" is not a criterion of this rubric version{suggest(criterion, criteria)}; '
+            f"its criteria: {', '.join(criteria)}"
+        )
+    return criterion
+
+
+def _account_name(name: str) -> str:
     if not USERNAME_RE.match(name):
-        raise RecordError(field, f'"{name}" is not a valid account name (letters, digits and @ . + - _ only)')
+        raise refuse(f'"{name}" is not a valid account name (letters, digits and @ . + - _ only)')
     return name
 
 
-def build_label(
-    values: Mapping[str, Any], line: int, default_agent_version: str, criteria: Iterable[str], from_csv: bool = False
-) -> LabelRecord:
-    if not values.keys() <= LABEL_FIELDS:
-        for key in values.keys() - LABEL_FIELDS:
-            raise RecordError(
-                key, f"unknown field{suggest(key, LABEL_FIELDS)}; known fields: {', '.join(sorted(LABEL_FIELDS))}"
-            )
+def _bounded(field: str, limit: int, what: str) -> AfterValidator:
+    """Evidence or rationale, no longer than the labeling and adjudication forms accept."""
 
-    def given(key: str) -> Any:
-        value = values.get(key)
-        return None if from_csv and value == "" else value
+    def check(text: str) -> str:
+        if len(text) > limit:
+            raise refuse(f"is {len(text):,} characters long; {what} at most {limit:,} (as in the app)")
+        return text
 
-    criterion = f.ident(values.get("criterion"), "criterion", 100)
-    if criterion not in criteria:
-        raise RecordError(
-            "criterion",
-            f'"{criterion}" is not a criterion of this rubric version{suggest(criterion, criteria)}; '
-            f"its criteria: {', '.join(criteria)}",
-        )
-    annotator, adjudicator = given("annotator"), given("adjudicator")
-    if annotator is not None and adjudicator is not None:
-        raise RecordError("adjudicator", "a line has an annotator (a label) or an adjudicator (a gold label), not both")
-    if annotator is None and adjudicator is None:
-        raise RecordError("annotator", "is missing (or give an adjudicator for a gold label)")
-    gold = adjudicator is not None
-    if gold and given("evidence") is not None:
-        raise RecordError("evidence", "a gold line has a rationale, not evidence")
-    if not gold and given("rationale") is not None:
-        raise RecordError("rationale", "a label has evidence, not a rationale (a rationale is for adjudicator lines)")
-    return LabelRecord(
-        line=line,
-        case_id=f.ident(values.get("case_id"), "case_id", CASE_ID_MAX),
-        agent_version=f.ident(given("agent_version"), "agent_version", AGENT_VERSION_MAX, default_agent_version),
-        criterion=criterion,
-        person=check_person(adjudicator if gold else annotator, "adjudicator" if gold else "annotator"),
-        gold=gold,
-        outcome=check_outcome(values.get("outcome")),
-        **(
-            {"text": _bounded_text(given("rationale"), True)}
-            if gold
-            else dict(zip(("text", "more"), _quotes(given("evidence"), from_csv), strict=True))
-        ),
-    )
+    return AfterValidator(check)
 
 
-def _quotes(value: Any, from_csv: bool) -> tuple[str, tuple[str, ...]]:
+Person = Annotated[Ident, Field(max_length=USERNAME_MAX), AfterValidator(_account_name)]
+Quote = Annotated[
+    Text, _bounded("evidence", EVIDENCE_MAX_CHARS, "a quote is the part of the transcript that decides it, in")
+]
+_quote = TypeAdapter(Quote, config=RECORD_CONFIG)
+
+
+def _quotes(value: Any, info: ValidationInfo) -> tuple[str, tuple[str, ...]]:
     """Evidence as one quote (a string) or several (a list of strings; in CSV a JSON list of two or more):
     (the first, the rest)."""
-    if from_csv and isinstance(value, str) and value.startswith("["):
+    if context(info).from_csv and isinstance(value, str) and value.startswith("["):
         try:
             parsed = json.loads(value)
         except ValueError:
@@ -129,29 +118,75 @@ def _quotes(value: Any, from_csv: bool) -> tuple[str, tuple[str, ...]]:
         if isinstance(parsed, list) and len(parsed) > 1 and all(isinstance(q, str) for q in parsed):
             value = parsed
     if not isinstance(value, list):
-        return _bounded_text(value, False), ()
+        return _quote.validate_python(value), ()
     if not value:
-        raise RecordError("evidence", 'is an empty list; give one quote or more, or "NONE"')
+        raise refuse('is an empty list; give one quote or more, or "NONE"')
     if len(value) > MAX_QUOTES:
-        raise RecordError("evidence", f"has {len(value)} quotes; at most {MAX_QUOTES} per label (as in the app)")
-    quotes = []
+        raise refuse(f"has {len(value)} quotes; at most {MAX_QUOTES} per label (as in the app)")
     for i, item in enumerate(value):
         if not isinstance(item, str) or not item.strip():
-            raise RecordError(f"evidence[{i}]", f"must be a non-empty quote, not {f.json_type(item)}")
-        quotes.append(_bounded_text(item, False))
+            raise refuse(f"must be a non-empty quote, not {f.json_type(item)}", at=f"evidence[{i}]")
+    quotes = [_quote.validate_python(q) for q in value]
     if len(quotes) > 1 and NONE_QUOTE in (q.strip().upper() for q in quotes):
-        raise RecordError("evidence", "NONE says there is nothing to quote; it cannot stand beside other quotes")
+        raise refuse("NONE says there is nothing to quote; it cannot stand beside other quotes")
     return quotes[0], tuple(quotes[1:])
 
 
-def _bounded_text(value: Any, gold: bool) -> str:
-    """Evidence or rationale, no longer than the labeling and adjudication forms accept."""
-    field, limit = ("rationale", RATIONALE_MAX_CHARS) if gold else ("evidence", EVIDENCE_MAX_CHARS)
-    text = f.text(value, field)
-    if len(text) > limit:
-        what = "a rationale says why in" if gold else "a quote is the part of the transcript that decides it, in"
-        raise RecordError(field, f"is {len(text):,} characters long; {what} at most {limit:,} (as in the app)")
-    return text
+class LabelIn(BaseModel):
+    """One label (an annotator's) or gold label (an adjudicator's), fields in the order their problems are
+    reported; whichever file it came from."""
+
+    model_config = RECORD_CONFIG
+
+    criterion: Annotated[Ident, Field(max_length=100), AfterValidator(_known_criterion)]
+    annotator: Person | None = None
+    adjudicator: Person | None = None
+    case_id: CaseId
+    agent_version: AgentVersion = None
+    outcome: Annotated[Any, AfterValidator(_outcome)] = Field(default=None, validate_default=True)
+    evidence: Annotated[Any, AfterValidator(_quotes)] = None
+    rationale: Annotated[Text, _bounded("rationale", RATIONALE_MAX_CHARS, "a rationale says why in")] = ""
+
+    @model_validator(mode="after")
+    def _label_or_gold(self) -> LabelIn:
+        given = self.model_fields_set
+        if self.annotator is not None and self.adjudicator is not None:
+            raise refuse(
+                "a line has an annotator (a label) or an adjudicator (a gold label), not both", at="adjudicator"
+            )
+        if self.annotator is None and self.adjudicator is None:
+            raise refuse("is missing (or give an adjudicator for a gold label)", at="annotator")
+        if self.adjudicator is not None and "evidence" in given:
+            raise refuse("a gold line has a rationale, not evidence", at="evidence")
+        if self.annotator is not None and "rationale" in given:
+            raise refuse("a label has evidence, not a rationale (a rationale is for adjudicator lines)", at="rationale")
+        return self
+
+
+# Left out, in any file: null; in CSV also an empty cell (in JSON lines an empty name is refused as empty).
+_EMPTY_CELL_IS_LEFT_OUT = frozenset({"annotator", "adjudicator", "agent_version", "evidence", "rationale"})
+
+
+def build_label(
+    values: Mapping[str, Any], line: int, default_agent_version: str, criteria: Iterable[str], from_csv: bool = False
+) -> LabelRecord:
+    given = {
+        k: v for k, v in values.items() if v is not None and not (from_csv and v == "" and k in _EMPTY_CELL_IS_LEFT_OUT)
+    }
+    label = validate(LabelIn, given, _Context(list(criteria), from_csv))
+    gold = label.adjudicator is not None
+    text, more = (label.rationale, ()) if gold else (label.evidence or ("", ()))
+    return LabelRecord(
+        line=line,
+        case_id=label.case_id,
+        agent_version=label.agent_version or default_agent_version,
+        criterion=label.criterion,
+        person=label.adjudicator if gold else label.annotator,
+        gold=gold,
+        outcome=label.outcome,
+        text=text,
+        more=more,
+    )
 
 
 # --- reading -----------------------------------------------------------------------------------------------

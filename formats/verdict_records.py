@@ -9,15 +9,30 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, Field, Strict, ValidationInfo
 
 from evals import record_fields as f
 from evals.problems import Problems, RecordError, line_of, suggest
 from judging.models import VerdictOutcome
 
 from .adk import ICEWATER_KEY, load_document
-from .case_records import AGENT_VERSION_MAX, CASE_ID_MAX
-from .readers import Source, check_fields, iter_csv, iter_jsonl, peek_first_line
+from .case_records import CASE_ID_MAX
+from .readers import Source, iter_csv, iter_jsonl, peek_first_line
+from .record_model import (
+    RECORD_CONFIG,
+    AgentVersion,
+    CaseId,
+    Count,
+    Ident,
+    Text,
+    TextOrJson,
+    context,
+    refuse,
+    validate,
+    whole_number,
+)
 
 
 @dataclass(slots=True)
@@ -122,64 +137,49 @@ def _csv_values(cells: dict[str, str]) -> dict[str, Any]:
     return values
 
 
+def _known_criterion(criterion: str, info: ValidationInfo) -> str:
+    keys: list[str] = context(info)
+    if criterion not in keys:
+        raise refuse(
+            f'"{criterion}" is not a criterion of the rubric{suggest(criterion, keys)}; '
+            f"its criteria are {', '.join(keys)}"
+        )
+    return criterion
+
+
+def _outcome(value: Any) -> str:
+    if value not in OUTCOMES:
+        hint = suggest(str(value).upper(), OUTCOMES) if isinstance(value, str) else ""
+        raise refuse(f"must be one of {', '.join(OUTCOMES)}, not {json.dumps(value)}{hint}")
+    return value
+
+
+class VerdictIn(BaseModel):
+    """One verdict line (JSONL) or row (CSV), fields in the order their problems are reported."""
+
+    model_config = RECORD_CONFIG
+
+    criterion: Annotated[Ident, Field(max_length=100), AfterValidator(_known_criterion)]
+    outcome: Annotated[Any, AfterValidator(_outcome)] = Field(default=None, validate_default=True)
+    case_id: CaseId
+    # None or "": take the case's only output (or --agent-version)
+    agent_version: AgentVersion = None
+    evidence: Text = ""
+    raw: TextOrJson = ""
+    sample: Annotated[int, Strict(), Field(ge=0, le=1000), whole_number(1000)] = 0
+    error_reason: Text = ""
+    latency_ms: Count | None = None
+    tokens_in: Count | None = None
+    tokens_out: Count | None = None
+    cache_hit: bool = False
+
+
 def _record(line: int, value: Any, keys: list[str]) -> VerdictRecord:
     if not isinstance(value, dict):
         raise RecordError(None, f"must be a JSON object with {', '.join(REQUIRED_FIELDS)}, not {f.json_type(value)}")
-    check_fields(value, IMPORT_FIELDS)
-    criterion = f.ident(value.get("criterion"), "criterion", 100)
-    if criterion not in keys:
-        raise RecordError(
-            "criterion",
-            f'"{criterion}" is not a criterion of the rubric{suggest(criterion, keys)}; '
-            f"its criteria are {', '.join(keys)}",
-        )
-    outcome = value.get("outcome")
-    if outcome not in OUTCOMES:
-        hint = suggest(str(outcome).upper(), OUTCOMES) if isinstance(outcome, str) else ""
-        raise RecordError("outcome", f"must be one of {', '.join(OUTCOMES)}, not {json.dumps(outcome)}{hint}")
-    agent_version = value.get("agent_version")
-    return VerdictRecord(
-        line=line,
-        case_id=f.ident(value.get("case_id"), "case_id", CASE_ID_MAX),
-        agent_version=None
-        if agent_version in (None, "")
-        else f.ident(agent_version, "agent_version", AGENT_VERSION_MAX),
-        criterion=criterion,
-        outcome=outcome,
-        evidence=f.text(value.get("evidence"), "evidence"),
-        raw=_raw(value.get("raw")),
-        sample=_count(value.get("sample"), "sample", default=0, maximum=1000),
-        error_reason=f.text(value.get("error_reason"), "error_reason"),
-        latency_ms=_count(value.get("latency_ms"), "latency_ms"),
-        tokens_in=_count(value.get("tokens_in"), "tokens_in"),
-        tokens_out=_count(value.get("tokens_out"), "tokens_out"),
-        cache_hit=_flag(value.get("cache_hit"), "cache_hit"),
-    )
-
-
-def _raw(value: Any) -> str:
-    # The judge's raw output is text; a JSON value (an ADK rubric score, a tool input) is kept as its JSON.
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return f.text(value, "raw")
-    return f.stored_json(value, "raw")
-
-
-def _count(value: Any, field: str, default: int | None = None, maximum: int = 2**31 - 1) -> int | None:
-    if value is None:
-        return default
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= maximum:
-        raise RecordError(field, f"must be a whole number from 0 to {maximum}, not {json.dumps(value)}")
-    return value
-
-
-def _flag(value: Any, field: str) -> bool:
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise RecordError(field, f"must be true or false, not {json.dumps(value)}")
-    return value
+    # null is a value left out (a required one is then missing)
+    verdict = validate(VerdictIn, {k: v for k, v in value.items() if v is not None}, keys)
+    return VerdictRecord(line=line, **verdict.model_dump())
 
 
 # -- ADK eval results ------------------------------------------------------------------------------------
