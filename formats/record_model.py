@@ -25,9 +25,9 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from evals import record_fields as f
+from evals.problems import RecordError, suggest
 from evals.validators import name_problem
-from labeling import record_fields as f
-from labeling.problems import RecordError, suggest
 
 from .case_records import AGENT_VERSION_MAX, CASE_ID_MAX
 
