@@ -64,6 +64,8 @@ class UploadLimit(FileUploadHandler):
 class UploadForm(forms.Form):
     """A form with a file that UploadLimit may have dropped; the view says which (`too_large`)."""
 
+    OPTIONAL_GROUP: tuple[str, ...] = ()  # fields the page folds away (see VerdictsUploadForm)
+
     def __init__(self, *args, too_large: str = "", **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.too_large = too_large
@@ -166,6 +168,9 @@ class VerdictsUploadForm(UploadForm):
         help_text="Empty: a verdict already there with other content is an error. A name: the file becomes a run "
         "of that name, superseding earlier verdicts item by item.",
     )
+    file = file_field(
+        "Verdicts file", "JSONL or CSV (as export_data writes), ADK .evalset_result.json, Inspect AI .eval or .json."
+    )
     scorers = forms.CharField(
         label="Inspect AI scorers",
         required=False,
@@ -181,9 +186,14 @@ class VerdictsUploadForm(UploadForm):
     skip = forms.CharField(
         label="Inspect AI scorers to leave out", required=False, help_text="Scorer names, separated by commas."
     )
-    file = file_field(
-        "Verdicts file", "JSONL or CSV (as export_data writes), ADK .evalset_result.json, Inspect AI .eval or .json."
-    )
+
+    # Only an Inspect AI log needs these: the page folds them away unless one is filled in or refused.
+    OPTIONAL_GROUP = ("scorers", "scores", "skip")
+    OPTIONAL_GROUP_TITLE = "Inspect AI log options: scorers and score values"
+
+    @property
+    def optional_group_used(self) -> bool:
+        return any(self[name].value() or self[name].errors for name in self.OPTIONAL_GROUP)
 
     def clean(self):
         super().clean()  # Form.clean returns self.cleaned_data; typed as possibly None

@@ -105,6 +105,23 @@ def test_a_bad_score_mapping_is_a_form_error_and_reads_no_file(client, lead, sco
     assert not JudgeRun.objects.exists()
 
 
+def test_inspect_options_are_folded_until_one_is_used(client, lead, scope):
+    client.force_login(lead)
+    page = client.get(URL).content.decode()
+    folded = page.split('<details class="upload-options"', 1)[1].split("</details>", 1)[0]
+    assert folded.startswith(">")  # closed: nobody filled them in
+    assert 'name="verdicts-scorers"' in folded and 'name="verdicts-skip"' in folded
+    assert 'name="verdicts-file"' not in folded and 'name="verdicts-judge"' not in folded
+    # A full-page post (no htmx) whose scorers are refused shows them open, beside the error.
+    rubric = RubricVersion.objects.get(rubric__name="refund", version="1")
+    data = {"kind": "verdicts", "verdicts-eval_set": "refunds", "verdicts-rubric": rubric.pk, "verdicts-judge": "x"}
+    data.update({"verdicts-scorers": "no equals sign", "verdicts-file": SimpleUploadedFile("v.jsonl", b"{}")})
+    page = client.post(URL, data).content.decode()
+    assert '<details class="upload-options" open>' in page
+    # Negative control: the other cards have no folded group.
+    assert page.count('<details class="upload-options"') == 1
+
+
 def test_an_inspect_logs_scores_become_verdicts_through_the_page(client, lead, refund_logs, offline):
     with open_source(refund_logs["eval"]) as src:
         import_cases(source=src, eval_set_name="refunds")
