@@ -574,6 +574,13 @@ def render_text(outcome: GateOutcome) -> str:
         "errors (Rogan-Gladen, its TPR and TNR on the calibration the mark relied on) and its lower bound; a.lower: "
         "the anytime-valid lower bound of an audit of the candidate (decides on its own decision, PASS or FAIL)"
     )
+    for c in d.criteria:
+        if c.transport is not None and c.transport.warning:
+            t = c.transport.tnr
+            lines.append(
+                f"warning: {c.criterion}: {c.transport.warning} (TNR {fmt(t.calibration)} on the calibration, "
+                f"{fmt(t.candidate)} on {c.transport.candidate_n} gold items of the candidate)"
+            )
     lines.append(f"binding criterion: {d.binding_criterion}")
     lines.append("verdicts from: " + ("; ".join(s.describe() for s in d.provenance) or "none"))
     lines.append(f"{d.met_count} of {d.gating_count} criteria met (information only: the gate is conjunctive)")

@@ -68,15 +68,18 @@ def test_both_rates_moving_are_both_named():
 # -- in the gate ---------------------------------------------------------------------------------------------
 
 
-def gate_json() -> tuple[int, dict]:
+def run_gate(fmt: str) -> str:
     out = io.StringIO()
-    args = ["--eval-set", "rc-1", "--rubric", "refund@1", "--judge", "gpt-judge", "--format", "json"]
+    args = ["--eval-set", "rc-1", "--rubric", "refund@1", "--judge", "gpt-judge", "--format", fmt]
     try:
         call_command("gate", *args, stdout=out)
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    return code, json.loads(out.getvalue())
+    except SystemExit:
+        pass  # the exit code is the gate's own business (tests/test_gate.py); here, what it says
+    return out.getvalue()
+
+
+def gate_json() -> tuple[int, dict]:
+    return 0, json.loads(run_gate("json"))
 
 
 def candidate(decide_on: str = "corrected_lower"):
@@ -109,6 +112,8 @@ def test_the_gate_warns_when_the_judge_misses_failures_on_the_candidate_it_caugh
     assert c["candidate_tnr_ci"][1] < 0.5 and c["judge_tnr_ci"] == pytest.approx([0.71117, 0.86663], abs=1e-4)
     assert c["transport_warning"] == f"{TRANSPORT_WARNING} (TNR)"
     assert c["judge_tnr"] == 0.8  # the calibration's rate stays where it was
+    text = run_gate("text")
+    assert f"warning: correct_amount: {TRANSPORT_WARNING} (TNR) (TNR 0.800 on the calibration, 0.118 on 27" in text
 
 
 @pytest.mark.django_db
@@ -121,7 +126,7 @@ def test_the_gate_does_not_warn_when_the_candidates_rates_agree():
     c = result["criteria"][0]
     # By hand: tp 20, fp 2, fn 0, tn 10 -> TNR 10 / 12, TPR 20 / 20: both intervals overlap the calibration's.
     assert (c["candidate_gold_n"], c["candidate_tnr"], c["candidate_tpr"]) == (32, 10 / 12, 1.0)
-    assert c["transport_warning"] is None
+    assert c["transport_warning"] is None and "warning:" not in run_gate("text")
 
 
 @pytest.mark.django_db
