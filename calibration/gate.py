@@ -576,10 +576,10 @@ def render_text(outcome: GateOutcome) -> str:
     )
     for c in d.criteria:
         if c.transport is not None and c.transport.warning:
-            t = c.transport.tnr
+            tnr = c.transport.tnr
             lines.append(
-                f"warning: {c.criterion}: {c.transport.warning} (TNR {fmt(t.calibration)} on the calibration, "
-                f"{fmt(t.candidate)} on {c.transport.candidate_n} gold items of the candidate)"
+                f"warning: {c.criterion}: {c.transport.warning} (TNR {fmt(tnr.calibration)} on the calibration, "
+                f"{fmt(tnr.candidate)} on {c.transport.candidate_n} gold items of the candidate)"
             )
     lines.append(f"binding criterion: {d.binding_criterion}")
     lines.append("verdicts from: " + ("; ".join(s.describe() for s in d.provenance) or "none"))
