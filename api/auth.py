@@ -49,7 +49,7 @@ class TokenAuth(HttpBearer):
     openapi_bearerFormat = "icw_..."
     openapi_description = (
         "Send 'Authorization: Bearer <token>', e.g. 'Authorization: Bearer icw_...': a token a lead creates on the "
-        "gate page (/calibration/gates/, Gate tokens for CI) with the endpoint's scope (push, judge, report or "
+        "gate page (/calibration/gates/, Gate tokens for CI) with the endpoint's scope (push, judge, report, audit or "
         "gate). Here, paste the token itself (icw_...) without the word Bearer."
     )
 

@@ -28,6 +28,8 @@ class TokenScope(models.TextChoices):
     PUSH = "push", "Push outputs and verdicts"
     JUDGE = "judge", "Start judge runs and read their progress"
     REPORT = "report", "Read calibration reports"
+    # Audit plans act in the name of the lead who made the token (the lead-only rule of calibration/audits.py).
+    AUDIT = "audit", "Start, show, extend and close audit plans"
 
 
 def gate_scope_only() -> list[str]:

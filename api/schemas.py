@@ -119,6 +119,130 @@ class ReportRowOut(Schema):
     warnings: list[dict]
 
 
+# -- audit plans (issue 22; docs/api.md, Audit plans) -------------------------------------------------------------
+
+# "Label these k next" and the forecast's k over the API: at least one, at most this many in one call.
+MAX_AUDIT_K = 1000
+SEED_MAX = 2**63 - 1  # the audit order keeps its seed in a PositiveBigIntegerField
+
+
+class AuditPlanIn(Schema):
+    """A new audit plan, the same as `audit_plan create`'s flags (the lead is the one who made the token)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, title="AuditPlanRequest")
+
+    eval_set: str = Field(min_length=1, max_length=200, description="the release candidate's eval set")
+    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF_PATTERN, description="NAME@VERSION")
+    judge: str = Field(min_length=1, max_length=200, description="the judge config the criterion gates with")
+    criterion: str = Field(min_length=1, max_length=100, description="the gating criterion's key")
+    agent_version: str | None = Field(default=None, max_length=200, description="audit only this agent version")
+    seed: int | None = Field(default=None, ge=0, le=SEED_MAX, description="the order's seed (default: random)")
+    min_pass_rate: float | None = Field(default=None, ge=0, le=1, description="default and lowest: the mark's")
+    confidence: float | None = Field(default=None, gt=0, lt=1, description="default and lowest: the mark's")
+
+
+class AuditNextIn(Schema):
+    """'Label these k next': the queue may hand out the next k outputs of the plan's order."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, title="AuditNextRequest")
+
+    k: int = Field(default=25, ge=1, le=MAX_AUDIT_K, description="how many more outputs (default 25)")
+
+
+class AuditForecastOut(Schema):
+    """A Monte Carlo forecast from the posterior predictive of the labels so far: a forecast, not a promise."""
+
+    k: int = Field(description="the next k labels the chances are about")
+    p_decided: float = Field(description="the chance of a decision within the next k labels")
+    p_pass: float
+    p_fail: float
+    expected_labels: float = Field(description="more labels to a decision, mean over the simulations")
+    p90_labels: int = Field(description="... and its 90th percentile")
+    n_sims: int
+
+
+class AuditFiguresOut(Schema):
+    """An audit plan's figures now, as `audit_plan show PLAN --format json` prints them (calibration.audits)."""
+
+    plan: int
+    criterion: str
+    eval_set: str
+    rubric: str
+    judge: str
+    agent_version: str = Field(description='"" for every output of the eval set')
+    seed: int
+    min_pass_rate: float
+    confidence: float
+    order: list[str] = Field(description="case ids of the population, in the plan's order")
+    N: int
+    released: int = Field(description="positions of the order the labeling queue may hand out")
+    n_labeled: int = Field(description="the labeled prefix of the order, pending gold included")
+    n_gold: int
+    n_pending: int
+    estimate: float | None = Field(description="the PPI++ estimate of the pass rate (for reading, not deciding)")
+    lower: float = Field(description="the anytime-valid interval, what the decision rests on")
+    upper: float
+    decided: str | None = Field(description="PASS, FAIL or null (not yet)")
+    decided_at: int | None = Field(description="the label the decision came at")
+    decided_by: str | None = Field(description="exact (the labels alone) or test (the betting test)")
+    min_gold: int = Field(description="no decision by the test before this many gold items")
+    forecast: AuditForecastOut
+    labels_saved: int = Field(description="outputs not labeled (so far, if undecided)")
+    outputs_outside_order: int = Field(description="outputs made after the order: the audit does not cover them")
+    saved_share: float | None = Field(description="labels_saved / N")
+
+
+class AuditPlanSummaryOut(Schema):
+    """One audit plan as a list shows it (its figures: GET /api/audit-plans/{plan_id})."""
+
+    plan: int
+    eval_set: str
+    criterion: str
+    rubric: str
+    judge: str
+    agent_version: str
+    min_pass_rate: float
+    confidence: float
+    created_by: str
+    created_at: str = Field(description="ISO 8601")
+    closed_at: str | None = Field(description="ISO 8601; null while open")
+
+
+class AuditPlanListOut(Schema):
+    eval_set: str
+    plans: list[AuditPlanSummaryOut] = Field(description="newest first, open and closed")
+    open: int = Field(description="how many of them are open")
+
+
+class GatingPriceOut(Schema):
+    """An estimate of the labels an audit takes per release decision, for a candidate of N outputs."""
+
+    criterion: str
+    phi: float | None = Field(description="the judge-gold correlation on this calibration (0 where undefined)")
+    pass_rate: float | None = Field(description="the calibration's gold pass rate, taken as the candidate's")
+    N: int = Field(description="the candidate size assumed: the outputs the judge graded on this calibration")
+    labels: dict[str, int] | None = Field(description='labels per decision by margin from the minimum: "0.10", "0.05"')
+    in_words: str
+
+
+class AuditPlanInReportOut(Schema):
+    """An audit plan on the report's eval set (calibration.audits.AuditFigures.summary)."""
+
+    plan: int
+    criterion: str
+    judge: str
+    agent_version: str
+    open: bool
+    min_pass_rate: float
+    confidence: float
+    n_labeled: int
+    N: int
+    estimate: float | None
+    interval: list[float] = Field(description="[lower, upper], anytime-valid")
+    decided: str | None = Field(description="PASS, FAIL or null (not yet)")
+    forecast: AuditForecastOut
+
+
 class ReportOut(Schema):
     """The calibration report, as `calibration_report --format json`: `criteria` and `probes`, or with
     by=agent_version `segments` (each with its `criteria`) and `mean_kappa`."""
@@ -135,6 +259,12 @@ class ReportOut(Schema):
     by: str | None = Field(default=None, description="agent_version, when asked for")
     segments: list[dict] | None = Field(default=None, description="with by: one report per agent version")
     mean_kappa: dict[str, dict] | None = Field(default=None, description="with by: per criterion")
+    gating_price: list[GatingPriceOut] | None = Field(
+        default=None, description="without by: the price of gating each criterion (an estimate; docs/calibration.md)"
+    )
+    audit_plans: list[AuditPlanInReportOut] | None = Field(
+        default=None, description="without by, where the eval set has audit plans: each open one and the latest closed"
+    )
 
 
 class GateCriterionOut(Schema):
@@ -153,6 +283,20 @@ class GateCriterionOut(Schema):
     judge_tnr: float | None
     calibration_eval_set: str | None
     calibration_n: int
+    judge_tpr_ci: list[float] | None = Field(description="[low, high], 95% Wilson, on the calibration set")
+    judge_tnr_ci: list[float] | None
+    candidate_gold_n: int | None = Field(
+        description="the transport check, where the policy decides on corrected_lower (else null): outputs of the "
+        "candidate with gold PASS/FAIL and a PASS/FAIL verdict"
+    )
+    candidate_tpr: float | None = Field(description="the judge's TPR on the candidate's gold")
+    candidate_tpr_ci: list[float] | None = Field(description="[low, high], 95% Wilson")
+    candidate_tnr: float | None = Field(description="the judge's TNR on the candidate's gold")
+    candidate_tnr_ci: list[float] | None = Field(description="[low, high], 95% Wilson")
+    transport_warning: str | None = Field(
+        description="set when the candidate's TPR or TNR interval does not overlap the calibration's: the "
+        "corrected bound borrows the calibration's rates and may not hold on the candidate"
+    )
     audit_lower: float | None = Field(description="an audit of the candidate: null unless the policy decides on one")
     audit_upper: float | None
     audit_estimate: float | None

@@ -42,6 +42,7 @@ def token_examples(*, token: GateToken, secret: str, base_url: str) -> list[Exam
     report_url = shlex.quote(
         f"{base_url}/api/calibration-report?{urlencode({'eval_set': eval_set, 'rubric': rubric, 'judge': judge})}"
     )
+    plans_url = shlex.quote(f"{base_url}/api/audit-plans?{urlencode({'eval_set': eval_set})}")
     outputs_url = shlex.quote(f"{base_url}/api/outputs?{urlencode({'eval_set': eval_set})}")
     json_body = "-H 'Content-Type: application/json'"
     commands = {
@@ -59,8 +60,12 @@ def token_examples(*, token: GateToken, secret: str, base_url: str) -> list[Exam
             f"curl -X POST {base_url}/api/judge-runs \\\n  {auth} {json_body} \\\n  -d {ask}",
         ),
         TokenScope.REPORT: ("Read the calibration report:", f"curl {report_url} \\\n  {auth}"),
+        TokenScope.AUDIT: (
+            "List the candidate's audit plans (start one: POST /api/audit-plans, docs/api.md):",
+            f"curl {plans_url} \\\n  {auth}",
+        ),
     }
-    order = [TokenScope.PUSH, TokenScope.JUDGE, TokenScope.REPORT, TokenScope.GATE]
+    order = [TokenScope.PUSH, TokenScope.JUDGE, TokenScope.REPORT, TokenScope.AUDIT, TokenScope.GATE]
     return [Example(str(scope), *commands[scope]) for scope in order if scope in token.scopes]
 
 

@@ -509,3 +509,70 @@ def labels_per_decision(
     fixed = n0 / (1 + n0 / N)
     labels = min(N, max(min(MIN_GOLD, N), math.ceil(factor * fixed)))
     return LabelCost(margin=margin, N=N, labels=int(labels), fixed_n=math.ceil(fixed), variance_share=share)
+
+
+def phi_coefficient(*, true_pass: int, false_pass: int, false_fail: int, true_fail: int) -> float | None:
+    """The correlation of the judge's PASS/FAIL with gold's (Pearson's r of two binary variables, the phi
+    coefficient): (tp tn - fp fn) / sqrt((tp + fp)(fn + tn)(tp + fn)(fp + tn)). None when either side never varies."""
+    tp, fp, fn, tn = true_pass, false_pass, false_fail, true_fail
+    denominator = (tp + fp) * (fn + tn) * (tp + fn) * (fp + tn)
+    if denominator == 0:
+        return None
+    return (tp * tn - fp * fn) / math.sqrt(denominator)
+
+
+# The margins the price of gating is quoted at (issue 22, item 8): a candidate 0.10 and 0.05 from the minimum.
+PRICE_MARGINS = (0.10, 0.05)
+# Below this share of the variance explained (phi^2), the judge's verdicts save few labels: "the judge adds little".
+LITTLE_HELP = 0.10
+
+
+@dataclass(frozen=True)
+class GatingPrice:
+    """An estimate of the labels an audit of a candidate takes per release decision, from a calibration's figures."""
+
+    criterion: str
+    phi: float  # the judge-gold correlation on the calibration (0 where undefined: the judge then adds nothing)
+    pass_rate: float  # the calibration's gold pass rate, taken as the candidate's
+    N: int  # the candidate size assumed
+    costs: tuple[LabelCost, ...]  # one per margin of PRICE_MARGINS
+
+    @property
+    def in_words(self) -> str:
+        head = f"gating {self.criterion} costs about {self.costs[0].labels} labels a release"
+        rest = ", ".join(f"{c.labels} at a margin of {c.margin:.2f}" for c in self.costs[1:])
+        judge = (
+            "the judge adds little"
+            if self.phi**2 < LITTLE_HELP
+            else f"the judge's verdicts take {self.phi**2:.0%} off the variance"
+        )
+        return f"{head} when it is {self.costs[0].margin:.2f} from the minimum ({rest}); {judge}"
+
+    def as_dict(self) -> dict:
+        return {
+            "criterion": self.criterion,
+            "phi": self.phi,
+            "pass_rate": self.pass_rate,
+            "N": self.N,
+            "labels": {f"{c.margin:.2f}": c.labels for c in self.costs},
+            "in_words": self.in_words,
+        }
+
+
+def gating_price(
+    *, criterion: str, cells: tuple[int, int, int, int], N: int, confidence: float = 0.95
+) -> GatingPrice | None:
+    """The price of gating one criterion (labels_per_decision at PRICE_MARGINS), from the calibration's confusion
+    cells (true_pass, false_pass, false_fail, true_fail) and a candidate of N outputs. None without gold PASS/FAIL
+    items judged PASS/FAIL, or N < 1. An estimate: it assumes the candidate passes as often as the calibration's
+    gold, and that the judge keeps its calibration correlation there (an audit's validity does not need it)."""
+    tp, fp, fn, tn = cells
+    n = tp + fp + fn + tn
+    if n == 0 or N < 1:
+        return None
+    phi = phi_coefficient(true_pass=tp, false_pass=fp, false_fail=fn, true_fail=tn) or 0.0
+    pass_rate = (tp + fn) / n
+    costs = tuple(
+        labels_per_decision(phi=phi, pass_rate=pass_rate, margin=m, N=N, confidence=confidence) for m in PRICE_MARGINS
+    )
+    return GatingPrice(criterion, phi, pass_rate, N, costs)

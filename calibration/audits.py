@@ -182,10 +182,66 @@ class AuditFigures:
         return int(math.ceil(self.forecast.expected_labels))
 
     def as_dict(self) -> dict:
+        """The JSON of `audit_plan show --format json` and of GET /api/audit-plans/{id}: one dict for both."""
         figures = asdict(self)
         figures["order"] = list(self.order)
         figures["saved_share"] = self.labels_saved / self.N if self.N else None
         return figures
+
+    def summary(self, *, is_open: bool) -> dict:
+        """The plan's figures without its order, as the candidate's calibration report holds them."""
+        return {
+            "plan": self.plan,
+            "criterion": self.criterion,
+            "judge": self.judge,
+            "agent_version": self.agent_version,
+            "open": is_open,
+            "min_pass_rate": self.min_pass_rate,
+            "confidence": self.confidence,
+            "n_labeled": self.n_labeled,
+            "N": self.N,
+            "estimate": self.estimate,
+            "interval": [self.lower, self.upper],
+            "decided": self.decided,
+            "forecast": asdict(self.forecast),
+        }
+
+
+def plan_record(plan: AuditPlan) -> dict:
+    """What a plan is, without its figures (the API's list and close): names, thresholds, who and when."""
+    return {
+        "plan": plan.pk,
+        "eval_set": plan.eval_set.name,
+        "criterion": plan.criterion.key,
+        "rubric": plan.criterion.rubric_version.ref,
+        "judge": plan.judge_config.name,
+        "agent_version": plan.agent_version,
+        "min_pass_rate": plan.min_pass_rate,
+        "confidence": plan.confidence,
+        "created_by": plan.created_by.username,
+        "created_at": plan.created_at.isoformat(),
+        "closed_at": plan.closed_at.isoformat() if plan.closed_at else None,
+    }
+
+
+def plans_to_report(*, eval_set: EvalSet, rubric_version_id: int) -> list[AuditPlan]:
+    """The plans a candidate's calibration report shows: every open one on the eval set under the rubric version,
+    and per criterion, judge config and agent version the latest closed one (what the last audit found)."""
+    plans = (
+        AuditPlan.objects.filter(eval_set=eval_set, criterion__rubric_version_id=rubric_version_id)
+        .select_related("criterion__rubric_version__rubric", "eval_set", "judge_config", "order")
+        .order_by("criterion__order", "criterion_id", "judge_config__name", "agent_version", "-created_at", "-id")
+    )
+    shown: list[AuditPlan] = []
+    closed_seen: set[tuple] = set()
+    for plan in plans:
+        audit = (plan.criterion_id, plan.judge_config_id, plan.agent_version)
+        if plan.closed_at is None:
+            shown.append(plan)
+        elif audit not in closed_seen:
+            shown.append(plan)
+            closed_seen.add(audit)
+    return shown
 
 
 def open_plan_for(

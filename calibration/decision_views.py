@@ -82,6 +82,8 @@ def gate_result(request: AuthenticatedHttpRequest, result: int) -> HttpResponse:
         "rows": zip(criteria, gate_rows(criteria), strict=True),
         "command": _command(record),
         "is_lead": has_role(request.user, Role.LEAD),
+        # The transport check of the criteria decided on the corrected bound (results from before it have none).
+        "transports": [c for c in criteria if c.get("candidate_gold_n") is not None],
     }
     return render(request, "calibration/gate_result.html", context)
 

@@ -18,7 +18,7 @@ import pandas as pd
 from judging.sample_majority import majority
 from labeling.gold import KEY
 
-from .metrics import BINARY
+from .metrics import BINARY, PASS
 
 # Gold is read by the one rule of labeling/gold.py (derive_gold): calibration imports labeling, never
 # the other way round.
@@ -168,3 +168,20 @@ def binary_value_counts(labels: pd.DataFrame) -> pd.DataFrame:
         if outcome not in counts.columns:
             counts[outcome] = 0
     return counts[list(BINARY)].reset_index()
+
+
+def confusion_cells(current: pd.DataFrame, gold: pd.DataFrame) -> dict[object, tuple[int, int, int, int]]:
+    """Per criterion, the judge's (true_pass, false_pass, false_fail, true_fail) against gold: the items where
+    both the current verdict (`current_verdicts`) and the gold (labeling.gold.derive_gold) are PASS or FAIL."""
+    items = current[KEY + ["judge"]].merge(gold[KEY + ["gold"]], on=KEY, how="inner")
+    items = items[items["judge"].isin(BINARY) & items["gold"].isin(BINARY)]
+    cells: dict[object, tuple[int, int, int, int]] = {}
+    for criterion, rows in items.groupby("criterion", sort=False):
+        judge_pass, gold_pass = rows["judge"].eq(PASS), rows["gold"].eq(PASS)
+        cells[criterion] = (
+            int((judge_pass & gold_pass).sum()),
+            int((judge_pass & ~gold_pass).sum()),
+            int((~judge_pass & gold_pass).sum()),
+            int((~judge_pass & ~gold_pass).sum()),
+        )
+    return cells

@@ -42,12 +42,23 @@ from evals.models import EvalSet, RubricVersion
 from evals.validators import UnknownName
 from judging.judge_lookup import judge_named
 from judging.models import JudgeConfig, JudgeRun
+from labeling.gold import derive_gold
 
 from . import frames as data
 from . import probes
 from .audits import AuditFigures, open_plan_for, plan_figures
-from .frame_reading import current_runs, current_verdicts
-from .metrics import BINARY, ERROR, PASS, CorrectedPassRate, corrected_pass_rate, fmt, wilson_interval
+from .frame_reading import confusion_cells, current_runs, current_verdicts
+from .metrics import (
+    BINARY,
+    ERROR,
+    PASS,
+    CorrectedPassRate,
+    TransportCheck,
+    corrected_pass_rate,
+    fmt,
+    transport_check,
+    wilson_interval,
+)
 from .models import GateResult, GatingMark
 from .policy import AUDIT, CORRECTED_LOWER, WILSON_LOWER, GateThresholds, Tightening
 
@@ -97,6 +108,9 @@ class GateCriterion:
     calibration_eval_set: str = ""
     calibration_n: int = 0
     audit: AuditFigures | None = None  # the audit plan's figures, where the policy decides on it
+    # Where the policy decides on the corrected bound: the judge's TPR and TNR on the candidate's gold beside the
+    # calibration's, and a warning when they moved (metrics.TransportCheck).
+    transport: TransportCheck | None = None
 
     @property
     def binding_key(self) -> tuple:
@@ -127,7 +141,25 @@ class GateCriterion:
             "audit_N": a.N if a else None,
         }
         tail = {k: getattr(self, k) for k in ("error_rate", "met")}
-        return {**head, **corrected, **audit, **tail, **self.thresholds.as_dict()}
+        return {**head, **corrected, **self.transport_dict(), **audit, **tail, **self.thresholds.as_dict()}
+
+    def transport_dict(self) -> dict:
+        """The transport check's keys (docs/calibration.md, The release gate): null unless it decides on corrected."""
+        t = self.transport
+
+        def ci(interval: tuple[float, float] | None) -> list[float] | None:
+            return list(interval) if interval else None
+
+        return {
+            "judge_tpr_ci": ci(t.tpr.calibration_ci) if t else None,
+            "judge_tnr_ci": ci(t.tnr.calibration_ci) if t else None,
+            "candidate_gold_n": t.candidate_n if t else None,
+            "candidate_tpr": t.tpr.candidate if t else None,
+            "candidate_tpr_ci": ci(t.tpr.candidate_ci) if t else None,
+            "candidate_tnr": t.tnr.candidate if t else None,
+            "candidate_tnr_ci": ci(t.tnr.candidate_ci) if t else None,
+            "transport_warning": t.warning if t else None,
+        }
 
 
 JUDGE_RUN, IMPORT, PUSH, PAGE = "judge_run", "import", "push", "page"
@@ -267,6 +299,7 @@ def evaluate(
     tightening: Tightening,
     outputs: int | None = None,
     audits: dict[object, AuditFigures] | None = None,
+    candidate_cells: dict[object, tuple[int, int, int, int]] | None = None,
 ) -> GateDecision:
     """Pure: current verdicts (criterion, judge) of the gating criteria, each with the lead's policy and its
     calibration -> the decision. PolicyRefused if `tightening` loosens any criterion's policy.
@@ -274,8 +307,11 @@ def evaluate(
     `outputs` is how many outputs the release candidate has; a gating criterion with fewer verdicts
     than that cannot be decided (an incomplete run could otherwise pass on the part that was judged).
     `audits`: criterion id -> the decided audit figures of the criteria whose policy decides on an audit.
+    `candidate_cells`: criterion id -> the judge's confusion cells against gold on the candidate (none: zeros),
+    for the transport check of the criteria whose policy decides on the corrected bound.
     """
     audits = audits or {}
+    candidate_cells = candidate_cells or {}
     applied = {g.key: tightening.applied_to(g.policy, g.key) for g in gating}
     if not gating:
         raise CannotDecide("no criteria are approved as gating for this rubric version and judge config")
@@ -318,6 +354,10 @@ def evaluate(
             met = audit.decided == PASS
         else:
             met = pass_margin >= 0 and error_margin >= 0
+        transport = None
+        if thresholds.decide_on == CORRECTED_LOWER and g.calibration:
+            cells = candidate_cells.get(g.criterion_id, (0, 0, 0, 0))
+            transport = transport_check(calibration=g.calibration, candidate=cells)
         rows.append(
             GateCriterion(
                 criterion=g.key,
@@ -336,6 +376,7 @@ def evaluate(
                 calibration_eval_set=g.calibration_eval_set,
                 calibration_n=sum(g.calibration) if g.calibration else 0,
                 audit=audit,
+                transport=transport,
             )
         )
     binding = min(rows, key=lambda r: r.binding_key)  # min() keeps the first of equals: rubric order
@@ -378,7 +419,14 @@ def run_gate(
     refuse_imports_into_a_run_config(judge_config, sources)
     outputs = len(data.load_agent_versions(scope))
     audits = decided_audits(gating, tightening, eval_set, rubric_version, judge_config, agent_version)
-    decision = evaluate(current_verdicts(stored), gating, tightening, outputs=outputs, audits=audits)
+    current = current_verdicts(stored)
+    cells = None
+    if any(tightening.applied_to(g.policy, g.key).decide_on == CORRECTED_LOWER for g in gating):
+        # The transport check: any gold on the candidate (an audit's, or labels made for any other reason).
+        policies = {c.pk: c.gold_policy for c in data.criteria_of(rubric_version)}
+        gold = derive_gold(data.load_labels(scope), data.load_adjudicated(scope), policies)
+        cells = confusion_cells(current, gold)
+    decision = evaluate(current, gating, tightening, outputs=outputs, audits=audits, candidate_cells=cells)
     return dataclasses.replace(decision, provenance=sources)
 
 
@@ -526,6 +574,13 @@ def render_text(outcome: GateOutcome) -> str:
         "errors (Rogan-Gladen, its TPR and TNR on the calibration the mark relied on) and its lower bound; a.lower: "
         "the anytime-valid lower bound of an audit of the candidate (decides on its own decision, PASS or FAIL)"
     )
+    for c in d.criteria:
+        if c.transport is not None and c.transport.warning:
+            tnr = c.transport.tnr
+            lines.append(
+                f"warning: {c.criterion}: {c.transport.warning} (TNR {fmt(tnr.calibration)} on the calibration, "
+                f"{fmt(tnr.candidate)} on {c.transport.candidate_n} gold items of the candidate)"
+            )
     lines.append(f"binding criterion: {d.binding_criterion}")
     lines.append("verdicts from: " + ("; ".join(s.describe() for s in d.provenance) or "none"))
     lines.append(f"{d.met_count} of {d.gating_count} criteria met (information only: the gate is conjunctive)")

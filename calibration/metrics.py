@@ -590,6 +590,71 @@ def corrected_pass_rate(
     return CorrectedPassRate(observed, tpr, tnr, estimate, lower, upper)
 
 
+@dataclass(frozen=True)
+class RateOnBoth:
+    """One of the judge's rates (TPR or TNR) on the calibration set and on the candidate, with Wilson intervals."""
+
+    name: str  # "tpr" or "tnr"
+    calibration: float | None
+    calibration_ci: tuple[float, float] | None
+    candidate: float | None
+    candidate_ci: tuple[float, float] | None
+
+    @property
+    def moved(self) -> bool:
+        """The two intervals do not overlap (False when either is undefined: nothing to compare)."""
+        if self.calibration_ci is None or self.candidate_ci is None:
+            return False
+        return self.candidate_ci[1] < self.calibration_ci[0] or self.calibration_ci[1] < self.candidate_ci[0]
+
+
+TRANSPORT_WARNING = (
+    "the judge's errors moved: the corrected bound borrows the calibration's rates and may not hold here"
+)
+
+
+@dataclass(frozen=True)
+class TransportCheck:
+    """The judge's TPR and TNR on gold of the candidate beside the calibration's (issue 22, item 5).
+
+    The corrected pass rate assumes the judge's error rates on the calibration set hold on the candidate. Where
+    the candidate has gold on some outputs, this compares the rates there with the calibration's: a warning when
+    the two 95% Wilson intervals of TPR, or of TNR, do not overlap. Non-overlap is a conservative sign of a
+    difference (two intervals can overlap while the rates differ), so no warning is not proof the rates hold:
+    only an audit of the candidate does not rest on them.
+    """
+
+    candidate_n: int  # outputs of the candidate with gold PASS/FAIL and a PASS/FAIL verdict
+    tpr: RateOnBoth
+    tnr: RateOnBoth
+
+    @property
+    def warning(self) -> str | None:
+        moved = [r.name.upper() for r in (self.tpr, self.tnr) if r.moved]
+        return f"{TRANSPORT_WARNING} ({' and '.join(moved)})" if moved else None
+
+
+def transport_check(
+    *,
+    calibration: tuple[int, int, int, int],
+    candidate: tuple[int, int, int, int],
+    confidence: float = CI_CONFIDENCE,
+) -> TransportCheck:
+    """Pure: the confusion cells (true_pass, false_pass, false_fail, true_fail) of the judge against gold on the
+    calibration set and on the candidate -> its TPR and TNR on each with Wilson intervals (see TransportCheck)."""
+
+    def rate(successes: int, n: int) -> tuple[float | None, tuple[float, float] | None]:
+        w = wilson_interval(successes, n, confidence)
+        if w.lower is None or w.upper is None:
+            return None, None
+        return successes / n, (w.lower, w.upper)
+
+    (c_tp, c_fp, c_fn, c_tn), (k_tp, k_fp, k_fn, k_tn) = calibration, candidate
+    tpr = RateOnBoth("tpr", *rate(c_tp, c_tp + c_fn), *rate(k_tp, k_tp + k_fn))
+    tnr = RateOnBoth("tnr", *rate(c_tn, c_tn + c_fp), *rate(k_tn, k_tn + k_fp))
+    return TransportCheck(sum(candidate), tpr, tnr)
+
+
 def tier_for(kappa: float | None, n: int) -> str:
     """gate / trend / unusable from kappa; insufficient when n < MIN_N or kappa is undefined."""
     if kappa is None or n < MIN_N:

@@ -38,6 +38,8 @@ from labeling.gold import derive_gold, tied_items
 
 from . import content_cache
 from . import frames as data
+from .audit_stats import GatingPrice, gating_price
+from .audits import plan_figures, plans_to_report
 from .frame_reading import (
     KEY,
     annotator_pair_cells,
@@ -732,6 +734,42 @@ def build_rows(
     return rows
 
 
+# --- The price of gating (issue 22, item 8) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PriceRow:
+    """One criterion's price of gating: the estimate, or why there is none."""
+
+    criterion: str
+    N: int
+    price: GatingPrice | None
+
+    @property
+    def in_words(self) -> str:
+        if self.price is None:
+            return f"{self.criterion}: no estimate (no items where gold and the judge both say PASS or FAIL)"
+        return self.price.in_words
+
+    def as_dict(self) -> dict:
+        if self.price is not None:
+            return self.price.as_dict()
+        return {"criterion": self.criterion, "phi": None, "pass_rate": None, "N": self.N, "labels": None,
+                "in_words": self.in_words}  # fmt: skip
+
+
+def price_rows(rows: Iterable[CriterionReport], N: int) -> tuple[PriceRow, ...]:
+    """The price of gating each criterion on a candidate of N outputs, from the report's confusion cells."""
+    return tuple(
+        PriceRow(
+            r.criterion,
+            N,
+            gating_price(criterion=r.criterion, cells=(r.true_pass, r.false_pass, r.false_fail, r.true_fail), N=N),
+        )
+        for r in rows
+    )
+
+
 # --- Loading and the report objects -------------------------------------------------------------
 
 
@@ -747,6 +785,10 @@ class CalibrationReport:
     rows: tuple[CriterionReport, ...]
     # The newest complete probe run of this calibration (calibration/probes.py); None when there is none.
     probes: ProbeResults | None = None
+    # The price of gating per criterion in rubric order (None: not computed, as in a report built from frames alone).
+    gating_prices: tuple[PriceRow, ...] | None = None
+    # The audit plans on this eval set (as a release candidate): AuditFigures.summary of each; none, no key.
+    audit_plans: tuple[dict, ...] = ()
 
     def meta(self) -> dict:
         return {
@@ -760,7 +802,18 @@ class CalibrationReport:
         }
 
     def as_dict(self) -> dict:
-        return {**self.meta(), "criteria": [r.as_dict() for r in self.rows], "probes": report_key(self.probes)}
+        # The keys of issue 22 come only where there is something to say, so a report without them is as before.
+        extra: dict[str, Any] = {}
+        if self.gating_prices is not None:
+            extra["gating_price"] = [p.as_dict() for p in self.gating_prices]
+        if self.audit_plans:
+            extra["audit_plans"] = list(self.audit_plans)
+        return {
+            **self.meta(),
+            "criteria": [r.as_dict() for r in self.rows],
+            "probes": report_key(self.probes),
+            **extra,
+        }
 
     def row(self, key: str) -> CriterionReport:
         return next(r for r in self.rows if r.criterion == key)
@@ -861,19 +914,28 @@ def calibration_report(
     rubric_version: RubricVersion,
     judge_config: JudgeConfig,
     agent_version: str | None = None,
+    with_audit_plans: bool = False,
 ) -> CalibrationReport:
     """The report for one eval set x rubric version x judge config (five queries, whatever the size, one
-    for the newest complete probe run and three more when there is one)."""
+    for the newest complete probe run and three more when there is one).
+
+    `with_audit_plans`: also the audit plans on the eval set (one query, and plan_figures' six and a Monte Carlo
+    forecast for each plan shown): what the report's page, its JSON export, the command and the API show; the
+    overview grid and the approvals, which read only the rows, leave them out."""
     scope = data.Scope(eval_set, rubric_version, agent_version)
     criteria, policies = _criteria(rubric_version)
+    verdicts = data.load_verdicts(scope, judge_config)
     rows = cached_rows(
         criteria=criteria,
         labels=data.load_labels(scope),
         adjudicated=data.load_adjudicated(scope),
-        verdicts=data.load_verdicts(scope, judge_config),
+        verdicts=verdicts,
         gating=gating_keys(rubric_version, judge_config),
         gold_policies=policies,
     )
+    # The price of gating assumes a candidate the size of this calibration: the outputs the judge graded here.
+    candidate_size = int(verdicts["output"].nunique()) if len(verdicts) else 0
+    plans = plans_to_report(eval_set=eval_set, rubric_version_id=rubric_version.pk) if with_audit_plans else []
     return CalibrationReport(
         eval_set=eval_set.name,
         rubric_version=rubric_version.ref,
@@ -884,6 +946,8 @@ def calibration_report(
         computed_at=timezone.now(),
         rows=tuple(rows),
         probes=probe_results(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config),
+        gating_prices=price_rows(rows, candidate_size),
+        audit_plans=tuple(plan_figures(p).summary(is_open=p.closed_at is None) for p in plans),
     )
 
 

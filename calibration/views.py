@@ -93,7 +93,9 @@ REVIEWS_SHOWN = 5
 
 def _report_context(request, es, rv, judge, gating_form=None, review_form=None) -> dict:
     agent_version = _agent_version(request)
-    report = calibration_report(eval_set=es, rubric_version=rv, judge_config=judge, agent_version=agent_version)
+    report = calibration_report(
+        eval_set=es, rubric_version=rv, judge_config=judge, agent_version=agent_version, with_audit_plans=True
+    )
     criteria = {c.key: c for c in Criterion.objects.filter(rubric_version=rv)}
     marks = list(
         GatingMark.objects.filter(rubric_version=rv, judge_config=judge).select_related(
@@ -155,7 +157,10 @@ def report_export(
     if fmt not in ("json", "csv"):
         raise Http404("exports are .json or .csv")
     es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
-    report = calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=_agent_version(request))
+    agent_version = _agent_version(request)
+    report = calibration_report(
+        eval_set=es, rubric_version=rv, judge_config=jc, agent_version=agent_version, with_audit_plans=True
+    )
     body, content_type = (to_json(report), "application/json") if fmt == "json" else (to_csv(report), "text/csv")
     response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
     name = f"calibration-{es.name}-{rv.rubric.name}@{rv.version}-{jc.name}.{fmt}"

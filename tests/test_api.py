@@ -462,6 +462,10 @@ def test_the_openapi_schema_lists_every_endpoint_with_bearer_auth(client):
         "/api/judge-runs/{run_id}",
         "/api/calibration-report",
         "/api/gate",
+        "/api/audit-plans",
+        "/api/audit-plans/{plan_id}",
+        "/api/audit-plans/{plan_id}/next",
+        "/api/audit-plans/{plan_id}/close",
     }
     scheme = schema["components"]["securitySchemes"]["TokenAuth"]
     assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")  # its words: tests/test_gate_tokens_panel.py

@@ -37,6 +37,14 @@ CRITERION_KEYS = [
     "judge_tnr",
     "calibration_eval_set",
     "calibration_n",
+    "judge_tpr_ci",  # the transport check (decide_on corrected, issue 22 item 5); None otherwise
+    "judge_tnr_ci",
+    "candidate_gold_n",
+    "candidate_tpr",
+    "candidate_tpr_ci",
+    "candidate_tnr",
+    "candidate_tnr_ci",
+    "transport_warning",
     "audit_lower",  # an audit of the candidate (decide_on audit, issue 22); None otherwise
     "audit_upper",
     "audit_estimate",

@@ -44,5 +44,6 @@ class Command(BaseCommand):
                 rubric_version=rubric_version,
                 judge_config=judge_config,
                 agent_version=opts["agent_version"],
+                with_audit_plans=True,
             )
         self.stdout.write(RENDER[opts["format"]](report), ending="" if opts["format"] == "csv" else "\n")

@@ -1,0 +1,132 @@
+"""The price of gating (issue 22, item 8) and the audit plans in the candidate's calibration report (item 2).
+
+The price is an estimate of labels per release decision: labels_per_decision at margins 0.10 and 0.05 with the
+judge-gold correlation phi of the calibration, its gold pass rate, and a candidate of N outputs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from django.urls import reverse
+
+from calibration.audit_stats import gating_price, phi_coefficient
+from calibration.audits import close_plan
+from calibration.report import calibration_report
+from calibration.report_files import to_json
+
+from .audit_helpers import KEY, candidate, gold, in_order, plan_on
+
+# The arithmetic by hand, z = 1.959964 (95%), z^2 / 4 = 0.960365 (p = 0.5), labels = ceil(2.2 * n0 / (1 + n0 / N)):
+# phi 0.6, N 1000: n0 = 0.960365 * 0.64 / 0.01 = 61.463 -> 57.904 -> 127.39 -> 128 at 0.10;
+#                  n0 = 245.853 -> 197.337 -> 434.14 -> 435 at 0.05.
+# phi 0.04, N 1000: n0 = 0.960365 * 0.9984 / 0.01 = 95.883 -> 87.494 -> 192.49 -> 193 at 0.10;
+#                   n0 = 383.531 -> 277.212 -> 609.87 -> 610 at 0.05.
+
+
+def test_a_judge_that_agrees_with_people_makes_gating_cheap():
+    # tp 40, fp 10, fn 10, tn 40: phi = (1600 - 100) / sqrt(50^4) = 0.6; gold passes 50 of 100.
+    price = gating_price(criterion="correct_amount", cells=(40, 10, 10, 40), N=1000)
+    assert price is not None
+    assert price.phi == pytest.approx(0.6) and price.pass_rate == 0.5 and price.N == 1000
+    assert [c.labels for c in price.costs] == [128, 435]
+    assert price.as_dict()["labels"] == {"0.10": 128, "0.05": 435}
+    assert price.in_words == (
+        "gating correct_amount costs about 128 labels a release when it is 0.10 from the minimum "
+        "(435 at a margin of 0.05); the judge's verdicts take 36% off the variance"
+    )
+
+
+def test_a_judge_near_chance_adds_little_and_costs_more_labels():
+    # The negative control: phi = (676 - 576) / 2500 = 0.04, so the judge explains 0.16% of the variance.
+    price = gating_price(criterion="concise", cells=(26, 24, 24, 26), N=1000)
+    assert price is not None and price.phi == pytest.approx(0.04)
+    assert [c.labels for c in price.costs] == [193, 610]
+    assert price.in_words.endswith("; the judge adds little")
+
+
+def test_a_constant_judge_counts_as_no_help_and_no_gold_gives_no_estimate():
+    always_pass = gating_price(criterion="tone", cells=(50, 50, 0, 0), N=1000)
+    assert always_pass is not None and always_pass.phi == 0.0
+    # phi 0: n0 = 0.960365 / 0.01 = 96.04 -> 87.61 -> 192.74 -> 193 at 0.10 (the same as phi 0.04, rounded up).
+    assert always_pass.costs[0].labels == 193
+    assert gating_price(criterion="tone", cells=(0, 0, 0, 0), N=1000) is None
+
+
+def test_the_price_never_exceeds_the_candidate():
+    price = gating_price(criterion="correct_amount", cells=(40, 10, 10, 40), N=100)
+    assert price is not None and [c.labels for c in price.costs] == [84, 100]  # 2.2 * 38.07 = 83.7; 157 > 100
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_phi_is_pearsons_r_of_the_two_binary_columns(seed):
+    rng = np.random.default_rng(seed)
+    tp, fp, fn, tn = (int(x) for x in rng.integers(1, 60, size=4))
+    judge = [1] * tp + [1] * fp + [0] * fn + [0] * tn
+    people = [1] * tp + [0] * fp + [1] * fn + [0] * tn
+    reference = np.corrcoef(judge, people)[0, 1]
+    assert phi_coefficient(true_pass=tp, false_pass=fp, false_fail=fn, true_fail=tn) == pytest.approx(reference)
+
+
+# -- in the report ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_report_json_prices_each_criterion_for_a_candidate_its_size_and_leaves_out_plans_it_has_none_of():
+    c = candidate(n=40)
+    built = calibration_report(
+        eval_set=c.eval_set, rubric_version=c.rubric_version, judge_config=c.judge, with_audit_plans=True
+    )
+    report = json.loads(to_json(built))
+    assert "audit_plans" not in report
+    prices = {p["criterion"]: p for p in report["gating_price"]}
+    # No gold on this eval set yet: nothing to estimate from, said so, for each criterion.
+    assert prices[KEY]["labels"] is None and prices[KEY]["N"] == 40 and "no estimate" in prices[KEY]["in_words"]
+
+
+@pytest.mark.django_db
+def test_the_report_json_holds_each_open_plan_and_the_latest_closed_one():
+    c = candidate(n=40)
+    first = plan_on(c, release=40)
+    for output in in_order(first)[:20]:
+        gold(c, output, "PASS")
+    close_plan(plan=first, by=c.lead)
+    second = plan_on(c, min_pass_rate=0.6)
+    close_plan(plan=second, by=c.lead)
+    third = plan_on(c, min_pass_rate=0.7)
+    report = calibration_report(
+        eval_set=c.eval_set, rubric_version=c.rubric_version, judge_config=c.judge, with_audit_plans=True
+    )
+    plans = json.loads(to_json(report))["audit_plans"]
+    without = calibration_report(eval_set=c.eval_set, rubric_version=c.rubric_version, judge_config=c.judge)
+    assert "audit_plans" not in without.as_dict()  # the overview grid and approvals do not read plans
+    assert [(p["plan"], p["open"]) for p in plans] == [(third.pk, True), (second.pk, False)]
+    shown = plans[0]
+    # The third plan reads the same order and gold. By hand: below 0.7, at most 27 of the 40 pass, and the first 20
+    # of a random order all pass with chance C(27, 20) / C(40, 20) = 888,030 / 137,846,528,820 = 6.4e-6, far
+    # under the 0.025 a side: the test decides PASS at 20 gold (the exact rule alone would need 28).
+    assert (shown["criterion"], shown["judge"], shown["agent_version"], shown["N"]) == (KEY, "gpt-judge", "", 40)
+    assert (shown["n_labeled"], shown["decided"], shown["min_pass_rate"]) == (20, "PASS", 0.7)
+    assert plans[1]["n_labeled"] == 20 and plans[1]["min_pass_rate"] == 0.6
+    assert shown["interval"][0] <= shown["estimate"] <= shown["interval"][1]
+    assert set(shown["forecast"]) == {"k", "p_decided", "p_pass", "p_fail", "expected_labels", "p90_labels", "n_sims"}
+    # And the price from the gold the audits made: 20 gold PASS judged PASS, no gold FAIL, so phi is 0.
+    price = next(p for p in json.loads(to_json(report))["gating_price"] if p["criterion"] == KEY)
+    assert (price["phi"], price["pass_rate"]) == (0.0, 1.0)
+
+
+@pytest.mark.django_db
+def test_the_report_page_shows_the_price_of_gating(client):
+    c = candidate(n=40)
+    plan = plan_on(c, release=40)
+    order = in_order(plan)
+    for output in order[:10]:
+        gold(c, output, "PASS")
+    client.force_login(c.lead)
+    url = reverse("calibration:report", args=[c.eval_set.pk, c.rubric_version.pk, c.judge.pk])
+    page = client.get(url).content.decode()
+    row = page.split(f'id="price-{KEY}"', 1)[1].split("</tr>", 1)[0]
+    # phi 0 (a constant judge), gold pass rate 1.0: p (1 - p) = 0, so the least an audit takes, MIN_GOLD = 20.
+    assert "≈ 20" in row and "the judge adds little" in row
+    assert 'id="price-next_step"' in page
