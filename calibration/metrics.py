@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 
 import krippendorff
 import numpy as np
@@ -248,8 +249,11 @@ _RATER = np.array([PASS, PASS, FAIL, FAIL], dtype=object)
 _REFERENCE = np.array([PASS, FAIL, PASS, FAIL], dtype=object)
 
 
+# A page after a new label asks again for the kappas of every criterion whose cells that label did not move
+# (and Home, the overview and the report for the same judge's): scikit-learn's checks cost milliseconds a call.
+@lru_cache(maxsize=4096)
 def sklearn_kappa(tp: int, fp: int, fn: int, tn: int) -> float:
-    """scikit-learn's Cohen's kappa of the items behind these cells.
+    """scikit-learn's Cohen's kappa of the items behind these cells (remembered per cells: a pure function).
 
     Kappa depends on the items only through their 2x2 table, so the four distinct (rater, reference)
     pairs weighted by their counts give scikit-learn exactly the table the items would: the same

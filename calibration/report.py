@@ -261,10 +261,16 @@ def _quotes_outside_response(labels: pd.DataFrame) -> pd.Series:
     return labels.groupby("criterion", sort=False)["quotes_outside_response"].sum()
 
 
+def human_ceiling(labels: pd.DataFrame) -> dict[object, HumanAgreement]:
+    """`_human` of these labels (outcomes categorical, as build_rows has them), once per content: the report of
+    every judge, Compare's two sides and the progress page all read the same entry."""
+    return content_cache.computed("human-ceiling", (labels,), lambda: _human(labels))
+
+
 def human_agreement_from_labels(
     labels: pd.DataFrame, criteria: Iterable[tuple[object, str]]
 ) -> dict[str, HumanAgreement]:
-    found = content_cache.computed("human-ceiling", (labels,), lambda: _human(labels))
+    found = human_ceiling(_categorical(labels))
     empty = HumanAgreement(0, None, None, None)
     return {key: found.get(crit_id, empty) for crit_id, key in criteria}
 
@@ -714,7 +720,7 @@ def build_rows(
     counts = _bucket_counts(items)
     agreements = _agreements(items)
     # The same labels give the same ceiling whatever the judge: computed once per content (Compare's two sides).
-    humans = content_cache.computed("human-ceiling", (labels,), lambda: _human(labels))
+    humans = human_ceiling(labels)
     outside = _quotes_outside_response(labels)
     selves = _self_agreement(verdicts)
     rows = []

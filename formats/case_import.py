@@ -19,7 +19,6 @@ from evals.problems import Problems, RecordError
 
 from . import inspect_log, registry
 from .case_records import (
-    AGENT_VERSION_MAX,
     CASE_COMPARED,
     DEFAULT_AGENT_VERSION,
     DOCUMENT_KEYS,
@@ -30,6 +29,7 @@ from .case_writers import BulkWriter, CopyWriter
 from .import_summary import ImportReport, plural
 from .planner import analyze_after_import
 from .readers import Source, peek_first_line, refuse_unsupported_type
+from .record_model import AGENT_VERSION_MAX
 
 
 def detect_kind(source: Source, problems: Problems) -> str:

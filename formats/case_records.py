@@ -9,22 +9,32 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Required
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, with_config
+from pydantic_core import ErrorDetails
+from typing_extensions import TypedDict  # pydantic reads typing's TypedDict only from Python 3.12
 
 from evals import record_fields as f
 from evals.problems import Problems, RecordError, suggest
 
-from .readers import Source, check_fields, iter_csv, iter_jsonl
+from .readers import Source, iter_csv, iter_jsonl
+from .record_model import (
+    AGENT_VERSION_MAX,
+    MAX_INT32,
+    RECORD_CONFIG,
+    CaseId,
+    Ident,
+    Text,
+    refuse,
+)
 
 CASE_FIELDS = ("case_id", "input", "reference", "metadata")
 OUTPUT_FIELDS = ("response", "tool_calls", "latency_ms", "agent_version", "output_metadata")
 FIELDS = frozenset(CASE_FIELDS + OUTPUT_FIELDS)
 TOOL_CALL_FIELDS = frozenset({"name", "args", "response"})
 DEFAULT_AGENT_VERSION = "default"
-# Column sizes of labeling.models (checked here so SQLite refuses what PostgreSQL would).
-CASE_ID_MAX = 300
-AGENT_VERSION_MAX = 200
-EVAL_SET_NAME_MAX = 200
+EVAL_SET_NAME_MAX = 200  # a column size, as CASE_ID_MAX and AGENT_VERSION_MAX (record_model.py)
 
 # Keys that give away a file of another kind passed to import_cases.
 _LABEL_KEYS = frozenset({"criterion", "outcome", "annotator", "adjudicator"})
@@ -88,63 +98,181 @@ def output_conflict(case_id: str, agent_version: str, differing: list[str]) -> s
     )
 
 
-def normalize_tool_calls(value: Any, from_csv: bool = False) -> list[dict]:
-    calls = f.json_list(value, "tool_calls", from_csv)
-    clean = []
-    for i, call in enumerate(calls):
-        if not isinstance(call, dict) or not call.keys() <= TOOL_CALL_FIELDS:
-            _tool_call_error(i, call)
-        name = call.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise RecordError(f"tool_calls[{i}].name", "must be the tool's name (non-empty text)")
-        # A call that already has all three keys is kept as it is (most files): no copy per call.
-        clean.append(
-            call if len(call) == 3 else {"name": name, "args": call.get("args", {}), "response": call.get("response")}
-        )
-    return clean
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise refuse("is empty")
+    return value
 
 
-def _tool_call_error(i: int, call: Any) -> None:
-    where = f"tool_calls[{i}]"
-    if not isinstance(call, dict):
-        raise RecordError(where, f"must be an object with name, args and response, not {f.json_type(call)}")
-    for key in call.keys() - TOOL_CALL_FIELDS:
-        raise RecordError(
-            f"{where}.{key}", f"unknown field{suggest(key, TOOL_CALL_FIELDS)}; a tool call has name, args, response"
-        )
+@with_config(ConfigDict(extra="forbid", strict=True))
+class ToolCallIn(TypedDict, total=False):
+    """One tool call the agent made: its name, and its arguments and response as any JSON."""
+
+    name: Required[Annotated[str, AfterValidator(_not_blank)]]
+    args: Any
+    response: Any
+
+
+# A whole number of milliseconds, or a fraction rounded to the nearest one (so -0.5 is 0 and MAX_INT32 + 0.5 too
+# many); true/false is not a number.
+Milliseconds = (
+    Annotated[int, Field(ge=0, le=MAX_INT32)]
+    | Annotated[float, Field(ge=-0.5, lt=MAX_INT32 + 0.5, allow_inf_nan=False)]
+)
+
+
+AgentVersionText = Annotated[Ident, Field(max_length=AGENT_VERSION_MAX)]
+
+
+class CaseRecordIn(BaseModel):
+    """One case and (with a response) its output, as a JSON line, or a record an ADK or Inspect reader made, holds
+    it; fields in the order their problems are reported. null is a value left out."""
+
+    model_config = RECORD_CONFIG
+
+    metadata: dict | None = None
+    case_id: CaseId
+    input: Annotated[Text, AfterValidator(_not_blank)]
+    reference: Text | None = None
+    tool_calls: list[ToolCallIn] | None = None
+    output_metadata: dict | None = None
+    # None or "": the import's default agent version (a whole number such as 0 is the agent version "0")
+    agent_version: Annotated[AgentVersionText | None, BeforeValidator(lambda v: None if v == "" else v)] = None
+    response: Text | None = None
+    latency_ms: Milliseconds | None = None
+
+
+def _cell(read: Any) -> BeforeValidator:
+    """A CSV cell holding JSON text or a number, read by our helpers (the JSON guards); empty is left out."""
+
+    def run(value: Any) -> Any:
+        if not value.strip():
+            return None
+        try:
+            return read(value)
+        except RecordError as exc:
+            raise refuse(exc.message, at=exc.field) from None
+
+    return BeforeValidator(run)
+
+
+class CaseRowIn(CaseRecordIn):
+    """One CSV row: the same record, with its JSON and number columns read from their cells' text."""
+
+    metadata: Annotated[dict | None, _cell(lambda v: f.json_object(v, "metadata", True))] = None
+    tool_calls: Annotated[list[ToolCallIn] | None, _cell(lambda v: f.json_list(v, "tool_calls", True))] = None
+    output_metadata: Annotated[dict | None, _cell(lambda v: f.json_object(v, "output_metadata", True))] = None
+    latency_ms: Annotated[Milliseconds | None, _cell(lambda v: f.milliseconds(v, "latency_ms", True))] = None
 
 
 def build_rows(
     values: Mapping[str, Any], line: int | None, default_agent_version: str, from_csv: bool = False
 ) -> tuple[CaseRow, OutputRow | None]:
     """One record -> its case and (unless it has no response) its output, validated."""
-    if not values.keys() <= FIELDS:
-        check_fields(values.keys(), FIELDS)
-    metadata = f.json_object(values.get("metadata"), "metadata", from_csv)
+    if from_csv and not _has_output(values, from_csv):
+        values = {k: v for k, v in values.items() if k not in OUTPUT_FIELDS}  # blank cells of no output
+    try:
+        record = (CaseRowIn if from_csv else CaseRecordIn).model_validate(values)
+    except ValidationError as exc:
+        first = _first_problem(exc.errors(include_url=False))
+        if not _unknown_field(first) and _ORDER.get(str(first["loc"][0]), 0) > _ORDER["reference"]:
+            _has_output(values, from_csv)  # an output without its response is said before its other fields
+        raise RecordError(*_words(first)) from None
+    metadata = record.metadata or {}
     case = CaseRow(
         line=line,
-        case_id=f.ident(values.get("case_id"), "case_id", CASE_ID_MAX),
-        input=f.text(values.get("input"), "input", required=True, allow_blank=False),
-        reference=f.text(values.get("reference"), "reference"),
+        case_id=record.case_id,
+        input=record.input,
+        reference=record.reference or "",
         metadata=metadata,
         metadata_json=f.stored_json(metadata, "metadata") if metadata else "{}",
     )
     if not _has_output(values, from_csv):
         return case, None
-    tool_calls = normalize_tool_calls(values.get("tool_calls"), from_csv)
-    output_metadata = f.json_object(values.get("output_metadata"), "output_metadata", from_csv)
+    if record.response is None:
+        raise RecordError("response", "is missing")
+    # A call without args or response gets them ({} and null), so every stored call has the same three keys.
+    tool_calls = [
+        call
+        if len(call) == 3
+        else {"name": call["name"], "args": call.get("args", {}), "response": call.get("response")}
+        for call in record.tool_calls or ()
+    ]
+    output_metadata = record.output_metadata or {}
+    latency = record.latency_ms
     output = OutputRow(
         line=line,
         case_id=case.case_id,
-        agent_version=f.ident(values.get("agent_version"), "agent_version", AGENT_VERSION_MAX, default_agent_version),
-        response=f.text(values.get("response"), "response", required=True),
+        agent_version=record.agent_version or default_agent_version,
+        response=record.response,
         tool_calls=tool_calls,
         tool_calls_json=f.stored_json(tool_calls, "tool_calls") if tool_calls else "[]",
-        latency_ms=f.milliseconds(values.get("latency_ms"), "latency_ms", from_csv),
+        latency_ms=round(latency) if isinstance(latency, float) else latency,
         metadata=output_metadata,
         metadata_json=f.stored_json(output_metadata, "output_metadata") if output_metadata else "{}",
     )
     return case, output
+
+
+_ORDER = {name: i for i, name in enumerate(CaseRecordIn.model_fields)}
+
+
+def _first_problem(errors: list[ErrorDetails]) -> ErrorDetails:
+    """The problem a person reads first: an unknown field (a misspelt name explains the problems after it), then
+    the fields in the order of CaseRecordIn, and inside a tool call an unknown key before its name."""
+
+    def order(error: ErrorDetails) -> tuple:
+        loc = error["loc"]
+        return (not _unknown_field(error), _ORDER.get(str(loc[0]), -1), loc[1:2], error["type"] != "extra_forbidden")
+
+    return min(errors, key=order)
+
+
+def _unknown_field(error: ErrorDetails) -> bool:
+    """A field the record does not have (not an unknown key inside a tool call)."""
+    return len(error["loc"]) == 1 and error["type"] == "extra_forbidden"
+
+
+def _words(error: ErrorDetails) -> tuple[str | None, str]:
+    """(field, message) of one pydantic error, in the words the import has always used."""
+    loc, kind, value, ctx = error["loc"], error["type"], error["input"], error.get("ctx") or {}
+    name = str(loc[0])
+    if name == "tool_calls" and len(loc) > 1 and isinstance(loc[1], int):
+        return _tool_call_words(loc[1], loc[2:3], kind, value)
+    if kind == "icewater":
+        return ctx.get("at") or name, ctx["message"]
+    if kind == "extra_forbidden":
+        return name, f"unknown field{suggest(name, FIELDS)}; known fields: {', '.join(sorted(FIELDS))}"
+    if value is None or kind == "missing":
+        return name, "is missing"
+    if name in ("metadata", "output_metadata"):
+        return name, f"must be a JSON object, not {f.json_type(value)}"
+    if name == "tool_calls":
+        return name, f"must be a JSON list, not {f.json_type(value)}"
+    if name == "latency_ms":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return name, f"must be a number of milliseconds, not {f.json_type(value)}"
+        if kind == "finite_number":
+            return name, "must be a finite number"
+        return name, f"must be between 0 and {MAX_INT32}, not {round(value)}"
+    if kind == "string_type":
+        return name, f"must be text, not {f.json_type(value)}"
+    if kind in ("string_too_short", "too_short"):
+        return name, "is empty"
+    if kind in ("string_too_long", "too_long"):  # too_long: the column's size, checked after the name rule
+        return name, f"is longer than {ctx['max_length']} characters"
+    return name, error["msg"]  # a problem no field declares today: pydantic's own words
+
+
+def _tool_call_words(i: int, key: tuple, kind: str, value: Any) -> tuple[str, str]:
+    where = f"tool_calls[{i}]"
+    if not key:
+        return where, f"must be an object with name, args and response, not {f.json_type(value)}"
+    if kind == "extra_forbidden":
+        return f"{where}.{key[0]}", (
+            f"unknown field{suggest(str(key[0]), TOOL_CALL_FIELDS)}; a tool call has name, args, response"
+        )
+    return f"{where}.name", "must be the tool's name (non-empty text)"
 
 
 def _has_output(values: Mapping[str, Any], from_csv: bool) -> bool:

@@ -22,9 +22,9 @@ from typing import Any
 
 from evals import record_fields as f
 from evals.problems import Problems, RecordError, suggest
-from formats.case_records import AGENT_VERSION_MAX, CASE_ID_MAX
 from formats.inspect_log import read_log
 from formats.readers import Source
+from formats.record_model import AGENT_VERSION_MAX, CASE_ID_MAX
 from formats.verdict_records import VerdictRecord
 from judging.models import VerdictOutcome
 

@@ -28,7 +28,7 @@ from evals.validators import UnknownName
 from labeling.models import Annotation, GoldLabel, Label
 
 from . import registry
-from .case_records import AGENT_VERSION_MAX, DEFAULT_AGENT_VERSION
+from .case_records import DEFAULT_AGENT_VERSION
 from .import_summary import ImportReport, plural
 from .label_records import (
     AGREEMENT,
@@ -36,6 +36,7 @@ from .label_records import (
 )
 from .planner import analyze_after_import
 from .readers import Source, peek_first_line, refuse_unsupported_type
+from .record_model import AGENT_VERSION_MAX
 
 QUERY_BATCH = 500
 

@@ -15,7 +15,7 @@ import json
 import re
 import sys
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from json import decoder as json_decoder
@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from evals.problems import Problems, RecordError, suggest
+from evals.problems import Problems
 from evals.record_fields import (
     DUPLICATE_KEY,
     MAX_NESTING,
@@ -201,15 +201,6 @@ def _check_header(header: list[str], line: int, problems: Problems) -> None:
         if name in seen:
             raise problems.fatal(line, name, "the header names this column twice")
         seen.add(name)
-
-
-def check_fields(keys: Iterable[str], allowed: frozenset[str], line: int | None = None) -> None:
-    """Unknown keys are errors: a misspelt optional field must not be dropped silently."""
-    for key in keys:
-        if key not in allowed:
-            raise RecordError(
-                key, f"unknown field{suggest(key, allowed)}; known fields: {', '.join(sorted(allowed))}", line
-            )
 
 
 # --- JSON and YAML documents whose objects remember their line -------------------------------------------

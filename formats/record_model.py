@@ -29,7 +29,9 @@ from evals import record_fields as f
 from evals.problems import RecordError, suggest
 from evals.validators import name_problem
 
-from .case_records import AGENT_VERSION_MAX, CASE_ID_MAX
+# Column sizes of the models in evals (checked here so SQLite refuses what PostgreSQL would).
+CASE_ID_MAX = 300
+AGENT_VERSION_MAX = 200
 
 # One shape for every record: unknown fields are errors (a misspelt optional field must not be dropped), and
 # nothing is coerced ("1" is not a number, 1 is not true).

@@ -18,9 +18,9 @@ from evals.problems import Problems, RecordError, line_of, suggest
 from judging.models import VerdictOutcome
 
 from .adk import ICEWATER_KEY, load_document
-from .case_records import CASE_ID_MAX
 from .readers import Source, iter_csv, iter_jsonl, peek_first_line
 from .record_model import (
+    CASE_ID_MAX,
     RECORD_CONFIG,
     AgentVersion,
     CaseId,

@@ -34,11 +34,11 @@ from evals.problems import Problems, RecordError
 from evals.transcript import Transcript
 from evals.validators import UnknownName
 from formats import export as labeling_export
-from formats.case_records import AGENT_VERSION_MAX
 from formats.export import ExportError, export_scope, write_csv, write_jsonl
 from formats.import_summary import ImportReport, plural
 from formats.inspect_log import is_inspect_log
 from formats.readers import Source
+from formats.record_model import AGENT_VERSION_MAX
 from judging.current_verdicts import current_verdicts
 from judging.models import ErrorKind, JudgeConfig, JudgeRun, Verdict, VerdictOutcome
 

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import unicodedata
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -65,6 +67,20 @@ def test_the_message_names_the_character():
     assert name_problem("a\tb").startswith("contains a tab (U+0009) at character 2")
     assert name_problem("a\u2028b").startswith("contains a line separator (U+2028) at character 2")
     assert "U+200E (LEFT-TO-RIGHT MARK)" in name_problem("a\u200eb")
+
+
+def test_every_refused_character_is_one_python_calls_unprintable():
+    """name_problem skips its walk for a printable name: sound only if no refused character is printable."""
+    refused = {"Cc", "Cf", "Cs", "Zl", "Zp", "Zs"}  # the categories the rule names (evals/validators.py)
+    printable_refused = [
+        hex(code)
+        for code in range(sys.maxunicode + 1)
+        if chr(code).isprintable() and unicodedata.category(chr(code)) in refused and chr(code) != " "
+    ]
+    assert printable_refused == []
+    # Unprintable yet allowed (private use, unassigned): the walk still lets them through.
+    assert name_problem("a\ue000b") is None and name_problem("a\U000e0080b") is None
+    assert name_problem(" printable ") == "must not start or end with spaces: ' printable '"
 
 
 # -- files ---------------------------------------------------------------------------------------------------
