@@ -75,8 +75,8 @@ Ident = Annotated[
 CaseId = Annotated[Ident, Field(max_length=CASE_ID_MAX)]
 # None or "": the default (the case's only output, or the one the import names)
 AgentVersion = Annotated[
-    Annotated[Ident, Field(max_length=AGENT_VERSION_MAX)] | None, BeforeValidator(lambda v: v or None)
-]
+    Annotated[Ident, Field(max_length=AGENT_VERSION_MAX)] | None, BeforeValidator(lambda v: None if v == "" else v)
+]  # "" and null mean "the default"; 0, [] or {} are refused as the wrong type, as the hand checks did
 
 
 def context(info: ValidationInfo) -> Any:

@@ -548,3 +548,15 @@ def test_the_evidence_limit_holds_for_csv_label_studio_and_the_upload_page(refun
     page = client.post(reverse("formats:upload"), data).content.decode().replace("&quot;", '"')
     assert f'long.csv, line 2, field "evidence": is {EVIDENCE_MAX_CHARS + 1:,} characters long' in page
     assert row_counts() == before
+
+
+@pytest.mark.parametrize("wrong", [0, [], {}, False])
+def test_an_agent_version_of_the_wrong_type_is_refused_not_read_as_the_default(refunds, wrong):
+    first = json.loads((DATA / "labels.jsonl").read_text().splitlines()[0])
+    with pytest.raises(ImportFailed) as failed:
+        run(source("l.jsonl", jsonl({**first, "agent_version": wrong})))
+    assert any('line 1, field "agent_version"' in m for m in failed.value.messages), failed.value.messages
+    assert not Label.objects.exists()
+    # Negative control: "" still means "the default agent version", as documented.
+    run(source("l.jsonl", jsonl({**first, "agent_version": ""})), default_agent_version=first["agent_version"])
+    assert Label.objects.exists()
