@@ -100,3 +100,14 @@ def test_tokens_without_the_scope_or_for_another_rubric_are_refused(client, worl
     narrow = create_token(client, lead, ["guidance"], rubric, pattern="rc-*")
     assert call(client, "POST", "/api/judge-guidance", narrow, sent).status_code == 403
     assert JudgeConfig.objects.count() == 1
+
+
+def test_a_new_guidance_token_shows_its_curl_command(client, lead):
+    from django.urls import reverse
+
+    rubric = gold_set([{"next_step": "PASS"}])[1]
+    client.force_login(lead)
+    data = {"project": "p", "rubric_version": rubric.pk, "eval_set_pattern": "*", "scopes": ["guidance"], "judges": ""}
+    page = client.post(reverse("calibration:create_token"), data).content.decode()
+    assert "/api/judge-guidance?judge=JUDGE" in page
+    assert "/api/calibration-report" not in page  # only the token's own scopes
