@@ -30,6 +30,8 @@ class TokenScope(models.TextChoices):
     REPORT = "report", "Read calibration reports"
     # Audit plans act in the name of the lead who made the token (the lead-only rule of calibration/audits.py).
     AUDIT = "audit", "Start, show, extend and close audit plans"
+    # Acts for the lead who made the token (who must still be an active lead): judge_guidance over HTTP.
+    GUIDANCE = "guidance", "Read and derive judge guidance, read gold splits (as its lead)"
 
 
 def gate_scope_only() -> list[str]:

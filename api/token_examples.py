@@ -43,6 +43,7 @@ def token_examples(*, token: GateToken, secret: str, base_url: str) -> list[Exam
         f"{base_url}/api/calibration-report?{urlencode({'eval_set': eval_set, 'rubric': rubric, 'judge': judge})}"
     )
     plans_url = shlex.quote(f"{base_url}/api/audit-plans?{urlencode({'eval_set': eval_set})}")
+    guidance_url = shlex.quote(f"{base_url}/api/judge-guidance?{urlencode({'judge': judge})}")
     outputs_url = shlex.quote(f"{base_url}/api/outputs?{urlencode({'eval_set': eval_set})}")
     json_body = "-H 'Content-Type: application/json'"
     commands = {
@@ -64,8 +65,11 @@ def token_examples(*, token: GateToken, secret: str, base_url: str) -> list[Exam
             "List the candidate's audit plans (start one: POST /api/audit-plans, docs/api.md):",
             f"curl {plans_url} \\\n  {auth}",
         ),
+        TokenScope.GUIDANCE: ("Read the judge's guidance:", f"curl {guidance_url} \\\n  {auth}"),
     }
-    order = [TokenScope.PUSH, TokenScope.JUDGE, TokenScope.REPORT, TokenScope.AUDIT, TokenScope.GATE]
+    order = [
+        TokenScope.PUSH, TokenScope.JUDGE, TokenScope.REPORT, TokenScope.AUDIT, TokenScope.GATE, TokenScope.GUIDANCE,
+    ]  # fmt: skip
     return [Example(str(scope), *commands[scope]) for scope in order if scope in token.scopes]
 
 

@@ -49,6 +49,7 @@ from .frame_reading import (
     judge_sample_counts,
     two_annotator_pairs,
 )
+from .holdout import report_restriction
 from .metrics import (
     ABSTAIN,
     BINARY,
@@ -795,6 +796,10 @@ class CalibrationReport:
     gating_prices: tuple[PriceRow, ...] | None = None
     # The audit plans on this eval set (as a release candidate): AuditFigures.summary of each; none, no key.
     audit_plans: tuple[dict, ...] = ()
+    # "held_out" when the judge's examples came from this eval set: the rows measure the held-out split only
+    # (calibration/holdout.py), and `split_note` says so. "" (and no keys in meta) for every other report.
+    split: str = ""
+    split_note: str = ""
 
     def meta(self) -> dict:
         return {
@@ -805,6 +810,7 @@ class CalibrationReport:
             "model_id": self.model_id,
             "agent_version": self.agent_version,
             "computed_at": self.computed_at.isoformat(),
+            **({"split": self.split, "split_note": self.split_note} if self.split else {}),
         }
 
     def as_dict(self) -> dict:
@@ -842,6 +848,7 @@ class SegmentedReport:
     model_id: str
     computed_at: datetime
     segments: tuple[Segment, ...]
+    split_note: str = ""  # as CalibrationReport's: set when every segment measures the held-out split only
 
     def mean_kappas(self) -> dict[str, dict]:
         out: dict[str, dict] = {}
@@ -872,6 +879,7 @@ class SegmentedReport:
                 {"agent_version": s.agent_version, "criteria": [r.as_dict() for r in s.rows]} for s in self.segments
             ],
             "mean_kappa": self.mean_kappas(),
+            **({"split": "held_out", "split_note": self.split_note} if self.split_note else {}),
         }
 
 
@@ -914,6 +922,27 @@ def cached_rows(
     )
 
 
+def _only(df: pd.DataFrame, output_ids: frozenset[int] | None) -> pd.DataFrame:
+    """The rows of these outputs (all of them when None): a report restricted to a split."""
+    return df if output_ids is None else df[df["output"].isin(output_ids)]
+
+
+def rows_on_outputs(
+    *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, output_ids: frozenset[int]
+) -> list[CriterionReport]:
+    """The report's rows measured on these outputs only (one part of a gold split), whatever the judge's guidance."""
+    scope = data.Scope(eval_set, rubric_version)
+    criteria, policies = _criteria(rubric_version)
+    return cached_rows(
+        criteria=criteria,
+        labels=_only(data.load_labels(scope), output_ids),
+        adjudicated=_only(data.load_adjudicated(scope), output_ids),
+        verdicts=_only(data.load_verdicts(scope, judge_config), output_ids),
+        gating=gating_keys(rubric_version, judge_config),
+        gold_policies=policies,
+    )
+
+
 def calibration_report(
     *,
     eval_set: EvalSet,
@@ -930,11 +959,13 @@ def calibration_report(
     overview grid and the approvals, which read only the rows, leave them out."""
     scope = data.Scope(eval_set, rubric_version, agent_version)
     criteria, policies = _criteria(rubric_version)
-    verdicts = data.load_verdicts(scope, judge_config)
+    restriction = report_restriction(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
+    only = restriction.output_ids if restriction else None
+    verdicts = _only(data.load_verdicts(scope, judge_config), only)
     rows = cached_rows(
         criteria=criteria,
-        labels=data.load_labels(scope),
-        adjudicated=data.load_adjudicated(scope),
+        labels=_only(data.load_labels(scope), only),
+        adjudicated=_only(data.load_adjudicated(scope), only),
         verdicts=verdicts,
         gating=gating_keys(rubric_version, judge_config),
         gold_policies=policies,
@@ -943,6 +974,8 @@ def calibration_report(
     candidate_size = int(verdicts["output"].nunique()) if len(verdicts) else 0
     plans = plans_to_report(eval_set=eval_set, rubric_version_id=rubric_version.pk) if with_audit_plans else []
     return CalibrationReport(
+        split=restriction.part if restriction else "",
+        split_note=restriction.note if restriction else "",
         eval_set=eval_set.name,
         rubric_version=rubric_version.ref,
         judge_config=judge_config.name,
@@ -961,8 +994,10 @@ def segmented_report(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_
     """The report split by agent version: the frames are loaded once and cut in memory."""
     scope = data.Scope(eval_set, rubric_version)
     criteria, policies = _criteria(rubric_version)
-    labels, adjudicated = data.load_labels(scope), data.load_adjudicated(scope)
-    verdicts = data.load_verdicts(scope, judge_config)
+    restriction = report_restriction(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
+    only = restriction.output_ids if restriction else None
+    labels, adjudicated = _only(data.load_labels(scope), only), _only(data.load_adjudicated(scope), only)
+    verdicts = _only(data.load_verdicts(scope, judge_config), only)
     versions = data.load_agent_versions(scope)
     gating = gating_keys(rubric_version, judge_config)
     segments = []
@@ -989,6 +1024,7 @@ def segmented_report(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_
         model_id=judge_config.model_id,
         computed_at=timezone.now(),
         segments=tuple(segments),
+        split_note=restriction.note if restriction else "",
     )
 
 

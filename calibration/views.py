@@ -33,6 +33,7 @@ from . import drilldown as dd
 from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review, revoke_gating
 from .decision import CANNOT, GATING, MAY_GATE, MORE_LABELS, decide
 from .forms import CompareForm, GatingForm, ReasonForm
+from .holdout_looks import count_report_look
 from .metrics import MIN_N
 from .models import GatingMark, GatingReview
 from .overview import comparison_params, overview_grids, run_instruments
@@ -147,7 +148,11 @@ def index(request: AuthenticatedHttpRequest) -> HttpResponse:
 @role_required(*STAFF_ROLES)
 def report_page(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
     es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
-    return render(request, "calibration/report.html", _report_context(request, es, rv, jc))
+    context = _report_context(request, es, rv, jc)
+    if context["report"].split:
+        # A version with examples is shown its held-out figures here: that is a look, and it is counted.
+        count_report_look(eval_set=es, rubric_version=rv, judge_config=jc, by=request.user, via="report page")
+    return render(request, "calibration/report.html", context)
 
 
 @role_required(*STAFF_ROLES)

@@ -466,6 +466,8 @@ def test_the_openapi_schema_lists_every_endpoint_with_bearer_auth(client):
         "/api/audit-plans/{plan_id}",
         "/api/audit-plans/{plan_id}/next",
         "/api/audit-plans/{plan_id}/close",
+        "/api/judge-guidance",
+        "/api/gold-split",
     }
     scheme = schema["components"]["securitySchemes"]["TokenAuth"]
     assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")  # its words: tests/test_gate_tokens_panel.py
