@@ -59,8 +59,13 @@ def token_examples(*, token: GateToken, secret: str, base_url: str) -> list[Exam
             f"curl -X POST {base_url}/api/judge-runs \\\n  {auth} {json_body} \\\n  -d {ask}",
         ),
         TokenScope.REPORT: ("Read the calibration report:", f"curl {report_url} \\\n  {auth}"),
+        TokenScope.TRACES: (
+            "Send an agent's OpenTelemetry traces (the exporter's environment; docs/formats.md, OpenTelemetry):",
+            f"export OTEL_EXPORTER_OTLP_TRACES_ENDPOINT={shlex.quote(base_url + '/api/otlp/v1/traces')}\n"
+            f"export OTEL_EXPORTER_OTLP_HEADERS={shlex.quote('Authorization=Bearer%20' + secret)}",
+        ),
     }
-    order = [TokenScope.PUSH, TokenScope.JUDGE, TokenScope.REPORT, TokenScope.GATE]
+    order = [TokenScope.TRACES, TokenScope.PUSH, TokenScope.JUDGE, TokenScope.REPORT, TokenScope.GATE]
     return [Example(str(scope), *commands[scope]) for scope in order if scope in token.scopes]
 
 

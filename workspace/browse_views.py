@@ -12,6 +12,7 @@ from calibration.forms import CaseFilterForm
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
 from evals.models import EvalSet, Output, RubricVersion
 from evals.naming import output_names
+from formats.trace_outputs import trace_summary
 from judging.models import JudgeConfig
 from labeling.labeling_pages import full_url, transcript_parts
 from labeling.queue import current_queue
@@ -53,6 +54,7 @@ def eval_set_page(request: AuthenticatedHttpRequest, eval_set: int) -> HttpRespo
         "page": page,
         "rows": _rows(page.object_list, rv),
         "query": query.urlencode(),
+        "traces": trace_summary(es),
     }
     return render(request, "workspace/eval_set.html", context)
 
