@@ -438,3 +438,41 @@ def test_json_format_reads_what_the_receiver_answers(client, lead):
     answer = post(client, as_otlp_json(export([span(1, 0)])), token, content_type="application/json")
     parsed = json_format.Parse(answer.content, ExportTraceServiceResponse())
     assert parsed.partial_success.rejected_spans == 1
+
+
+def test_the_copy_path_and_the_portable_path_stage_the_same_rows_and_both_ignore_a_re_sent_span(client, lead):
+    from formats.otel_traces import read_spans
+    from formats.trace_outputs import store_spans
+
+    read = read_spans(export(refund_trace()), max_span_bytes=10**6)
+    staged = {}
+    for copy in (True, False):
+        binding = TraceBinding.objects.create(eval_set=make_eval_set())
+        store_spans(binding=binding, spans=read.spans, copy=copy)
+        store_spans(binding=binding, spans=read.spans[:2], copy=copy)  # re-sent: nothing more
+        rows = TraceSpan.objects.filter(binding=binding).order_by("span_id")
+        staged[copy] = [
+            (r.trace_id, r.span_id, r.parent_span_id, r.name, r.start_ns, r.end_ns, r.attributes, r.resource, r.events)
+            for r in rows
+        ]
+    assert len(staged[True]) == 4
+    assert staged[True] == staged[False]
+    assert staged[True][0][:4] == ("00000000000000000000000000000001", "0000000000000001", "", "agent")
+
+
+def test_two_traces_of_one_case_in_one_batch_make_one_output_and_one_refusal(client, lead):
+    es = make_eval_set("refund-traces")
+    token = traces_token(client, lead, es)
+    other_input = refund_trace(trace=3)
+    other_input[1].attributes[2].value.string_value = "Refund order B-2."  # input.value of the root
+    post(client, export([*refund_trace(trace=1), *refund_trace(trace=2), *other_input]).SerializeToString(), token)
+
+    done = finish(es)
+
+    assert (done.outputs, done.rejected) == (1, 2)
+    reasons = sorted(TraceOutcome.objects.exclude(reason="").values_list("reason", flat=True))
+    assert reasons == [
+        "case 'case-refund-1' already exists in refund-traces with another input",
+        "case 'case-refund-1' already has an output of agent version 'bot-1.4'; name another case id or agent version",
+    ]
+    assert Output.objects.get(case__eval_set=es).metadata["otel"]["trace_id"].endswith("1")
