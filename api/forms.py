@@ -68,7 +68,7 @@ class TokenForm(forms.Form):
         initial=1,
         required=False,
         label="Keep one trace in",
-        help_text="1 keeps every trace. Traces a judge marked FAIL, and those the rule below matches, are always kept.",
+        help_text="1 keeps every trace. Traces a judge marked FAIL, and those the keep rule matches, are always kept.",
     )
     trace_keep_rule = forms.CharField(
         max_length=700,
