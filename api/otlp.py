@@ -8,8 +8,9 @@ gzip-compressed, and the answers follow the OTLP/HTTP specification rather than 
 - 400 a body that is not an export request (or broken gzip); 401/403 no token, or one without the traces scope;
   413 a body (compressed or not) over ICEWATER_UPLOAD_MAX_MB; 415 another Content-Type or Content-Encoding;
 - 429 with Retry-After when over ICEWATER_OTLP_MAX_WAITING_SPANS spans of this token wait for their traces to
-  finish; 503 with Retry-After when the database cannot take the write now (locked, or gone): the exporter
-  retries both, as the specification has it.
+  finish; 503 with Retry-After when the database cannot take the write now (SQLite locked by another writer, a
+  PostgreSQL table locked for over LOCK_TIMEOUT_MS, a lost connection): the exporter retries both, as the
+  specification has it.
 
 Errors carry a google.rpc.Status in the request's encoding. The token is sent as OTel exporters send headers
 (OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer icw_..."), or as `x-icewater-token`. CSRF-exempt: a browser's
@@ -23,7 +24,7 @@ import zlib
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DatabaseError, OperationalError, transaction
+from django.db import DatabaseError, OperationalError, connection, transaction
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
@@ -40,6 +41,7 @@ from .models import GateToken, TokenScope, hash_token
 INVALID_ARGUMENT, PERMISSION_DENIED, RESOURCE_EXHAUSTED, UNAVAILABLE, UNAUTHENTICATED = 3, 7, 8, 14, 16
 BUSY_RETRY_AFTER_S = 30
 DATABASE_RETRY_AFTER_S = 5
+LOCK_TIMEOUT_MS = 3000
 NO_TOKEN = (
     "send a traces token as OTEL_EXPORTER_OTLP_HEADERS='Authorization=Bearer icw_...' "
     "(a lead creates one with the traces scope on the gate page, /calibration/gates/)"
@@ -63,14 +65,6 @@ def receive_traces(request: HttpRequest) -> HttpResponse:
         body = _body(request)
         binding = token.trace_binding
         assert binding is not None  # _token refuses a token without one
-        if waiting_spans(binding.pk) >= settings.ICEWATER_OTLP_MAX_WAITING_SPANS:
-            raise Refusal(
-                429,
-                RESOURCE_EXHAUSTED,
-                f"{settings.ICEWATER_OTLP_MAX_WAITING_SPANS:,} spans already wait for their traces to finish "
-                "(is a Celery worker running? manage.py finish_traces finishes them); retry later",
-                BUSY_RETRY_AFTER_S,
-            )
         try:
             read = otel_traces.read_spans(
                 otel_traces.parse_request(body, request.content_type),
@@ -80,10 +74,23 @@ def receive_traces(request: HttpRequest) -> HttpResponse:
             raise Refusal(400, INVALID_ARGUMENT, str(exc)) from None
         try:
             with transaction.atomic():
+                if connection.vendor == "postgresql":
+                    # A table locked for longer (a migration, a VACUUM FULL) is a 503 the exporter retries, not a
+                    # request that hangs past the exporter's own timeout (10 s by default).
+                    with connection.cursor() as cursor:
+                        cursor.execute(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}")
+                if waiting_spans(binding.pk) >= settings.ICEWATER_OTLP_MAX_WAITING_SPANS:
+                    raise Refusal(
+                        429,
+                        RESOURCE_EXHAUSTED,
+                        f"{settings.ICEWATER_OTLP_MAX_WAITING_SPANS:,} spans already wait for their traces to "
+                        "finish (is a Celery worker running? manage.py finish_traces finishes them); retry later",
+                        BUSY_RETRY_AFTER_S,
+                    )
                 if store_spans(binding=binding, spans=read.spans):
                     transaction.on_commit(lambda: _schedule_finish(binding.pk))
                 GateToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
-        except OperationalError:  # SQLite's "database is locked", a connection lost: nothing was written
+        except OperationalError:  # SQLite's "database is locked", a lock timeout, a lost connection: nothing written
             raise Refusal(
                 503, UNAVAILABLE, "the database cannot take spans right now; retry", DATABASE_RETRY_AFTER_S
             ) from None

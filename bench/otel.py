@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _scratch import create_database, database_url, drop_database  # noqa: E402 - after the path is set
+from _scratch import drop_database, server_env  # noqa: E402 - after the path is set
 from labeling_load import run_sh_server, serve, stop  # noqa: E402 - the same gunicorn as the labeling bench
 
 SPANS_PER_EXPORT = 512  # the SDK's BatchSpanProcessor default (OTEL_BSP_MAX_EXPORT_BATCH_SIZE)
@@ -144,29 +144,15 @@ def main() -> None:
     signal.alarm(args.timeout)
 
     workdir = Path(tempfile.mkdtemp(prefix="icewater-bench-otel-"))
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env = {k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"}
     # No Celery worker runs: the receiver's finishing tasks queue up on the file-system broker, and the bench
     # finishes the traces itself afterwards. The waiting-spans bound would otherwise answer 429 mid-run.
     env.update(
         ICEWATER_DATA_DIR=str(workdir), DJANGO_SETTINGS_MODULE="config.settings",
         ICEWATER_OTLP_MAX_WAITING_SPANS=str(10**9),
     )  # fmt: skip
-    admin = scratch = None
-    if args.embedded:
-        for name in ("ICEWATER_DEBUG", "ICEWATER_SECRET_KEY", "ICEWATER_SECURE_COOKIES"):
-            env.pop(name, None)  # as `make run` has them
-    else:
-        base_url = database_url()
-        scratch = f"icewater_bench_otel_{os.getpid()}"
-        admin = create_database(base_url, scratch)
-        env.update(
-            DATABASE_URL=base_url.rsplit("/", 1)[0] + "/" + scratch,
-            ICEWATER_SECRET_KEY=secrets.token_urlsafe(40),
-            ICEWATER_DEBUG="0",
-            ICEWATER_SECURE_COOKIES="0",
-        )
-    os.environ.clear()
-    os.environ.update(env)
+    scratch = None if args.embedded else f"icewater_bench_otel_{os.getpid()}"
+    admin = server_env(env, embedded=args.embedded, name=scratch or "")
     server = None
     try:
         import django

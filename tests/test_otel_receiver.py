@@ -476,3 +476,21 @@ def test_two_traces_of_one_case_in_one_batch_make_one_output_and_one_refusal(cli
         "case 'case-refund-1' already has an output of agent version 'bot-1.4'; name another case id or agent version",
     ]
     assert Output.objects.get(case__eval_set=es).metadata["otel"]["trace_id"].endswith("1")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_table_locked_by_another_session_is_a_503_with_retry_after_and_nothing_written(client, lead):
+    import psycopg
+
+    from tests.services import database_url
+
+    es = make_eval_set("refund-traces")
+    token = traces_token(client, lead, es)
+    with psycopg.connect(database_url()) as other:  # e.g. a migration holding the table
+        other.execute(f"LOCK TABLE {TraceSpan._meta.db_table} IN ACCESS EXCLUSIVE MODE")
+        answer = post(client, export(refund_trace()).SerializeToString(), token)
+        other.rollback()
+    assert answer.status_code == 503 and answer["Retry-After"] == "5"
+    assert "cannot take spans right now" in status_of(answer).message
+    assert not TraceSpan.objects.exists()
+    assert post(client, export(refund_trace()).SerializeToString(), token).status_code == 200  # once it is free
