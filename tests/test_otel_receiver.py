@@ -494,3 +494,20 @@ def test_a_table_locked_by_another_session_is_a_503_with_retry_after_and_nothing
     assert "cannot take spans right now" in status_of(answer).message
     assert not TraceSpan.objects.exists()
     assert post(client, export(refund_trace()).SerializeToString(), token).status_code == 200  # once it is free
+
+
+def test_the_finish_traces_command_finishes_what_no_worker_did(client, lead):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    es = make_eval_set("refund-traces")
+    post(client, export(refund_trace()).SerializeToString(), traces_token(client, lead, es))
+    out = StringIO()
+    call_command("finish_traces", stdout=out)  # the quiet period (5 s) has not passed: nothing yet
+    assert not Output.objects.filter(case__eval_set=es).exists()
+    call_command("finish_traces", "--now", stdout=out)
+    assert Output.objects.filter(case__eval_set=es).count() == 1
+    assert out.getvalue().splitlines()[-1] == (
+        "refund-traces: 1 output(s) made, 0 trace(s) sampled out, 0 refused, 0 waiting for their root span"
+    )
