@@ -29,6 +29,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
+from kombu.exceptions import OperationalError as BrokerUnavailable
 
 from formats import otel_traces
 from formats.otel_traces import JSON, PROTOBUF, RequestRefused
@@ -168,7 +169,7 @@ def _schedule_finish(binding_id: int) -> None:
     if cache.add(f"icewater:otlp-finish:{binding_id}", 1, timeout=quiet + 1):
         try:
             finish_traces.apply_async((binding_id,), countdown=quiet + 1)
-        except (OSError, DatabaseError):  # no broker: the spans wait for manage.py finish_traces
+        except (OSError, DatabaseError, BrokerUnavailable):  # no broker: the spans wait for manage.py finish_traces
             cache.delete(f"icewater:otlp-finish:{binding_id}")
 
 
