@@ -3,12 +3,15 @@ judge configs it may push verdicts into."""
 
 from __future__ import annotations
 
+import fnmatch
+
 from django import forms
 
 from evals import record_fields as f
-from evals.models import RubricVersion
+from evals.models import EvalSet, RubricVersion
 from evals.problems import RecordError
 from evals.validators import validate_name
+from formats.models import TraceBinding
 from judging.models import JudgeConfig
 
 from .models import GateToken, TokenScope
@@ -47,6 +50,33 @@ class TokenForm(forms.Form):
         "come only from their own runs. Empty: it pushes outputs only.",
     )
 
+    trace_eval_set = forms.ModelChoiceField(
+        EvalSet.objects.all(),
+        required=False,
+        label="Traces go into",
+        help_text="With the traces scope: the one eval set its OpenTelemetry traces become outputs of.",
+    )
+    trace_case_id_attribute = forms.CharField(
+        max_length=200,
+        required=False,
+        initial="session.id",
+        label="Case id attribute",
+        help_text="The span or resource attribute that names the case, e.g. session.id; empty: the trace id.",
+    )
+    trace_sample_one_in = forms.IntegerField(
+        min_value=1,
+        initial=1,
+        required=False,
+        label="Keep one trace in",
+        help_text="1 keeps every trace. Traces a judge marked FAIL, and those the keep rule matches, are always kept.",
+    )
+    trace_keep_rule = forms.CharField(
+        max_length=700,
+        required=False,
+        label="Always keep traces where",
+        help_text="An attribute and its value, e.g. user.tier=enterprise; empty for none.",
+    )
+
     def clean_project(self) -> str:
         project = self.cleaned_data["project"].strip()
         if not project:
@@ -78,7 +108,40 @@ class TokenForm(forms.Form):
             self.add_error(
                 "judges", "Only a token with the push scope pushes verdicts: tick push, or leave this empty."
             )
+        traces = TokenScope.TRACES in (data.get("scopes") or [])
+        eval_set = data.get("trace_eval_set")
+        if traces and eval_set is None:
+            self.add_error("trace_eval_set", "A traces token sends its traces into one eval set: choose it.")
+        elif eval_set is not None and not traces:
+            self.add_error(
+                "trace_eval_set", "Only a token with the traces scope sends traces: tick traces, or leave this empty."
+            )
+        elif eval_set is not None and not fnmatch.fnmatchcase(eval_set.name, data.get("eval_set_pattern") or ""):
+            self.add_error("trace_eval_set", f"{eval_set.name} does not match the token's eval sets pattern.")
         return data
+
+    def clean_trace_keep_rule(self) -> tuple[str, str]:
+        rule = self.cleaned_data["trace_keep_rule"].strip()
+        if not rule:
+            return ("", "")
+        attribute, equals, value = rule.partition("=")
+        if not equals or not attribute.strip() or len(attribute.strip()) > 200 or len(value.strip()) > 500:
+            raise forms.ValidationError("Write the rule as attribute=value, e.g. user.tier=enterprise.")
+        return (attribute.strip(), value.strip())
+
+    def trace_binding(self) -> TraceBinding | None:
+        """The binding a traces token gets (unsaved), from the cleaned form."""
+        data = self.cleaned_data
+        if data.get("trace_eval_set") is None:
+            return None
+        attribute, value = data["trace_keep_rule"]
+        return TraceBinding(
+            eval_set=data["trace_eval_set"],
+            case_id_attribute=data["trace_case_id_attribute"].strip(),
+            sample_one_in=data["trace_sample_one_in"] or 1,
+            keep_attribute=attribute,
+            keep_value=value,
+        )
 
     def clean_eval_set_pattern(self) -> str:
         pattern = self.cleaned_data["eval_set_pattern"].strip()

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import models
 
 from evals.models import RubricVersion
+from formats.models import TraceBinding
 from judging.models import JudgeRun
 
 
@@ -32,6 +33,7 @@ class TokenScope(models.TextChoices):
     AUDIT = "audit", "Start, show, extend and close audit plans"
     # Acts for the lead who made the token (who must still be an active lead): judge_guidance over HTTP.
     GUIDANCE = "guidance", "Read and derive judge guidance, read gold splits (as its lead)"
+    TRACES = "traces", "Send OpenTelemetry traces to one eval set"
 
 
 def gate_scope_only() -> list[str]:
@@ -59,6 +61,10 @@ class GateToken(models.Model):
     # exist yet is created, backend imported, by its first push). Never a config that runs: its verdicts come only
     # from its own judge runs. Empty: the token pushes outputs only. Names, not ids, since new ones do not exist yet.
     judges = models.JSONField(default=list, blank=True)
+    # With the traces scope: the one eval set its spans go into, and how they become outputs (docs/formats.md).
+    trace_binding = models.OneToOneField(
+        TraceBinding, null=True, blank=True, on_delete=models.PROTECT, related_name="token"
+    )
     token_hash = models.CharField(max_length=64, unique=True)
     # The first characters, so people can tell their tokens apart without the secret.
     hint = models.CharField(max_length=16)

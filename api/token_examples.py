@@ -66,9 +66,15 @@ def token_examples(*, token: GateToken, secret: str, base_url: str) -> list[Exam
             f"curl {plans_url} \\\n  {auth}",
         ),
         TokenScope.GUIDANCE: ("Read the judge's guidance:", f"curl {guidance_url} \\\n  {auth}"),
+        TokenScope.TRACES: (
+            "Send an agent's OpenTelemetry traces (the exporter's environment; docs/formats.md, OpenTelemetry):",
+            f"export OTEL_EXPORTER_OTLP_TRACES_ENDPOINT={shlex.quote(base_url + '/api/otlp/v1/traces')}\n"
+            f"export OTEL_EXPORTER_OTLP_HEADERS={shlex.quote('Authorization=Bearer%20' + secret)}",
+        ),
     }
     order = [
-        TokenScope.PUSH, TokenScope.JUDGE, TokenScope.REPORT, TokenScope.AUDIT, TokenScope.GATE, TokenScope.GUIDANCE,
+        TokenScope.TRACES, TokenScope.PUSH, TokenScope.JUDGE, TokenScope.REPORT, TokenScope.AUDIT, TokenScope.GATE,
+        TokenScope.GUIDANCE,
     ]  # fmt: skip
     return [Example(str(scope), *commands[scope]) for scope in order if scope in token.scopes]
 

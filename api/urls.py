@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import URLPattern, include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
-from . import views
+from . import otlp, views
 from .answers import error
 from .endpoints import NOT_FOUND, api
 
@@ -52,6 +52,8 @@ _patterns = [
     for p in _patterns
 ]
 urlpatterns = [
+    # OTLP/HTTP (api/otlp.py): protobuf or OTLP/JSON bodies and the OTLP answers, so a plain view beside ninja's.
+    path("otlp/v1/traces", otlp.receive_traces, name="otlp_traces"),
     path("", include((_patterns, _ninja_app), namespace=_namespace)),
     re_path(r"^(?P<rest>.*)$", not_found),
 ]

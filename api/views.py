@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.paginator import Page, Paginator
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -15,6 +16,7 @@ from django.views.decorators.http import require_POST
 from calibration.models import GateResult
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
 from evals.models import Role
+from formats.models import TraceBinding
 
 from .forms import TokenForm
 from .models import GateToken, hash_token
@@ -31,7 +33,9 @@ def _results(page_number) -> Page:
 
 
 def _tokens():
-    return GateToken.objects.select_related("rubric_version__rubric", "created_by", "revoked_by")
+    return GateToken.objects.select_related(
+        "rubric_version__rubric", "created_by", "revoked_by", "trace_binding__eval_set"
+    )
 
 
 @never_cache
@@ -55,16 +59,11 @@ def create_token(request: AuthenticatedHttpRequest) -> HttpResponse:
     secret = created = None
     if form.is_valid():
         secret = GateToken.new_secret()
-        created = GateToken.objects.create(
-            project=form.cleaned_data["project"],
-            rubric_version=form.cleaned_data["rubric_version"],
-            eval_set_pattern=form.cleaned_data["eval_set_pattern"],
-            scopes=form.cleaned_data["scopes"],
-            judges=form.cleaned_data["judges"],
-            token_hash=hash_token(secret),
-            hint=secret[:8],
-            created_by=request.user,
-        )
+        with transaction.atomic():
+            binding = form.trace_binding()
+            if binding is not None:
+                binding.save()
+            created = _create_token(form, secret, binding, request.user)
         form = TokenForm()
     context = {"tokens": _tokens(), "form": form, "secret": secret, "created": created, "is_lead": True}
     if created is not None and secret is not None:  # both or neither: set together above
@@ -78,6 +77,20 @@ def create_token(request: AuthenticatedHttpRequest) -> HttpResponse:
         response = render(request, "calibration/gates.html", context, status=200 if secret else 422)
     response["Cache-Control"] = "no-store"  # the page holds the only copy of the secret
     return response
+
+
+def _create_token(form: TokenForm, secret: str, binding: TraceBinding | None, user) -> GateToken:
+    return GateToken.objects.create(
+        project=form.cleaned_data["project"],
+        rubric_version=form.cleaned_data["rubric_version"],
+        eval_set_pattern=form.cleaned_data["eval_set_pattern"],
+        scopes=form.cleaned_data["scopes"],
+        judges=form.cleaned_data["judges"],
+        trace_binding=binding,
+        token_hash=hash_token(secret),
+        hint=secret[:8],
+        created_by=user,
+    )
 
 
 @require_POST

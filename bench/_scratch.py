@@ -45,3 +45,29 @@ def drop_database(admin, name: str) -> None:
     )
     admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
     admin.close()
+
+
+def server_env(env: dict, *, embedded: bool, name: str):
+    """Point `env` (a copy of the environment, with ICEWATER_DATA_DIR set) at the bench's database, and make it
+    this process's environment: embedded, `make run`'s settings (SQLite in the data folder, debug on, the key
+    generated there); otherwise scratch database `name` on PostgreSQL, debug off. Returns the admin connection
+    drop_database needs, or None."""
+    import secrets
+
+    admin = None
+    env.pop("DATABASE_URL", None)
+    if embedded:
+        for variable in ("ICEWATER_DEBUG", "ICEWATER_SECRET_KEY", "ICEWATER_SECURE_COOKIES"):
+            env.pop(variable, None)
+    else:
+        base_url = database_url()
+        admin = create_database(base_url, name)
+        env.update(
+            DATABASE_URL=base_url.rsplit("/", 1)[0] + "/" + name,
+            ICEWATER_SECRET_KEY=os.environ.get("ICEWATER_SECRET_KEY") or secrets.token_urlsafe(40),
+            ICEWATER_DEBUG="0",
+            ICEWATER_SECURE_COOKIES="0",
+        )
+    os.environ.clear()
+    os.environ.update(env)
+    return admin

@@ -34,7 +34,6 @@ import http.client
 import os
 import random
 import re
-import secrets
 import shutil
 import signal
 import socket
@@ -50,7 +49,7 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _scratch import create_database, database_url, drop_database  # noqa: E402 - after the path is set
+from _scratch import drop_database, server_env  # noqa: E402 - after the path is set
 
 CRITERIA = ["correct_amount", "grounded", "within_policy", "next_step", "concise", "tone"]
 PASSWORD = "bench-password-1"
@@ -378,22 +377,8 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="icewater-bench-label-"))
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     env.update(ICEWATER_DATA_DIR=str(workdir), DJANGO_SETTINGS_MODULE="config.settings")
-    admin = scratch = None
-    if args.embedded:
-        for name in ("ICEWATER_DEBUG", "ICEWATER_SECRET_KEY", "ICEWATER_SECURE_COOKIES"):
-            env.pop(name, None)  # as `make run` has them: debug on, the key generated into the data folder
-    else:
-        base_url = database_url()
-        scratch = f"icewater_bench_label_{os.getpid()}"
-        admin = create_database(base_url, scratch)
-        env.update(
-            DATABASE_URL=base_url.rsplit("/", 1)[0] + "/" + scratch,
-            ICEWATER_SECRET_KEY=os.environ.get("ICEWATER_SECRET_KEY") or secrets.token_urlsafe(40),
-            ICEWATER_DEBUG="0",
-            ICEWATER_SECURE_COOKIES="0",
-        )
-    os.environ.clear()
-    os.environ.update(env)
+    scratch = None if args.embedded else f"icewater_bench_label_{os.getpid()}"
+    admin = server_env(env, embedded=args.embedded, name=scratch or "")
     server = None
     try:
         import django

@@ -238,6 +238,19 @@ ICEWATER_CLI_MAX_EXPANDED_BYTES = env_int("ICEWATER_CLI_MAX_EXPANDED_MB", 2048, 
 ICEWATER_CLI_MAX_MEMBER_BYTES = env_int("ICEWATER_CLI_MAX_MEMBER_MB", 512, minimum=1) * 1024 * 1024
 ICEWATER_CLI_MAX_MEMBERS = env_int("ICEWATER_CLI_MAX_MEMBERS", 1_000_000, minimum=1)
 
+# OpenTelemetry traces (POST /api/otlp/v1/traces, api/otlp.py; docs/formats.md "OpenTelemetry"). An export's body,
+# compressed and decompressed, is bounded like an upload (ICEWATER_UPLOAD_MAX_MB; the OTel SDKs send batches of
+# 512 spans, far below it). One span (its attributes and events, as protobuf) may hold at most
+# ICEWATER_OTLP_MAX_SPAN_KB: a larger one is refused and counted as rejected. A trace becomes an output once its root
+# span is in and none of its spans has arrived for ICEWATER_OTLP_QUIET_SECONDS (the SDK's batch processor exports
+# every 5 s); one whose root never comes is refused after ICEWATER_OTLP_ROOTLESS_SECONDS. Over
+# ICEWATER_OTLP_MAX_WAITING_SPANS spans waiting for one token's traces to finish, exports are answered 429 with
+# Retry-After (no worker finishes them, or they come faster than it does).
+ICEWATER_OTLP_MAX_SPAN_BYTES = env_int("ICEWATER_OTLP_MAX_SPAN_KB", 256, minimum=1) * 1024
+ICEWATER_OTLP_QUIET_SECONDS = env_int("ICEWATER_OTLP_QUIET_SECONDS", 5, minimum=0)
+ICEWATER_OTLP_ROOTLESS_SECONDS = env_int("ICEWATER_OTLP_ROOTLESS_SECONDS", 600, minimum=1)
+ICEWATER_OTLP_MAX_WAITING_SPANS = env_int("ICEWATER_OTLP_MAX_WAITING_SPANS", 500_000, minimum=1)
+
 # Sessions live in the database (Django's default engine), so they stay revocable on the server.
 # django-axes first: it refuses a locked-out username+address before any password is checked.
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]

@@ -43,3 +43,77 @@ class ImportJob(models.Model):
     @property
     def finished(self) -> bool:
         return self.status in self.FINISHED
+
+
+class TraceBinding(models.Model):
+    """Where an OpenTelemetry traces token's spans go, and how a trace becomes an output (docs/formats.md,
+    "OpenTelemetry"). Made with the token on the gate page's token panel (api.GateToken.trace_binding)."""
+
+    eval_set = models.ForeignKey("evals.EvalSet", on_delete=models.CASCADE, related_name="trace_bindings")
+    # The span attribute (root span first, then its resource) that names the case; the trace id otherwise.
+    case_id_attribute = models.CharField(max_length=200, blank=True, default="session.id")
+    # The resource attribute (then root span attribute) that names the agent version.
+    agent_version_attribute = models.CharField(max_length=200, default="service.version")
+    # Empty: the root is the span without a parent. Otherwise the first span of this name is the trace's root.
+    root_span_name = models.CharField(max_length=200, blank=True)
+    # Sampling: keep one trace in N (on the trace id, so every replica agrees), or any trace a rule keeps.
+    sample_one_in = models.PositiveIntegerField(default=1)
+    keep_attribute = models.CharField(max_length=200, blank=True)
+    keep_value = models.CharField(max_length=500, blank=True)
+    keep_judge_fail = models.BooleanField(default=True)
+
+    def __str__(self) -> str:
+        return f"traces into {self.eval_set}"
+
+
+class TraceSpan(models.Model):
+    """One received span, waiting until its trace is complete (formats/trace_outputs.py). A span sent twice is
+    stored once (the unique constraint); the rows of a trace are deleted when it becomes an output or is refused."""
+
+    binding = models.ForeignKey(TraceBinding, on_delete=models.CASCADE, related_name="spans")
+    trace_id = models.CharField(max_length=32)  # lower-case hex, as OTLP/JSON writes it
+    span_id = models.CharField(max_length=16)
+    parent_span_id = models.CharField(max_length=16, blank=True)
+    name = models.CharField(max_length=500)
+    kind = models.PositiveSmallIntegerField(default=0)
+    start_ns = models.BigIntegerField()
+    end_ns = models.BigIntegerField()
+    status_code = models.PositiveSmallIntegerField(default=0)
+    attributes = models.JSONField(default=dict)
+    resource = models.JSONField(default=dict)
+    events = models.JSONField(default=list)
+    received_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["binding", "trace_id", "span_id"], name="one_span_per_trace_and_id")
+        ]
+        indexes = [models.Index(fields=["binding", "received_at"], name="trace_span_binding_received")]
+
+    def __str__(self) -> str:
+        return f"span {self.span_id} of trace {self.trace_id}"
+
+
+class TraceOutcome(models.Model):
+    """What became of one trace: an output, sampled out, or refused (with the reason the lead reads on the
+    eval set's page). One per trace: finishing a trace twice changes nothing."""
+
+    class Status(models.TextChoices):
+        OUTPUT = "output", "made an output"
+        SAMPLED_OUT = "sampled_out", "sampled out"
+        REJECTED = "rejected", "rejected"
+
+    binding = models.ForeignKey(TraceBinding, on_delete=models.CASCADE, related_name="outcomes")
+    trace_id = models.CharField(max_length=32)
+    status = models.CharField(max_length=12, choices=Status.choices)
+    reason = models.CharField(max_length=500, blank=True)
+    spans = models.PositiveIntegerField(default=0)
+    output = models.ForeignKey("evals.Output", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    finished_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["binding", "trace_id"], name="one_outcome_per_trace")]
+        ordering = ["-finished_at"]
+
+    def __str__(self) -> str:
+        return f"trace {self.trace_id}: {self.get_status_display()}"

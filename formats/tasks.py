@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 
-from . import import_jobs
+from . import import_jobs, trace_outputs
 
 
 # No retries: an import that fails says why on the page; a worker lost mid-import leaves the message for another
@@ -12,3 +13,13 @@ from . import import_jobs
 @shared_task(acks_late=True, ignore_result=True)
 def run_import_job(job_id: int) -> None:
     import_jobs.run(job_id)
+
+
+# Scheduled by the traces receiver (api/otlp.py) with a countdown of the quiet period. While spans still wait
+# (a trace not yet quiet, or without its root), it schedules itself again; trace_outputs finishes each trace once
+# however many of these run.
+@shared_task(acks_late=True, ignore_result=True)
+def finish_traces(binding_id: int) -> None:
+    trace_outputs.finish_ready_traces(binding_id=binding_id)
+    if trace_outputs.has_waiting_spans(binding_id):
+        finish_traces.apply_async((binding_id,), countdown=settings.ICEWATER_OTLP_QUIET_SECONDS + 1)

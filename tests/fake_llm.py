@@ -29,6 +29,9 @@ request with ``server.force``:
 A gullible judge: with ``server.gullible`` set to a text, every request whose prompt holds that text is
 answered PASS on every criterion, whatever the tokens say (the probe tests give it the injection line).
 
+An agent's model: a chat request with `tools` and no `response_format` is answered with a call of its first
+tool (the last user message as `query`), and, once a tool result is the last message, with "Done: <result>".
+
 It counts model calls (`calls`) so tests can assert that a cached re-run made none, and records each
 request (path, headers, parsed body) when `record` is on. Run it standalone for benchmarks:
 ``python -m tests.fake_llm --latency 0.1`` prints the port and serves until killed.
@@ -279,6 +282,8 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(fake.slow_s)
         if path.endswith("/messages"):
             return 200, self._anthropic(body, text, behaviour, overrides), None
+        if body.get("tools") and not body.get("response_format"):
+            return 200, _agent_turn(body), None
         return 200, self._openai(body, text, behaviour, overrides), None
 
     def _openai(self, body: dict, text: str, behaviour: str, overrides: dict[str, str]) -> dict:
@@ -336,6 +341,35 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test): nothing to answer
+
+
+def _agent_turn(body: dict) -> dict:
+    """An agent's model (a chat request with tools and no response format): it asks for the first tool with the
+    last user message as `query`, and once a tool's result is the last message, answers with it."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    message: dict[str, Any] = {"role": "assistant", "content": None, "refusal": None}
+    finish = "tool_calls"
+    if last.get("role") == "tool":
+        message["content"] = f"Done: {last.get('content')}"
+        finish = "stop"
+    else:
+        user = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
+        tool = body["tools"][0].get("function", {}).get("name", "tool")
+        call = {
+            "id": "call_fake_1",
+            "type": "function",
+            "function": {"name": tool, "arguments": json.dumps({"query": user})},
+        }
+        message["tool_calls"] = [call]
+    return {
+        "id": "chatcmpl-fake-agent",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", ""),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": _usage(body, message["content"], "prompt_tokens", "completion_tokens"),
+    }
 
 
 def _texts(body: dict) -> list[str]:

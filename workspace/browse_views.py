@@ -4,6 +4,7 @@ they show other people's labels and the judge, and annotators label blind (403).
 from __future__ import annotations
 
 from django.core.paginator import Paginator
+from django.db.models import Exists, OuterRef
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
@@ -12,6 +13,8 @@ from calibration.forms import CaseFilterForm
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
 from evals.models import EvalSet, Output, RubricVersion
 from evals.naming import output_names
+from formats.models import TraceBinding
+from formats.trace_outputs import trace_summary
 from judging.models import JudgeConfig
 from labeling.labeling_pages import full_url, transcript_parts
 from labeling.queue import current_queue
@@ -25,7 +28,9 @@ CASES_PAGE_SIZE = 50
 @require_GET
 @role_required(*STAFF_ROLES)
 def eval_set_page(request: AuthenticatedHttpRequest, eval_set: int) -> HttpResponse:
-    es = get_object_or_404(EvalSet, pk=eval_set)
+    # Whether a traces token feeds it, in the same query: the summary's queries run only when one does.
+    traced = Exists(TraceBinding.objects.filter(eval_set=OuterRef("pk")))
+    es = get_object_or_404(EvalSet.objects.annotate(traced=traced), pk=eval_set)
     versions = RubricVersion.objects.select_related("rubric").order_by("rubric__name", "created_at")
     agent_versions = sorted(set(Output.objects.filter(case__eval_set=es).values_list("agent_version", flat=True)))
     form = CaseFilterForm(
@@ -53,6 +58,7 @@ def eval_set_page(request: AuthenticatedHttpRequest, eval_set: int) -> HttpRespo
         "page": page,
         "rows": _rows(page.object_list, rv),
         "query": query.urlencode(),
+        "traces": trace_summary(es) if getattr(es, "traced", False) else None,  # the annotation above
     }
     return render(request, "workspace/eval_set.html", context)
 

@@ -1,0 +1,29 @@
+"""Make outputs of the received OpenTelemetry traces that are complete (docs/formats.md, "OpenTelemetry").
+
+A Celery worker does this on its own a few seconds after spans arrive; this command is for a server without a
+worker, or to finish traces now (--now: without waiting for the quiet period).
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from formats.models import TraceBinding
+from formats.trace_outputs import finish_ready_traces
+
+
+class Command(BaseCommand):
+    help = "Make outputs of the received OpenTelemetry traces that are complete."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--now", action="store_true", help="Do not wait for the quiet period: finish every trace whose root is in."
+        )
+
+    def handle(self, *args, now: bool = False, **options) -> None:
+        for binding in TraceBinding.objects.select_related("eval_set").order_by("pk"):
+            done = finish_ready_traces(binding_id=binding.pk, quiet_seconds=0 if now else None)
+            self.stdout.write(
+                f"{binding.eval_set.name}: {done.outputs} output(s) made, {done.sampled_out} trace(s) sampled out, "
+                f"{done.rejected} refused, {done.waiting} waiting for their root span"
+            )
