@@ -23,9 +23,9 @@ from evals import record_fields as f
 from evals.models import Case, EvalSet, Output
 from evals.problems import RecordError
 
-from .case_records import AGENT_VERSION_MAX, CASE_ID_MAX
 from .models import TraceBinding, TraceOutcome, TraceSpan
 from .otel_traces import SpanRecord, TraceOutput, TraceRefused, TraceRules, find_root, keep, trace_output
+from .record_model import AGENT_VERSION_MAX, CASE_ID_MAX
 
 REASON_MAX = 500  # TraceOutcome.reason
 # Traces finished in one transaction: a few queries for the batch instead of ten per trace.
