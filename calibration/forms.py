@@ -252,3 +252,40 @@ class CaseFilterForm(forms.Form):
         if cleaned.get("show") in ("false-pass", "false-fail") and not cleaned.get("judge"):
             self.add_error("judge", "Choose a judge config: false passes and false fails are that judge's.")
         return cleaned
+
+
+class _JudgeVersionChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj: JudgeConfig) -> str:
+        return obj.name
+
+
+class VersionCompareForm(forms.Form):
+    """Two judge config versions on one calibration eval set's gold items (the workbench's comparison)."""
+
+    eval_set = forms.ModelChoiceField(
+        EvalSet.objects.order_by("name"),
+        label="Calibration eval set",
+        error_messages={"invalid_choice": "Choose an eval set that exists."},
+    )
+    rubric_version = _RefChoice(
+        RubricVersion.objects.select_related("rubric"),
+        label="Rubric version",
+        error_messages={"invalid_choice": "Choose a rubric version that exists."},
+    )
+    a = _JudgeVersionChoice(
+        JudgeConfig.objects.order_by("name"),
+        label="A (before)",
+        error_messages={"invalid_choice": "Choose a judge config that exists for A."},
+    )
+    b = _JudgeVersionChoice(
+        JudgeConfig.objects.order_by("name"),
+        label="B (after)",
+        error_messages={"invalid_choice": "Choose a judge config that exists for B."},
+    )
+
+    def clean(self):
+        super().clean()  # Form.clean returns self.cleaned_data; typed as possibly None
+        data = self.cleaned_data
+        if data.get("a") is not None and data.get("a") == data.get("b"):
+            raise forms.ValidationError("A and B are the same judge config: pick two versions to compare.")
+        return data
