@@ -53,7 +53,7 @@ from .backends.instruments import evaluate
 from .limiter import Limiter, LimiterUnavailable, limiter_for
 from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome
 from .probes.registry import ORIGINAL
-from .prompt import CriterionSpec, JudgeRequest, Subject, build_request
+from .prompt import CriterionSpec, GuidanceExample, JudgeRequest, Subject, build_request
 from .retry import call_with_retries, ms_since
 
 log = logging.getLogger("judging.runner")
@@ -380,12 +380,8 @@ def _prepare_one(lane: Lane, item: RunItem, probed: dict[int, Transcript] | None
         )
     work.model_criteria = [c for c in criteria if c.key not in instruments]
     if work.model_criteria:
-        work.request = build_request(
-            instruction=lane.run.rubric_version.instruction,
-            criteria=[CriterionSpec(c.key, c.definition, c.pass_example, c.fail_example) for c in work.model_criteria],
-            # Only the transcript and the reference: never the agent version or anything about who produced it.
-            subject=Subject(shown.input, output.case.reference, list(shown.tool_calls), shown.response),
-            template_version=lane.config.prompt_template_version,
+        work.request = request_for(
+            lane.config, lane.run.rubric_version, work.model_criteria, shown, reference=output.case.reference
         )
         key = cache.cache_key(
             rubric_hash=lane.run.rubric_version.content_hash,
@@ -395,6 +391,34 @@ def _prepare_one(lane: Lane, item: RunItem, probed: dict[int, Transcript] | None
         )
         work.common = {"model_id": lane.config.model_id, "request_hash": work.request.hash, "cache_key": key}
     return work
+
+
+def criterion_specs(config: JudgeConfig, criteria: list[Criterion]) -> list[CriterionSpec]:
+    """The criteria as the prompt shows them: the rubric's words, and the judge config's own guidance."""
+    specs = []
+    for c in criteria:
+        extra = config.guidance.get(c.key, {})
+        examples = tuple(
+            GuidanceExample(e["input"], e["response"], e["outcome"], e["quote"]) for e in extra.get("examples", [])
+        )
+        specs.append(
+            CriterionSpec(c.key, c.definition, c.pass_example, c.fail_example, extra.get("instructions", ""), examples)
+        )
+    return specs
+
+
+def request_for(
+    config: JudgeConfig, rubric_version, criteria: list[Criterion], shown: Transcript, *, reference: str
+) -> JudgeRequest:
+    """The judging request for these criteria of one transcript: what a lane asks, and what the cost of a
+    run is counted on (runner.planned_calls)."""
+    return build_request(
+        instruction=rubric_version.instruction,
+        criteria=criterion_specs(config, criteria),
+        # Only the transcript and the reference: never the agent version or anything about who produced it.
+        subject=Subject(shown.input, reference, list(shown.tool_calls), shown.response),
+        template_version=config.prompt_template_version,
+    )
 
 
 def ask_model(lane: Lane, work: Work) -> bool:

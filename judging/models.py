@@ -58,6 +58,21 @@ class JudgeConfig(models.Model):
     prompt_template_version = models.CharField(max_length=50, default="v1")
     # For the instrument backend: {criterion_key: {"kind": "...", ...}}.
     instruments = models.JSONField(default=dict, blank=True)
+    # Judge-only guidance (judging/guidance.py, docs/judging.md "Improving a judge"): per criterion key of
+    # `guidance_rubric_version`, {"instructions": str, "examples": [{output_id, split, input, response,
+    # outcome, quote}]}. The people's rubric never sees it; the judge's prompt carries it as delimited data.
+    guidance = models.JSONField(default=dict, blank=True)
+    guidance_rubric_version = models.ForeignKey(
+        RubricVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="judge_guidance"
+    )
+    # Versions: a config derived with new guidance is a new row (`derived_from` the one it was made from, the
+    # old one unchanged); `family` is the first version's name, `version` counts from 1, and a derived
+    # version is named FAMILY-vN (never NAME@N: that is how a rubric version is named).
+    derived_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="derived_versions"
+    )
+    family = models.CharField(max_length=200, blank=True)
+    version = models.PositiveSmallIntegerField(default=1)
     content_hash = models.CharField(max_length=64, editable=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -85,7 +100,24 @@ class JudgeConfig(models.Model):
 
     def compute_hash(self) -> str:
         payload = {f: getattr(self, f) for f in self.HASHED_FIELDS}
+        if self.guidance:
+            # Only when there is guidance, so every config without it keeps the hash (and cache keys) it had.
+            payload["guidance"] = self.guidance
+            payload["guidance_rubric_version"] = self.guidance_rubric_version_id
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+    @property
+    def family_name(self) -> str:
+        """The name its versions share: the first version's name."""
+        return self.family or self.name
+
+    @property
+    def has_examples(self) -> bool:
+        return any(g.get("examples") for g in self.guidance.values())
+
+    def example_output_ids(self) -> set[int]:
+        """The outputs its few-shot examples were taken from: they must never measure it."""
+        return {int(e["output_id"]) for g in self.guidance.values() for e in g.get("examples", [])}
 
     @property
     def takes_imports(self) -> bool:
@@ -170,6 +202,8 @@ class JudgeRun(models.Model):
     )
     probe = models.CharField(max_length=64, blank=True)
     probe_version = models.PositiveSmallIntegerField(null=True, blank=True)
+    # A run over one part of a gold split only (GoldSplit.DEVELOPMENT or HELD_OUT); blank: every output in scope.
+    split_part = models.CharField(max_length=16, blank=True)
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 
@@ -351,3 +385,60 @@ class ProbedOutput(models.Model):
 
     def __str__(self) -> str:
         return f"output {self.output_id} probed in run {self.run_id}"
+
+
+class GoldSplit(models.Model):
+    """The development and held-out split of one eval set's gold items under one rubric version (issue 23).
+
+    Fixed once, when the first improvement of a judge on this eval set starts (judging/gold_splits.py):
+    seeded, stratified by each output's number of FAIL golds, and stored, so it never moves. Few-shot
+    examples come only from the development split; the report and the gate of a judge with examples read
+    the held-out split. Gold that arrives later is assigned from the seed and the output id alone
+    (gold_splits.later_part), so it too never moves. docs/calibration.md, "Development and held-out splits".
+    """
+
+    DEVELOPMENT = "development"
+    HELD_OUT = "held_out"
+    PARTS = (DEVELOPMENT, HELD_OUT)
+
+    eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="gold_splits")
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="gold_splits")
+    seed = models.BigIntegerField()
+    development = models.JSONField(default=list)  # output ids, ascending
+    held_out = models.JSONField(default=list)  # output ids, ascending
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["eval_set", "rubric_version"], name="one_gold_split_per_eval_set_rubric")
+        ]
+
+    def __str__(self) -> str:
+        return f"gold split of {self.eval_set_id} under {self.rubric_version_id}"
+
+
+class HoldoutLook(models.Model):
+    """One look at a split's held-out figures: who asked, when, and which judge config versions it compared.
+
+    Each look spends some of the held-out split's honesty (docs/calibration.md, "Why looks are counted"), so
+    looks are never free and never forgotten: the count is shown wherever held-out figures are.
+    """
+
+    split = models.ForeignKey(GoldSplit, on_delete=models.CASCADE, related_name="looks")
+    looked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    looked_at = models.DateTimeField(auto_now_add=True)
+    # The versions compared, as they were: [{"id", "name", "content_hash"}], in the order asked for.
+    configs = models.JSONField(default=list)
+    # Where the look came from: "api", "command", "page".
+    via = models.CharField(max_length=16, blank=True)
+
+    class Meta:
+        ordering = ["-looked_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"look {self.pk} at split {self.split_id}"

@@ -109,6 +109,13 @@ def check(scope: Scope, *, check_api_key: bool = True) -> None:
     keys = list(rv.criteria.order_by("order").values_list("key", flat=True))
     if not keys:
         raise Misconfigured(f"rubric {rv.ref} has no criteria")
+    if config.guidance and config.guidance_rubric_version_id != rv.pk:
+        # Guidance speaks of one rubric version's criteria: on another its notes could describe another boundary.
+        written_for = config.guidance_rubric_version.ref if config.guidance_rubric_version else "no rubric version"
+        raise Misconfigured(
+            f"judge {config.name} carries guidance written for {written_for}, not {rv.ref}; "
+            "derive a version of it for that rubric version (judge_guidance derive)"
+        )
     problems = validate_instruments(config.instruments)
     if problems:
         raise Misconfigured(f"judge {config.name}: " + "; ".join(problems))
