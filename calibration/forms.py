@@ -275,6 +275,8 @@ class VersionCompareForm(forms.Form):
     a = _JudgeVersionChoice(
         JudgeConfig.objects.order_by("name"),
         label="A (before)",
+        required=False,
+        help_text="Empty: the version B was derived from.",
         error_messages={"invalid_choice": "Choose a judge config that exists for A."},
     )
     b = _JudgeVersionChoice(
@@ -286,6 +288,10 @@ class VersionCompareForm(forms.Form):
     def clean(self):
         super().clean()  # Form.clean returns self.cleaned_data; typed as possibly None
         data = self.cleaned_data
+        if data.get("a") is None and data.get("b") is not None and "a" not in self.errors:
+            data["a"] = data["b"].derived_from
+            if data["a"] is None:
+                raise forms.ValidationError(f"{data['b'].name} is a first version: choose A to compare it with.")
         if data.get("a") is not None and data.get("a") == data.get("b"):
             raise forms.ValidationError("A and B are the same judge config: pick two versions to compare.")
         return data

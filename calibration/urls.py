@@ -17,6 +17,7 @@ urlpatterns = [
     path(REPORT + "<slug:key>/<slug:cell>/dispute", decision_views.dispute_gold, name="dispute_gold"),
     path("compare/", views.compare, name="compare"),
     path("workbench/compare/", workbench_views.version_compare, name="version_compare"),
+    path("workbench/compare/held-out", workbench_views.version_compare_held_out, name="version_compare_held_out"),
     path("rubric/<int:rubric_version>/approve", views.approve_rubric, name="approve_rubric"),
     path("gating/<int:mark>/revoke", views.revoke_gating_view, name="revoke_gating"),
     path("gates/run", decision_views.gate_run, name="gate_run"),

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from evals.models import Criterion, EvalSet, RubricVersion
-from judging.models import JudgeConfig
+from judging.gold_splits import look_count, part_outputs, split_for
+from judging.models import GoldSplit, HoldoutLook, JudgeConfig
 from labeling.gold import derive_gold
 
 from . import frames as data
@@ -69,3 +70,39 @@ def compare_versions(
     by_criterion = dict(tuple(items.groupby("criterion", sort=False))) if len(items) else {}
     empty = items.iloc[0:0]
     return [CriterionComparison(c, compare_judges(by_criterion.get(c.pk, empty))) for c in criteria]
+
+
+# What a comparison is over: a part of the gold split, or every gold item while no split is fixed yet.
+ALL_GOLD = "all"
+PART_TITLES = {
+    GoldSplit.DEVELOPMENT: "development split",
+    GoldSplit.HELD_OUT: "held-out split",
+    ALL_GOLD: "all gold items (no split fixed yet)",
+}
+LOOKS_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which gold items a comparison reads, and what the held-out split has been through."""
+
+    part: str
+    split: GoldSplit | None
+    outputs: list[int] | None
+    looks: int
+    recent_looks: list[HoldoutLook]
+
+    @property
+    def title(self) -> str:
+        return PART_TITLES[self.part]
+
+
+def comparison_scope(*, eval_set: EvalSet, rubric_version: RubricVersion, held_out: bool = False) -> Scope:
+    """The development split by default; the held-out split only when asked (the caller records the look
+    first). Before a split is fixed there is no held-out part and every gold item is compared."""
+    split = split_for(eval_set, rubric_version)
+    if split is None:
+        return Scope(ALL_GOLD, None, None, 0, [])
+    part = GoldSplit.HELD_OUT if held_out else GoldSplit.DEVELOPMENT
+    looks = list(split.looks.select_related("looked_by")[:LOOKS_SHOWN])
+    return Scope(part, split, part_outputs(split, part), look_count(split), looks)
