@@ -295,3 +295,28 @@ class VersionCompareForm(forms.Form):
         if data.get("a") is not None and data.get("a") == data.get("b"):
             raise forms.ValidationError("A and B are the same judge config: pick two versions to compare.")
         return data
+
+
+class GuidanceForm(forms.Form):
+    """The judge-only instructions for one criterion (the guidance editor); the examples are ExampleFormSet."""
+
+    instructions = forms.CharField(
+        required=False,
+        max_length=4000,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        label="Instructions for the judge (people never see them)",
+    )
+
+
+class ExampleForm(forms.Form):
+    """One few-shot example: an excerpt of a development output, gold's outcome and the quote that decides it."""
+
+    output_id = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    outcome = forms.ChoiceField(choices=[("PASS", "PASS"), ("FAIL", "FAIL")])
+    quote = forms.CharField(max_length=500, label="Quote (verbatim in the excerpt)")
+    input = forms.CharField(required=False, max_length=4000, strip=False, widget=forms.Textarea(attrs={"rows": 2}))
+    response = forms.CharField(max_length=4000, strip=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+ExampleFormSet = forms.formset_factory(ExampleForm, extra=0, can_delete=True, max_num=8, validate_max=True)

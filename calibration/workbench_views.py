@@ -8,17 +8,23 @@ version_comparison, render.
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.http import HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
-from evals.models import Role
-from judging.gold_splits import record_look, split_for
+from evals.models import Criterion, EvalSet, Role, RubricVersion
+from judging.gold_splits import SplitRefused, part_outputs, record_look, split_for, start_split
+from judging.guidance import GuidanceRefused, derive_config
+from judging.models import GoldSplit, JudgeConfig
 
-from .forms import VersionCompareForm
+from .forms import ExampleFormSet, GuidanceForm, VersionCompareForm
+from .guidance_editor import EXAMPLE_FIELDS, document, document_examples, edited_guidance, guidance_diff
 from .judge_compare import DELTA_REPLICATES
+from .suggested_examples import suggest_examples
 from .version_comparison import compare_versions, comparison_scope
 
 TEMPLATE = "calibration/version_compare.html"
@@ -58,3 +64,132 @@ def version_compare_held_out(request: AuthenticatedHttpRequest) -> HttpResponse:
             record_look(split=split, by=request.user, configs=[data["a"], data["b"]], via="page")
             return _render(request, form, held_out=True)
     return _render(request, form)
+
+
+# -- the guidance editor ---------------------------------------------------------------------------------
+
+
+def _posted_examples(formset) -> list[dict]:
+    """The examples as the lead left them (rows marked for removal dropped), from a valid formset."""
+    return [
+        {k: f.cleaned_data[k] for k in EXAMPLE_FIELDS}
+        for f in formset.forms
+        if f.cleaned_data and not f.cleaned_data.get("DELETE")
+    ]
+
+
+def _editor(
+    request,
+    base,
+    es,
+    rv,
+    criterion,
+    *,
+    instructions: str,
+    examples: list[dict],
+    form=None,
+    formset=None,
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    split = split_for(es, rv)
+    chosen = {int(e["output_id"]) for e in examples}
+    suggestions = None
+    if split is not None:
+        suggestions = suggest_examples(
+            eval_set=es,
+            rubric_version=rv,
+            judge_config=base,
+            criterion=criterion,
+            outputs=part_outputs(split, GoldSplit.DEVELOPMENT),
+        )
+    context = {
+        "base": base,
+        "es": es,
+        "rv": rv,
+        "criterion": criterion,
+        "split": split,
+        "form": form or GuidanceForm(initial={"instructions": instructions}),
+        "formset": formset or ExampleFormSet(initial=examples),
+        "suggestions": [x for x in suggestions.items if x.output.pk not in chosen] if suggestions else [],
+        "suggested": suggestions,
+        "diff": guidance_diff(base, edited_guidance(base, criterion.key, instructions, examples), "(this edit)"),
+        "error": error,
+    }
+    return render(request, "calibration/guidance_edit.html", context, status=status)
+
+
+def _editor_objects(judge: int, eval_set: int, rubric_version: int, key: str):
+    base = get_object_or_404(JudgeConfig.objects.select_related("guidance_rubric_version"), pk=judge)
+    es = get_object_or_404(EvalSet, pk=eval_set)
+    rv = get_object_or_404(RubricVersion.objects.select_related("rubric"), pk=rubric_version)
+    return base, es, rv, get_object_or_404(Criterion, rubric_version=rv, key=key)
+
+
+@never_cache
+@role_required(Role.LEAD)
+def guidance_edit(request: AuthenticatedHttpRequest, judge: int, eval_set: int, rubric_version: int, key: str):
+    """Edit one criterion's guidance of a judge version; saving derives a new version (the base never changes)."""
+    base, es, rv, criterion = _editor_objects(judge, eval_set, rubric_version, key)
+    stored = base.guidance.get(key, {})
+    if request.method != "POST":
+        examples = document_examples(stored.get("examples", []))
+        return _editor(request, base, es, rv, criterion, instructions=stored.get("instructions", ""), examples=examples)
+    action = request.POST.get("action", "")
+    if action == "start":
+        try:
+            start_split(eval_set=es, rubric_version=rv, by=request.user)
+        except SplitRefused as exc:
+            messages.error(request, f"No split: {exc}")
+        return redirect(request.path)
+    form, formset = GuidanceForm(request.POST), ExampleFormSet(request.POST)
+    if not (form.is_valid() and formset.is_valid()):
+        examples = document_examples(stored.get("examples", []))
+        return _editor(
+            request,
+            base,
+            es,
+            rv,
+            criterion,
+            instructions=stored.get("instructions", ""),
+            examples=examples,
+            form=form,
+            formset=formset,
+            status=422,
+        )
+    instructions, examples = form.cleaned_data["instructions"], _posted_examples(formset)
+    if action.startswith("add:"):
+        split = split_for(es, rv)
+        wanted = action.removeprefix("add:")
+        found = suggest_examples(
+            eval_set=es,
+            rubric_version=rv,
+            judge_config=base,
+            criterion=criterion,
+            outputs=part_outputs(split, GoldSplit.DEVELOPMENT) if split else [],
+        )
+        examples += [x.as_example() for x in found.items if str(x.output.pk) == wanted]
+        return _editor(request, base, es, rv, criterion, instructions=instructions, examples=examples)
+    if action != "save":  # "preview": the diff of what is in the form
+        return _editor(
+            request, base, es, rv, criterion, instructions=instructions, examples=examples, form=form, formset=formset
+        )
+    guidance = edited_guidance(base, key, instructions, examples)
+    try:
+        version = derive_config(base=base, guidance=document(rv, guidance), by=request.user, rubric_version=rv)
+    except GuidanceRefused as exc:
+        return _editor(
+            request,
+            base,
+            es,
+            rv,
+            criterion,
+            instructions=instructions,
+            examples=examples,
+            form=form,
+            formset=formset,
+            error=str(exc),
+            status=422,
+        )
+    messages.success(request, f"Saved as {version.name}; {base.name} is unchanged.")
+    return redirect(reverse("calibration:workbench_version", args=[version.pk, es.pk, rv.pk]))
