@@ -16,6 +16,7 @@ from evals.models import EvalSet, Role, RubricVersion, User
 from judging.models import JudgeConfig
 
 from . import probes
+from .holdout import measured_examples
 from .models import GatingMark, GatingReview
 from .policy import GateThresholds
 from .report import calibration_report
@@ -87,6 +88,16 @@ def mark_gating(
     unknown = [k for k in keys if k not in known]
     if unknown:
         raise ApprovalRefused(f"{', '.join(unknown)} not in {rubric_version.ref} (its criteria: {', '.join(known)})")
+    measured = measured_examples(
+        eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version
+    )
+    if measured:
+        # Examples are picked where the judge was wrong; measured on them, it looks better than it is.
+        raise ApprovalRefused(
+            f"{judge_config.name}'s examples came from output(s) {', '.join(map(str, measured[:10]))} of "
+            f"{eval_set.name}, which this calibration measures it on; gate on the held-out split of the eval set the "
+            "examples came from (judge_guidance split start before the first example) or on another eval set"
+        )
     report = calibration_report(
         eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version
     )

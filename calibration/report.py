@@ -47,6 +47,7 @@ from .frame_reading import (
     judge_sample_counts,
     two_annotator_pairs,
 )
+from .holdout import report_restriction
 from .metrics import (
     ABSTAIN,
     BINARY,
@@ -747,6 +748,10 @@ class CalibrationReport:
     rows: tuple[CriterionReport, ...]
     # The newest complete probe run of this calibration (calibration/probes.py); None when there is none.
     probes: ProbeResults | None = None
+    # "held_out" when the judge's examples came from this eval set: the rows measure the held-out split only
+    # (calibration/holdout.py), and `split_note` says so. "" (and no keys in meta) for every other report.
+    split: str = ""
+    split_note: str = ""
 
     def meta(self) -> dict:
         return {
@@ -757,6 +762,7 @@ class CalibrationReport:
             "model_id": self.model_id,
             "agent_version": self.agent_version,
             "computed_at": self.computed_at.isoformat(),
+            **({"split": self.split, "split_note": self.split_note} if self.split else {}),
         }
 
     def as_dict(self) -> dict:
@@ -783,6 +789,7 @@ class SegmentedReport:
     model_id: str
     computed_at: datetime
     segments: tuple[Segment, ...]
+    split_note: str = ""  # as CalibrationReport's: set when every segment measures the held-out split only
 
     def mean_kappas(self) -> dict[str, dict]:
         out: dict[str, dict] = {}
@@ -813,6 +820,7 @@ class SegmentedReport:
                 {"agent_version": s.agent_version, "criteria": [r.as_dict() for r in s.rows]} for s in self.segments
             ],
             "mean_kappa": self.mean_kappas(),
+            **({"split": "held_out", "split_note": self.split_note} if self.split_note else {}),
         }
 
 
@@ -855,6 +863,27 @@ def cached_rows(
     )
 
 
+def _only(df: pd.DataFrame, output_ids: frozenset[int] | None) -> pd.DataFrame:
+    """The rows of these outputs (all of them when None): a report restricted to a split."""
+    return df if output_ids is None else df[df["output"].isin(output_ids)]
+
+
+def rows_on_outputs(
+    *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, output_ids: frozenset[int]
+) -> list[CriterionReport]:
+    """The report's rows measured on these outputs only (one part of a gold split), whatever the judge's guidance."""
+    scope = data.Scope(eval_set, rubric_version)
+    criteria, policies = _criteria(rubric_version)
+    return cached_rows(
+        criteria=criteria,
+        labels=_only(data.load_labels(scope), output_ids),
+        adjudicated=_only(data.load_adjudicated(scope), output_ids),
+        verdicts=_only(data.load_verdicts(scope, judge_config), output_ids),
+        gating=gating_keys(rubric_version, judge_config),
+        gold_policies=policies,
+    )
+
+
 def calibration_report(
     *,
     eval_set: EvalSet,
@@ -866,15 +895,19 @@ def calibration_report(
     for the newest complete probe run and three more when there is one)."""
     scope = data.Scope(eval_set, rubric_version, agent_version)
     criteria, policies = _criteria(rubric_version)
+    restriction = report_restriction(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
+    only = restriction.output_ids if restriction else None
     rows = cached_rows(
         criteria=criteria,
-        labels=data.load_labels(scope),
-        adjudicated=data.load_adjudicated(scope),
-        verdicts=data.load_verdicts(scope, judge_config),
+        labels=_only(data.load_labels(scope), only),
+        adjudicated=_only(data.load_adjudicated(scope), only),
+        verdicts=_only(data.load_verdicts(scope, judge_config), only),
         gating=gating_keys(rubric_version, judge_config),
         gold_policies=policies,
     )
     return CalibrationReport(
+        split=restriction.part if restriction else "",
+        split_note=restriction.note if restriction else "",
         eval_set=eval_set.name,
         rubric_version=rubric_version.ref,
         judge_config=judge_config.name,
@@ -891,8 +924,10 @@ def segmented_report(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_
     """The report split by agent version: the frames are loaded once and cut in memory."""
     scope = data.Scope(eval_set, rubric_version)
     criteria, policies = _criteria(rubric_version)
-    labels, adjudicated = data.load_labels(scope), data.load_adjudicated(scope)
-    verdicts = data.load_verdicts(scope, judge_config)
+    restriction = report_restriction(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
+    only = restriction.output_ids if restriction else None
+    labels, adjudicated = _only(data.load_labels(scope), only), _only(data.load_adjudicated(scope), only)
+    verdicts = _only(data.load_verdicts(scope, judge_config), only)
     versions = data.load_agent_versions(scope)
     gating = gating_keys(rubric_version, judge_config)
     segments = []
@@ -919,6 +954,7 @@ def segmented_report(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_
         model_id=judge_config.model_id,
         computed_at=timezone.now(),
         segments=tuple(segments),
+        split_note=restriction.note if restriction else "",
     )
 
 

@@ -26,6 +26,7 @@ from evals.access import (
 )
 from evals.models import Criterion, EvalSet, Output, Role, RubricVersion
 from evals.record_fields import attachment_header
+from judging.gold_splits import record_look, split_for
 from judging.models import JudgeConfig
 from labeling.models import GoldDispute
 
@@ -145,7 +146,12 @@ def index(request: AuthenticatedHttpRequest) -> HttpResponse:
 @role_required(*STAFF_ROLES)
 def report_page(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
     es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
-    return render(request, "calibration/report.html", _report_context(request, es, rv, jc))
+    context = _report_context(request, es, rv, jc)
+    split = split_for(es, rv) if context["report"].split else None
+    if split is not None:
+        # A version with examples is shown its held-out figures here: that is a look, and it is counted.
+        record_look(split=split, by=request.user, configs=[jc], via="report page")
+    return render(request, "calibration/report.html", context)
 
 
 @role_required(*STAFF_ROLES)

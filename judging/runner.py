@@ -31,13 +31,15 @@ from celery import signature
 from django.db import DatabaseError, transaction
 
 from evals.models import EvalSet, Output, RubricVersion
+from evals.transcript import Transcript
 from evals.validators import UnknownName
 
-from . import run_status
+from . import cache, run_status
 from .backends import Misconfigured, api_key_for, config_refusal
 from .backends.instruments import validate_instruments
-from .lane import LANES_PER_RUN, work_lane
-from .models import JudgeConfig, JudgeRun, RunItem
+from .gold_splits import part_outputs, split_for
+from .lane import LANES_PER_RUN, request_for, work_lane
+from .models import GoldSplit, JudgeConfig, JudgeRun, RunItem
 from .prompt import TEMPLATE_VERSIONS
 
 log = logging.getLogger(__name__)
@@ -181,6 +183,84 @@ def plan_run(scope: Scope, output_ids: list[int], *, mode: str, started_by=None,
         run.total_items = len(items)
     log.info("judge run %s planned: %s items, %s verdicts expected", run.pk, run.total_items, run.expected_verdicts)
     return run
+
+
+# -- runs over one part of a gold split (improving a judge: docs/judging.md, "Improving a judge") ----------
+
+
+def split_outputs_in(scope: Scope, part: str) -> list[int]:
+    """The outputs in scope whose gold is in this part of the eval set's split; Misconfigured when there is
+    no split or nothing in that part."""
+    split = split_for(scope.eval_set, scope.rubric_version)
+    if split is None:
+        raise Misconfigured(
+            f"{scope.eval_set.name} has no gold split under {scope.rubric_version.ref} yet; start one "
+            "(judge_guidance split start) or derive a version with examples"
+        )
+    if part not in GoldSplit.PARTS:
+        raise Misconfigured(f"unknown split part {part!r}; the parts are {', '.join(GoldSplit.PARTS)}")
+    wanted = set(part_outputs(split, part))
+    ids = [pk for pk in outputs_in(scope).values_list("pk", flat=True) if pk in wanted]
+    if not ids:
+        raise Misconfigured(f"the {part} split of {scope.eval_set.name} has no outputs in this scope")
+    return ids
+
+
+def create_split_run(scope: Scope, *, part: str, mode: str, started_by=None, check_api_key: bool = True) -> JudgeRun:
+    """A run over the gold items of one part of the split only (the development split while improving)."""
+    check(scope, check_api_key=check_api_key)
+    ids = split_outputs_in(scope, part)
+    return plan_run(scope, ids, mode=mode, started_by=started_by, split_part=part)
+
+
+def start_split_run(scope: Scope, *, part: str, started_by=None, check_api_key: bool = True) -> JudgeRun:
+    run = create_split_run(
+        scope, part=part, mode=JudgeRun.Mode.CELERY, started_by=started_by, check_api_key=check_api_key
+    )
+    transaction.on_commit(lambda: enqueue_lanes(run.pk))
+    return run
+
+
+@dataclass(frozen=True)
+class CallCount:
+    """What a run of these outputs would cost before it starts: work items, how many the cache answers (free),
+    how many need no model (instruments only), and the model calls left (retries aside)."""
+
+    items: int
+    cached: int
+    instrument_only: int
+    calls: int
+
+
+def planned_calls(scope: Scope, output_ids: list[int]) -> CallCount:
+    """Count the model calls a run of these outputs would make: every item's request is built as a lane builds it
+    and looked up in the verdict cache (one query for all), so a cached request counts as free."""
+    config, rv = scope.judge_config, scope.rubric_version
+    criteria = list(rv.criteria.order_by("order"))
+    model_criteria = [c for c in criteria if c.key not in config.instruments]
+    groups = [[c] for c in criteria] if config.mode == JudgeConfig.Mode.PER_CRITERION else [criteria]
+    wanted: dict[str, list[str]] = {}
+    items = instrument_only = 0
+    outputs = outputs_in(scope).filter(pk__in=output_ids).select_related("case")
+    for output in outputs:
+        shown = Transcript.of(output)
+        for group in groups:
+            asked = [c for c in group if c in model_criteria]
+            items += config.samples
+            if not asked:
+                instrument_only += config.samples
+                continue
+            request = request_for(config, rv, asked, shown, reference=output.case.reference)
+            for sample in range(config.samples):
+                key = cache.cache_key(
+                    rubric_hash=rv.content_hash,
+                    config_hash=config.content_hash,
+                    request_hash=request.hash,
+                    sample=sample,
+                )
+                wanted[key] = [c.key for c in asked]
+    cached = len(cache.lookup(wanted, exclude_run=0))
+    return CallCount(items=items, cached=cached, instrument_only=instrument_only, calls=len(wanted) - cached)
 
 
 def start_run(scope: Scope, *, started_by=None, check_api_key: bool = True) -> JudgeRun:

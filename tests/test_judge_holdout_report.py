@@ -1,0 +1,163 @@
+"""The report, the gating mark and held-out looks of a judge version with examples (issue 23, items 2 and 5)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from calibration.approvals import ApprovalRefused, mark_gating
+from calibration.holdout_looks import look_at_held_out
+from calibration.models import GatingMark
+from calibration.report import calibration_report, segmented_report
+from calibration.report_files import to_json
+from evals.models import RubricVersion
+from judging.gold_splits import look_count, start_split
+from judging.guidance import derive_config
+from judging.models import JudgeConfig
+from tests.calibration_factories import add_verdict, make_run
+from tests.guidance_helpers import example, gold_set
+from tests.judging_helpers import make_judge
+
+pytestmark = pytest.mark.django_db
+
+# 12 outputs: next_step gold PASS on 6, FAIL on 6 (so each part gets 3 and 3: one stratum each of 6).
+GOLDS = [{"next_step": "PASS"}] * 6 + [{"next_step": "FAIL"}] * 6
+
+
+@pytest.fixture
+def world(lead):
+    eval_set, rubric, outputs = gold_set(GOLDS)
+    RubricVersion.objects.filter(pk=rubric.pk).update(status=RubricVersion.Status.APPROVED)
+    rubric.refresh_from_db()
+    split = start_split(eval_set=eval_set, rubric_version=rubric, by=lead, seed=3)
+    gold = {o.pk: g["next_step"] for o, g in zip(outputs, GOLDS, strict=True)}
+    dev = [o for o in outputs if o.pk in split.development]
+    v2 = derive_config(
+        base=make_judge(name="support-judge"),
+        guidance={
+            "rubric": rubric.ref,
+            "criteria": {"next_step": {"examples": [example(dev[0], gold[dev[0].pk])]}},
+        },
+        by=lead,
+    )
+    # v2 is right on every development item and says PASS on every held-out one: 3 false passes there.
+    run = make_run(eval_set, rubric, v2)
+    for o in outputs:
+        add_verdict(run, o, "next_step", gold[o.pk] if o.pk in split.development else "PASS")
+    return eval_set, rubric, split, v2, outputs, gold
+
+
+def test_the_report_of_a_version_with_examples_measures_the_held_out_split_only_and_says_so(world):
+    eval_set, rubric, split, v2, _, _ = world
+    report = calibration_report(eval_set=eval_set, rubric_version=rubric, judge_config=v2)
+    row = report.row("next_step")
+    # Worked by hand: held-out holds 3 PASS and 3 FAIL golds, v2 says PASS on all six.
+    assert (row.n, row.true_pass, row.false_pass, row.true_fail, row.false_fail) == (6, 3, 3, 0, 0)
+    assert report.split == "held_out"
+    assert "held-out split only (6 outputs)" in report.split_note
+    assert "held out: looked at 0 times" in report.split_note
+    exported = json.loads(to_json(report))
+    assert exported["split"] == "held_out" and "held-out split only" in exported["split_note"]
+    segmented = segmented_report(eval_set=eval_set, rubric_version=rubric, judge_config=v2).as_dict()
+    assert segmented["split"] == "held_out"
+    assert segmented["segments"][0]["criteria"][1]["n"] == 6
+
+
+def test_the_same_verdicts_under_a_judge_without_examples_are_measured_on_every_item(world):
+    # Negative control: no examples, no restriction, and no split keys in the report.
+    eval_set, rubric, split, _, outputs, gold = world
+    plain = make_judge(name="plain")
+    run = make_run(eval_set, rubric, plain)
+    for o in outputs:
+        add_verdict(run, o, "next_step", gold[o.pk] if o.pk in split.development else "PASS")
+    report = calibration_report(eval_set=eval_set, rubric_version=rubric, judge_config=plain)
+    assert (report.row("next_step").n, report.row("next_step").false_pass) == (12, 3)
+    assert report.split == "" and "split" not in json.loads(to_json(report))
+
+
+def test_a_mark_from_dev_examples_measured_on_held_out_is_allowed(world, lead):
+    eval_set, rubric, _, v2, _, _ = world
+    marks = mark_gating(
+        rubric_version=rubric,
+        judge_config=v2,
+        eval_set=eval_set,
+        keys=["next_step"],
+        by=lead,
+        reason="held-out figures read",
+        override=True,
+    )
+    assert marks[0].figures["split"] == "held_out" and marks[0].figures["n"] == 6
+
+
+def test_a_mark_whose_examples_are_among_the_measured_items_is_refused(world, lead):
+    eval_set, rubric, split, v2, outputs, gold = world
+    # Written around derive_config (say, in the admin): an example from a held-out output.
+    held = next(o for o in outputs if o.pk in split.held_out)
+    guidance = {
+        "next_step": {"instructions": "", "examples": [{**example(held, gold[held.pk]), "eval_set": eval_set.name}]}
+    }
+    sneaky = JudgeConfig.objects.create(
+        name="sneaky", backend="openai", model_id="m", guidance=guidance, guidance_rubric_version=rubric
+    )
+    with pytest.raises(ApprovalRefused, match=rf"sneaky's examples came from output\(s\) {held.pk} of {eval_set.name}"):
+        mark_gating(
+            rubric_version=rubric,
+            judge_config=sneaky,
+            eval_set=eval_set,
+            keys=["next_step"],
+            by=lead,
+            reason="r",
+            override=True,
+        )
+    assert not GatingMark.objects.exists()
+
+
+def test_examples_from_an_eval_set_without_a_split_there_are_refused_too(lead):
+    # The examples name outputs of an eval set that has no split under this rubric version: measured on all of it.
+    eval_set, rubric, outputs = gold_set(GOLDS)
+    RubricVersion.objects.filter(pk=rubric.pk).update(status=RubricVersion.Status.APPROVED)
+    rubric.refresh_from_db()
+    guidance = {
+        "next_step": {"instructions": "", "examples": [{**example(outputs[0], "PASS"), "eval_set": eval_set.name}]}
+    }
+    config = JudgeConfig.objects.create(
+        name="nosplit", backend="openai", model_id="m", guidance=guidance, guidance_rubric_version=rubric
+    )
+    with pytest.raises(ApprovalRefused, match="which this calibration measures it on"):
+        mark_gating(
+            rubric_version=rubric,
+            judge_config=config,
+            eval_set=eval_set,
+            keys=["next_step"],
+            by=lead,
+            reason="r",
+            override=True,
+        )
+
+
+def test_held_out_figures_on_request_are_counted_looks(world, lead):
+    eval_set, rubric, split, v2, _, _ = world
+    base = v2.derived_from
+    rows, looks = look_at_held_out(split=split, configs=[base, v2], by=lead, via="command")
+    assert looks == 1 and look_count(split) == 1
+    assert [r.n for r in rows["support-judge-v2"] if r.criterion == "next_step"] == [6]
+    _, looks = look_at_held_out(split=split, configs=[v2], by=None, via="api")
+    assert looks == 2
+    assert (
+        "held out: looked at 2 times"
+        in calibration_report(eval_set=eval_set, rubric_version=rubric, judge_config=v2).split_note
+    )
+
+
+def test_the_report_page_says_held_out_only_and_counts_the_look(world, client, lead):
+    eval_set, rubric, split, v2, _, _ = world
+    client.force_login(lead)
+    page = client.get(reverse("calibration:report", args=[eval_set.pk, rubric.pk, v2.pk]))
+    assert page.status_code == 200
+    assert 'id="split-note"' in page.content.decode() and "held-out split only (6 outputs)" in page.content.decode()
+    assert look_count(split) == 1
+    plain = make_judge(name="plain")
+    page = client.get(reverse("calibration:report", args=[eval_set.pk, rubric.pk, plain.pk]))
+    assert 'id="split-note"' not in page.content.decode() and look_count(split) == 1
