@@ -17,6 +17,21 @@ urlpatterns = [
     path(REPORT + "<slug:key>/<slug:cell>/dispute", decision_views.dispute_gold, name="dispute_gold"),
     path("compare/", views.compare, name="compare"),
     path("workbench/compare/", workbench_views.version_compare, name="version_compare"),
+    path(
+        "workbench/<int:judge>/<int:eval_set>/<int:rubric_version>/",
+        workbench_views.workbench_version,
+        name="workbench_version",
+    ),
+    path(
+        "workbench/<int:judge>/<int:eval_set>/<int:rubric_version>/run/<slug:part>",
+        workbench_views.workbench_run,
+        name="workbench_run",
+    ),
+    path(
+        "workbench/<int:judge>/<int:eval_set>/<int:rubric_version>/edit/<slug:key>/",
+        workbench_views.guidance_edit,
+        name="guidance_edit",
+    ),
     path("workbench/compare/held-out", workbench_views.version_compare_held_out, name="version_compare_held_out"),
     path("rubric/<int:rubric_version>/approve", views.approve_rubric, name="approve_rubric"),
     path("gating/<int:mark>/revoke", views.revoke_gating_view, name="revoke_gating"),

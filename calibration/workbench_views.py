@@ -9,6 +9,7 @@ version_comparison, render.
 from __future__ import annotations
 
 from django.contrib import messages
+from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -17,9 +18,11 @@ from django.views.decorators.http import require_POST
 
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
 from evals.models import Criterion, EvalSet, Role, RubricVersion
-from judging.gold_splits import SplitRefused, part_outputs, record_look, split_for, start_split
+from judging import runner
+from judging.backends import Misconfigured
+from judging.gold_splits import SplitRefused, look_count, part_outputs, record_look, split_for, start_split
 from judging.guidance import GuidanceRefused, derive_config
-from judging.models import GoldSplit, JudgeConfig
+from judging.models import GoldSplit, JudgeConfig, JudgeRun
 
 from .forms import ExampleFormSet, GuidanceForm, VersionCompareForm
 from .guidance_editor import EXAMPLE_FIELDS, document, document_examples, edited_guidance, guidance_diff
@@ -193,3 +196,62 @@ def guidance_edit(request: AuthenticatedHttpRequest, judge: int, eval_set: int, 
         )
     messages.success(request, f"Saved as {version.name}; {base.name} is unchanged.")
     return redirect(reverse("calibration:workbench_version", args=[version.pk, es.pk, rv.pk]))
+
+
+# -- a version's workbench: its diff, a re-run on development, the comparison, promotion ---------------------
+
+
+def _version_objects(judge: int, eval_set: int, rubric_version: int):
+    version = get_object_or_404(JudgeConfig.objects.select_related("derived_from"), pk=judge)
+    es = get_object_or_404(EvalSet, pk=eval_set)
+    rv = get_object_or_404(RubricVersion.objects.select_related("rubric"), pk=rubric_version)
+    return version, es, rv
+
+
+def _version_page(request, version, es, rv, *, error: str = "", status: int = 200) -> HttpResponse:
+    split = split_for(es, rv)
+    development = part_outputs(split, GoldSplit.DEVELOPMENT) if split else []
+    scope = runner.Scope(es, rv, version)
+    runs = JudgeRun.objects.filter(eval_set=es, rubric_version=rv, judge_config=version).exclude(split_part="")
+    context = {
+        "version": version,
+        "es": es,
+        "rv": rv,
+        "split": split,
+        "looks": look_count(split) if split else 0,
+        "criteria": rv.criteria.order_by("order", "id"),
+        "diff": guidance_diff(version.derived_from, version.guidance, version.name),
+        "calls": runner.planned_calls(scope, development) if development else None,
+        "development": len(development),
+        "runs": list(runs.order_by("-pk")[:5]),
+        "is_lead": has_role(request.user, Role.LEAD),
+        "error": error,
+    }
+    return render(request, "calibration/workbench_version.html", context, status=status)
+
+
+@never_cache
+@role_required(*STAFF_ROLES)
+def workbench_version(request: AuthenticatedHttpRequest, judge: int, eval_set: int, rubric_version: int):
+    return _version_page(request, *_version_objects(judge, eval_set, rubric_version))
+
+
+@never_cache
+@require_POST
+@role_required(Role.LEAD)
+def workbench_run(request: AuthenticatedHttpRequest, judge: int, eval_set: int, rubric_version: int, part: str):
+    """Re-run a version on the development split, or promote it: run it on the held-out split, one look."""
+    version, es, rv = _version_objects(judge, eval_set, rubric_version)
+    split = split_for(es, rv)
+    if part not in GoldSplit.PARTS or split is None:
+        return _version_page(
+            request, version, es, rv, error="Fix the split first (open the guidance editor).", status=422
+        )
+    try:
+        with transaction.atomic():
+            if part == GoldSplit.HELD_OUT:
+                record_look(split=split, by=request.user, configs=[version], via="page: promote")
+            run = runner.start_split_run(runner.Scope(es, rv, version), part=part, started_by=request.user)
+    except Misconfigured as exc:
+        return _version_page(request, version, es, rv, error=f"Not started: {exc}", status=422)
+    return redirect(reverse("judging:run", args=[run.pk]))
