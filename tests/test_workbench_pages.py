@@ -215,3 +215,17 @@ def test_reviewers_read_the_version_page_but_cannot_run(client, world, split, v2
     client.force_login(annotator)
     assert client.get(version_url(v2, es, rv)).status_code == 403
     assert not HoldoutLook.objects.exists()
+
+
+def test_the_report_of_a_model_judge_links_leads_to_its_workbench(client, world, lead, reviewer):
+    es, rv, base, _ = world
+    report = reverse("calibration:report", args=[es.pk, rv.pk, base.pk])
+    client.force_login(lead)
+    assert version_url(base, es, rv) in client.get(report).content.decode()
+    client.force_login(reviewer)
+    assert version_url(base, es, rv) not in client.get(report).content.decode()
+    # Negative control: an imported judge has no prompt to improve.
+    imported = make_judge(name="imported", backend="imported")
+    client.force_login(lead)
+    page = client.get(reverse("calibration:report", args=[es.pk, rv.pk, imported.pk])).content.decode()
+    assert "Improve this judge" not in page
