@@ -8,6 +8,8 @@ version_comparison, render.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.contrib import messages
 from django.db import transaction
 from django.http import HttpResponse
@@ -27,7 +29,7 @@ from judging.models import GoldSplit, JudgeConfig, JudgeRun
 from .forms import ExampleFormSet, GuidanceForm, VersionCompareForm
 from .guidance_editor import EXAMPLE_FIELDS, document, document_examples, edited_guidance, guidance_diff
 from .judge_compare import DELTA_REPLICATES
-from .suggested_examples import suggest_examples
+from .suggested_examples import Suggestions, suggest_examples
 from .version_comparison import compare_versions, comparison_scope
 
 TEMPLATE = "calibration/version_compare.html"
@@ -81,121 +83,93 @@ def _posted_examples(formset) -> list[dict]:
     ]
 
 
-def _editor(
-    request,
-    base,
-    es,
-    rv,
-    criterion,
-    *,
-    instructions: str,
-    examples: list[dict],
-    form=None,
-    formset=None,
-    error: str = "",
-    status: int = 200,
-) -> HttpResponse:
-    split = split_for(es, rv)
+@dataclass(frozen=True)
+class _Target:
+    """What the editor edits: one criterion's guidance of a judge version, for one eval set's gold."""
+
+    base: JudgeConfig
+    es: EvalSet
+    rv: RubricVersion
+    criterion: Criterion
+
+
+def _target(judge: int, eval_set: int, rubric_version: int, key: str) -> _Target:
+    rv = get_object_or_404(RubricVersion.objects.select_related("rubric"), pk=rubric_version)
+    return _Target(
+        get_object_or_404(JudgeConfig.objects.select_related("guidance_rubric_version"), pk=judge),
+        get_object_or_404(EvalSet, pk=eval_set),
+        rv,
+        get_object_or_404(Criterion, rubric_version=rv, key=key),
+    )
+
+
+def _suggestions(t: _Target, split: GoldSplit | None) -> Suggestions | None:
+    """Suggested examples from the development split (none before a split is fixed)."""
+    if split is None:
+        return None
+    development = part_outputs(split, GoldSplit.DEVELOPMENT)
+    return suggest_examples(
+        eval_set=t.es, rubric_version=t.rv, judge_config=t.base, criterion=t.criterion, outputs=development
+    )
+
+
+def _editor(request, t: _Target, instructions: str, examples: list[dict], **bound) -> HttpResponse:
+    """The editor page; `bound`: the posted form and formset, an error from derive_config, the status."""
+    split = split_for(t.es, t.rv)
+    suggestions = _suggestions(t, split)
     chosen = {int(e["output_id"]) for e in examples}
-    suggestions = None
-    if split is not None:
-        suggestions = suggest_examples(
-            eval_set=es,
-            rubric_version=rv,
-            judge_config=base,
-            criterion=criterion,
-            outputs=part_outputs(split, GoldSplit.DEVELOPMENT),
-        )
+    proposed = edited_guidance(t.base, t.criterion.key, instructions, examples)
     context = {
-        "base": base,
-        "es": es,
-        "rv": rv,
-        "criterion": criterion,
+        "base": t.base,
+        "es": t.es,
+        "rv": t.rv,
+        "criterion": t.criterion,
         "split": split,
-        "form": form or GuidanceForm(initial={"instructions": instructions}),
-        "formset": formset or ExampleFormSet(initial=examples),
+        "form": bound.get("form") or GuidanceForm(initial={"instructions": instructions}),
+        "formset": bound.get("formset") or ExampleFormSet(initial=examples),
         "suggestions": [x for x in suggestions.items if x.output.pk not in chosen] if suggestions else [],
         "suggested": suggestions,
-        "diff": guidance_diff(base, edited_guidance(base, criterion.key, instructions, examples), "(this edit)"),
-        "error": error,
+        "diff": guidance_diff(t.base, proposed, "(this edit)"),
+        "error": bound.get("error", ""),
     }
-    return render(request, "calibration/guidance_edit.html", context, status=status)
-
-
-def _editor_objects(judge: int, eval_set: int, rubric_version: int, key: str):
-    base = get_object_or_404(JudgeConfig.objects.select_related("guidance_rubric_version"), pk=judge)
-    es = get_object_or_404(EvalSet, pk=eval_set)
-    rv = get_object_or_404(RubricVersion.objects.select_related("rubric"), pk=rubric_version)
-    return base, es, rv, get_object_or_404(Criterion, rubric_version=rv, key=key)
+    return render(request, "calibration/guidance_edit.html", context, status=bound.get("status", 200))
 
 
 @never_cache
 @role_required(Role.LEAD)
 def guidance_edit(request: AuthenticatedHttpRequest, judge: int, eval_set: int, rubric_version: int, key: str):
     """Edit one criterion's guidance of a judge version; saving derives a new version (the base never changes)."""
-    base, es, rv, criterion = _editor_objects(judge, eval_set, rubric_version, key)
-    stored = base.guidance.get(key, {})
+    t = _target(judge, eval_set, rubric_version, key)
+    stored = t.base.guidance.get(key, {})
+    stored_examples = document_examples(stored.get("examples", []))
     if request.method != "POST":
-        examples = document_examples(stored.get("examples", []))
-        return _editor(request, base, es, rv, criterion, instructions=stored.get("instructions", ""), examples=examples)
+        return _editor(request, t, stored.get("instructions", ""), stored_examples)
     action = request.POST.get("action", "")
     if action == "start":
         try:
-            start_split(eval_set=es, rubric_version=rv, by=request.user)
+            start_split(eval_set=t.es, rubric_version=t.rv, by=request.user)
         except SplitRefused as exc:
             messages.error(request, f"No split: {exc}")
         return redirect(request.path)
     form, formset = GuidanceForm(request.POST), ExampleFormSet(request.POST)
     if not (form.is_valid() and formset.is_valid()):
-        examples = document_examples(stored.get("examples", []))
-        return _editor(
-            request,
-            base,
-            es,
-            rv,
-            criterion,
-            instructions=stored.get("instructions", ""),
-            examples=examples,
-            form=form,
-            formset=formset,
-            status=422,
-        )
+        stored_instructions = stored.get("instructions", "")
+        return _editor(request, t, stored_instructions, stored_examples, form=form, formset=formset, status=422)
     instructions, examples = form.cleaned_data["instructions"], _posted_examples(formset)
     if action.startswith("add:"):
-        split = split_for(es, rv)
+        found = _suggestions(t, split_for(t.es, t.rv))
         wanted = action.removeprefix("add:")
-        found = suggest_examples(
-            eval_set=es,
-            rubric_version=rv,
-            judge_config=base,
-            criterion=criterion,
-            outputs=part_outputs(split, GoldSplit.DEVELOPMENT) if split else [],
-        )
-        examples += [x.as_example() for x in found.items if str(x.output.pk) == wanted]
-        return _editor(request, base, es, rv, criterion, instructions=instructions, examples=examples)
+        examples += [x.as_example() for x in (found.items if found else []) if str(x.output.pk) == wanted]
+        return _editor(request, t, instructions, examples)
     if action != "save":  # "preview": the diff of what is in the form
-        return _editor(
-            request, base, es, rv, criterion, instructions=instructions, examples=examples, form=form, formset=formset
-        )
-    guidance = edited_guidance(base, key, instructions, examples)
+        return _editor(request, t, instructions, examples, form=form, formset=formset)
+    guidance = document(t.rv, edited_guidance(t.base, key, instructions, examples))
     try:
-        version = derive_config(base=base, guidance=document(rv, guidance), by=request.user, rubric_version=rv)
+        version = derive_config(base=t.base, guidance=guidance, by=request.user, rubric_version=t.rv)
     except GuidanceRefused as exc:
-        return _editor(
-            request,
-            base,
-            es,
-            rv,
-            criterion,
-            instructions=instructions,
-            examples=examples,
-            form=form,
-            formset=formset,
-            error=str(exc),
-            status=422,
-        )
-    messages.success(request, f"Saved as {version.name}; {base.name} is unchanged.")
-    return redirect(reverse("calibration:workbench_version", args=[version.pk, es.pk, rv.pk]))
+        return _editor(request, t, instructions, examples, form=form, formset=formset, error=str(exc), status=422)
+    messages.success(request, f"Saved as {version.name}; {t.base.name} is unchanged.")
+    return redirect(reverse("calibration:workbench_version", args=[version.pk, t.es.pk, t.rv.pk]))
 
 
 # -- a version's workbench: its diff, a re-run on development, the comparison, promotion ---------------------

@@ -139,41 +139,34 @@ def test_no_compared_item_gives_no_figures():
     assert c.n == 0 and c.a.kappa is None and c.delta_kappa is None and c.delta_kappa_ci is None
 
 
+def simulate(seed: int, runs: int, error_a: float, error_b: float, n: int = 150):
+    """Comparisons of two judges that err independently on each item with these rates (gold 40% PASS)."""
+    rng = np.random.default_rng(seed)
+    other = {P: F, F: P}
+    for _ in range(runs):
+        gold = np.where(rng.random(n) < 0.4, P, F)
+        a = np.array([other[g] if rng.random() < error_a else g for g in gold], dtype=object)
+        b = np.array([other[g] if rng.random() < error_b else g for g in gold], dtype=object)
+        yield compare_judges(frame(list(zip(range(n), gold, a, b, strict=True))), replicates=500)
+
+
 def test_by_simulation_the_interval_covers_the_true_delta_of_two_equally_good_judges():
     # Known truth: A and B err independently with the same rates, so their population kappas are equal
     # and the true delta is 0. About 95% of intervals should hold 0, and McNemar should reject at 5% at most
     # about 5% of the time (the exact test is conservative).
-    rng = np.random.default_rng(7)
-    covered = rejected = 0
-    runs, n = 200, 150
-    for _ in range(runs):
-        gold = np.where(rng.random(n) < 0.4, P, F)
-        flip_a, flip_b = rng.random(n) < 0.15, rng.random(n) < 0.15
-        other = {P: F, F: P}
-        a = np.array([other[g] if f else g for g, f in zip(gold, flip_a, strict=True)], dtype=object)
-        b = np.array([other[g] if f else g for g, f in zip(gold, flip_b, strict=True)], dtype=object)
-        c = compare_judges(frame(list(zip(range(n), gold, a, b, strict=True))), replicates=500)
-        covered += c.delta_kappa_ci[0] <= 0.0 <= c.delta_kappa_ci[1]
-        rejected += c.mcnemar.p_value < 0.05
-    assert 0.88 <= covered / runs <= 1.0
-    assert rejected / runs <= 0.09
+    results = list(simulate(7, 200, 0.15, 0.15))
+    covered = sum(c.delta_kappa_ci[0] <= 0.0 <= c.delta_kappa_ci[1] for c in results)
+    rejected = sum(c.mcnemar.p_value < 0.05 for c in results)
+    assert 0.88 <= covered / len(results) <= 1.0
+    assert rejected / len(results) <= 0.09
 
 
 def test_by_simulation_a_much_better_version_is_told_apart():
     # Negative control for the one above: B errs on 5% of items, A on 30%: intervals sit above 0 and
     # McNemar rejects nearly always.
-    rng = np.random.default_rng(8)
-    above = rejected = 0
-    runs, n = 50, 150
-    for _ in range(runs):
-        gold = np.where(rng.random(n) < 0.4, P, F)
-        other = {P: F, F: P}
-        a = np.array([other[g] if rng.random() < 0.30 else g for g in gold], dtype=object)
-        b = np.array([other[g] if rng.random() < 0.05 else g for g in gold], dtype=object)
-        c = compare_judges(frame(list(zip(range(n), gold, a, b, strict=True))), replicates=500)
-        above += c.delta_kappa_ci[0] > 0
-        rejected += c.mcnemar.p_value < 0.05
-    assert above / runs >= 0.95 and rejected / runs >= 0.95
+    results = list(simulate(8, 50, 0.30, 0.05))
+    assert sum(c.delta_kappa_ci[0] > 0 for c in results) / len(results) >= 0.95
+    assert sum(c.mcnemar.p_value < 0.05 for c in results) / len(results) >= 0.95
 
 
 def test_wilson_reference():
