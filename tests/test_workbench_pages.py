@@ -229,3 +229,14 @@ def test_the_report_of_a_model_judge_links_leads_to_its_workbench(client, world,
     client.force_login(lead)
     page = client.get(reverse("calibration:report", args=[es.pk, rv.pk, imported.pk])).content.decode()
     assert "Improve this judge" not in page
+
+
+def test_the_editor_and_the_version_page_run_a_bounded_number_of_queries(
+    client, world, split, v2, lead, django_assert_max_num_queries
+):
+    es, rv, base, outputs = world
+    client.force_login(lead)
+    with django_assert_max_num_queries(30):
+        assert client.get(edit_url(base, es, rv)).status_code == 200
+    with django_assert_max_num_queries(30):
+        assert client.get(version_url(v2, es, rv)).status_code == 200
