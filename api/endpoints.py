@@ -28,9 +28,10 @@ from calibration.models import GateResult
 from calibration.policy import PolicyRefused, Tightening
 from calibration.report import calibration_report, segmented_report
 from calibration.report_files import to_json
+from evals.access import has_role
 from evals.json_body import BodyRefused, check_query, parse_json_body, schema_problems
 from evals.lookup import eval_set_named
-from evals.models import EvalSet, RubricVersion
+from evals.models import EvalSet, Output, Role, RubricVersion, User
 from evals.problems import Problem
 from evals.validators import RUBRIC_REF_PATTERN, UnknownName
 from formats.case_import import import_cases
@@ -38,6 +39,8 @@ from formats.inspect_scores import ScoreMapping
 from formats.verdicts import import_verdicts
 from judging import runner
 from judging.backends import Misconfigured
+from judging.gold_splits import describe, split_for
+from judging.guidance import GuidanceRefused, as_document, derive_config
 from judging.judge_lookup import judge_named
 from judging.models import JudgeConfig, JudgeRun
 from judging.run_progress import Progress, progress_of
@@ -47,7 +50,19 @@ from .auth import NO_TOKEN, ApiError, TokenAuth, TokenHttpRequest, check_judge, 
 from .models import TokenScope as Scope
 from .models import VerdictPush
 from .pushes import body_source, run_import
-from .schemas import ErrorOut, GateIn, GateOut, ProgressOut, PushOut, RecordsIn, ReportOut, RunIn
+from .schemas import (
+    DeriveIn,
+    ErrorOut,
+    GateIn,
+    GateOut,
+    GuidanceOut,
+    ProgressOut,
+    PushOut,
+    RecordsIn,
+    ReportOut,
+    RunIn,
+    SplitOut,
+)
 
 # Swagger UI's stylesheet draws its icons as data: SVG images; the site's policy allows images from 'self' only.
 # An image cannot run anything, so the docs page alone may also show data: images (scripts stay 'self' only).
@@ -104,6 +119,7 @@ api = IcewaterApi(
     parser=BodyParser(),
 )
 PUSH, JUDGE, REPORT, GATE = (TokenAuth(s) for s in (Scope.PUSH, Scope.JUDGE, Scope.REPORT, Scope.GATE))
+GUIDANCE = TokenAuth(Scope.GUIDANCE)
 # Names in query parameters: never empty (the schema says so, as the server does), at most a name's length.
 EvalSetName = Annotated[str, Field(min_length=1, max_length=200)]
 RubricRef = Annotated[str, Field(min_length=3, max_length=310, pattern=RUBRIC_REF_PATTERN, description="NAME@VERSION")]
@@ -337,6 +353,79 @@ def report(
         else calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=agent_version)
     )
     return HttpResponse(to_json(built), content_type="application/json")
+
+
+# -- judge guidance and gold splits (docs/judging.md, "Improving a judge") -----------------------------------
+
+
+def _token_lead(request: TokenHttpRequest) -> User:
+    """The lead a guidance token acts for: who made it, while still an active lead."""
+    lead = request.auth.created_by
+    if not has_role(lead, Role.LEAD):
+        raise ApiError(403, "the lead who made this token is no longer an active lead; ask a lead for a new token")
+    return lead
+
+
+def _check_guidance_scope(request: TokenHttpRequest, config: JudgeConfig) -> None:
+    """A config's guidance is within the token's scope when it speaks of the token's rubric version and its
+    examples come from eval sets the token covers; a config without guidance is readable by any guidance token."""
+    if config.guidance_rubric_version is not None:
+        _check_rubric(request, config.guidance_rubric_version.ref)
+        for name in sorted({e.get("eval_set", "") for g in config.guidance.values() for e in g.get("examples", [])}):
+            check_scope(request, eval_set=name)
+
+
+def _check_rubric(request: TokenHttpRequest, ref: str) -> None:
+    if ref != request.auth.rubric_version.ref:
+        raise ApiError(403, f"this token is for {request.auth.rubric_version.ref} only, not {ref!r}")
+
+
+@api.get("/judge-guidance", auth=GUIDANCE, response={200: GuidanceOut, **ERRORS})
+def read_guidance(request: TokenHttpRequest, judge: JudgeName):
+    """A judge config's guidance (notes and examples per criterion), its version and what it was derived from."""
+    try:
+        config = judge_named(judge, say_known=False)
+    except UnknownName as exc:
+        raise ApiError(404, str(exc)) from None
+    _check_guidance_scope(request, config)
+    return JsonResponse(as_document(config))
+
+
+@api.post("/judge-guidance", auth=GUIDANCE, response={201: GuidanceOut, **ERRORS})
+def derive_guidance(request: TokenHttpRequest, payload: DeriveIn):
+    """A new version of a judge config with this guidance; the base is unchanged. Refused, nothing written, when
+    an example is not a verbatim excerpt of its output, is not the gold, or comes from the held-out split."""
+    _check_rubric(request, payload.rubric)
+    lead = _token_lead(request)
+    try:
+        base = judge_named(payload.judge, say_known=False)
+    except UnknownName as exc:
+        raise ApiError(404, str(exc)) from None
+    _check_guidance_scope(request, base)
+    document = payload.model_dump()
+    ids = {e["output_id"] for c in document["criteria"].values() for e in c["examples"]}
+    for name in sorted(set(Output.objects.filter(pk__in=ids).values_list("case__eval_set__name", flat=True))):
+        check_scope(request, eval_set=name)
+    del document["judge"]
+    try:
+        config = derive_config(base=base, guidance=document, by=lead)
+    except GuidanceRefused as exc:
+        raise ApiError(400, f"{exc}; nothing was written") from None
+    return JsonResponse(as_document(config), status=201)
+
+
+@api.get("/gold-split", auth=GUIDANCE, response={200: SplitOut, **ERRORS})
+def read_split(request: TokenHttpRequest, eval_set: EvalSetName, rubric: RubricRef):
+    """The development and held-out split of an eval set's gold (output ids; figures are never here)."""
+    check_scope(request, eval_set=eval_set, rubric=rubric)
+    try:
+        es, rv = eval_set_named(eval_set, say_known=False), RubricVersion.objects.by_ref(rubric, say_known=False)
+    except UnknownName as exc:
+        raise ApiError(404, str(exc)) from None
+    split = split_for(es, rv)
+    if split is None:
+        raise ApiError(404, f"{eval_set} has no gold split under {rubric} yet")
+    return JsonResponse(describe(split))
 
 
 def _unknown_name(outcome: GateOutcome) -> bool:

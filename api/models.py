@@ -28,6 +28,8 @@ class TokenScope(models.TextChoices):
     PUSH = "push", "Push outputs and verdicts"
     JUDGE = "judge", "Start judge runs and read their progress"
     REPORT = "report", "Read calibration reports"
+    # Acts for the lead who made the token (who must still be an active lead): judge_guidance over HTTP.
+    GUIDANCE = "guidance", "Read and derive judge guidance, read gold splits (as its lead)"
 
 
 def gate_scope_only() -> list[str]:

@@ -135,6 +135,10 @@ class ReportOut(Schema):
     by: str | None = Field(default=None, description="agent_version, when asked for")
     segments: list[dict] | None = Field(default=None, description="with by: one report per agent version")
     mean_kappa: dict[str, dict] | None = Field(default=None, description="with by: per criterion")
+    split: str | None = Field(
+        default=None, description="held_out when the judge's examples came from this eval set: figures on it only"
+    )
+    split_note: str | None = Field(default=None, description="what the split means here, with the looks so far")
 
 
 class GateCriterionOut(Schema):
@@ -190,3 +194,58 @@ class GateOut(Schema):
     gating_count: int
     criteria: list[GateCriterionOut]
     provenance: list[VerdictSourceOut]
+
+
+class GuidanceExampleIn(Schema):
+    """One few-shot example: an excerpt of a development-split output, the gold outcome, a quote from the excerpt."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    output_id: int = Field(gt=0, description="the output the excerpt is cut from")
+    input: str = Field("", max_length=4000, description="an excerpt of the case input (verbatim)")
+    response: str = Field(min_length=1, max_length=4000, description="an excerpt of the response (verbatim)")
+    outcome: str = Field(pattern="^(PASS|FAIL)$", description="the people's gold for this criterion")
+    quote: str = Field(min_length=1, max_length=500, description="verbatim in the excerpt: what decides it")
+
+
+class CriterionGuidanceIn(Schema):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    instructions: str = Field("", max_length=4000, description="notes for the judge only, never the rubric")
+    examples: list[GuidanceExampleIn] = Field(default_factory=list, max_length=8)
+
+
+class DeriveIn(Schema):
+    """A new version of `judge` with this guidance (docs/judging.md, "Improving a judge")."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    judge: str = Field(min_length=1, max_length=200, description="the version to derive from")
+    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF_PATTERN, description="NAME@VERSION")
+    criteria: dict[str, CriterionGuidanceIn] = Field(description="criterion key -> its guidance")
+
+
+class GuidanceOut(Schema):
+    """A judge config's guidance and where it stands among its versions."""
+
+    judge: str
+    family: str
+    version: int
+    derived_from: str | None
+    content_hash: str
+    rubric: str | None = Field(description="the rubric version the guidance speaks of")
+    criteria: dict[str, dict] = Field(description="criterion key -> instructions, examples (with split, eval_set)")
+
+
+class SplitOut(Schema):
+    """The development and held-out split of an eval set's gold under a rubric version (ids, no figures)."""
+
+    eval_set: str
+    rubric_version: str
+    seed: int
+    fixed_at: str = Field(description="ISO 8601")
+    fixed_by: str | None
+    development: list[int]
+    held_out: list[int]
+    later_gold: list[int] = Field(description="outputs whose gold came after the split was fixed, dealt by the seed")
+    held_out_looks: int

@@ -42,6 +42,7 @@ def token_examples(*, token: GateToken, secret: str, base_url: str) -> list[Exam
     report_url = shlex.quote(
         f"{base_url}/api/calibration-report?{urlencode({'eval_set': eval_set, 'rubric': rubric, 'judge': judge})}"
     )
+    guidance_url = shlex.quote(f"{base_url}/api/judge-guidance?{urlencode({'judge': judge})}")
     outputs_url = shlex.quote(f"{base_url}/api/outputs?{urlencode({'eval_set': eval_set})}")
     json_body = "-H 'Content-Type: application/json'"
     commands = {
@@ -59,8 +60,9 @@ def token_examples(*, token: GateToken, secret: str, base_url: str) -> list[Exam
             f"curl -X POST {base_url}/api/judge-runs \\\n  {auth} {json_body} \\\n  -d {ask}",
         ),
         TokenScope.REPORT: ("Read the calibration report:", f"curl {report_url} \\\n  {auth}"),
+        TokenScope.GUIDANCE: ("Read the judge's guidance:", f"curl {guidance_url} \\\n  {auth}"),
     }
-    order = [TokenScope.PUSH, TokenScope.JUDGE, TokenScope.REPORT, TokenScope.GATE]
+    order = [TokenScope.PUSH, TokenScope.JUDGE, TokenScope.REPORT, TokenScope.GATE, TokenScope.GUIDANCE]
     return [Example(str(scope), *commands[scope]) for scope in order if scope in token.scopes]
 
 

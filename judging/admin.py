@@ -3,15 +3,17 @@ from __future__ import annotations
 from django.contrib import admin
 
 from .forms import JudgeConfigForm
-from .models import JudgeConfig, JudgeRun, ProbedOutput, ProbeRun, RunItem, Verdict
+from .models import GoldSplit, HoldoutLook, JudgeConfig, JudgeRun, ProbedOutput, ProbeRun, RunItem, Verdict
 
 
 @admin.register(JudgeConfig)
 class JudgeConfigAdmin(admin.ModelAdmin):
     # The lead's form, so the admin checks what the page and add_judge check (the key and host allowlists too).
     form = JudgeConfigForm
-    list_display = ("name", "backend", "model_id", "mode", "samples", "content_hash")
-    readonly_fields = ("content_hash",)
+    list_display = ("name", "version", "backend", "model_id", "mode", "samples", "content_hash")
+    # Guidance and its lineage are written only by judging/guidance.py's derive_config (its checks, its split):
+    # shown here, never edited.
+    readonly_fields = ("content_hash", "family", "version", "derived_from", "guidance_rubric_version", "guidance")
 
     def save_model(self, request, obj, form, change):
         if not change:
@@ -64,3 +66,20 @@ class ProbeRunAdmin(ReadOnlyAdmin):
 @admin.register(ProbedOutput)
 class ProbedOutputAdmin(ReadOnlyAdmin):
     list_display = ("id", "run", "output")
+
+
+class EvidenceAdmin(ReadOnlyAdmin):
+    """Gold splits and held-out looks are evidence of how a judge was measured: fixed once, never edited."""
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(GoldSplit)
+class GoldSplitAdmin(EvidenceAdmin):
+    list_display = ("id", "eval_set", "rubric_version", "seed", "created_by", "created_at")
+
+
+@admin.register(HoldoutLook)
+class HoldoutLookAdmin(EvidenceAdmin):
+    list_display = ("id", "split", "looked_by", "looked_at", "via")

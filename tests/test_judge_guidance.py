@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
+from evals.models import User
 from judging import cache, runner
 from judging.gold_splits import start_split
 from judging.guidance import GuidanceRefused, derive_config
@@ -13,6 +15,7 @@ from tests.calibration_factories import make_run
 from tests.factories import make_rubric_version, make_user
 from tests.guidance_helpers import example, gold_set
 from tests.judging_helpers import judge_in_process, make_judge
+from workspace.lead_permissions import sync_lead_group
 
 pytestmark = pytest.mark.django_db
 
@@ -221,3 +224,19 @@ def test_only_a_lead_makes_a_version_even_a_superuser_counts_as_one(setup):
     admin.save()
     v2 = derive_config(base=base, guidance=doc(rubric, next_step={"instructions": "x"}), by=admin)
     assert v2.created_by == admin
+
+
+def test_the_admin_shows_guidance_and_splits_but_never_edits_them(setup, client):
+    _, rubric, _, _, base = setup
+    lee = make_user("lee", "lead")
+    lee.is_staff = True
+    lee.save()
+    lee.groups.add(sync_lead_group())
+    v2 = derive_config(base=base, guidance=doc(rubric, next_step={"instructions": "A date counts."}), by=lee)
+    client.force_login(User.objects.get(pk=lee.pk))
+    page = client.get(reverse("admin:judging_judgeconfig_change", args=[v2.pk])).content.decode()
+    assert "A date counts." in page and 'name="guidance"' not in page
+    split = GoldSplit.objects.get()
+    assert client.get(reverse("admin:judging_goldsplit_change", args=[split.pk])).status_code == 200
+    assert client.get(reverse("admin:judging_goldsplit_delete", args=[split.pk])).status_code == 403
+    assert client.post(reverse("admin:judging_goldsplit_change", args=[split.pk]), {"seed": 1}).status_code == 403

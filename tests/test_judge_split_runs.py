@@ -64,3 +64,30 @@ def test_a_split_run_needs_a_split(lead):
     with pytest.raises(Misconfigured, match="unknown split part"):
         runner.split_outputs_in(scope, "test")
     assert not JudgeRun.objects.exists()
+
+
+def test_run_judge_split_development_judges_only_that_part(lead, fake_llm, judge_key):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    eval_set, rubric, _ = gold_set(GOLDS)
+    split = start_split(eval_set=eval_set, rubric_version=rubric, by=lead, seed=2)
+    make_judge(fake_llm, name="cli-run")
+    call_command(
+        "run_judge",
+        "--eval-set",
+        eval_set.name,
+        "--rubric",
+        rubric.ref,
+        "--judge",
+        "cli-run",
+        "--split",
+        "development",
+        "--in-process",
+        stdout=StringIO(),
+    )
+    run = JudgeRun.objects.get()
+    assert run.split_part == "development" and run.status == JudgeRun.Status.DONE
+    assert sorted(run.items.values_list("output_id", flat=True)) == sorted(split.development)
+    assert fake_llm.calls == len(split.development) == 4

@@ -33,7 +33,14 @@ LEAD_PERMISSIONS: dict[str, dict[str, tuple[str, ...]]] = {
         "golddispute": VIEW,
         "labelingqueue": VIEW,
     },
-    "judging": {"judgeconfig": ("view", "add", "change"), "judgerun": VIEW, "runitem": VIEW, "verdict": VIEW},
+    "judging": {
+        "judgeconfig": ("view", "add", "change"),
+        "judgerun": VIEW,
+        "runitem": VIEW,
+        "verdict": VIEW,
+        "goldsplit": VIEW,
+        "holdoutlook": VIEW,
+    },
     "calibration": {
         "gatingmark": VIEW,
         "gatingreview": VIEW,

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from judging import runner
 from judging.backends import Misconfigured
-from judging.models import JudgeRun
+from judging.models import GoldSplit, JudgeRun
 from judging.run_progress import progress_of
 from judging.warmup import warm_up
 
@@ -65,6 +65,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         add_run_arguments(parser)
+        parser.add_argument(
+            "--split",
+            choices=list(GoldSplit.PARTS),
+            help="only the gold items of this part of the eval set's split (docs/judging.md, 'Improving a judge')",
+        )
 
     def handle(self, *args, **options):
         try:
@@ -74,7 +79,12 @@ class Command(BaseCommand):
                 judge=options["judge"],
                 agent_version=options["agent_version"],
             )
-            if options["in_process"]:
+            part = options.get("split")
+            if part and options["in_process"]:
+                run = runner.create_split_run(scope, part=part, mode=JudgeRun.Mode.IN_PROCESS)
+            elif part:
+                run = runner.start_split_run(scope, part=part)
+            elif options["in_process"]:
                 run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
             else:
                 run = runner.start_run(scope)
