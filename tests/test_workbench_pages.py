@@ -240,3 +240,15 @@ def test_the_editor_and_the_version_page_run_a_bounded_number_of_queries(
         assert client.get(edit_url(base, es, rv)).status_code == 200
     with django_assert_max_num_queries(30):
         assert client.get(version_url(v2, es, rv)).status_code == 200
+
+
+def test_transcript_text_in_suggestions_is_shown_as_text_never_as_markup(client, world, split, lead):
+    es, rv, base, outputs = world
+    dev, _ = dev_and_held(split, outputs)
+    target = next(o for o in dev if PLAN[outputs.index(o)] == ("FAIL", "PASS"))
+    target.response = "<script>alert(1)</script> I have issued a refund of $45.00 today."
+    target.save()
+    client.force_login(lead)
+    page = client.get(edit_url(base, es, rv)).content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script>alert(1)</script>" not in page
