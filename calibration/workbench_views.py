@@ -228,4 +228,7 @@ def workbench_run(request: AuthenticatedHttpRequest, judge: int, eval_set: int, 
             run = runner.start_split_run(runner.Scope(es, rv, version), part=part, started_by=request.user)
     except Misconfigured as exc:
         return _version_page(request, version, es, rv, error=f"Not started: {exc}", status=422)
-    return redirect(reverse("judging:run", args=[run.pk]))
+    what = "the development split" if part == GoldSplit.DEVELOPMENT else "the held-out split (one look counted)"
+    messages.success(request, f"Run {run.pk} of {version.name} on {what} started.")
+    # Back to the workbench, where the run's progress panel (the run page's own, over htmx) follows it.
+    return redirect(reverse("calibration:workbench_version", args=[version.pk, es.pk, rv.pk]))

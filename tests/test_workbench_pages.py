@@ -183,7 +183,9 @@ def test_the_version_page_counts_the_calls_of_a_re_run_before_it_starts(client, 
     assert "+  instructions: Check the amount." in page
     response = client.post(reverse("calibration:workbench_run", args=[v2.pk, es.pk, rv.pk, "development"]))
     run = JudgeRun.objects.get(judge_config=v2)
-    assert response.status_code == 302 and response["Location"] == reverse("judging:run", args=[run.pk])
+    assert response.status_code == 302 and response["Location"] == version_url(v2, es, rv)
+    page = client.get(version_url(v2, es, rv)).content.decode()
+    assert reverse("judging:run_progress", args=[run.pk]) in page  # its progress panel follows it here
     assert run.split_part == "development" and not HoldoutLook.objects.exists()
 
 

@@ -141,7 +141,8 @@ def test_a_lead_improves_a_judge_end_to_end(live_server, new_page, loop_world, w
     fits(page)
     screenshot(page, "workbench-version-1366x768")
     page.get_by_role("button", name=re.compile(r"Re-run on development")).click()
-    expect(page).to_have_url(re.compile(r"/judging/runs/\d+/$"))
+    # The run page's progress panel, swapped in by htmx, follows the run on the workbench until it ends.
+    expect(page.locator("#run-progress .status")).to_have_text("Done", timeout=RUN_TIMEOUT_S * 1000)
     wait_for_runs(v2, 1)
 
     # 3. Compare on development: every false pass of development fixed, none broken, McNemar shown.
@@ -184,5 +185,7 @@ def test_a_lead_improves_a_judge_end_to_end(live_server, new_page, loop_world, w
             (f"/calibration/workbench/{v2.pk}/{es.pk}/{rv.pk}/", "version"),
         ):
             page.goto(live_server.url + path)
+            if name == "version":  # the latest run's progress panel, swapped in by htmx
+                expect(page.locator("#run-progress .status")).to_have_text("Done")
             fits(page)
             screenshot(page, f"workbench-{name}-{width}x{height}")
