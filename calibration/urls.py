@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import decision_views, views
+from . import decision_views, views, workbench_views
 
 app_name = "calibration"
 REPORT = "report/<int:eval_set>/<int:rubric_version>/<int:judge>/"
@@ -16,6 +16,23 @@ urlpatterns = [
     path(REPORT + "<slug:key>/<slug:cell>/", views.drilldown, name="drilldown"),
     path(REPORT + "<slug:key>/<slug:cell>/dispute", decision_views.dispute_gold, name="dispute_gold"),
     path("compare/", views.compare, name="compare"),
+    path("workbench/compare/", workbench_views.version_compare, name="version_compare"),
+    path(
+        "workbench/<int:judge>/<int:eval_set>/<int:rubric_version>/",
+        workbench_views.workbench_version,
+        name="workbench_version",
+    ),
+    path(
+        "workbench/<int:judge>/<int:eval_set>/<int:rubric_version>/run/<slug:part>",
+        workbench_views.workbench_run,
+        name="workbench_run",
+    ),
+    path(
+        "workbench/<int:judge>/<int:eval_set>/<int:rubric_version>/edit/<slug:key>/",
+        workbench_views.guidance_edit,
+        name="guidance_edit",
+    ),
+    path("workbench/compare/held-out", workbench_views.version_compare_held_out, name="version_compare_held_out"),
     path("rubric/<int:rubric_version>/approve", views.approve_rubric, name="approve_rubric"),
     path("gating/<int:mark>/revoke", views.revoke_gating_view, name="revoke_gating"),
     path("gates/run", decision_views.gate_run, name="gate_run"),

@@ -39,9 +39,14 @@ def previous_version(rubric_version: RubricVersion) -> RubricVersion | None:
 
 def diff_lines(old: RubricVersion | None, new: RubricVersion) -> list[tuple[str, str]]:
     """(kind, text) per line of a unified diff: kind is "add", "remove", "hunk" or "same"."""
+    return line_diff(as_text(old), as_text(new), old.ref if old else "(nothing)", new.ref)
+
+
+def line_diff(old: list[str], new: list[str], old_name: str, new_name: str) -> list[tuple[str, str]]:
+    """(kind, text) per line of a unified diff of two texts given as lines (the rubric editor's, and the judge
+    guidance editor's): kind is "add", "remove", "hunk" or "same"."""
     out = []
-    old_name = old.ref if old else "(nothing)"
-    for line in difflib.unified_diff(as_text(old), as_text(new), old_name, new.ref, lineterm="", n=2):
+    for line in difflib.unified_diff(old, new, old_name, new_name, lineterm="", n=2):
         if line.startswith(("---", "+++")):
             continue
         kind = {"+": "add", "-": "remove", "@": "hunk"}.get(line[:1], "same")

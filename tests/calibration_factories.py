@@ -281,3 +281,11 @@ def analyze() -> None:
                 "ANALYZE labeling_case, labeling_output, labeling_annotation, labeling_label, labeling_goldlabel, "
                 "judging_judgerun, judging_verdict"
             )
+
+
+def rejudge(eval_set, rubric_version, judge, outputs: list[Output], key: str, outcomes: list[str]) -> JudgeRun:
+    """A run of `judge` giving outputs[i] the verdict outcomes[i] on criterion `key` (a second version's run)."""
+    run = make_run(eval_set, rubric_version, judge)
+    criterion = rubric_version.criteria.get(key=key)
+    Verdict.objects.bulk_create([_verdict(run, o, criterion, v) for o, v in zip(outputs, outcomes, strict=True)])
+    return run

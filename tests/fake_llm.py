@@ -26,6 +26,11 @@ request with ``server.force``:
     [[fake:429x2]] [[fake:500x1]] [[fake:slowx1]]     the first N attempts of this request fail, then a valid answer
     [[fake:KEY=VERDICT]]      answer VERDICT for criterion KEY (KEY "all" for every criterion)
 
+A judge that learns from examples: with ``server.learns`` set, an example in the prompt's judge guidance
+(judging/prompt.render_guidance: "Example N, graded for KEY: the right verdict is OUTCOME" and its QUOTE block)
+whose quote is in the RESPONSE being graded makes it answer OUTCOME for KEY, over any token: it answers right
+on items that resemble an example, and as the tokens say otherwise (the workbench tests, issue 23).
+
 A gullible judge: with ``server.gullible`` set to a text, every request whose prompt holds that text is
 answered PASS on every criterion, whatever the tokens say (the probe tests give it the injection line).
 
@@ -52,6 +57,7 @@ from typing import Any
 
 TOKEN = re.compile(r"\[\[fake:([A-Za-z0-9_]+)(?:=([A-Za-z_]+))?\]\]")
 RESPONSE_BLOCK = re.compile(r"<<<BEGIN RESPONSE>>>\n(.*?)\n<<<END RESPONSE>>>", re.S)
+EXAMPLE_HEAD = re.compile(r"Example (\d+), graded for (\S+): the right verdict is (PASS|FAIL)")
 BAD_QUOTE = "this sentence appears nowhere in the transcript"
 
 
@@ -71,6 +77,7 @@ class FakeLLM:
     record: bool = True
     force: str | None = None
     gullible: str | None = None
+    learns: bool = False
     host: str = "127.0.0.1"
     port: int = 0
     calls: int = 0
@@ -165,7 +172,21 @@ class FakeLLM:
                 behaviour = name
         if self.gullible and self.gullible in text:
             return "valid", {"all": "PASS"}
+        if self.learns:
+            overrides.update(learned(text))
         return behaviour, overrides
+
+
+def learned(text: str) -> dict[str, str]:
+    """KEY -> OUTCOME of the prompt's guidance examples whose quote is in the graded RESPONSE (whitespace aside)."""
+    response = RESPONSE_BLOCK.search(text)
+    graded = " ".join((response.group(1) if response else "").split())
+    found: dict[str, str] = {}
+    for n, key, outcome in EXAMPLE_HEAD.findall(text):
+        quote = re.search(rf"<<<BEGIN EXAMPLE {n} QUOTE>>>\n(.*?)\n<<<END EXAMPLE {n} QUOTE>>>", text, re.S)
+        if quote and " ".join(quote.group(1).split()) and " ".join(quote.group(1).split()) in graded:
+            found[key] = outcome
+    return found
 
 
 def answer_for(keys: list[str], text: str, behaviour: str, overrides: dict[str, str]) -> dict | str:

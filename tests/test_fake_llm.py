@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from judging.prompt import CriterionSpec, Subject, build_request
+from judging.prompt import CriterionSpec, GuidanceExample, Subject, build_request
 from tests.fake_llm import BAD_QUOTE, FakeLLM
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,3 +136,26 @@ def test_standalone_it_prints_its_port_and_reports_its_call_count():
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_a_learning_judge_answers_an_examples_outcome_where_its_quote_is_in_the_response():
+    example = GuidanceExample(input="", response="I refunded $45.00.", outcome="FAIL", quote="refunded $45.00")
+    criteria = [CriterionSpec("a", "A.", examples=(example,)), CriterionSpec("b", "B.")]
+
+    def ask(fake, response: str) -> list[str]:
+        req = build_request(instruction="Grade.", criteria=criteria, subject=Subject("In", "Ref", [], response))
+        body = {
+            "model": "m",
+            "messages": [{"role": "system", "content": req.system}, {"role": "user", "content": req.user}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "v", "schema": req.schema}},
+        }
+        items = json.loads(content(post(f"{fake.openai_base_url}/chat/completions", body)[2]))["criteria"]
+        return [i["verdict"] for i in items]
+
+    with FakeLLM(learns=True) as fake:
+        # The example's quote is in the response: its outcome wins over the token, for its criterion only.
+        assert ask(fake, "Done: refunded  $45.00 today [[fake:a=PASS]]") == ["FAIL", "PASS"]
+        # Negative control: a response that does not resemble the example is answered as the tokens say.
+        assert ask(fake, "Done: refunded $40.00 today [[fake:a=PASS]]") == ["PASS", "PASS"]
+    with FakeLLM() as fake:  # and a fake that does not learn ignores examples
+        assert ask(fake, "Done: refunded $45.00 today [[fake:a=PASS]]") == ["PASS", "PASS"]

@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PURE = ("calibration.frame_reading", "calibration.metrics", "labeling.gold", "judging.sample_majority")
+PURE = (
+    "calibration.frame_reading",
+    "calibration.judge_compare",
+    "calibration.metrics",
+    "labeling.gold",
+    "judging.sample_majority",
+)
 
 
 def import_without_django(module: str) -> subprocess.CompletedProcess:
