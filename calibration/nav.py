@@ -15,4 +15,5 @@ def nav_items(user) -> list[dict]:
         {"label": "Progress", "url": reverse("workspace:progress")},
         {"label": "Calibration", "url": reverse("calibration:index")},
         {"label": "Gate results", "url": reverse("calibration:gates")},
+        {"label": "Audits", "url": reverse("calibration:audit_plans")},
     ]

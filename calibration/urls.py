@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import decision_views, views, workbench_views
+from . import audit_views, decision_views, views, workbench_views
 
 app_name = "calibration"
 REPORT = "report/<int:eval_set>/<int:rubric_version>/<int:judge>/"
@@ -37,4 +37,10 @@ urlpatterns = [
     path("gating/<int:mark>/revoke", views.revoke_gating_view, name="revoke_gating"),
     path("gates/run", decision_views.gate_run, name="gate_run"),
     path("gates/<int:result>/", decision_views.gate_result, name="gate_result"),
+    path("audits/", audit_views.audit_plans, name="audit_plans"),
+    path("audits/start", audit_views.audit_plan_start, name="audit_plan_start"),
+    path("audits/<int:plan>/", audit_views.audit_plan, name="audit_plan"),
+    path("audits/<int:plan>/figures", audit_views.audit_plan_figures, name="audit_plan_figures"),
+    path("audits/<int:plan>/release", audit_views.audit_plan_release, name="audit_plan_release"),
+    path("audits/<int:plan>/close", audit_views.audit_plan_close, name="audit_plan_close"),
 ]

@@ -114,7 +114,7 @@ FLAW_WEIGHTS = {
     "fluff": 10,
     "injection": 3,
 }
-FLAW_SCALE = {"v1.3": 1.3, "v1.4": 0.7}
+FLAW_SCALE = {"v1.3": 1.3, "v1.4": 0.7, "v1.5": 0.7}  # v1.5: the audit demo's release candidate
 BORDERLINE_RATE = 0.25
 DETAILED_RATE = 0.12
 HARMLESS_COMPENSATION_RATE = 0.05
@@ -167,9 +167,9 @@ def money(x: float) -> str:
     return f"${x:,.2f}"
 
 
-def scenarios(rng: random.Random) -> list[Scenario]:
+def scenarios(rng: random.Random, count: int = REQUESTS) -> list[Scenario]:
     out = []
-    for n in range(REQUESTS):
+    for n in range(count):
         item, price = ITEMS[n % len(ITEMS)]
         reason, complaint = REASONS[(n * 3) % len(REASONS)]
         # Every seventh request is outside the 30-day window: the right answer is a polite no.
@@ -384,13 +384,22 @@ def pick_flaw(version: str, rng: random.Random) -> str | None:
     return None
 
 
-def build() -> tuple[list[dict], list[dict]]:
-    rng = random.Random(SEED)
+def build(
+    *,
+    seed: int = SEED,
+    requests: int = REQUESTS,
+    labeled: int = LABELED_REQUESTS,
+    versions: tuple[str, ...] = ("v1.3", "v1.4"),
+    prefix: str = "refund",
+) -> tuple[list[dict], list[dict]]:
+    """The outputs and the labels of the first `labeled` requests (the defaults: the demo's files; other
+    arguments: the audit demo's release candidate, workspace/demo/audit.py)."""
+    rng = random.Random(seed)
     outputs, labels = [], []
     disagreements = 0
-    for s in scenarios(rng):
+    for s in scenarios(rng, requests):
         case = {
-            "case_id": f"refund-{s.number:03d}",
+            "case_id": f"{prefix}-{s.number:03d}",
             "input": f"Hi, this is {s.customer}. Order {s.order_id}: {s.complaint} Can I get my money back?",
             "reference": (
                 f"Refund {money(s.refund)} for order {s.order_id}; the money returns within 5 business days."
@@ -400,7 +409,7 @@ def build() -> tuple[list[dict], list[dict]]:
             ),
             "metadata": {"reason": s.reason, "channel": rng.choice(["chat", "email"])},
         }
-        for version in ("v1.3", "v1.4"):
+        for version in versions:
             flaw = pick_flaw(version, rng)
             more = extras(s, flaw, rng)
             reply = reply_for(s, flaw, more, rng)
@@ -414,7 +423,7 @@ def build() -> tuple[list[dict], list[dict]]:
                     "metadata": case["metadata"],
                 }
             )
-            if s.number > LABELED_REQUESTS:
+            if s.number > labeled:
                 continue
             gold = truth(s, flaw, more)
             given: dict[str, list[str]] = {c: [] for c in CRITERIA}

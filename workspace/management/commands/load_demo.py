@@ -42,6 +42,14 @@ DEFAULT_DEMO_PASSWORD = "icewater-demo"
 class Command(BaseCommand):
     help = "Load the refund-support demo data (idempotent)."
 
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--audit",
+            action="store_true",
+            help="also make the README walk's decisions (approve, mark correct_amount gating at 0.85) if nobody "
+            "has, and add a release candidate with a partly labeled audit plan (workspace/demo/audit.py)",
+        )
+
     def handle(self, *args, **options):
         password = os.environ.get("ICEWATER_DEMO_PASSWORD", DEFAULT_DEMO_PASSWORD)
         before = demo_rows()
@@ -92,6 +100,11 @@ class Command(BaseCommand):
         load_judge_run(quiet)
         load_probe_run(quiet)
         what = f"eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}"
+        if options.get("audit"):
+            from workspace.demo.audit import load_audit_demo
+
+            plan = load_audit_demo(eval_set=EVAL_SET, rubric=RUBRIC, judge=JUDGE, quiet=quiet)
+            what += f"; audit plan {plan.pk} of correct_amount on {plan.eval_set.name} (Audits)"
         if before[0] and demo_rows() == before:  # `make run` again on the same data folder
             self.stdout.write(f"Demo already loaded, nothing added: {what}.")
         else:

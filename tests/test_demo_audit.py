@@ -1,0 +1,56 @@
+"""The audit demo (`load_demo --audit`): a release candidate with a partly labeled plan, undecided, so a newcomer
+sees the interval and the forecast; made the same way every time, and once."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from calibration.audits import plan_figures
+from calibration.models import AuditPlan, GatingMark
+from evals.models import Output, RubricVersion, User
+from workspace.demo import audit
+
+pytestmark = pytest.mark.django_db
+
+
+def test_load_demo_without_audit_makes_no_plan_and_leaves_the_walks_decisions_to_the_lead():
+    call_command("load_demo", verbosity=0, stdout=StringIO())
+    assert not AuditPlan.objects.exists() and not GatingMark.objects.exists()
+    assert RubricVersion.objects.get().status == RubricVersion.Status.DRAFT
+
+
+def test_the_audit_demo_is_a_partly_labeled_undecided_plan_on_a_candidate(client):
+    out = StringIO()
+    call_command("load_demo", "--audit", verbosity=0, stdout=out)
+    plan = AuditPlan.objects.get()
+    assert f"audit plan {plan.pk} of correct_amount on refund-support-rc2" in out.getvalue()
+    mark = GatingMark.objects.get()
+    assert (mark.criterion.key, mark.min_pass_rate, mark.calibration_eval_set.name) == (
+        "correct_amount",
+        0.85,
+        "refund-support-demo",
+    )
+    assert (plan.eval_set.name, plan.order.seed, plan.min_pass_rate, plan.order.released) == (
+        "refund-support-rc2",
+        audit.ORDER_SEED,
+        0.85,
+        audit.RELEASED,
+    )
+    assert Output.objects.filter(case__eval_set=plan.eval_set).count() == audit.REQUESTS
+    f = plan_figures(plan)
+    assert f.N == audit.REQUESTS and f.n_labeled == audit.LABELED
+    assert f.decided is None and f.estimate is not None and 0 < f.lower < f.upper < 1
+    assert f.n_gold >= f.min_gold and f.n_pending > 0  # a disagreement still waits for rita
+    assert 0 < f.forecast.p_decided < 1 and f.forecast.expected_labels > 0
+    client.force_login(User.objects.get(username="lee"))
+    page = client.get(reverse("calibration:audit_plan", args=[plan.pk])).content.decode()
+    assert "Forecast" in page and "not yet" in page
+    # Once: a second load adds nothing.
+    again = StringIO()
+    call_command("load_demo", "--audit", verbosity=0, stdout=again)
+    assert AuditPlan.objects.count() == 1 and "Demo already loaded, nothing added" in again.getvalue()
+    assert plan_figures(plan).n_labeled == audit.LABELED

@@ -1,0 +1,96 @@
+"""The audit demo (`manage.py load_demo --audit`, issue 22): a release candidate with a partly labeled audit plan.
+
+It makes the README walk's two decisions if nobody has (approve refund-support@1, mark correct_amount gating
+at minimum 0.85), then adds a release candidate, agent version v1.5 (generate.py's requests under another
+seed), judges it with the demo judge, opens its labeling queue and starts an audit plan of correct_amount on
+it with a fixed seed. The first RELEASED outputs of the plan's order go to the queue, and maria's and
+deshawn's labels (with rita's gold where they disagreed, every third disagreement still waiting) on the first
+LABELED of them arrive through the label import. Enough for the interval and the forecast, not for a decision.
+
+Everything goes through the product's own functions and importers; it runs once (a second call finds the
+plan and adds nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from django.core.management import call_command
+
+from calibration.approvals import approve_rubric_version, mark_gating
+from calibration.audits import release_plan_next, start_plan
+from calibration.models import AuditPlan, GatingMark
+from calibration.policy import GateThresholds
+from evals.models import EvalSet, RubricVersion, User
+from judging.models import JudgeConfig
+from labeling.models import AuditOrderItem
+
+from .generate import build
+
+CANDIDATE = "refund-support-rc2"
+AGENT_VERSION = "v1.5"
+CANDIDATE_SEED = 20261202  # the candidate's requests (generate.py's scenarios under another seed)
+REQUESTS = 150
+ORDER_SEED = 22  # the audit order's seed, kept with the plan
+KEY = "correct_amount"
+MIN_PASS_RATE = 0.85  # the README walk's minimum
+RELEASED = 50
+LABELED = 36
+
+
+def load_audit_demo(*, eval_set: str, rubric: str, judge: str, quiet: dict) -> AuditPlan:
+    existing = AuditPlan.objects.filter(eval_set__name=CANDIDATE).first()
+    if existing is not None:
+        return existing
+    lead = User.objects.get(username="lee")
+    rubric_version = RubricVersion.objects.by_ref(rubric)
+    judge_config = JudgeConfig.objects.get(name=judge)
+    if rubric_version.status == RubricVersion.Status.DRAFT:
+        approve_rubric_version(
+            rubric_version=rubric_version, by=lead, reason="demo: definitions read well; people agree"
+        )
+        rubric_version.refresh_from_db()
+    if not GatingMark.objects.for_instrument(rubric_version, judge_config).filter(criterion__key=KEY).exists():
+        mark_gating(
+            rubric_version=rubric_version,
+            judge_config=judge_config,
+            eval_set=EvalSet.objects.get(name=eval_set),
+            keys=[KEY],
+            by=lead,
+            reason="demo: the instrument checks the reference's amount, which is what people check",
+            policy=GateThresholds(min_pass_rate=MIN_PASS_RATE),
+        )
+    outputs, labels = build(
+        seed=CANDIDATE_SEED, requests=REQUESTS, labeled=REQUESTS, versions=(AGENT_VERSION,), prefix="rc2"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        cases = Path(folder) / "cases.jsonl"
+        cases.write_text("".join(json.dumps(row) + "\n" for row in outputs))
+        call_command("import_cases", "--eval-set", CANDIDATE, str(cases), **quiet)
+        call_command(
+            "run_judge", "--eval-set", CANDIDATE, "--rubric", rubric, "--judge", judge, "--in-process", **quiet
+        )
+        reason = "demo: the release candidate v1.5"
+        call_command(
+            "open_queue", "--eval-set", CANDIDATE, "--rubric", rubric, "--by", "lee", "--reason", reason, **quiet
+        )
+        candidate = EvalSet.objects.get(name=CANDIDATE)
+        plan = start_plan(
+            criterion=rubric_version.criteria.get(key=KEY),
+            eval_set=candidate,
+            judge_config=judge_config,
+            by=lead,
+            seed=ORDER_SEED,
+        )
+        release_plan_next(plan=plan, by=lead, k=RELEASED)
+        first = set(
+            AuditOrderItem.objects.filter(order=plan.order, position__lte=LABELED).values_list(
+                "output__case__case_id", flat=True
+            )
+        )
+        given = Path(folder) / "labels.jsonl"
+        given.write_text("".join(json.dumps(row) + "\n" for row in labels if row["case_id"] in first))
+        call_command("import_labels", "--eval-set", CANDIDATE, "--rubric", rubric, str(given), **quiet)
+    return plan
