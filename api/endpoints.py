@@ -24,6 +24,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
 from calibration.gate import GateOutcome, GateRequest, gate_and_record
+from calibration.holdout_looks import count_report_look
 from calibration.models import GateResult
 from calibration.policy import PolicyRefused, Tightening
 from calibration.report import calibration_report, segmented_report
@@ -352,6 +353,8 @@ def report(
         if by
         else calibration_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=agent_version)
     )
+    if built.split_note:  # a version's held-out figures: a counted look (docs/calibration.md)
+        count_report_look(eval_set=es, rubric_version=rv, judge_config=jc, by=None, via="api")
     return HttpResponse(to_json(built), content_type="application/json")
 
 

@@ -22,6 +22,7 @@ from labeling.models import GoldDispute, GoldLabel, Label
 
 from . import frames as data
 from .frame_reading import KEY, current_verdicts
+from .holdout import report_restriction
 from .metrics import FAIL, PASS
 
 # URL slug -> (judge outcome, gold outcome)
@@ -163,4 +164,10 @@ def cell_output_ids(
     scope = data.Scope(eval_set, rubric_version, agent_version)
     labels, adjudicated = data.load_labels(scope), data.load_adjudicated(scope)
     verdicts = data.load_verdicts(scope, judge_config)
+    restriction = report_restriction(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
+    if restriction is not None:
+        # The report's cells count the held-out split only for such a judge: so do the items behind them.
+        labels, adjudicated, verdicts = (
+            df[df["output"].isin(restriction.output_ids)] for df in (labels, adjudicated, verdicts)
+        )
     return items_in_cell(labels, adjudicated, verdicts, criterion.pk, cell, criterion.gold_policy)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evals.models import User
-from judging.gold_splits import look_count, part_outputs, record_look
+from evals.models import EvalSet, RubricVersion, User
+from judging.gold_splits import look_count, part_outputs, record_look, split_for
 from judging.models import GoldSplit, JudgeConfig
 
 from .report import CriterionReport, rows_on_outputs
@@ -30,3 +30,25 @@ def look_at_held_out(
         for c in configs
     }
     return rows, look_count(split)
+
+
+def development_rows(*, split: GoldSplit, configs: Sequence[JudgeConfig]) -> dict[str, list[CriterionReport]]:
+    """The development split's report rows of these versions (by config name): what every comparison in the
+    loop shows. Not a look: the development split is there to be looked at."""
+    ids = frozenset(part_outputs(split, GoldSplit.DEVELOPMENT))
+    return {
+        c.name: rows_on_outputs(
+            eval_set=split.eval_set, rubric_version=split.rubric_version, judge_config=c, output_ids=ids
+        )
+        for c in configs
+    }
+
+
+def count_report_look(
+    *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, by: User | None, via: str
+) -> None:
+    """A calibration report that showed a version's held-out figures (its `split` is set) to a person or a
+    client is a look too: the report page, the report command and the report endpoint count it here."""
+    split = split_for(eval_set, rubric_version)
+    if split is not None:
+        record_look(split=split, by=by, configs=[judge_config], via=via)

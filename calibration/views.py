@@ -26,7 +26,6 @@ from evals.access import (
 )
 from evals.models import Criterion, EvalSet, Output, Role, RubricVersion
 from evals.record_fields import attachment_header
-from judging.gold_splits import record_look, split_for
 from judging.models import JudgeConfig
 from labeling.models import GoldDispute
 
@@ -34,6 +33,7 @@ from . import drilldown as dd
 from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review, revoke_gating
 from .decision import CANNOT, GATING, MAY_GATE, MORE_LABELS, decide
 from .forms import CompareForm, GatingForm, ReasonForm
+from .holdout_looks import count_report_look
 from .metrics import MIN_N
 from .models import GatingMark, GatingReview
 from .overview import comparison_params, overview_grids, run_instruments
@@ -147,10 +147,9 @@ def index(request: AuthenticatedHttpRequest) -> HttpResponse:
 def report_page(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
     es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
     context = _report_context(request, es, rv, jc)
-    split = split_for(es, rv) if context["report"].split else None
-    if split is not None:
+    if context["report"].split:
         # A version with examples is shown its held-out figures here: that is a look, and it is counted.
-        record_look(split=split, by=request.user, configs=[jc], via="report page")
+        count_report_look(eval_set=es, rubric_version=rv, judge_config=jc, by=request.user, via="report page")
     return render(request, "calibration/report.html", context)
 
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from evals.access import has_role
 from evals.models import Output, Role, RubricVersion, User
@@ -293,7 +293,12 @@ def derive_config(
             guidance_rubric_version=rubric_version,
             created_by=by,
         )
-        config.save()
+        try:
+            with transaction.atomic():
+                config.save()
+        except IntegrityError:
+            # Another lead derived a version of this family a moment ago and took the name.
+            raise GuidanceRefused(f"{name} was made meanwhile by someone else; derive again") from None
         if not base.family:
             # The first version names its family too, so the family is one query (values are not hashed).
             JudgeConfig.objects.filter(pk=base.pk).update(family=family)

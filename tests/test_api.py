@@ -462,6 +462,8 @@ def test_the_openapi_schema_lists_every_endpoint_with_bearer_auth(client):
         "/api/judge-runs/{run_id}",
         "/api/calibration-report",
         "/api/gate",
+        "/api/judge-guidance",
+        "/api/gold-split",
     }
     scheme = schema["components"]["securitySchemes"]["TokenAuth"]
     assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")  # its words: tests/test_gate_tokens_panel.py

@@ -240,3 +240,26 @@ def test_the_admin_shows_guidance_and_splits_but_never_edits_them(setup, client)
     assert client.get(reverse("admin:judging_goldsplit_change", args=[split.pk])).status_code == 200
     assert client.get(reverse("admin:judging_goldsplit_delete", args=[split.pk])).status_code == 403
     assert client.post(reverse("admin:judging_goldsplit_change", args=[split.pk]), {"seed": 1}).status_code == 403
+
+
+def test_a_version_name_taken_before_or_meanwhile_is_refused(setup, lead, monkeypatch):
+    _, rubric, dev, _, base = setup
+    make_judge(name="support-judge-v2")  # not of the family, but it holds the name
+    refused(setup, lead, doc(rubric, next_step={"instructions": "x"}), "exists already")
+    JudgeConfig.objects.filter(name="support-judge-v2").delete()
+    from judging import guidance
+
+    checked = guidance._check_example
+
+    def meanwhile(*args, **kwargs):
+        # Another lead's derive commits the same name while this one checks its examples.
+        make_judge(name="support-judge-v2")
+        return checked(*args, **kwargs)
+
+    monkeypatch.setattr(guidance, "_check_example", meanwhile)
+    with pytest.raises(GuidanceRefused, match="support-judge-v2 was made meanwhile"):
+        derive_config(
+            base=base,
+            guidance=doc(rubric, next_step={"examples": [example(dev[0], gold_of(dev[0]))]}),
+            by=lead,
+        )

@@ -8,6 +8,7 @@ import pytest
 from django.urls import reverse
 
 from calibration.approvals import ApprovalRefused, mark_gating
+from calibration.drilldown import cell_output_ids
 from calibration.holdout_looks import look_at_held_out
 from calibration.models import GatingMark
 from calibration.report import calibration_report, segmented_report
@@ -161,3 +162,65 @@ def test_the_report_page_says_held_out_only_and_counts_the_look(world, client, l
     plain = make_judge(name="plain")
     page = client.get(reverse("calibration:report", args=[eval_set.pk, rubric.pk, plain.pk]))
     assert 'id="split-note"' not in page.content.decode() and look_count(split) == 1
+
+
+def test_the_drilldown_behind_a_cell_lists_the_held_out_items_only(world):
+    eval_set, rubric, split, v2, outputs, gold = world
+    # A newer run where v2 says PASS everywhere: false passes on development and held-out FAIL golds alike.
+    run = make_run(eval_set, rubric, v2)
+    for o in outputs:
+        add_verdict(run, o, "next_step", "PASS")
+    criterion = rubric.criteria.get(key="next_step")
+    ids = cell_output_ids(
+        eval_set=eval_set, rubric_version=rubric, judge_config=v2, criterion=criterion, cell="false-pass"
+    )
+    held_fails = sorted(o.pk for o in outputs if o.pk in split.held_out and gold[o.pk] == "FAIL")
+    assert ids == held_fails and len(ids) == 3
+    plain = make_judge(name="plain")
+    plain_run = make_run(eval_set, rubric, plain)
+    for o in outputs:
+        add_verdict(plain_run, o, "next_step", "PASS")
+    every = cell_output_ids(
+        eval_set=eval_set, rubric_version=rubric, judge_config=plain, criterion=criterion, cell="false-pass"
+    )
+    assert len(every) == 6  # the negative control: without examples, every FAIL gold is a false pass
+
+
+def test_development_rows_are_no_look_but_the_report_command_and_endpoint_count_one(world, client, lead):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from calibration.holdout_looks import development_rows
+    from tests.api_helpers import call, create_token
+
+    eval_set, rubric, split, v2, _, _ = world
+    rows = development_rows(split=split, configs=[v2])
+    dev_row = next(r for r in rows["support-judge-v2"] if r.criterion == "next_step")
+    # By hand: v2 agrees with the 3 PASS and 3 FAIL development golds.
+    assert (dev_row.n, dev_row.true_pass, dev_row.true_fail, dev_row.false_pass, dev_row.kappa) == (6, 3, 3, 0, 1.0)
+    assert look_count(split) == 0
+    out = StringIO()
+    call_command(
+        "calibration_report",
+        "--eval-set",
+        eval_set.name,
+        "--rubric",
+        rubric.ref,
+        "--judge",
+        v2.name,
+        "--format",
+        "json",
+        stdout=out,
+    )
+    assert json.loads(out.getvalue())["split"] == "held_out" and look_count(split) == 1
+    token = create_token(client, lead, ["report"], rubric)
+    answer = call(
+        client, "GET", "/api/calibration-report", token, eval_set=eval_set.name, rubric=rubric.ref, judge=v2.name
+    )
+    assert answer.status_code == 200 and answer.json()["split"] == "held_out"
+    assert look_count(split) == 2
+    assert sorted(split.looks.values_list("via", flat=True)) == ["api", "command"]
+    plain = make_judge(name="plain")
+    call(client, "GET", "/api/calibration-report", token, eval_set=eval_set.name, rubric=rubric.ref, judge=plain.name)
+    assert look_count(split) == 2  # the negative control: a report without the restriction is no look

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from calibration.holdout_looks import count_report_look
 from calibration.report import CalibrationReport, SegmentedReport, calibration_report, segmented_report
 from calibration.report_files import to_csv, to_json, to_text
 from evals.lookup import eval_set_named
@@ -44,5 +45,9 @@ class Command(BaseCommand):
                 rubric_version=rubric_version,
                 judge_config=judge_config,
                 agent_version=opts["agent_version"],
+            )
+        if report.split if isinstance(report, CalibrationReport) else report.split_note:
+            count_report_look(
+                eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, by=None, via="command"
             )
         self.stdout.write(RENDER[opts["format"]](report), ending="" if opts["format"] == "csv" else "\n")
