@@ -242,17 +242,27 @@ def derive_config(
     """A new version of `base` carrying `guidance` (the document above, or its parsed form); base is unchanged.
 
     Refused (GuidanceRefused, nothing written) unless `by` is a lead, the base can take guidance, every
-    criterion is one of the rubric version's and graded by the model, every example is a verbatim excerpt of
+    criterion is one of the rubric version's and graded by the model (an instrument judge takes examples only,
+    as precedents: backends/instruments.with_precedents), every example is a verbatim excerpt of
     its output with the gold's outcome and a quote from the excerpt, from the development split, and the
     guidance differs from the base's. `rubric_version` overrides the document's "rubric".
     """
     if not has_role(by, Role.LEAD):
         raise GuidanceRefused(f"{by.username} is not an active lead; only leads change a judge's guidance")
-    if base.backend in (JudgeConfig.Backend.IMPORTED, JudgeConfig.Backend.INSTRUMENT):
+    if base.backend == JudgeConfig.Backend.IMPORTED:
         raise GuidanceRefused(
-            f"judge {base.name} has no prompt ({base.get_backend_display()}); guidance is for a model judge"
+            f"judge {base.name} has no prompt ({base.get_backend_display()}); guidance is for a judge that runs here"
         )
     document = guidance if isinstance(guidance, GuidanceDocument) else parse_document(guidance)
+    deterministic = base.backend == JudgeConfig.Backend.INSTRUMENT
+    with_notes = [k for k, g in document.criteria.items() if g.instructions.strip()]
+    if deterministic and with_notes:
+        # Instruments read no text: their examples are precedents (instruments.with_precedents), notes would be
+        # stored and silently ignored.
+        raise GuidanceRefused(
+            f"criteria: {', '.join(with_notes)} given instructions, but {base.name} is deterministic (instruments) "
+            "and reads no instructions; give it examples only, which it applies as precedents"
+        )
     rubric_version = rubric_version or _rubric_version(document, base)
     known = list(rubric_version.criteria.order_by("order").values_list("key", flat=True))
     unknown = [k for k in document.criteria if k not in known]
@@ -261,7 +271,7 @@ def derive_config(
             f"criteria: {', '.join(unknown)} not in {rubric_version.ref} (its criteria: {', '.join(known)})"
         )
     by_instrument = [k for k in document.criteria if k in base.instruments]
-    if by_instrument:
+    if by_instrument and not deterministic:
         raise GuidanceRefused(
             f"criteria: {', '.join(by_instrument)} graded by an instrument in {base.name}, which reads no prompt"
         )

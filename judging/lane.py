@@ -49,7 +49,7 @@ from . import cache, parse, run_status
 from .allowlist import key_var_refusal
 from .backends import Misconfigured, ModelBackend, config_refusal, redact
 from .backends.factory import backend_for
-from .backends.instruments import evaluate
+from .backends.instruments import evaluate, with_precedents
 from .limiter import Limiter, LimiterUnavailable, limiter_for
 from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome
 from .probes.registry import ORIGINAL
@@ -368,6 +368,10 @@ def _prepare_one(lane: Lane, item: RunItem, probed: dict[int, Transcript] | None
     for criterion in (c for c in criteria if c.key in instruments):
         spec, started = instruments[criterion.key], time.perf_counter()
         result = evaluate(spec, response=shown.response, reference=output.case.reference)
+        # A version derived with examples: they are precedents after the rule (instruments.with_precedents).
+        examples = lane.config.guidance.get(criterion.key, {}).get("examples", [])
+        if examples:
+            result = with_precedents(result, response=shown.response, examples=examples)
         work.add(
             criterion,
             model_id=f"instrument:{spec['kind']}",

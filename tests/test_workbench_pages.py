@@ -254,3 +254,12 @@ def test_transcript_text_in_suggestions_is_shown_as_text_never_as_markup(client,
     page = client.get(edit_url(base, es, rv)).content.decode()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<script>alert(1)</script>" not in page
+
+
+def test_the_report_of_an_instrument_judge_links_leads_to_its_workbench_too(client, world, lead):
+    # Instruments take examples as precedents (docs/judging.md, "Precedent matching"), so they can be improved.
+    es, rv, _, _ = world
+    rules = make_judge(name="rules", backend="instrument", instruments={"x": {"kind": "max_length", "max_words": 9}})
+    client.force_login(lead)
+    page = client.get(reverse("calibration:report", args=[es.pk, rv.pk, rules.pk])).content.decode()
+    assert version_url(rules, es, rv) in page

@@ -18,6 +18,14 @@ Kinds (all look at the output's response):
 - constant: always `outcome` (PASS, FAIL, NOT_APPLICABLE or ABSTAIN), whatever the output says: a
   placeholder, or a judge that ignores its input, which a probe run's negative control must expose.
 
+Precedents (docs/judging.md, "Precedent matching"): a version of an instrument judge derived with examples
+(judging/guidance.py) carries, per criterion, examples of the people's gold with a quote that decides each.
+After its rule, the instrument looks for each example's quote in the graded response, case-insensitively and
+with any run of whitespace matching any other; where one is found, that example's outcome decides instead of
+the rule. FAIL precedents are looked for before PASS ones, so when a response repeats both, the FAIL wins: a
+false pass is the dangerous error, and a phrase people failed is what examples are first there to catch.
+This generalises only to responses that repeat an example's phrase; it learns nothing else.
+
 They produce verdicts exactly like a model judge (evidence is the matched text, or NONE),
 so they are calibrated against people and gated the same way. Pure functions, no Django.
 
@@ -33,6 +41,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,6 +184,27 @@ def evaluate(spec: dict, *, response: str, reference: str) -> InstrumentVerdict:
     if kind == "constant":
         return _verdict(spec["outcome"], NONE_QUOTE, spec)
     raise ValueError(f"unknown instrument kind {kind!r}")
+
+
+def with_precedents(verdict: InstrumentVerdict, *, response: str, examples: Sequence[Mapping]) -> InstrumentVerdict:
+    """The rule's verdict, or the outcome of the first example whose quote the response repeats (FAIL examples
+    first, then PASS ones, each in the order given); the raw output names the precedent and the rule's outcome."""
+    for outcome in ("FAIL", "PASS"):
+        for n, example in enumerate(examples):
+            if example.get("outcome") != outcome:
+                continue
+            found = _find_words(str(example.get("quote", "")), response, re.I)
+            if found:
+                raw = json.loads(verdict.raw)
+                raw.update(
+                    outcome=outcome,
+                    rule_outcome=verdict.outcome,
+                    precedent={"example": n, "output_id": example.get("output_id"), "quote": example.get("quote")},
+                )
+                return InstrumentVerdict(
+                    outcome=outcome, evidence=found, raw=json.dumps(raw, ensure_ascii=False, sort_keys=True)
+                )
+    return verdict
 
 
 def _find_words(needle: str, haystack: str, flags: int) -> str:

@@ -12,7 +12,9 @@ for a tier:
   correct_amount  gate tier: the instrument checks the reference's amount, which is what people check.
   within_policy   trend tier: the instrument's word list catches the loud promises (voucher, exception)
                   but not the quiet ones (waived return shipping, keep the item), and it trips on a reply
-                  that merely says no compensation applies.
+                  that merely says no compensation applies. The quiet promises recur word for word, so
+                  the judge's second version (load_demo: the development split's false passes as
+                  precedents) catches them and lands in the gate tier on the held-out split.
   concise         unusable: a word count is not what people mean by filler. A short reply with a marketing
                   line is filler under 120 words; a long reply with return instructions is not filler.
   grounded        people disagree: some replies carry a claim no tool returned but nobody would dispute

@@ -22,6 +22,12 @@ DEMO_DIR = Path(workspace.demo.__file__).resolve().parent
 EVAL_SET = "refund-support-demo"
 RUBRIC = "refund-support@1"
 JUDGE = "demo-instruments"
+# The judge's second version (docs/judging.md, "Precedent matching"): examples for one criterion, taken from
+# the development split's false passes, measured on the held-out split. The split's seed is fixed so the
+# demo's figures are the same on every machine.
+JUDGE_V2 = "demo-instruments-v2"
+IMPROVED = "within_policy"
+SPLIT_SEED = 20261202
 # Ready for whoever sets OPENAI_API_KEY (one of the judge key allowlist's names); never run by the demo.
 LLM_JUDGE = "demo-gpt"
 LLM_KEY_ENV = "OPENAI_API_KEY"  # the api_key_env of judge-llm.json
@@ -99,6 +105,7 @@ class Command(BaseCommand):
             llm_refused = str(exc)
         load_judge_run(quiet)
         load_probe_run(quiet)
+        load_second_version(quiet)
         what = f"eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}"
         if options.get("audit"):
             from workspace.demo.audit import load_audit_demo
@@ -156,3 +163,46 @@ def load_probe_run(quiet: dict) -> None:
     if not ProbeRun.objects.filter(eval_set__name=EVAL_SET, judge_config__name=JUDGE).exists():
         scope = ("--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE)
         call_command("probe_judge", *scope, "--sample", str(PROBE_SAMPLE), "--in-process", **quiet)
+
+
+def load_second_version(quiet: dict) -> None:
+    """The loop once, as a lead runs it on the workbench: fix the split, take the suggested examples (the
+    development split's false passes on IMPROVED, one per distinct quote of the people), derive version 2,
+    re-run it on development, and promote it: run it on the held-out split, which counts as one look, as the
+    workbench's promote does.
+    Once: a restart finds version 2 and its run there."""
+    from calibration.suggested_examples import suggest_examples
+    from evals.models import EvalSet, RubricVersion
+    from evals.transcript import normalize_ws
+    from judging.gold_splits import part_outputs, record_look, start_split
+    from judging.guidance import derive_config
+    from judging.models import GoldSplit, JudgeConfig, JudgeRun
+
+    base = JudgeConfig.objects.get(name=JUDGE)
+    eval_set, rubric_version = EvalSet.objects.get(name=EVAL_SET), RubricVersion.objects.by_ref(RUBRIC)
+    lead = User.objects.get(username="lee")
+    version = JudgeConfig.objects.filter(name=JUDGE_V2).first()
+    if version is None:
+        split = start_split(eval_set=eval_set, rubric_version=rubric_version, by=lead, seed=SPLIT_SEED)
+        found = suggest_examples(
+            eval_set=eval_set,
+            rubric_version=rubric_version,
+            judge_config=base,
+            criterion=rubric_version.criteria.get(key=IMPROVED),
+            outputs=part_outputs(split, GoldSplit.DEVELOPMENT),
+        )
+        examples, quotes = [], set()
+        for s in found.items:
+            if s.false_pass and normalize_ws(s.quote).lower() not in quotes:
+                quotes.add(normalize_ws(s.quote).lower())
+                examples.append(s.as_example())
+        version = derive_config(
+            base=base, guidance={"rubric": RUBRIC, "criteria": {IMPROVED: {"examples": examples}}}, by=lead
+        )
+        record_look(split=split, by=lead, configs=[version], via="demo: promote")
+    # The re-run on development (what the workbench compares before promoting), then the held-out run.
+    for part in (GoldSplit.DEVELOPMENT, GoldSplit.HELD_OUT):
+        runs = JudgeRun.objects.filter(eval_set=eval_set, judge_config=version, split_part=part)
+        if not runs.filter(status=JudgeRun.Status.DONE).exists():
+            scope = ("--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE_V2, "--split", part)
+            call_command("run_judge", *scope, "--in-process", **quiet)
