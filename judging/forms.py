@@ -27,22 +27,7 @@ MAX_TIMEOUT_S = 600.0
 MAX_RETRIES = 10
 MAX_OUTPUT_TOKENS = 200_000
 
-CONFIG_FIELDS = (
-    "name",
-    "backend",
-    "model_id",
-    "base_url",
-    "api_key_env",
-    "temperature",
-    "max_output_tokens",
-    "mode",
-    "samples",
-    "max_concurrency",
-    "timeout_s",
-    "max_retries",
-    "prompt_template_version",
-    "instruments",
-)
+CONFIG_FIELDS = ("name", *JudgeConfig.SETTINGS)
 
 
 class JudgeConfigForm(forms.ModelForm):

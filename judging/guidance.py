@@ -294,7 +294,7 @@ def derive_config(
         if stored == base.guidance and rubric_version.pk == base.guidance_rubric_version_id:
             raise GuidanceRefused(f"the guidance is the same as {base.name}'s; nothing to make a new version of")
         config = JudgeConfig(
-            **{f: getattr(base, f) for f in _COPIED},
+            **{f: getattr(base, f) for f in JudgeConfig.SETTINGS},  # its settings; not name, guidance or lineage
             name=name,
             family=family,
             version=version,
@@ -313,24 +313,6 @@ def derive_config(
             # The first version names its family too, so the family is one query (values are not hashed).
             JudgeConfig.objects.filter(pk=base.pk).update(family=family)
     return config
-
-
-# Everything a version shares with the one it is derived from (its settings); not name, guidance or lineage.
-_COPIED = (
-    "backend",
-    "model_id",
-    "base_url",
-    "api_key_env",
-    "temperature",
-    "max_output_tokens",
-    "mode",
-    "samples",
-    "max_concurrency",
-    "timeout_s",
-    "max_retries",
-    "prompt_template_version",
-    "instruments",
-)
 
 
 def as_document(config: JudgeConfig) -> dict:

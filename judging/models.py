@@ -79,6 +79,22 @@ class JudgeConfig(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
+    # What a lead sets, besides the name: the judge config form, add_judge and a derived version all use these.
+    SETTINGS = (
+        "backend",
+        "model_id",
+        "base_url",
+        "api_key_env",
+        "temperature",
+        "max_output_tokens",
+        "mode",
+        "samples",
+        "max_concurrency",
+        "timeout_s",
+        "max_retries",
+        "prompt_template_version",
+        "instruments",
+    )
     HASHED_FIELDS = (
         "backend",
         "model_id",
