@@ -69,7 +69,13 @@ def compare_versions(
     )
     by_criterion = dict(tuple(items.groupby("criterion", sort=False))) if len(items) else {}
     empty = items.iloc[0:0]
-    return [CriterionComparison(c, compare_judges(by_criterion.get(c.pk, empty))) for c in criteria]
+    return changed_first([CriterionComparison(c, compare_judges(by_criterion.get(c.pk, empty))) for c in criteria])
+
+
+def changed_first(rows: list[CriterionComparison]) -> list[CriterionComparison]:
+    """The criteria where B changed most items first (what the lead came to see, above the fold), then the
+    rest in rubric order: a stable sort on the number of flipped items."""
+    return sorted(rows, key=lambda row: -len(row.comparison.flips))
 
 
 # What a comparison is over: a part of the gold split, or every gold item while no split is fixed yet.

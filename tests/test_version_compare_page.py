@@ -196,3 +196,18 @@ def test_a_defaults_to_the_version_b_was_derived_from(client, world, lead):
     JudgeConfig.objects.filter(pk=b.pk).update(derived_from=a)
     page = client.get(url(es, rv, a, b).replace(f"&a={a.pk}", "&a=")).content.decode()
     assert "A: <strong>judge-v1</strong>" in page and "B fixed 3, broke 2" in page
+
+
+def test_the_criteria_b_changed_come_first_and_the_rest_keep_rubric_order():
+    from types import SimpleNamespace
+
+    from calibration.version_comparison import changed_first
+
+    def row(key: str, flips: int):
+        return SimpleNamespace(criterion=SimpleNamespace(key=key), comparison=SimpleNamespace(flips=[None] * flips))
+
+    rows = [row("correct_amount", 0), row("grounded", 0), row("within_policy", 9), row("concise", 2)]
+    assert [r.criterion.key for r in changed_first(rows)] == ["within_policy", "concise", "correct_amount", "grounded"]
+    # Negative control: nothing changed, rubric order as given.
+    same = [row("b", 0), row("a", 0)]
+    assert [r.criterion.key for r in changed_first(same)] == ["b", "a"]
