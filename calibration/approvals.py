@@ -88,16 +88,9 @@ def mark_gating(
     unknown = [k for k in keys if k not in known]
     if unknown:
         raise ApprovalRefused(f"{', '.join(unknown)} not in {rubric_version.ref} (its criteria: {', '.join(known)})")
-    measured = measured_examples(
+    _refuse_measured_examples(
         eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version
     )
-    if measured:
-        # Examples are picked where the judge was wrong; measured on them, it looks better than it is.
-        raise ApprovalRefused(
-            f"{judge_config.name}'s examples came from output(s) {', '.join(map(str, measured[:10]))} of "
-            f"{eval_set.name}, which this calibration measures it on; gate on the held-out split of the eval set the "
-            "examples came from (judge_guidance split start before the first example) or on another eval set"
-        )
     report = calibration_report(
         eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version
     )
@@ -171,6 +164,10 @@ def record_review(
     """Record that a lead read the calibration on `eval_set` and leaves gating as it is (nothing gates when no
     criterion did). Stores the report's figures and the criteria gating at that moment, like a mark does."""
     reason = _check_lead_and_reason(by, reason)
+    # A review is a decision on the same figures as a mark: figures inflated by the judge's own examples are none.
+    _refuse_measured_examples(
+        eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version
+    )
     report = calibration_report(
         eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version
     )
@@ -187,6 +184,21 @@ def record_review(
         reason=reason,
         decided_by=by,
     )
+
+
+def _refuse_measured_examples(
+    *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, agent_version: str | None
+) -> None:
+    measured = measured_examples(
+        eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version
+    )
+    if measured:
+        # Examples are picked where the judge was wrong; measured on them, it looks better than it is.
+        raise ApprovalRefused(
+            f"{judge_config.name}'s examples came from output(s) {', '.join(map(str, measured[:10]))} of "
+            f"{eval_set.name}, which this calibration measures it on; gate on the held-out split of the eval set the "
+            "examples came from (judge_guidance split start before the first example) or on another eval set"
+        )
 
 
 def _kappa(k: float | None) -> str:

@@ -7,10 +7,10 @@ import json
 import pytest
 from django.urls import reverse
 
-from calibration.approvals import ApprovalRefused, mark_gating
+from calibration.approvals import ApprovalRefused, mark_gating, record_review
 from calibration.drilldown import cell_output_ids
 from calibration.holdout_looks import look_at_held_out
-from calibration.models import GatingMark
+from calibration.models import GatingMark, GatingReview
 from calibration.report import calibration_report, segmented_report
 from calibration.report_files import to_json
 from evals.models import RubricVersion
@@ -113,6 +113,13 @@ def test_a_mark_whose_examples_are_among_the_measured_items_is_refused(world, le
             override=True,
         )
     assert not GatingMark.objects.exists()
+    # A review ("gating stays as it is") would rest on the same inflated figures: refused too, nothing recorded.
+    with pytest.raises(ApprovalRefused, match="which this calibration measures it on"):
+        record_review(rubric_version=rubric, judge_config=sneaky, eval_set=eval_set, by=lead, reason="r")
+    assert not GatingReview.objects.exists()
+    # Negative control: the version whose examples came from development reviews on held-out as usual.
+    record_review(rubric_version=rubric, judge_config=v2, eval_set=eval_set, by=lead, reason="r")
+    assert GatingReview.objects.count() == 1
 
 
 def test_examples_from_an_eval_set_without_a_split_there_are_refused_too(lead):
