@@ -254,9 +254,8 @@ def derive_config(
             f"judge {base.name} has no prompt ({base.get_backend_display()}); guidance is for a judge that runs here"
         )
     document = guidance if isinstance(guidance, GuidanceDocument) else parse_document(guidance)
-    deterministic = base.backend == JudgeConfig.Backend.INSTRUMENT
     with_notes = [k for k, g in document.criteria.items() if g.instructions.strip()]
-    if deterministic and with_notes:
+    if with_notes and not base.reads_instructions:
         # Instruments read no text: their examples are precedents (instruments.with_precedents), notes would be
         # stored and silently ignored.
         raise GuidanceRefused(
@@ -271,7 +270,7 @@ def derive_config(
             f"criteria: {', '.join(unknown)} not in {rubric_version.ref} (its criteria: {', '.join(known)})"
         )
     by_instrument = [k for k in document.criteria if k in base.instruments]
-    if by_instrument and not deterministic:
+    if by_instrument and base.reads_instructions:
         raise GuidanceRefused(
             f"criteria: {', '.join(by_instrument)} graded by an instrument in {base.name}, which reads no prompt"
         )

@@ -142,6 +142,11 @@ class JudgeConfig(models.Model):
         instrument (docs/security.md, "Verdict provenance")."""
         return self.backend == self.Backend.IMPORTED
 
+    @property
+    def reads_instructions(self) -> bool:
+        """False for instruments: they read no text, so guidance gives them examples only (as precedents)."""
+        return self.backend != self.Backend.INSTRUMENT
+
     def is_in_use(self) -> bool:
         """True once any run or verdict refers to this config: from then on it is a fixed instrument."""
         return self.runs.exists() or self.verdicts.exists()

@@ -263,3 +263,16 @@ def test_the_report_of_an_instrument_judge_links_leads_to_its_workbench_too(clie
     client.force_login(lead)
     page = client.get(reverse("calibration:report", args=[es.pk, rv.pk, rules.pk])).content.decode()
     assert version_url(rules, es, rv) in page
+
+
+def test_the_editor_offers_instructions_only_to_a_judge_that_reads_them(client, world, split, lead):
+    # An instrument reads no text (a saved instruction would be refused); a model judge's editor has the field.
+    es, rv, base, _ = world
+    rules = make_judge(name="rules", backend="instrument", instruments={"x": {"kind": "max_length", "max_words": 9}})
+    client.force_login(lead)
+    instrument_page = client.get(edit_url(rules, es, rv)).content.decode()
+    assert 'name="instructions"' not in instrument_page
+    assert "reads no instructions" in instrument_page
+    model_page = client.get(edit_url(base, es, rv)).content.decode()
+    assert 'name="instructions"' in model_page
+    assert "reads no instructions" not in model_page
