@@ -175,6 +175,16 @@ def test_bad_guidance_is_refused_with_a_clear_message_and_nothing_written(setup,
         "no prompt",
         base=make_judge(name="imp", backend="imported"),
     )
+    # A model judge whose next_step is measured by an instrument: that criterion reads no prompt either.
+    mixed = make_judge(name="mixed", instruments={"next_step": {"kind": "max_length", "max_words": 9}})
+    refused(setup, lead, doc(rubric, next_step={"instructions": "x"}), "graded by an instrument", base=mixed)
+    refused(
+        setup,
+        lead,
+        doc(rubric, next_step={"instructions": "x"}),
+        "reads no instructions",
+        base=make_judge(name="rules", backend="instrument", instruments={"x": {"kind": "max_length", "max_words": 9}}),
+    )
 
 
 def test_an_example_from_the_held_out_split_is_refused(setup, lead):
