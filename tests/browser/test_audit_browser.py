@@ -127,6 +127,9 @@ def test_a_lead_starts_an_audit_labels_arrive_and_the_decision_appears_without_a
     expect(lead.locator("#audit-decision-words")).to_contain_text("PASS at label 20 of 40, by the exact rule")
     expect(lead.locator("#audit-saved")).to_contain_text("20 of 40")
     expect(lead.locator("#audit-forecast")).to_have_count(0)
+    # The poll that brought the decision swapped "Label these next" out: its labels are no longer needed.
+    expect(lead.locator("#audit-release")).to_contain_text("its labels are no longer needed")
+    expect(lead.get_by_role("button", name="Label these next")).to_have_count(0)
     assert lead.evaluate("() => window.notReloaded === true")
     screenshot(lead, "audit-plan-decided")
 
