@@ -300,6 +300,7 @@ def test_a_decided_plan_offers_no_more_labels_and_says_why_while_an_undecided_on
     assert ">Label these next</button>" not in decided and 'name="k"' not in decided
     assert "The plan is decided (PASS at label 20 of 40): its labels are no longer needed" in decided
     assert ">Close the plan</button>" in decided  # closing is what is left to do
+    assert f"audit_plan next {plan.pk}" in undecided and f"audit_plan next {plan.pk}" not in decided
     refused = client.post(url("audit_plan_release", plan), {"k": "5"}, headers={"HX-Request": "true"})
     words = refused.content.decode()
     assert refused.status_code == 422 and words.startswith(f"Nothing released: Audit plan {plan.pk} is decided")
