@@ -15,6 +15,7 @@ from django.utils import timezone
 from calibration.audits import close_plan, start_plan
 from calibration.models import AuditPlan
 from evals.models import Role
+from judging.models import JudgeRun
 from labeling.audit_order import release_next
 from workspace.lead_inbox import MAX_AUDIT_CHECKS, audit_plans
 
@@ -153,3 +154,14 @@ def test_home_reads_the_figures_of_at_most_a_few_plans_and_lists_the_rest(client
     assert waiting.count("labeled of about") == MAX_AUDIT_CHECKS  # the newest first
     assert waiting.count("open; its figures are on its page") == 3 and plan_url(first) in waiting
     assert all(plan_url(p) in waiting for p in plans)
+
+
+def test_a_judged_candidate_labeled_for_its_audit_is_not_a_run_waiting_for_a_gating_decision(client):
+    c = candidate(n=40)  # the judge's run on rc-1 is done
+    plan = plan_on(c, release=10)
+    for output in in_order(plan)[:5]:
+        gold(c, output, "PASS")
+    JudgeRun.objects.update(finished_at=timezone.now())
+    assert "rc-1" not in section(home(client, c.lead), "uncalibrated")
+    AuditPlan.objects.all().delete()  # negative control: the same labeled run without its plan
+    assert "over rc-1 finished: no gating decision since" in section(home(client, c.lead), "uncalibrated")

@@ -6,7 +6,8 @@ Seven kinds, in the order they appear:
   no_queue       an eval set nobody is labeling (open a queue if people should)     -> Queues
   uncalibrated   a finished judge run on a labeled eval set with no gating decision -> its calibration report
                  (a mark, a revocation, or "gating stays as it is": a GatingReview)
-                 made since it finished
+                 made since it finished; not a run of a judge config audited on that
+                 eval set (a release candidate: its audit plan is the decision)
   tier_changed   a gating criterion whose tier on a fresh report differs from the   -> its report row
                  tier it was marked in
   stale          a gating mark that no longer applies or soon will not: the judge   -> the report it was made on
@@ -124,11 +125,14 @@ def uncalibrated_runs() -> list[Line]:
         calibration_eval_set=OuterRef("eval_set"),
         decided_at__gte=OuterRef("finished_at"),
     )
+    # A release candidate under audit is labeled for its audit plan, not to calibrate on: the plan is its decision.
+    audited = AuditPlan.objects.filter(eval_set=OuterRef("eval_set"), judge_config=OuterRef("judge_config"))
     runs = (
         JudgeRun.objects.filter(status=JudgeRun.Status.DONE, probe_run__isnull=True)  # probe arms calibrate nothing
         .filter(Exists(labeled))
         .exclude(Exists(decided))
         .exclude(Exists(reviewed))
+        .exclude(Exists(audited))
         .select_related("eval_set", "rubric_version__rubric", "judge_config")
         .order_by(F("finished_at").desc(nulls_last=True), "-pk")
     )
