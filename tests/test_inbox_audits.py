@@ -20,7 +20,7 @@ from labeling.audit_order import release_next
 from workspace.lead_inbox import MAX_AUDIT_CHECKS, audit_plans
 
 from .audit_helpers import KEY, candidate, gold, in_order, plan_on
-from .calibration_factories import bulk_verdicts
+from .calibration_factories import annotate, annotator, bulk_verdicts
 from .factories import make_eval_set, make_user
 from .labeling_helpers import open_queue
 from .test_inbox import section
@@ -165,3 +165,47 @@ def test_a_judged_candidate_labeled_for_its_audit_is_not_a_run_waiting_for_a_gat
     assert "rc-1" not in section(home(client, c.lead), "uncalibrated")
     AuditPlan.objects.all().delete()  # negative control: the same labeled run without its plan
     assert "over rc-1 finished: no gating decision since" in section(home(client, c.lead), "uncalibrated")
+
+
+def test_a_reviewer_sees_which_waiting_disagreements_an_open_audit_plan_released(client):
+    c = candidate(n=40)
+    plan = plan_on(c, release=10)
+    order = in_order(plan)
+    for output in order[:3]:
+        gold(c, output, "PASS", second="FAIL")  # released, audited criterion: counted
+    gold(c, order[20], "PASS", second="FAIL")  # a disagreement the plan has not released: not counted
+    annotate(order[4], c.rubric_version, annotator("amy"), 1, {"next_step": "PASS"})
+    annotate(order[4], c.rubric_version, annotator("bo"), 2, {"next_step": "FAIL"})  # another criterion
+    reviewer = make_user("rey", Role.REVIEWER)
+    body = home(client, reviewer)
+    card = body.split('id="adjudications"', 1)[1].split("</section>", 1)[0]
+    assert "5 disagreements" in card
+    assert f'<a href="{plan_url(plan)}" class="audit-held">3 for audit plan {plan.pk}</a>' in card
+    close_plan(plan=plan, by=c.lead)  # negative control: a closed plan waits on nothing
+    assert "audit-held" not in home(client, reviewer)
+
+
+def audit_reads(queries) -> int:
+    return sum(1 for q in queries if "auditplan" in q["sql"] or "auditorderitem" in q["sql"])
+
+
+def test_the_reviewers_home_reads_the_audit_plans_in_two_queries_however_many(client):
+    c = candidate(n=20)
+    reviewer = make_user("rey", Role.REVIEWER)
+    client.force_login(reviewer)
+    client.get(HOME)
+    plan = plan_on(c, release=5)
+    with CaptureQueriesContext(connection) as nothing_waits:
+        client.get(HOME)
+    assert audit_reads(nothing_waits) == 0  # no disagreement: the plans are not read
+    gold(c, in_order(plan)[0], "PASS", second="FAIL")
+    with CaptureQueriesContext(connection) as one:
+        client.get(HOME)
+    plans = more_plans(c, 3)
+    for p in plans:
+        release_next(order=p.order, k=5)
+        gold(c, in_order(p)[0], "PASS", second="FAIL")
+    with CaptureQueriesContext(connection) as four:
+        body = client.get(HOME).content.decode()
+    assert all(f"1 for audit plan {p.pk}" in body for p in [plan, *plans])
+    assert audit_reads(one) == audit_reads(four) == 2  # the open plans, their released outputs
