@@ -180,7 +180,7 @@ def test_a_reviewer_sees_which_waiting_disagreements_an_open_audit_plan_released
     body = home(client, reviewer)
     card = body.split('id="adjudications"', 1)[1].split("</section>", 1)[0]
     assert "5 disagreements" in card
-    assert f'<a href="{plan_url(plan)}" class="audit-held">3 for audit plan {plan.pk}</a>' in card
+    assert f'<a href="{plan_url(plan)}" class="audit-held">3 of them for audit plan {plan.pk}</a>' in card
     close_plan(plan=plan, by=c.lead)  # negative control: a closed plan waits on nothing
     assert "audit-held" not in home(client, reviewer)
 
@@ -207,5 +207,5 @@ def test_the_reviewers_home_reads_the_audit_plans_in_two_queries_however_many(cl
         gold(c, in_order(p)[0], "PASS", second="FAIL")
     with CaptureQueriesContext(connection) as four:
         body = client.get(HOME).content.decode()
-    assert all(f"1 for audit plan {p.pk}" in body for p in [plan, *plans])
+    assert all(f"1 of them for audit plan {p.pk}" in body for p in [plan, *plans])
     assert audit_reads(one) == audit_reads(four) == 2  # the open plans, their released outputs
