@@ -132,6 +132,10 @@ def test_a_lead_starts_an_audit_labels_arrive_and_the_decision_appears_without_a
     expect(lead.get_by_role("button", name="Label these next")).to_have_count(0)
     assert lead.evaluate("() => window.notReloaded === true")
     screenshot(lead, "audit-plan-decided")
+    lead.set_viewport_size({"width": 1920, "height": 1080})
+    assert no_horizontal_scroll(lead)
+    screenshot(lead, "audit-plan-decided-1920")
+    lead.set_viewport_size({"width": 1366, "height": 768})
 
     lead.get_by_role("button", name="Close the plan").click()
     expect(lead.get_by_text(f"Audit plan {plan.pk} closed")).to_be_visible()
