@@ -110,9 +110,11 @@ def audit_plan(request: AuthenticatedHttpRequest, plan: int) -> HttpResponse:
 @never_cache
 @role_required(*STAFF_ROLES)
 def audit_plan_figures(request: AuthenticatedHttpRequest, plan: int) -> HttpResponse:
-    """The figures panel alone (htmx polls it); 286 once decided or closed, so polling stops."""
+    """The figures panel alone (htmx polls it); 286 once decided or closed, so polling stops. Once decided, a
+    lead's "Label these next" control is swapped out of band for the words that no more labels are needed."""
     found = get_object_or_404(_plans(), pk=plan)
     context = _context(request, found)
+    context["oob"] = bool(context["f"].decided and context["is_lead"] and found.closed_at is None)
     response = render(request, "calibration/audit_plan.html#audit-figures", context)
     if context["f"].decided or found.closed_at is not None:
         return HttpResponseStopPolling(response.content, content_type=response["Content-Type"])

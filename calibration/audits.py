@@ -136,10 +136,17 @@ def _thresholds(mark: GatingMark, min_pass_rate: float | None, confidence: float
 
 
 def release_plan_next(*, plan: AuditPlan, by: User, k: int = DEFAULT_RELEASE) -> AuditOrder:
-    """ "Label these k next": the queue may hand out k more positions of the plan's order."""
+    """ "Label these k next": the queue may hand out k more positions of the plan's order.
+
+    Refused for a closed plan, and for a decided one: its decision stands whatever the next labels say, so
+    releasing more would only spend annotators' time (another plan on the same order releases for itself).
+    """
     _refuse_non_lead(by)
     if plan.closed_at is not None:
         raise AuditPlanError(f"Audit plan {plan.pk} is closed.")
+    decided = plan_figures(plan, k=k)
+    if decided.decided:
+        raise AuditPlanError(decided_words(decided))
     try:
         return release_next(order=plan.order, k=k)
     except QueueError as exc:
@@ -205,6 +212,14 @@ class AuditFigures:
             "decided": self.decided,
             "forecast": asdict(self.forecast),
         }
+
+
+def decided_words(f: AuditFigures) -> str:
+    """Why a decided plan takes no more labels, said the same on the page, the API and the command."""
+    return (
+        f"Audit plan {f.plan} is decided: {f.decided} at label {f.decided_at} of {f.N}. Its labels are no longer "
+        "needed; close it to keep it for the record."
+    )
 
 
 def plan_record(plan: AuditPlan) -> dict:

@@ -93,6 +93,32 @@ def _text_rows(rows: tuple[CriterionReport, ...]) -> list[str]:
     return lines
 
 
+def _audit_plans_text(eval_set: str, plans: tuple[dict, ...]) -> list[str]:
+    """The audit plans on the eval set, as the JSON's `audit_plans` holds them; nothing when it has none."""
+    if not plans:
+        return []
+    head = (
+        f"{'plan':>5} {'criterion':<24} {'judge':<20} {'agent version':<14} {'state':<6} {'decided':<7} "
+        f"{'rule':<15} {'labeled':>11} {'interval':>16} {'estimate':>8}"
+    )
+    lines = ["", f"Audit plans on {eval_set} as a release candidate (each open one, and the latest closed one):"]
+    lines += [head, "-" * len(head)]
+    for p in plans:
+        rule = f">= {p['min_pass_rate']:g} at {p['confidence']:g}"
+        labeled = f"{p['n_labeled']} of {p['N']}"
+        lines.append(
+            f"{p['plan']:>5} {p['criterion']:<24} {p['judge']:<20} {p['agent_version'] or 'all':<14} "
+            f"{'open' if p['open'] else 'closed':<6} {p['decided'] or 'not yet':<7} {rule:<15} "
+            f"{labeled:>11} {_ci(tuple(p['interval'])):>16} {fmt(p['estimate']):>8}"
+        )
+    lines += [
+        "rule: the plan's minimum pass rate at its confidence; decided: PASS or FAIL by the exact rule or the "
+        "anytime-valid test, whose interval this is (the decision rests on it); labeled: the labeled start of the "
+        "plan's random order, pending gold included; estimate: PPI++, for reading. Read now, from today's gold.",
+    ]
+    return lines
+
+
 def to_text(report: CalibrationReport | SegmentedReport) -> str:
     head = (
         f"Calibration of judge {report.judge_config} (model {report.model_id or 'n/a'}) against gold on eval set "
@@ -111,6 +137,7 @@ def to_text(report: CalibrationReport | SegmentedReport) -> str:
         scope = f", agent version {report.agent_version}" if report.agent_version else ""
         lines.append(f"computed {report.computed_at:%Y-%m-%d %H:%M:%S %Z}{scope}")
         lines += ["", *_text_rows(report.rows), *probes.text(report.probes)]
+        lines += _audit_plans_text(report.eval_set, report.audit_plans)
     lines += [
         "",
         "* gating. kappa: judge vs gold over items both call PASS/FAIL; 95% CI: percentile bootstrap over items.",

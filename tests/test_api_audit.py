@@ -106,6 +106,25 @@ def test_a_closed_plan_is_not_extended(client, c, token):
     assert AuditOrder.objects.get().released == 0
 
 
+def test_a_decided_plan_is_not_extended_and_the_answer_says_why(client, c, token):
+    # By hand: 20 gold passes of N = 40 at minimum 0.5 reach 0.5 x 40: PASS at label 20 by the exact rule.
+    plan = plan_on(c, release=25)
+    order = in_order(plan)
+    for output in order[:19]:
+        gold(c, output, "PASS")
+    undecided = call(client, "POST", f"/api/audit-plans/{plan.pk}/next", token, {"k": 1})
+    assert undecided.status_code == 200 and undecided.json()["released"] == 26  # negative control
+    gold(c, order[19], "PASS")
+    response = call(client, "POST", f"/api/audit-plans/{plan.pk}/next", token, {"k": 5})
+    assert response.status_code == 409
+    assert response.json() == {
+        "error": f"Audit plan {plan.pk} is decided: PASS at label 20 of 40. Its labels are no longer needed; close it "
+        "to keep it for the record.",
+        "problems": [],
+    }
+    assert AuditOrder.objects.get().released == 26
+
+
 @pytest.mark.parametrize(
     ("change", "status", "words"),
     [

@@ -278,7 +278,51 @@ def test_all_fail_gold_shows_fail_by_the_rule(client):
         gold(c, output, "FAIL")
     client.force_login(c.lead)
     body = client.get(url("audit_plan", plan)).content.decode()
-    assert 'id="audit-decision">FAIL<' in body and "Label these next" in body
+    assert 'id="audit-decision">FAIL<' in body and "Label these next" not in body
+    assert "The plan is decided (FAIL at label" in body and "its labels are no longer needed" in body
+
+
+# --- after the decision --------------------------------------------------------------------------
+
+
+def test_a_decided_plan_offers_no_more_labels_and_says_why_while_an_undecided_one_does(client):
+    # By hand: N = 40, minimum 0.5; 19 gold passes decide nothing, the 20th reaches 0.5 x 40 (the exact rule).
+    c = candidate(n=40)
+    plan = plan_on(c, release=25)
+    order = in_order(plan)
+    for output in order[:19]:
+        gold(c, output, "PASS")
+    client.force_login(c.lead)
+    undecided = client.get(url("audit_plan", plan)).content.decode()
+    assert ">Label these next</button>" in undecided and "no longer needed" not in undecided  # negative control
+    gold(c, order[19], "PASS")
+    decided = client.get(url("audit_plan", plan)).content.decode()
+    assert ">Label these next</button>" not in decided and 'name="k"' not in decided
+    assert "The plan is decided (PASS at label 20 of 40): its labels are no longer needed" in decided
+    assert ">Close the plan</button>" in decided  # closing is what is left to do
+    assert f"audit_plan next {plan.pk}" in undecided and f"audit_plan next {plan.pk}" not in decided
+    refused = client.post(url("audit_plan_release", plan), {"k": "5"}, headers={"HX-Request": "true"})
+    words = refused.content.decode()
+    assert refused.status_code == 422 and words.startswith(f"Nothing released: Audit plan {plan.pk} is decided")
+    assert "PASS at label 20 of 40" in words and released(plan) == 25
+    page = client.post(url("audit_plan_release", plan), {"k": "5"}, follow=True).content.decode()
+    assert "Nothing released: Audit plan" in page and released(plan) == 25
+
+
+def test_the_poll_that_brings_the_decision_swaps_the_release_control_out_for_a_lead_only(client):
+    c = candidate(n=40)
+    plan = plan_on(c, release=40)
+    order = in_order(plan)
+    for output in order[:19]:
+        gold(c, output, "PASS")
+    client.force_login(c.lead)
+    assert "hx-swap-oob" not in client.get(url("audit_plan_figures", plan)).content.decode()  # undecided
+    gold(c, order[19], "PASS")
+    body = client.get(url("audit_plan_figures", plan)).content.decode()
+    swap = body.split('id="audit-release" hx-swap-oob="true">', 1)[1]
+    assert "its labels are no longer needed" in swap and ">Label these next</button>" not in swap
+    client.force_login(make_user("rey", "reviewer"))
+    assert "hx-swap-oob" not in client.get(url("audit_plan_figures", plan)).content.decode()  # reads, releases nothing
 
 
 @pytest.mark.parametrize("n", [20, 120])

@@ -94,6 +94,21 @@ def test_next_releases_k_and_show_prints_the_figures_as_json():
     assert (shown["plan"], shown["criterion"], shown["min_pass_rate"]) == (plan.pk, "correct_amount", 0.5)
 
 
+def test_next_on_a_decided_plan_refuses_and_says_why():
+    # By hand: 20 gold passes of N = 40 at minimum 0.5 reach 0.5 x 40: PASS at label 20 by the exact rule.
+    c = candidate(n=40)
+    plan_id = run(*CREATE, "correct_amount", "--by", "lee", "--seed", "3").strip()
+    run("next", plan_id, "-k", "20")
+    order = in_order(AuditPlan.objects.get())
+    for output in order[:19]:
+        gold(c, output, "PASS")
+    assert "the first 21 of 40" in run("next", plan_id, "-k", "1")  # undecided: released
+    gold(c, order[19], "PASS")
+    with pytest.raises(CommandError, match=rf"Audit plan {plan_id} is decided: PASS at label 20 of 40\. Its labels"):
+        run("next", plan_id)
+    assert AuditOrder.objects.get().released == 21
+
+
 def test_show_as_text_words_the_forecast_as_a_forecast():
     candidate(n=40)
     plan_id = run(*CREATE, "correct_amount", "--by", "lee").strip()

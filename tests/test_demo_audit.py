@@ -49,6 +49,11 @@ def test_the_audit_demo_is_a_partly_labeled_undecided_plan_on_a_candidate(client
     client.force_login(User.objects.get(username="lee"))
     page = client.get(reverse("calibration:audit_plan", args=[plan.pk])).content.decode()
     assert "Forecast" in page and "not yet" in page
+    # As the README says: lee's Home lists it, linked, with the labels so far (36 of the 150) and who it waits for.
+    home = client.get(reverse("home")).content.decode()
+    waiting = home.split('data-kind="audit_waiting"', 1)[1].split("</ul>", 1)[0]
+    assert reverse("calibration:audit_plan", args=[plan.pk]) in waiting and "36 labeled of about" in waiting
+    assert "14 released wait for annotators" in waiting  # 50 released, the first 36 labeled
     # Once: a second load adds nothing.
     again = StringIO()
     call_command("load_demo", "--audit", verbosity=0, stdout=again)

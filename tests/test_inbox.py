@@ -71,9 +71,9 @@ def test_a_reviewer_sees_adjudications_and_disputes_waiting_with_the_oldest_firs
     with CaptureQueriesContext(connection) as queries:
         body = client.get(HOME).content.decode()
     # Session and user, scopes (queues, disputes), per scope: item states (3: labels, gold, the criteria's gold
-    # policies), disputes, own outputs, the items' labels and criteria, when they started waiting (2); the staff
-    # tables (3).
-    assert len(queries) <= 17, [q["sql"][:90] for q in queries]
+    # policies), disputes, own outputs, the items' labels and criteria, when they started waiting (2); the open
+    # audit plans (1; two when one is open); the staff tables (3).
+    assert len(queries) <= 18, [q["sql"][:90] for q in queries]
     assert "2 disagreements" in body and "1 gold dispute" in body and "has waited 3" in body
     assert waiting.oldest_url in body and 'id="decisions"' not in body
 
@@ -166,5 +166,6 @@ def test_the_lead_home_costs_a_bounded_number_of_queries(client, lead, calibrate
         assert client.get(HOME).status_code == 200
     assert len(large) == len(small), [q["sql"][:90] for q in large]
     # Session and user; the reviewer's part (queues, disputes, item states, open disputes); one query per kind
-    # of decision, one report (six) for the tier check; the staff tables.
-    assert len(large) <= 23, [q["sql"][:90] for q in large]
+    # of decision (the audit plans' one included: none is open), one report (six) for the tier check; the staff
+    # tables. Each audit plan shown adds six (tests/test_inbox_audits.py).
+    assert len(large) <= 24, [q["sql"][:90] for q in large]

@@ -6,21 +6,28 @@ Seven kinds, in the order they appear:
   no_queue       an eval set nobody is labeling (open a queue if people should)     -> Queues
   uncalibrated   a finished judge run on a labeled eval set with no gating decision -> its calibration report
                  (a mark, a revocation, or "gating stays as it is": a GatingReview)
-                 made since it finished
+                 made since it finished; not a run of a judge config audited on that
+                 eval set (a release candidate: its audit plan is the decision)
   tier_changed   a gating criterion whose tier on a fresh report differs from the   -> its report row
                  tier it was marked in
   stale          a gating mark that no longer applies or soon will not: the judge   -> the report it was made on
                  config's or rubric version's contents changed, the rubric version
                  is no longer approved, or a newer version of the rubric exists
+  audit_decided  an open audit plan that has decided (PASS or FAIL: close it), or a   -> the plan's page
+                 plan closed in the last RECENT_GATES days, with its decision
+  audit_waiting  an open audit plan not yet decided: labeled n of about how many the  -> the plan's page
+                 forecast needs, and whether released outputs wait for labels or the
+                 lead must release more
   gate_failed    a gate that failed or could not decide in the last RECENT_GATES    -> the gate result
                  days (identical ones as one line, with how many times)
   gate_misnamed  a gate call in those days that named an eval set, rubric version   -> the gate result
                  or judge config that does not exist: the caller's mistake, not a
                  release's failure
 
-The reviewer's part is workspace.review_inbox. Queries: one per kind (the two gate kinds share one), plus
-one report (six queries, nine with a probe run) per calibration a gating mark was made on, at most
-MAX_TIER_CHECKS of them.
+The reviewer's part is workspace.review_inbox. Queries: one per kind (the two gate kinds share one, and so do
+the two audit kinds), plus one report (six queries, nine with a probe run) per calibration a gating mark was
+made on, at most MAX_TIER_CHECKS of them, and one plan's figures (six queries) per audit plan shown, at most
+MAX_AUDIT_CHECKS of them.
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from calibration.models import GateResult, GatingMark, GatingReview
+from calibration.audits import AuditFigures, plan_figures
+from calibration.models import AuditPlan, GateResult, GatingMark, GatingReview
 from calibration.report import criterion_tiers
 from evals.models import EvalSet, RubricVersion
 from judging.models import JudgeRun
@@ -44,6 +52,10 @@ RECENT_GATES = timedelta(days=7)
 MAX_LINES = 8
 # Each check of a gating mark's tier is one full report; a lead gates a handful of instruments.
 MAX_TIER_CHECKS = 5
+# Each audit plan's figures are read when shown (six queries and a Monte Carlo forecast, about 0.2 s on the demo's
+# 150 outputs); a lead audits a gating criterion or two per release candidate. Plans past these are listed
+# without figures, one click from them.
+MAX_AUDIT_CHECKS = 4
 
 
 @dataclass(frozen=True)
@@ -113,11 +125,14 @@ def uncalibrated_runs() -> list[Line]:
         calibration_eval_set=OuterRef("eval_set"),
         decided_at__gte=OuterRef("finished_at"),
     )
+    # A release candidate under audit is labeled for its audit plan, not to calibrate on: the plan is its decision.
+    audited = AuditPlan.objects.filter(eval_set=OuterRef("eval_set"), judge_config=OuterRef("judge_config"))
     runs = (
         JudgeRun.objects.filter(status=JudgeRun.Status.DONE, probe_run__isnull=True)  # probe arms calibrate nothing
         .filter(Exists(labeled))
         .exclude(Exists(decided))
         .exclude(Exists(reviewed))
+        .exclude(Exists(audited))
         .select_related("eval_set", "rubric_version__rubric", "judge_config")
         .order_by(F("finished_at").desc(nulls_last=True), "-pk")
     )
@@ -251,15 +266,75 @@ def _mistake_line(same: list[GateResult]) -> Line:
     return Line(text, reverse("calibration:gate_result", args=[g.pk]), "Read the call", g.created_at)
 
 
+def audit_plans(now: datetime | None = None) -> tuple[list[Line], list[Line]]:
+    """(decided or closed lately, waiting for labels) among the open audit plans and those closed in the last
+    RECENT_GATES days; one query, and each plan's figures for the first MAX_AUDIT_CHECKS (open ones first).
+
+    Decided is news until the lead closes the plan (the page then no longer asks for its labels); a plan closed
+    this week says what it had decided. An undecided plan says how far its labels are and what it waits for:
+    annotators (released outputs not labeled yet) or the lead (everything released is labeled: release more).
+    """
+    since = (now or timezone.now()) - RECENT_GATES
+    plans = (
+        AuditPlan.objects.filter(Q(closed_at__isnull=True) | Q(closed_at__gte=since))
+        .select_related("criterion__rubric_version__rubric", "eval_set", "judge_config", "order")
+        .order_by(F("closed_at").desc(nulls_first=True), "-created_at", "-id")
+    )
+    decided: list[Line] = []
+    waiting: list[Line] = []
+    for i, plan in enumerate(plans):
+        url = reverse("calibration:audit_plan", args=[plan.pk])
+        what = _audit_words(plan)
+        if i >= MAX_AUDIT_CHECKS:
+            state = "closed" if plan.closed_at else "open"
+            line = Line(f"{what}: {state}; its figures are on its page", url, "Open the plan", plan.created_at)
+            (decided if plan.closed_at else waiting).append(line)
+            continue
+        f = plan_figures(plan)
+        if plan.closed_at is not None:
+            outcome = f"{f.decided} at label {f.decided_at} of {f.N}" if f.decided else "undecided"
+            text = f"{what} was closed: {outcome} ({f.n_labeled} labeled of {f.N})"
+            decided.append(Line(text, url, "Read the plan", plan.closed_at))
+        elif f.decided:
+            text = f"{what} decided {f.decided} at label {f.decided_at} of {f.N}: its labels are no longer needed"
+            # No time beside it: the decision is read now, from labels whose order in time the plan does not keep.
+            decided.append(Line(text, url, "Read the decision, close the plan"))
+        else:
+            waiting.append(_waiting_line(what, f, url, plan.created_at))
+    return decided, waiting
+
+
+def _audit_words(plan: AuditPlan) -> str:
+    agent = f" ({plan.agent_version})" if plan.agent_version else ""
+    return f"the audit of {plan.criterion.key} on {plan.eval_set.name}{agent} with {plan.judge_config.name}"
+
+
+def _waiting_line(what: str, f: AuditFigures, url: str, when: datetime) -> Line:
+    # "Needed" is the forecast's: labeled so far plus the expected labels to a decision, never past N.
+    needed = min(f.n_labeled + f.expected_more_labels, f.N)
+    text = f"{what}: {f.n_labeled} labeled of about {needed} needed by the forecast ({f.N} outputs)"
+    if f.n_pending:
+        text += f", {f.n_pending} awaiting gold"
+    unlabeled = f.released - f.n_labeled
+    if unlabeled > 0:
+        return Line(f"{text}; {unlabeled} released wait for annotators", url, "Follow the audit", when)
+    if f.released < f.N:  # the annotators have caught up: only the lead can give them more
+        return Line(f"{text}; every released output is labeled", url, "Label these next", when)
+    return Line(f"{text}; every output is labeled", url, "Follow the audit", when)
+
+
 def lead_inbox() -> list[Section]:
     marks = list(_active_marks())
     failures, mistakes = gate_problems()
+    audits_decided, audits_waiting = audit_plans()
     sections = [
         _section("draft", "Draft rubric versions", drafts()),
         _section("no_queue", "Eval sets nobody is labeling", eval_sets_without_queue()),
         _section("uncalibrated", "Finished judge runs not yet decided on", uncalibrated_runs()),
         _section("tier_changed", "Gating criteria whose tier changed", tier_changes(marks)),
         _section("stale", "Gating marks gone stale", stale_marks(marks)),
+        _section("audit_decided", "Audit plans decided or closed this week", audits_decided),
+        _section("audit_waiting", "Audit plans waiting for labels", audits_waiting),
         _section("gate_failed", "Recent gate failures", failures),
         _section("gate_misnamed", "Gate calls that named something unknown", mistakes),
     ]

@@ -127,8 +127,15 @@ def test_a_lead_starts_an_audit_labels_arrive_and_the_decision_appears_without_a
     expect(lead.locator("#audit-decision-words")).to_contain_text("PASS at label 20 of 40, by the exact rule")
     expect(lead.locator("#audit-saved")).to_contain_text("20 of 40")
     expect(lead.locator("#audit-forecast")).to_have_count(0)
+    # The poll that brought the decision swapped "Label these next" out: its labels are no longer needed.
+    expect(lead.locator("#audit-release")).to_contain_text("its labels are no longer needed")
+    expect(lead.get_by_role("button", name="Label these next")).to_have_count(0)
     assert lead.evaluate("() => window.notReloaded === true")
     screenshot(lead, "audit-plan-decided")
+    lead.set_viewport_size({"width": 1920, "height": 1080})
+    assert no_horizontal_scroll(lead)
+    screenshot(lead, "audit-plan-decided-1920")
+    lead.set_viewport_size({"width": 1366, "height": 768})
 
     lead.get_by_role("button", name="Close the plan").click()
     expect(lead.get_by_text(f"Audit plan {plan.pk} closed")).to_be_visible()
