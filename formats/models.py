@@ -108,6 +108,13 @@ class TraceOutcome(models.Model):
     status = models.CharField(max_length=12, choices=Status.choices)
     reason = models.CharField(max_length=500, blank=True)
     spans = models.PositiveIntegerField(default=0)
+    # The ids of the spans it was finished with: a span sent again after the trace was finished is told from one
+    # that came late. Empty for traces finished before this was kept (every span that comes for them is late).
+    span_ids = models.JSONField(default=list)
+    # Spans that came after the trace was finished, in no output: their ids (each counted once however often it is
+    # sent) and how many (for the eval set page's sum). The exporter is told too, as rejected spans.
+    late_span_ids = models.JSONField(default=list)
+    late_spans = models.PositiveIntegerField(default=0)
     output = models.ForeignKey("evals.Output", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     finished_at = models.DateTimeField(auto_now_add=True)
 
