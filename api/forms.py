@@ -63,6 +63,13 @@ class TokenForm(forms.Form):
         label="Case id attribute",
         help_text="The span or resource attribute that names the case, e.g. session.id; empty: the trace id.",
     )
+    trace_root_span_name = forms.CharField(
+        max_length=200,  # TraceBinding.root_span_name
+        required=False,
+        label="Root span name",
+        help_text="The span whose run is the output, e.g. support-agent (the first span of that name); empty: the "
+        "span without a parent.",
+    )
     trace_sample_one_in = forms.IntegerField(
         min_value=1,
         initial=1,
@@ -118,7 +125,21 @@ class TokenForm(forms.Form):
             )
         elif eval_set is not None and not fnmatch.fnmatchcase(eval_set.name, data.get("eval_set_pattern") or ""):
             self.add_error("trace_eval_set", f"{eval_set.name} does not match the token's eval sets pattern.")
+        if data.get("trace_root_span_name") and not traces:
+            self.add_error(
+                "trace_root_span_name",
+                "Only a token with the traces scope has a root span: tick traces, or leave this empty.",
+            )
         return data
+
+    def clean_trace_root_span_name(self) -> str:
+        name = self.cleaned_data["trace_root_span_name"].strip()
+        if not name.isprintable():
+            raise forms.ValidationError(
+                "A span name is printable text (no tabs, line breaks or control characters), as the agent names its "
+                "span, e.g. support-agent."
+            )
+        return name
 
     def clean_trace_keep_rule(self) -> tuple[str, str]:
         rule = self.cleaned_data["trace_keep_rule"].strip()
@@ -138,6 +159,7 @@ class TokenForm(forms.Form):
         return TraceBinding(
             eval_set=data["trace_eval_set"],
             case_id_attribute=data["trace_case_id_attribute"].strip(),
+            root_span_name=data["trace_root_span_name"],
             sample_one_in=data["trace_sample_one_in"] or 1,
             keep_attribute=attribute,
             keep_value=value,
