@@ -63,6 +63,14 @@ class TokenForm(forms.Form):
         label="Case id attribute",
         help_text="The span or resource attribute that names the case, e.g. session.id; empty: the trace id.",
     )
+    trace_agent_version_attribute = forms.CharField(
+        max_length=200,  # TraceBinding.agent_version_attribute
+        required=False,
+        initial="service.version",
+        label="Agent version attribute",
+        help_text="The root span or resource attribute that names the agent version, e.g. service.version; empty: "
+        "every output's version is default.",
+    )
     trace_root_span_name = forms.CharField(
         max_length=200,  # TraceBinding.root_span_name
         required=False,
@@ -141,6 +149,14 @@ class TokenForm(forms.Form):
             )
         return name
 
+    def clean_trace_agent_version_attribute(self) -> str:
+        attribute = self.cleaned_data["trace_agent_version_attribute"].strip()
+        if not attribute.isprintable() or " " in attribute:
+            raise forms.ValidationError(
+                "An attribute name is one word of printable characters, e.g. service.version or deployment.version."
+            )
+        return attribute
+
     def clean_trace_keep_rule(self) -> tuple[str, str]:
         rule = self.cleaned_data["trace_keep_rule"].strip()
         if not rule:
@@ -160,6 +176,7 @@ class TokenForm(forms.Form):
             eval_set=data["trace_eval_set"],
             case_id_attribute=data["trace_case_id_attribute"].strip(),
             root_span_name=data["trace_root_span_name"],
+            agent_version_attribute=data["trace_agent_version_attribute"],
             sample_one_in=data["trace_sample_one_in"] or 1,
             keep_attribute=attribute,
             keep_value=value,

@@ -74,11 +74,30 @@ def test_without_a_root_span_name_the_span_without_a_parent_is_the_root(client, 
     assert "root span without a parent" in client.get(reverse("calibration:gates")).content.decode()
 
 
-def test_the_form_shows_the_root_span_name_field(client, lead):
+def test_the_form_shows_the_root_span_name_and_agent_version_attribute_fields(client, lead):
     client.force_login(lead)
     page = client.get(reverse("calibration:gates")).content.decode()
     assert '<label for="id_trace_root_span_name">Root span name</label>' in page
     assert 'name="trace_root_span_name"' in page
+    assert '<label for="id_trace_agent_version_attribute">Agent version attribute</label>' in page
+    assert 'name="trace_agent_version_attribute" value="service.version"' in page
+
+
+@pytest.mark.parametrize(
+    ("attribute", "version"),
+    [("deployment.version", "2026-12-02"), ("service.version", "bot-7"), ("", "default")],
+)
+def test_the_agent_version_attribute_set_on_the_form_names_the_outputs_version(client, lead, attribute, version):
+    es = make_eval_set("versioned-traces")
+    token = traces_token(
+        client, lead, es, trace_agent_version_attribute=attribute, trace_root_span_name="support-agent"
+    )
+    resource = {"service.name": "bot", "service.version": "bot-7", "deployment.version": "2026-12-02"}
+
+    post(client, export(wrapped_run(3), resource=resource).SerializeToString(), token)
+
+    assert finish(es).outputs == 1
+    assert Output.objects.get(case__eval_set=es).agent_version == version
 
 
 @pytest.mark.parametrize(
@@ -86,6 +105,7 @@ def test_the_form_shows_the_root_span_name_field(client, lead):
     [
         ({"trace_root_span_name": "agent\trun"}, "A span name is printable text"),
         ({"trace_root_span_name": "a" * 201}, "Ensure this value has at most 200 characters (it has 201)."),
+        ({"trace_agent_version_attribute": "deployment version"}, "An attribute name is one word"),
         (
             {"trace_root_span_name": "agent", "scopes": ["push"], "trace_eval_set": ""},
             "Only a token with the traces scope has a root span",
