@@ -56,6 +56,17 @@ class TraceBinding(models.Model):
     agent_version_attribute = models.CharField(max_length=200, default="service.version")
     # Empty: the root is the span without a parent. Otherwise the first span of this name is the trace's root.
     root_span_name = models.CharField(max_length=200, blank=True)
+
+    class RootKind(models.TextChoices):
+        """formats.otel_traces.ROOT_KINDS: how each is recognised."""
+
+        ANY = "", "any kind"
+        AGENT = "agent", "agent"  # openinference.span.kind AGENT, or gen_ai.operation.name invoke_agent
+        CHAIN = "chain", "chain"  # openinference.span.kind CHAIN
+        SERVER = "server", "server"  # the span kind SERVER: a request the service answered
+
+    # With or without a name: the first span of this kind is the root.
+    root_span_kind = models.CharField(max_length=10, blank=True, choices=RootKind.choices)
     # Sampling: keep one trace in N (on the trace id, so every replica agrees), or any trace a rule keeps.
     sample_one_in = models.PositiveIntegerField(default=1)
     keep_attribute = models.CharField(max_length=200, blank=True)

@@ -37,6 +37,7 @@ def rules_of(binding: TraceBinding) -> TraceRules:
         case_id_attribute=binding.case_id_attribute,
         agent_version_attribute=binding.agent_version_attribute,
         root_span_name=binding.root_span_name,
+        root_span_kind=binding.root_span_kind,
         sample_one_in=binding.sample_one_in,
         keep_attribute=binding.keep_attribute,
         keep_value=binding.keep_value,

@@ -64,6 +64,8 @@ def test_the_traces_summary_and_the_token_panel_fit_the_screen(live_server, new_
     expect(page.locator("#token-panel")).to_contain_text("traces into support-traces, root span support-agent")
     expect(page.get_by_label("Traces go into")).to_be_visible()
     expect(page.get_by_label("Root span name")).to_be_visible()
+    expect(page.get_by_label("Root span kind")).to_be_visible()
+    expect(page.get_by_label("Version attribute")).to_have_value("service.version")
     assert page.evaluate(OVERFLOW) == 0
     page.get_by_label("Traces go into").scroll_into_view_if_needed()
     screenshot(page, f"otel-token-panel-{size[0]}")
