@@ -157,6 +157,29 @@ def test_with_the_broker_down_and_no_later_export_manage_py_finish_traces_finish
 TRACES = 600  # three of finish_ready_traces' batches of 200
 
 
+def race(*finishers) -> list:
+    """Run the finishers at the same moment, each in a thread with its own database connection (Django's are
+    per thread), as two processes would; their results, or the exception each raised."""
+    start = threading.Barrier(len(finishers))
+    results: list = [None] * len(finishers)
+
+    def run(i: int) -> None:
+        try:
+            start.wait()
+            results[i] = finishers[i]()
+        except Exception as exc:  # noqa: BLE001 - returned, for the test to assert on
+            results[i] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(finishers))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    return results
+
+
 def test_two_finishers_racing_for_the_same_traces_make_each_output_once(client, lead):
     es = make_eval_set("refund-traces")
     token = traces_token(client, lead, es)
@@ -165,28 +188,37 @@ def test_two_finishers_racing_for_the_same_traces_make_each_output_once(client, 
         assert post(client, export(spans).SerializeToString(), token).status_code == 200
     assert TraceSpan.objects.count() == TRACES * 4
     binding = TraceBinding.objects.get(eval_set=es)
-    start = threading.Barrier(2)
-    done: dict[str, object] = {}
 
-    def finisher(name: str) -> None:
-        # Each thread has its own database connection (Django's are per thread), as two processes would.
-        try:
-            start.wait()
-            done[name] = finish_ready_traces(binding_id=binding.pk, quiet_seconds=0)
-        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
-            done[name] = exc
-        finally:
-            connection.close()
+    done = race(*[lambda: finish_ready_traces(binding_id=binding.pk, quiet_seconds=0)] * 2)
 
-    threads = [threading.Thread(target=finisher, args=(name,)) for name in ("a", "b")]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-
-    assert not any(isinstance(result, Exception) for result in done.values()), done
-    assert sum(result.outputs for result in done.values()) == TRACES  # type: ignore[attr-defined]
+    assert not any(isinstance(result, Exception) for result in done), done
+    assert sum(result.outputs for result in done) == TRACES
     assert Output.objects.filter(case__eval_set=es).count() == TRACES
     assert TraceOutcome.objects.count() == TRACES
     assert set(TraceOutcome.objects.values_list("status", flat=True)) == {TraceOutcome.Status.OUTPUT}
+    assert not TraceSpan.objects.exists()
+
+
+def test_two_tokens_finishing_a_trace_of_the_same_case_at_once_make_one_output_and_one_refusal(client, lead):
+    # Two tokens into one eval set, each with a trace of case-1 by the same agent version: their finishers lock
+    # different rows, so both may write case-1 at the same moment; the database's unique case decides.
+    es = make_eval_set("refund-traces")
+    for trace in (1, 2):
+        token = traces_token(client, lead, es)
+        post(client, export(refund_trace(trace=trace, session="case-1")).SerializeToString(), token)
+    bindings = list(TraceBinding.objects.filter(eval_set=es).order_by("pk").values_list("pk", flat=True))
+
+    done = race(*[lambda b=b: finish_ready_traces(binding_id=b, quiet_seconds=0) for b in bindings])
+    assert not any(isinstance(result, Exception) for result in done), done
+    for binding in bindings:  # a trace that met the other's write waits for the next run, which sees it
+        finish_ready_traces(binding_id=binding, quiet_seconds=0)
+
+    assert Output.objects.filter(case__eval_set=es).count() == 1
+    assert sorted(TraceOutcome.objects.values_list("status", "reason")) == [
+        ("output", ""),
+        (
+            "rejected",
+            "case 'case-1' already has an output of agent version 'bot-1.4'; name another case id or agent version",
+        ),
+    ]
     assert not TraceSpan.objects.exists()
