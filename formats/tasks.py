@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.conf import settings
 from django.db import OperationalError
 
@@ -30,3 +31,19 @@ def finish_traces(binding_id: int) -> None:
         waiting = True
     if waiting:
         finish_traces.apply_async((binding_id,), countdown=settings.ICEWATER_OTLP_QUIET_SECONDS + 1)
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def resume_trace_finishing() -> int:
+    """Schedule the finisher of every token whose spans wait. Spans staged while no worker ran, or while the
+    broker was down (the receiver could not schedule it), are finished without waiting for another export."""
+    binding_ids = trace_outputs.bindings_with_waiting_spans()
+    for binding_id in binding_ids:
+        finish_traces.apply_async((binding_id,))
+    return len(binding_ids)
+
+
+@worker_ready.connect
+def _finish_waiting_traces_when_a_worker_starts(sender=None, **kwargs) -> None:
+    # Through the broker, so the database is touched in a pool process, never in the parent before it forks.
+    resume_trace_finishing.delay()

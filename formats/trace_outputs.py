@@ -53,6 +53,10 @@ def has_waiting_spans(binding_id: int) -> bool:
     return TraceSpan.objects.filter(binding_id=binding_id).exists()
 
 
+def bindings_with_waiting_spans() -> list[int]:
+    return list(TraceSpan.objects.order_by("binding_id").values_list("binding_id", flat=True).distinct())
+
+
 @dataclass(frozen=True)
 class Stored:
     staged: int  # spans given to the database to stage (a re-sent one among them is dropped there)

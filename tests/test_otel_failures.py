@@ -137,6 +137,24 @@ def test_with_the_broker_down_an_export_is_kept_and_finished_once_the_broker_is_
     assert not TraceSpan.objects.exists()
 
 
+@pytest.mark.celery
+def test_with_the_broker_down_and_no_later_export_a_worker_that_starts_finishes_the_kept_spans(
+    client, lead, gunicorn, private_redis, workers, monkeypatch
+):
+    es = make_eval_set("refund-traces")
+    token = traces_token(client, lead, es)
+    server = gunicorn(private_redis.url)
+    private_redis.stop()
+    assert server.export(token, refund_trace(trace=1, session="case-1"))[0] == 200
+    private_redis.start()  # back, empty: nothing asks for the spans to be finished
+
+    monkeypatch.setenv("ICEWATER_OTLP_QUIET_SECONDS", "1")
+    workers(concurrency=1, broker_url=private_redis.url)  # e.g. the worker restarted once the broker was back
+
+    wait_for_outputs(es, 1)
+    assert not TraceSpan.objects.exists()
+
+
 def test_with_the_broker_down_and_no_later_export_manage_py_finish_traces_finishes_the_kept_spans(
     client, lead, gunicorn, private_redis
 ):
