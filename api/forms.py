@@ -63,6 +63,28 @@ class TokenForm(forms.Form):
         label="Case id attribute",
         help_text="The span or resource attribute that names the case, e.g. session.id; empty: the trace id.",
     )
+    trace_agent_version_attribute = forms.CharField(
+        max_length=200,  # TraceBinding.agent_version_attribute
+        required=False,
+        initial="service.version",
+        label="Version attribute",
+        help_text="The root span or resource attribute that names the agent version, e.g. service.version; empty: "
+        "every output's version is default.",
+    )
+    trace_root_span_name = forms.CharField(
+        max_length=200,  # TraceBinding.root_span_name
+        required=False,
+        label="Root span name",
+        help_text="The span whose run is the output, e.g. support-agent (the first span of that name); empty: the "
+        "span without a parent.",
+    )
+    trace_root_span_kind = forms.ChoiceField(
+        choices=TraceBinding.RootKind.choices,
+        required=False,
+        label="Root span kind",
+        help_text="With or without a name, the first span of this kind: agent (openinference.span.kind AGENT or "
+        "gen_ai.operation.name invoke_agent), chain (CHAIN), server (span kind SERVER).",
+    )
     trace_sample_one_in = forms.IntegerField(
         min_value=1,
         initial=1,
@@ -118,7 +140,29 @@ class TokenForm(forms.Form):
             )
         elif eval_set is not None and not fnmatch.fnmatchcase(eval_set.name, data.get("eval_set_pattern") or ""):
             self.add_error("trace_eval_set", f"{eval_set.name} does not match the token's eval sets pattern.")
+        for field in ("trace_root_span_name", "trace_root_span_kind"):
+            if data.get(field) and not traces:
+                self.add_error(
+                    field, "Only a token with the traces scope has a root span: tick traces, or leave this empty."
+                )
         return data
+
+    def clean_trace_root_span_name(self) -> str:
+        name = self.cleaned_data["trace_root_span_name"].strip()
+        if not name.isprintable():
+            raise forms.ValidationError(
+                "A span name is printable text (no tabs, line breaks or control characters), as the agent names its "
+                "span, e.g. support-agent."
+            )
+        return name
+
+    def clean_trace_agent_version_attribute(self) -> str:
+        attribute = self.cleaned_data["trace_agent_version_attribute"].strip()
+        if not attribute.isprintable() or " " in attribute:
+            raise forms.ValidationError(
+                "An attribute name is one word of printable characters, e.g. service.version or deployment.version."
+            )
+        return attribute
 
     def clean_trace_keep_rule(self) -> tuple[str, str]:
         rule = self.cleaned_data["trace_keep_rule"].strip()
@@ -138,6 +182,9 @@ class TokenForm(forms.Form):
         return TraceBinding(
             eval_set=data["trace_eval_set"],
             case_id_attribute=data["trace_case_id_attribute"].strip(),
+            root_span_name=data["trace_root_span_name"],
+            root_span_kind=data["trace_root_span_kind"],
+            agent_version_attribute=data["trace_agent_version_attribute"],
             sample_one_in=data["trace_sample_one_in"] or 1,
             keep_attribute=attribute,
             keep_value=value,

@@ -4,7 +4,8 @@ A plain Django view, not a ninja endpoint: OTLP bodies are protobuf (or OTLP's o
 gzip-compressed, and the answers follow the OTLP/HTTP specification rather than the API's JSON error shape:
 
 - 200 with an ExportTraceServiceResponse in the request's encoding; `partial_success` counts the spans refused
-  (no valid ids, no end time, larger than ICEWATER_OTLP_MAX_SPAN_KB) and says why;
+  (no valid ids, no end time, larger than ICEWATER_OTLP_MAX_SPAN_KB, or late: new spans of a trace already
+  finished) and says why;
 - 400 a body that is not an export request (or broken gzip); 401/403 no token, or one without the traces scope;
   413 a body (compressed or not) over ICEWATER_UPLOAD_MAX_MB; 415 another Content-Type or Content-Encoding;
 - 429 with Retry-After when over ICEWATER_OTLP_MAX_WAITING_SPANS spans of this token wait for their traces to
@@ -88,7 +89,8 @@ def receive_traces(request: HttpRequest) -> HttpResponse:
                         "finish (is a Celery worker running? manage.py finish_traces finishes them); retry later",
                         BUSY_RETRY_AFTER_S,
                     )
-                if store_spans(binding=binding, spans=read.spans):
+                stored = store_spans(binding=binding, spans=read.spans)
+                if stored.staged:
                     transaction.on_commit(lambda: _schedule_finish(binding.pk))
                 GateToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
         except OperationalError:  # SQLite's "database is locked", a lock timeout, a lost connection: nothing written
@@ -97,9 +99,17 @@ def receive_traces(request: HttpRequest) -> HttpResponse:
             ) from None
     except Refusal as refusal:
         return _status_answer(refusal, encoding)
-    message = "; ".join(read.reasons)
+    reasons = list(read.reasons)
+    if stored.late:
+        # Rejected as the specification means it: not accepted into any output. Sending them again changes
+        # nothing, and the exporter does not retry a partial success.
+        reasons.append(
+            f"{stored.late} span(s) came after their trace was finished (its root was in and no span of it had come "
+            f"for ICEWATER_OTLP_QUIET_SECONDS = {settings.ICEWATER_OTLP_QUIET_SECONDS:g} s) and are in no output"
+        )
     return HttpResponse(
-        otel_traces.answer(rejected=read.rejected, message=message, content_type=encoding), content_type=encoding
+        otel_traces.answer(rejected=read.rejected + stored.late, message="; ".join(reasons), content_type=encoding),
+        content_type=encoding,
     )
 
 

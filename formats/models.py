@@ -56,6 +56,17 @@ class TraceBinding(models.Model):
     agent_version_attribute = models.CharField(max_length=200, default="service.version")
     # Empty: the root is the span without a parent. Otherwise the first span of this name is the trace's root.
     root_span_name = models.CharField(max_length=200, blank=True)
+
+    class RootKind(models.TextChoices):
+        """formats.otel_traces.ROOT_KINDS: how each is recognised."""
+
+        ANY = "", "any kind"
+        AGENT = "agent", "agent"  # openinference.span.kind AGENT, or gen_ai.operation.name invoke_agent
+        CHAIN = "chain", "chain"  # openinference.span.kind CHAIN
+        SERVER = "server", "server"  # the span kind SERVER: a request the service answered
+
+    # With or without a name: the first span of this kind is the root.
+    root_span_kind = models.CharField(max_length=10, blank=True, choices=RootKind.choices)
     # Sampling: keep one trace in N (on the trace id, so every replica agrees), or any trace a rule keeps.
     sample_one_in = models.PositiveIntegerField(default=1)
     keep_attribute = models.CharField(max_length=200, blank=True)
@@ -108,6 +119,13 @@ class TraceOutcome(models.Model):
     status = models.CharField(max_length=12, choices=Status.choices)
     reason = models.CharField(max_length=500, blank=True)
     spans = models.PositiveIntegerField(default=0)
+    # The ids of the spans it was finished with: a span sent again after the trace was finished is told from one
+    # that came late. Empty for traces finished before this was kept (every span that comes for them is late).
+    span_ids = models.JSONField(default=list)
+    # Spans that came after the trace was finished, in no output: their ids (each counted once however often it is
+    # sent) and how many (for the eval set page's sum). The exporter is told too, as rejected spans.
+    late_span_ids = models.JSONField(default=list)
+    late_spans = models.PositiveIntegerField(default=0)
     output = models.ForeignKey("evals.Output", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     finished_at = models.DateTimeField(auto_now_add=True)
 

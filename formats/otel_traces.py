@@ -214,6 +214,7 @@ class TraceRules:
     case_id_attribute: str = "session.id"
     agent_version_attribute: str = "service.version"
     root_span_name: str = ""
+    root_span_kind: str = ""  # one of ROOT_KINDS, or "" for any
     sample_one_in: int = 1
     keep_attribute: str = ""
     keep_value: str = ""
@@ -235,12 +236,27 @@ class TraceRefused(Exception):
     """This trace makes no output: the message is the reason the lead reads."""
 
 
+SPAN_KIND_SERVER = 2  # opentelemetry.proto.trace.v1.Span.SpanKind.SPAN_KIND_SERVER
+# The kinds a binding may ask its root span to be, each by the conventions' own markers.
+ROOT_KINDS = {
+    "agent": lambda s: (
+        s.attributes.get("openinference.span.kind") == "AGENT"
+        or s.attributes.get("gen_ai.operation.name") == "invoke_agent"
+    ),
+    "chain": lambda s: s.attributes.get("openinference.span.kind") == "CHAIN",
+    "server": lambda s: s.kind == SPAN_KIND_SERVER,
+}
+
+
 def find_root(spans: list[SpanRecord], rules: TraceRules) -> SpanRecord | None:
-    """The trace's root: the first span named as the rules say, else the span without a parent."""
+    """The trace's root: the first span (in start order) with the name and of the kind the rules say, when they
+    say either; else the span without a parent."""
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
-    if rules.root_span_name:
-        return next((s for s in ordered if s.name == rules.root_span_name), None)
-    return next((s for s in ordered if not s.parent_span_id), None)
+    if not rules.root_span_name and not rules.root_span_kind:
+        return next((s for s in ordered if not s.parent_span_id), None)
+    of_kind = ROOT_KINDS.get(rules.root_span_kind, lambda s: True)
+    named = rules.root_span_name
+    return next((s for s in ordered if (not named or s.name == named) and of_kind(s)), None)
 
 
 def keep(spans: list[SpanRecord], trace_id: str, rules: TraceRules) -> bool:
@@ -273,9 +289,9 @@ def trace_output(spans: list[SpanRecord], trace_id: str, rules: TraceRules) -> T
     """The output a complete trace describes; TraceRefused with the reason when it describes none."""
     root = find_root(spans, rules)
     if root is None:
-        raise TraceRefused(
-            f"no root span {'named ' + repr(rules.root_span_name) if rules.root_span_name else ''}".strip()
-        )
+        named = f" named {rules.root_span_name!r}" if rules.root_span_name else ""
+        of_kind = f" of kind {rules.root_span_kind}" if rules.root_span_kind else ""
+        raise TraceRefused(f"no root span{named}{of_kind}")
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
     inside = [s for s in ordered if s is root or _descends_from(s, root, spans)]
     input_text = _text_attr(root, "input.value") or _first_user_message(inside)

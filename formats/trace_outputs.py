@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import orjson
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
 from evals import record_fields as f
@@ -37,6 +37,7 @@ def rules_of(binding: TraceBinding) -> TraceRules:
         case_id_attribute=binding.case_id_attribute,
         agent_version_attribute=binding.agent_version_attribute,
         root_span_name=binding.root_span_name,
+        root_span_kind=binding.root_span_kind,
         sample_one_in=binding.sample_one_in,
         keep_attribute=binding.keep_attribute,
         keep_value=binding.keep_value,
@@ -52,9 +53,20 @@ def has_waiting_spans(binding_id: int) -> bool:
     return TraceSpan.objects.filter(binding_id=binding_id).exists()
 
 
-def store_spans(*, binding: TraceBinding, spans: list[SpanRecord], copy: bool | None = None) -> int:
-    """Stage the spans; a span already staged, or of a trace already finished, changes nothing. Returns how
-    many spans were new to this call's check (a re-sent span still counts: the database drops it).
+def bindings_with_waiting_spans() -> list[int]:
+    return list(TraceSpan.objects.order_by("binding_id").values_list("binding_id", flat=True).distinct())
+
+
+@dataclass(frozen=True)
+class Stored:
+    staged: int  # spans given to the database to stage (a re-sent one among them is dropped there)
+    late: int  # spans of traces already finished that were not part of them: in no output, counted on the trace
+
+
+def store_spans(*, binding: TraceBinding, spans: list[SpanRecord], copy: bool | None = None) -> Stored:
+    """Stage the spans. A span already staged changes nothing; so does one sent again after its trace was
+    finished. A span of a finished trace that was not part of it is late: counted on the trace
+    (TraceOutcome.late_spans), not staged. Inside the caller's transaction.
 
     On PostgreSQL the rows go in with COPY through a temporary table, then one INSERT ... ON CONFLICT DO NOTHING:
     a parameterised INSERT of 512 spans spent most of an export's time quoting parameters (bench/otel.py).
@@ -65,15 +77,16 @@ def store_spans(*, binding: TraceBinding, spans: list[SpanRecord], copy: bool | 
             "trace_id", flat=True
         )
     )
+    late = _count_late(binding, [(s.trace_id, s.span_id) for s in spans if s.trace_id in finished]) if finished else 0
     kept = [s for s in spans if s.trace_id not in finished]
     if not kept:
-        return 0
+        return Stored(staged=0, late=late)
     now = timezone.now()
     if copy is None:
         copy = connection.vendor == "postgresql"
     if copy:
         _copy_spans(binding, kept, now)
-        return len(kept)
+        return Stored(staged=len(kept), late=late)
     rows = [
         TraceSpan(
             binding=binding,
@@ -95,7 +108,27 @@ def store_spans(*, binding: TraceBinding, spans: list[SpanRecord], copy: bool | 
     # ignore_conflicts: the unique (binding, trace id, span id) makes a re-sent span a no-op, also when two
     # exports of it race.
     TraceSpan.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
-    return len(rows)
+    return Stored(staged=len(rows), late=late)
+
+
+def _count_late(binding: TraceBinding, arrived: list[tuple[str, str]]) -> int:
+    """The (trace id, span id) pairs of finished traces that were not part of them: late. Each new one is added to
+    its trace's late spans (locked: two exports of one late span count it once). Returns how many distinct late
+    spans `arrived` holds, counted again or not: none of them is in an output."""
+    outcomes = TraceOutcome.objects.select_for_update().filter(binding=binding, trace_id__in={t for t, _ in arrived})
+    arrived_by_trace: defaultdict[str, set[str]] = defaultdict(set)
+    for trace_id, span_id in arrived:
+        arrived_by_trace[trace_id].add(span_id)
+    late = 0
+    for outcome in outcomes.order_by("pk"):
+        late_here = arrived_by_trace[outcome.trace_id] - set(outcome.span_ids)
+        late += len(late_here)
+        new = sorted(late_here - set(outcome.late_span_ids))
+        if new:
+            TraceOutcome.objects.filter(pk=outcome.pk).update(
+                late_span_ids=[*outcome.late_span_ids, *new], late_spans=len(outcome.late_span_ids) + len(new)
+            )
+    return late
 
 
 _COLUMNS = (
@@ -205,18 +238,22 @@ def _decide(binding: TraceBinding, traces: list[tuple[str, bool]]) -> list[str |
     decided = set(
         TraceOutcome.objects.filter(binding=binding, trace_id__in=by_trace).values_list("trace_id", flat=True)
     )
+    if decided:
+        _count_late(binding, [(t, r.span_id) for t in decided for r in by_trace[t]])
     rules = rules_of(binding)
     outcomes: list[TraceOutcome] = []
     made: list[tuple[TraceOutcome, TraceOutput]] = []
     finished_rows: list[int] = []
     for trace_id, trace_rows in by_trace.items():
-        if trace_id in decided:  # spans that arrived while their trace was being finished: already decided
+        if trace_id in decided:  # spans that arrived while their trace was being finished: late, counted there
             finished_rows += [r.pk for r in trace_rows]
             continue
         spans = [_record(r) for r in trace_rows]
         if find_root(spans, rules) is None and not give_up[trace_id]:
             continue
-        outcome = TraceOutcome(binding=binding, trace_id=trace_id, spans=len(spans))
+        outcome = TraceOutcome(
+            binding=binding, trace_id=trace_id, spans=len(spans), span_ids=sorted(r.span_id for r in trace_rows)
+        )
         outcomes.append(outcome)
         finished_rows += [r.pk for r in trace_rows]
         if not keep(spans, trace_id, rules):
@@ -312,6 +349,7 @@ class TraceSummary:
     outputs: int
     sampled_out: int
     rejected: int
+    late_spans: int  # spans that came after their trace was finished: in no output
     reasons: list[tuple[str, int]]  # the most frequent reasons for refusal, with how many traces each
 
     @property
@@ -324,14 +362,12 @@ def trace_summary(eval_set: EvalSet) -> TraceSummary | None:
     bindings = list(TraceBinding.objects.filter(eval_set=eval_set).values_list("pk", flat=True))
     if not bindings:
         return None
-    counts: Counter[str] = Counter(
-        dict(
-            TraceOutcome.objects.filter(binding__in=bindings)
-            .values_list("status")
-            .annotate(n=Count("pk"))
-            .values_list("status", "n")
-        )
-    )
+    counts: Counter[str] = Counter()
+    late_spans = 0
+    by_status = TraceOutcome.objects.filter(binding__in=bindings).values("status")
+    for status, n, late in by_status.annotate(n=Count("pk"), late=Sum("late_spans")).values_list("status", "n", "late"):
+        counts[status] += n
+        late_spans += late or 0
     reasons: defaultdict[str, int] = defaultdict(int)
     rejected = TraceOutcome.objects.filter(binding__in=bindings, status=TraceOutcome.Status.REJECTED)
     for reason, n in rejected.values("reason").annotate(n=Count("pk")).values_list("reason", "n"):
@@ -341,5 +377,6 @@ def trace_summary(eval_set: EvalSet) -> TraceSummary | None:
         outputs=counts[TraceOutcome.Status.OUTPUT],
         sampled_out=counts[TraceOutcome.Status.SAMPLED_OUT],
         rejected=counts[TraceOutcome.Status.REJECTED],
+        late_spans=late_spans,
         reasons=sorted(reasons.items(), key=lambda kv: -kv[1])[:5],
     )

@@ -21,7 +21,12 @@ MS = 1_000_000
 
 def traces_token(client, lead, eval_set, **fields) -> str:
     """A token with the traces scope bound to `eval_set`, made on the gate page as a lead makes it."""
-    form = {"trace_eval_set": eval_set.pk, "trace_case_id_attribute": "session.id", "trace_sample_one_in": 1}
+    form = {
+        "trace_eval_set": eval_set.pk,
+        "trace_case_id_attribute": "session.id",
+        "trace_agent_version_attribute": "service.version",
+        "trace_sample_one_in": 1,
+    }  # the form's initial values, as a browser sends them
     form.update(fields)
     return create_token(client, lead, ["traces"], make_rubric_version(), pattern=eval_set.name, **form)
 

@@ -44,14 +44,16 @@ class Worker:
             "ICEWATER_JUDGE_KEY_VARS": KEY_ENV,
         }
         env.pop("ICEWATER_TEST_DB_NAME", None)
-        self.process = subprocess.Popen(
-            celery_worker_argv(self.name, concurrency=concurrency, loglevel="INFO"),
-            cwd=ROOT,
-            env=env,
-            stdout=self.log.open("wb"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        # The child has its own copy of the file's descriptor: ours is closed once it started.
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                celery_worker_argv(self.name, concurrency=concurrency, loglevel="INFO"),
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.wait_ready()
 
     def wait_ready(self) -> None:

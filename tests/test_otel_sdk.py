@@ -80,7 +80,7 @@ class OtlpJsonExporter(SpanExporter):
 
     def __init__(self, endpoint: str, token: str) -> None:
         self.endpoint, self.token = endpoint, token
-        self.answers: list[requests.Response] = []
+        self.answers: list[tuple[int, dict]] = []
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         answer = requests.post(
@@ -89,7 +89,11 @@ class OtlpJsonExporter(SpanExporter):
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.token}"},
             timeout=30,
         )
-        self.answers.append(answer)
+        # The status and body only, never the Response: its raw response holds urllib3's connection pool, which
+        # (urllib3 2) closes its kept-alive connection only when collected. A kept Response kept the live server's
+        # request thread waiting on that connection, holding its database connection (CONN_MAX_AGE), and the test
+        # database could not be dropped at the end of the run.
+        self.answers.append((answer.status_code, answer.json()))
         return SpanExportResult.SUCCESS if answer.ok else SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
@@ -106,6 +110,7 @@ def traced(monkeypatch, settings, fake_llm, workers):
     client = openai.OpenAI(base_url=fake_llm.openai_base_url, api_key="sk-agent-test", max_retries=0)
     yield client, instrumentor
     instrumentor.uninstrument()
+    client.close()  # its kept-alive connection to the fake LLM
 
 
 def traced_provider(instrumentor, exporter) -> TracerProvider:
@@ -179,7 +184,7 @@ def test_the_sdks_spans_sent_as_otlp_json_become_an_output(client, lead, live_se
     run_agent(openai_client, provider.get_tracer("support-bot"), "Cancel order B-2.", session="ticket-32")
     assert provider.force_flush()
 
-    assert exporter.answers and all(a.status_code == 200 and a.json() == {} for a in exporter.answers)
+    assert exporter.answers and all(a == (200, {}) for a in exporter.answers)
     output = wait_for_output(es, "ticket-32")
     assert output.case.input == "Cancel order B-2."
     assert [c["name"] for c in output.tool_calls] == ["lookup_order"]

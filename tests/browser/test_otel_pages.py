@@ -28,7 +28,7 @@ def traced_set(db):
     es = make_eval_set("support-traces")
     for i in range(3):
         make_output(es, case_id=f"ticket-{i}")
-    binding = TraceBinding.objects.create(eval_set=es, sample_one_in=10)
+    binding = TraceBinding.objects.create(eval_set=es, sample_one_in=10, root_span_name="support-agent")
     GateToken.objects.create(
         project="support-bot", rubric_version=make_rubric_version(), scopes=[TokenScope.TRACES],
         trace_binding=binding, eval_set_pattern=es.name, token_hash=hash_token("icw_t"), hint="icw_t", created_by=lead,
@@ -36,7 +36,7 @@ def traced_set(db):
     TraceOutcome.objects.bulk_create(
         [TraceOutcome(binding=binding, trace_id=f"{i:032x}", status=TraceOutcome.Status.OUTPUT) for i in range(3)]
         + [TraceOutcome(binding=binding, trace_id=f"{i:032x}", status="sampled_out") for i in range(3, 30)]
-        + [TraceOutcome(binding=binding, trace_id="f" * 32, status="rejected", reason=REFUSED)]
+        + [TraceOutcome(binding=binding, trace_id="f" * 32, status="rejected", reason=REFUSED, late_spans=12)]
     )
     return lead, es
 
@@ -54,14 +54,18 @@ def test_the_traces_summary_and_the_token_panel_fit_the_screen(live_server, new_
     summary = page.locator("#trace-summary")
     expect(summary).to_contain_text("31 finished · 3 made outputs · 27 sampled out · 1 refused")
     expect(summary).to_contain_text("1 refused: the trace gives no input and final response")
+    expect(summary).to_contain_text("12 late spans: came after their traces were finished, in no output")
     box = summary.bounding_box()
     assert box is not None and box["y"] + box["height"] <= size[1]  # above the fold
     assert page.evaluate(OVERFLOW) == 0
     screenshot(page, f"otel-eval-set-{size[0]}")
 
     page.goto(live_server.url + "/calibration/gates/")
-    expect(page.locator("#token-panel")).to_contain_text("traces into support-traces")
+    expect(page.locator("#token-panel")).to_contain_text("traces into support-traces, root span support-agent")
     expect(page.get_by_label("Traces go into")).to_be_visible()
+    expect(page.get_by_label("Root span name")).to_be_visible()
+    expect(page.get_by_label("Root span kind")).to_be_visible()
+    expect(page.get_by_label("Version attribute")).to_have_value("service.version")
     assert page.evaluate(OVERFLOW) == 0
     page.get_by_label("Traces go into").scroll_into_view_if_needed()
     screenshot(page, f"otel-token-panel-{size[0]}")

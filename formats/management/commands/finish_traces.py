@@ -6,7 +6,8 @@ worker, or to finish traces now (--now: without waiting for the quiet period).
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+from django.db import OperationalError
 
 from formats.models import TraceBinding
 from formats.trace_outputs import finish_ready_traces
@@ -22,7 +23,13 @@ class Command(BaseCommand):
 
     def handle(self, *args, now: bool = False, **options) -> None:
         for binding in TraceBinding.objects.select_related("eval_set").order_by("pk"):
-            done = finish_ready_traces(binding_id=binding.pk, quiet_seconds=0 if now else None)
+            try:
+                done = finish_ready_traces(binding_id=binding.pk, quiet_seconds=0 if now else None)
+            except OperationalError as exc:  # the batch was rolled back: its spans are still staged
+                raise CommandError(
+                    f"{binding.eval_set.name}: the database cannot take the write now ({exc}); the spans not yet "
+                    "finished are kept: run finish_traces again"
+                ) from None
             self.stdout.write(
                 f"{binding.eval_set.name}: {done.outputs} output(s) made, {done.sampled_out} trace(s) sampled out, "
                 f"{done.rejected} refused, {done.waiting} waiting for their root span"
