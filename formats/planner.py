@@ -15,7 +15,17 @@ ANALYZE_AFTER_ROWS = 5_000
 
 
 def analyze_after_import(rows_written: int, *models) -> None:
-    if connection.vendor != "postgresql" or rows_written < ANALYZE_AFTER_ROWS:
+    if rows_written >= ANALYZE_AFTER_ROWS:
+        analyze(*models)
+
+
+def analyze(*models) -> None:
+    """ANALYZE the models' tables now (PostgreSQL; SQLite's planner keeps no such statistics).
+
+    Inside a transaction the sample includes the transaction's own new rows, which autovacuum cannot see
+    until it commits.
+    """
+    if connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:
         for model in models:

@@ -14,8 +14,11 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 import workspace.demo
-from evals.models import Role, User
+from evals.models import Case, Output, Role, User
 from evals.role_groups import sync_role_group
+from formats.planner import analyze
+from judging.models import JudgeRun, Verdict
+from labeling.models import Annotation, GoldLabel, Label
 
 # The demo's files: cases, labels and the instrument judge (workspace/demo/generate.py writes them).
 DEMO_DIR = Path(workspace.demo.__file__).resolve().parent
@@ -115,6 +118,10 @@ class Command(BaseCommand):
         if before[0] and demo_rows() == before:  # `make run` again on the same data folder
             self.stdout.write(f"Demo already loaded, nothing added: {what}.")
         else:
+            # Each import alone stays under analyze_after_import's threshold, together they are thousands of
+            # rows in tables that may have been analyzed while empty: the first Home or report would plan
+            # nested scans (a minute per query when load_demo runs inside a transaction, as in tests).
+            analyze(Case, Output, Annotation, Label, GoldLabel, JudgeRun, Verdict)
             self.stdout.write(f"Demo loaded: {what}.")
         if llm_refused:
             self.stdout.write(f"Judge {LLM_JUDGE} not added: {llm_refused}")
