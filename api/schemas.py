@@ -178,7 +178,10 @@ class AuditFiguresOut(Schema):
     released: int = Field(description="positions of the order the labeling queue may hand out")
     n_labeled: int = Field(description="the labeled prefix of the order, pending gold included")
     n_gold: int
-    n_pending: int
+    n_pending: int = Field(
+        description="outputs of the labeled prefix without PASS or FAIL gold, counted against either decision"
+    )
+    n_gold_not_pass_fail: int = Field(description="of n_pending: gold N/A or Can't tell (settled, no pass or fail)")
     estimate: float | None = Field(description="the PPI++ estimate of the pass rate (for reading, not deciding)")
     lower: float = Field(description="the anytime-valid interval, what the decision rests on")
     upper: float

@@ -171,7 +171,8 @@ class AuditFigures:
     released: int  # positions of the population the queue may hand out
     n_labeled: int  # the labeled prefix (pending items in it included)
     n_gold: int
-    n_pending: int
+    n_pending: int  # without PASS or FAIL gold in the labeled prefix: counted against either decision
+    n_gold_not_pass_fail: int  # of n_pending: gold N/A or Can't tell (settled, yet no pass or fail to count)
     estimate: float | None  # the PPI++ estimate of the pass rate (fixed-n; for reading, not deciding)
     lower: float  # the anytime-valid interval: what the decision rests on
     upper: float
@@ -182,6 +183,11 @@ class AuditFigures:
     forecast: audit_stats.AuditForecast
     labels_saved: int  # outputs of the population that were not labeled (so far, if undecided)
     outputs_outside_order: int  # outputs of the candidate made after the order: the audit does not cover them
+
+    @property
+    def n_awaiting_gold(self) -> int:
+        """Outputs of the labeled prefix whose gold has yet to come (a second label or an adjudication)."""
+        return self.n_pending - self.n_gold_not_pass_fail
 
     @property
     def expected_more_labels(self) -> int:
@@ -346,6 +352,7 @@ def plan_figures(
         n_labeled=n_labeled,
         n_gold=decision.n_gold,
         n_pending=decision.n_pending,
+        n_gold_not_pass_fail=sum(gold.get(output_id) not in (None, PASS, FAIL) for output_id in ids[:n_labeled]),
         estimate=decision.estimate.estimate,
         lower=decision.lower,
         upper=decision.upper,

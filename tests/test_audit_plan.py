@@ -179,6 +179,7 @@ def test_pending_gold_counts_against_the_pass_until_it_is_settled():
     f = plan_figures(plan)
     # 18 gold passes: the exact rule needs 20, the tests 20 settled gold items; neither holds yet.
     assert (f.n_labeled, f.n_gold, f.n_pending, f.decided) == (20, 18, 2, None)
+    assert (f.n_awaiting_gold, f.n_gold_not_pass_fail) == (2, 0)  # both wait for people, neither is N/A
     settle(c, order[4], "PASS")
     assert plan_figures(plan).decided is None
     settle(c, order[8], "PASS")
@@ -215,6 +216,8 @@ def test_gold_na_stays_pending():
     settle(c, order[0], "NOT_APPLICABLE")
     f = plan_figures(plan)
     assert (f.n_gold, f.n_pending, f.decided) == (19, 1, None)
+    # Settled, yet no pass or fail: said apart from the gold still to come.
+    assert (f.n_gold_not_pass_fail, f.n_awaiting_gold) == (1, 0)
 
 
 def test_one_agent_versions_plan_reads_only_its_outputs_in_the_shared_order():

@@ -313,8 +313,10 @@ def _waiting_line(what: str, f: AuditFigures, url: str, when: datetime) -> Line:
     # "Needed" is the forecast's: labeled so far plus the expected labels to a decision, never past N.
     needed = min(f.n_labeled + f.expected_more_labels, f.N)
     text = f"{what}: {f.n_labeled} labeled of about {needed} needed by the forecast ({f.N} outputs)"
-    if f.n_pending:
-        text += f", {f.n_pending} awaiting gold"
+    if f.n_awaiting_gold:
+        text += f", {f.n_awaiting_gold} awaiting gold"
+    if f.n_gold_not_pass_fail:
+        text += f", {f.n_gold_not_pass_fail} with gold N/A or Can't tell"
     unlabeled = f.released - f.n_labeled
     if unlabeled > 0:
         return Line(f"{text}; {unlabeled} released wait for annotators", url, "Follow the audit", when)

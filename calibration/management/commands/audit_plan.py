@@ -132,7 +132,8 @@ def text(f: AuditFigures) -> str:
     lines = [
         f"audit plan {f.plan}: {f.criterion} of {f.rubric} on {f.eval_set}{agent}, judge {f.judge}",
         f"minimum pass rate {f.min_pass_rate:g} at confidence {f.confidence:g}; order seed {f.seed}",
-        f"labeled {f.n_labeled} of {f.N} ({f.n_gold} gold, {f.n_pending} pending); released to the queue: {f.released}",
+        f"labeled {f.n_labeled} of {f.N} ({f.n_gold} gold PASS or FAIL, {f.n_awaiting_gold} pending, "
+        f"{f.n_gold_not_pass_fail} N/A or Can't tell); released to the queue: {f.released}",
         f"estimate {_fmt(f.estimate)}; anytime-valid interval [{_fmt(f.lower)}, {_fmt(f.upper)}]",
         f"decided: {decided}{how}",
     ]
