@@ -179,9 +179,10 @@ class AuditFiguresOut(Schema):
     n_labeled: int = Field(description="the labeled prefix of the order, pending gold included")
     n_gold: int
     n_pending: int = Field(
-        description="outputs of the labeled prefix without PASS or FAIL gold, counted against either decision"
+        description="outputs of the labeled prefix with no gold yet or gold Can't tell, counted against either decision"
     )
-    n_gold_not_pass_fail: int = Field(description="of n_pending: gold N/A or Can't tell (settled, no pass or fail)")
+    n_gold_cant_tell: int = Field(description="of n_pending: gold Can't tell (settled, no pass or fail)")
+    n_not_applicable: int = Field(description="gold N/A: outside the pass rate, passes / (passes + fails)")
     estimate: float | None = Field(description="the PPI++ estimate of the pass rate (for reading, not deciding)")
     lower: float = Field(description="the anytime-valid interval, what the decision rests on")
     upper: float

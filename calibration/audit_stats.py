@@ -6,8 +6,15 @@ outputs. Everything here takes, in the plan's order:
 
 - ``verdicts``: the judge's verdict on each of the N outputs, 1 (PASS), 0 (FAIL) or NaN/None for no
   usable verdict (ERROR, ABSTAIN, N/A or missing: see `judge_scores`);
-- ``gold``: the gold of the first n outputs of that order (the labeled prefix), 1, 0, or NaN/None while
-  the gold is pending (labeled but not settled). n may be 0.
+- ``gold``: the gold of the first n outputs of that order (the labeled prefix), 1, 0, NOT_APPLICABLE (-1)
+  where the criterion does not apply to the output, or NaN/None while the gold is pending (labeled but not
+  settled, or settled as Can't tell). n may be 0.
+
+The pass rate theta is the gate's: passes / (passes + fails) over the N outputs, N/A left out. An N/A item
+enters the tests as the tested value m itself: sum(y) = m N exactly when theta = m, so the tests of the
+share of passes become tests of the pass rate among the outputs the criterion applies to, with nothing else
+changed (the null means, the bets' bounds and Ville's inequality all hold as before). Without N/A gold
+every figure is what it was.
 
 What is assumed: only that the order is a uniformly random permutation, fixed before any label (the
 plan's seed), and that the labels are taken in that order without skipping. Nothing about the judge is
@@ -38,8 +45,11 @@ from numpy.typing import ArrayLike
 
 PASS = "PASS"
 FAIL = "FAIL"
+# The gold of an output the criterion does not apply to, in the gold arrays (see the module's docstring).
+NOT_APPLICABLE = -1.0
 
-# No decision by the betting tests before this many settled gold items (the exact rule always applies).
+# No decision by the betting tests before this many settled gold items, N/A included (the exact rule always
+# applies).
 # Validity does not need it (Ville's inequality holds from the first label, and the capital grows from the
 # first label; only the decision waits), so it costs labels only when a decision would come earlier. Why
 # 20: the judge's weight lambda and the bet sizes are estimated from the labels, and below about 20 they
@@ -59,11 +69,13 @@ BET_SHARE = 0.5
 PRIOR_WEIGHT = 1.0
 
 
-def _as_float_array(values: Iterable[float | None], *, name: str) -> np.ndarray:
+def _as_float_array(values: Iterable[float | None], *, name: str, allow_na: bool = False) -> np.ndarray:
     array = np.array([np.nan if v is None else v for v in values], dtype=float).ravel()
     usable = array[~np.isnan(array)]
-    if not np.all((usable == 0) | (usable == 1)):
-        raise ValueError(f"{name} must be 1 (PASS), 0 (FAIL) or None/NaN, got {sorted(set(usable) - {0.0, 1.0})}")
+    known = {0.0, 1.0, NOT_APPLICABLE} if allow_na else {0.0, 1.0}
+    if not np.all(np.isin(usable, list(known))):
+        na = ", -1 (N/A)" if allow_na else ""
+        raise ValueError(f"{name} must be 1 (PASS), 0 (FAIL){na} or None/NaN, got {sorted(set(usable) - known)}")
     return array
 
 
@@ -88,7 +100,7 @@ def _check(
     *, gold: Iterable[float | None], verdicts: Iterable[float | None], confidence: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     raw = _as_float_array(verdicts, name="verdicts")
-    g = _as_float_array(gold, name="gold")
+    g = _as_float_array(gold, name="gold", allow_na=True)
     if raw.size == 0:
         raise ValueError("an audit needs at least one output")
     if g.size > raw.size:
@@ -139,6 +151,8 @@ def ppi_estimate(
     """
     g, _raw, f = _check(gold=gold, verdicts=verdicts, confidence=confidence)
     N = f.size
+    if np.any(g == NOT_APPLICABLE):
+        return _ratio_estimate(g=g, f=f, fpc=fpc)
     settled = ~np.isnan(g)
     y = g[settled]
     fy = f[: g.size][settled]
@@ -157,6 +171,24 @@ def ppi_estimate(
     lower = min(1.0, max(0.0, estimate - z * std_error))
     upper = min(1.0, max(0.0, estimate + z * std_error))
     return PPIEstimate(estimate, lower, upper, std_error, lam, n, N, fpc)
+
+
+def _ratio_estimate(*, g: np.ndarray, f: np.ndarray, fpc: bool) -> PPIEstimate:
+    """With N/A gold among the labels: theta_hat = P_hat / A_hat, the PPI++ estimates of the share of
+    passes and of the share the criterion applies to (N/A counts 0 in the first and 0 in the second, a pass
+    or fail 1 in the second), each with its own lambda. Consistent, not unbiased; no fixed-n interval (the
+    decision's anytime-valid bounds are the interval to read)."""
+    N = f.size
+    settled = ~np.isnan(g)
+    labeled = g[settled]
+    fy = f[: g.size][settled]
+    shares = []
+    for y in ((labeled == 1).astype(float), (labeled != NOT_APPLICABLE).astype(float)):
+        lam = power_tuned_lambda(y=y, f=fy)
+        shares.append(lam * float(f.mean()) + float((y - lam * fy).mean()))
+    passes, applicable = shares
+    estimate = min(1.0, max(0.0, passes / applicable)) if applicable > 0 else None
+    return PPIEstimate(estimate, None, None, None, 0.0, int(labeled.size), N, fpc)
 
 
 def betting_log_capital(*, y: np.ndarray, f: np.ndarray, m: ArrayLike, bet_share: float = BET_SHARE) -> np.ndarray:
@@ -256,9 +288,11 @@ def _decide(*, gold: np.ndarray, f: np.ndarray, minimum: float, confidence: floa
         none = np.full(S, "", dtype=object)
         return _Decisions(none, np.full(S, -1), none.copy(), np.zeros((S, 0)), np.zeros((S, 0)))
     pending = np.isnan(gold)
-    # A pending item counts against the decision it would help.
-    y_for_pass = np.where(pending, 0.0, gold)
-    y_for_fail = np.where(pending, 1.0, gold)
+    na = gold == NOT_APPLICABLE
+    # A pending item counts against the decision it would help; an N/A item counts as the minimum itself, so
+    # the tests are of the pass rate among the outputs the criterion applies to (the module's docstring).
+    y_for_pass = np.where(pending, 0.0, np.where(na, minimum, gold))
+    y_for_fail = np.where(pending, 1.0, np.where(na, minimum, gold))
     log_k_pass = betting_log_capital(y=y_for_pass, f=f, m=minimum)
     # "theta >= minimum" is "1 - theta <= 1 - minimum" on the complemented gold and scores.
     log_k_fail = betting_log_capital(y=1.0 - y_for_fail, f=1.0 - f, m=1.0 - minimum)
@@ -267,9 +301,12 @@ def _decide(*, gold: np.ndarray, f: np.ndarray, minimum: float, confidence: floa
     allowed = settled >= min(min_gold, N)
     passes = np.cumsum(gold == 1, axis=1)
     fails = np.cumsum(gold == 0, axis=1)
-    # The exact rule, with a little room for floating point in minimum * N.
-    exact_pass = passes >= minimum * N - 1e-9
-    exact_fail = N - fails < minimum * N - 1e-9
+    # At most this many outputs can count in the pass rate: all but the labeled N/A ones.
+    applicable = N - np.cumsum(na, axis=1)
+    # The exact rule (the rate whatever the unknown gold turns out to be), with a little room for floating
+    # point in minimum * applicable.
+    exact_pass = passes >= minimum * applicable - 1e-9
+    exact_fail = applicable - fails < minimum * applicable - 1e-9
     test_pass = allowed & (log_k_pass >= threshold)
     test_fail = allowed & (log_k_fail >= threshold)
     any_pass = exact_pass | test_pass
@@ -305,8 +342,9 @@ class AuditDecision:
     upper: float
     estimate: PPIEstimate
     n_labeled: int  # the labeled prefix of the order, pending included
-    n_gold: int  # settled gold in it
-    n_pending: int
+    n_gold: int  # settled PASS or FAIL gold in it
+    n_pending: int  # no gold yet, or gold Can't tell: counted against either decision
+    n_not_applicable: int  # gold N/A: outside the pass rate
     N: int
     minimum: float
     confidence: float
@@ -315,22 +353,31 @@ class AuditDecision:
     evidence_fail: float
 
 
-def _confidence_sequence(
-    *, y_pass: np.ndarray, y_fail: np.ndarray, f: np.ndarray, gold: np.ndarray, confidence: float
-) -> tuple[float, float]:
-    """The m not rejected by either test at any time so far (on the grid k/N, where theta lies), and the
-    exact bounds (labeled passes / N, 1 - labeled fails / N)."""
+def _confidence_sequence(*, f: np.ndarray, gold: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The m not rejected by either test at any time so far (on the grid k/N, where theta lies without N/A
+    gold; on a grid of 2,001 points widened to its neighbours otherwise), and the exact bounds (labeled
+    passes / A, 1 - labeled fails / A, A the outputs not labeled N/A)."""
     N = f.size
-    T = y_pass.size
-    passes = int(np.nansum(gold == 1))
-    fails = int(np.nansum(gold == 0))
-    exact_lower, exact_upper = passes / N, (N - fails) / N
+    T = gold.size
+    pending = np.isnan(gold)
+    na = gold == NOT_APPLICABLE
+    passes = int(np.sum(gold == 1))
+    fails = int(np.sum(gold == 0))
+    applicable = N - int(na.sum())
+    if applicable == 0:  # every output is N/A: there is no pass rate to bound
+        return 0.0, 1.0
+    exact_lower, exact_upper = passes / applicable, (applicable - fails) / applicable
     if T == 0:
         return exact_lower, exact_upper
-    exact_grid = N <= 2000
+    exact_grid = N <= 2000 and not na.any()
     grid = np.arange(N + 1) / N if exact_grid else np.linspace(0, 1, 2001)
     G = grid.size
     threshold = math.log(2 / (1 - confidence))
+    y_pass = np.where(pending, 0.0, gold)
+    y_fail = np.where(pending, 1.0, gold)
+    if na.any():  # an N/A item is each grid point's m (one row of gold per m)
+        y_pass = np.where(na[None, :], grid[:, None], y_pass[None, :])
+        y_fail = np.where(na[None, :], grid[:, None], y_fail[None, :])
     k_pass = betting_log_capital(y=np.broadcast_to(y_pass, (G, T)), f=f, m=grid)
     k_fail = betting_log_capital(y=np.broadcast_to(1 - y_fail, (G, T)), f=1 - f, m=1 - grid)
     rejected_low = (k_pass >= threshold).any(axis=1)  # "theta <= m" rejected
@@ -359,11 +406,11 @@ def audit_decision(
     The test of "theta < minimum" is the betting test of "theta <= minimum" (valid for every theta at or
     below it, so a PASS means theta > minimum with the exact rule's ">=" aside); the test of
     "theta >= minimum" is the same test on 1 - gold and 1 - f. The exact rule always applies, before the
-    minimum of gold items too: labeled passes >= minimum * N is PASS, N - labeled fails < minimum * N is
-    FAIL. A pending item counts as FAIL for the PASS test and as PASS for the FAIL test (and in neither
-    count of the exact rule). The decision is the first one along the order (the labels are re-read from
-    the start each time, so a settled pending item may move it; a caller that records decisions keeps the
-    first recorded one).
+    minimum of gold items too: labeled passes >= minimum * A is PASS, A - labeled fails < minimum * A is
+    FAIL, with A the outputs not labeled N/A. A pending item counts as FAIL for the PASS test and as PASS
+    for the FAIL test (and in neither count of the exact rule); an N/A item as the minimum in both tests.
+    The decision is the first one along the order (the labels are re-read from the start each time, so a
+    settled pending item may move it; a caller that records decisions keeps the first recorded one).
     """
     if not 0 <= minimum <= 1:
         raise ValueError(f"minimum must be between 0 and 1, got {minimum}")
@@ -373,9 +420,8 @@ def audit_decision(
     N = f.size
     d = _decide(gold=g[None, :], f=f, minimum=minimum, confidence=confidence, min_gold=min_gold)
     pending = np.isnan(g)
-    lower, upper = _confidence_sequence(
-        y_pass=np.where(pending, 0.0, g), y_fail=np.where(pending, 1.0, g), f=f, gold=g, confidence=confidence
-    )
+    na = g == NOT_APPLICABLE
+    lower, upper = _confidence_sequence(f=f, gold=g, confidence=confidence)
     last = g.size - 1
     return AuditDecision(
         decided=d.decided[0] or None,
@@ -385,8 +431,9 @@ def audit_decision(
         upper=upper,
         estimate=ppi_estimate(gold=g, verdicts=verdicts, confidence=confidence),
         n_labeled=int(g.size),
-        n_gold=int((~pending).sum()),
+        n_gold=int((~pending & ~na).sum()),
         n_pending=int(pending.sum()),
+        n_not_applicable=int(na.sum()),
         N=N,
         minimum=minimum,
         confidence=confidence,
@@ -423,7 +470,9 @@ def audit_forecast(
     The outputs fall in strata by the judge's verdict (PASS, FAIL, no usable verdict); the gold pass rate
     of each stratum gets a Beta(1, 1) prior updated with the settled gold in it. Each simulation draws the
     three rates, then the gold of every output without settled gold (pending ones included: they will
-    settle), runs the decision rule along the plan's remaining order, and notes when it decides. A forecast:
+    settle), runs the decision rule along the plan's remaining order, and notes when it decides. Once N/A
+    gold is among the labels, each stratum's share of N/A gets a Beta(1, 1) prior too and the simulated
+    gold may be N/A; without it, nothing is drawn for N/A (the forecast is what it was). A forecast:
     it is as good as the strata describe the outputs, and it assumes the pending items settle before the
     labels that follow them.
     """
@@ -445,6 +494,14 @@ def audit_forecast(
         ones = int(np.sum(full[in_s & known] == 1))
         zeros = int(np.sum(full[in_s & known] == 0))
         rates.append(rng.beta(1 + ones, 1 + zeros, size=n_sims))
+    with_na = bool(np.any(g == NOT_APPLICABLE))
+    na_rates = []
+    if with_na:
+        for s in range(3):
+            in_s = strata == s
+            na_count = int(np.sum(full[in_s & known] == NOT_APPLICABLE))
+            rated = int(np.sum(np.isin(full[in_s & known], (0.0, 1.0))))
+            na_rates.append(rng.beta(1 + na_count, 1 + rated, size=n_sims))
     # In chunks of about 2 million cells, so memory stays bounded on large candidates (time is n_sims x N).
     chunk = max(1, 2_000_000 // N)
     decided, at = [], []
@@ -454,6 +511,10 @@ def audit_forecast(
             todo = (strata == s) & ~known
             rate = rates[s][start : start + sims.shape[0], None]
             sims[:, todo] = (rng.random((sims.shape[0], int(todo.sum()))) < rate).astype(float)
+            if with_na:
+                na_rate = na_rates[s][start : start + sims.shape[0], None]
+                drawn = rng.random((sims.shape[0], int(todo.sum()))) < na_rate
+                sims[:, todo] = np.where(drawn, NOT_APPLICABLE, sims[:, todo])
         d = _decide(gold=sims, f=f, minimum=minimum, confidence=confidence, min_gold=min_gold)
         decided.append(d.decided)
         at.append(d.at)

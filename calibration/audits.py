@@ -29,7 +29,7 @@ from labeling.queue import QueueError, current_queue
 from . import audit_stats
 from . import frames as data
 from .frame_reading import current_verdicts
-from .metrics import FAIL, PASS
+from .metrics import ABSTAIN, FAIL, NOT_APPLICABLE, PASS
 from .models import AuditPlan, GatingMark
 from .policy import GateThresholds
 
@@ -171,8 +171,9 @@ class AuditFigures:
     released: int  # positions of the population the queue may hand out
     n_labeled: int  # the labeled prefix (pending items in it included)
     n_gold: int
-    n_pending: int  # without PASS or FAIL gold in the labeled prefix: counted against either decision
-    n_gold_not_pass_fail: int  # of n_pending: gold N/A or Can't tell (settled, yet no pass or fail to count)
+    n_pending: int  # no gold yet, or gold Can't tell, in the labeled prefix: counted against either decision
+    n_gold_cant_tell: int  # of n_pending: gold Can't tell (settled, yet no pass or fail to count)
+    n_not_applicable: int  # gold N/A: outside the pass rate (passes / (passes + fails), as in the gate)
     estimate: float | None  # the PPI++ estimate of the pass rate (fixed-n; for reading, not deciding)
     lower: float  # the anytime-valid interval: what the decision rests on
     upper: float
@@ -185,9 +186,14 @@ class AuditFigures:
     outputs_outside_order: int  # outputs of the candidate made after the order: the audit does not cover them
 
     @property
+    def n_settled(self) -> int:
+        """Gold items the tests' minimum counts: PASS, FAIL and N/A."""
+        return self.n_gold + self.n_not_applicable
+
+    @property
     def n_awaiting_gold(self) -> int:
         """Outputs of the labeled prefix whose gold has yet to come (a second label or an adjudication)."""
-        return self.n_pending - self.n_gold_not_pass_fail
+        return self.n_pending - self.n_gold_cant_tell
 
     @property
     def expected_more_labels(self) -> int:
@@ -290,7 +296,8 @@ def plan_figures(
     The population is the order's outputs (of the plan's agent version, if any), in position order. The
     labeled prefix runs to the last released position holding a label or gold of the criterion: within
     it an item without gold is pending (counted against whichever decision it would help; audit_stats);
-    gold N/A or Can't tell stays pending too, since a pass rate needs PASS or FAIL (a reviewer may settle it).
+    gold Can't tell stays pending too, since a pass rate needs PASS or FAIL (a reviewer may settle it). Gold
+    N/A leaves the pass rate, which is the gate's: passes / (passes + fails).
     """
     minimum = plan.min_pass_rate if minimum is None else minimum
     confidence = plan.confidence if confidence is None else confidence
@@ -323,7 +330,7 @@ def plan_figures(
     open_positions = [i for i, (output_id, position, _) in enumerate(population) if position <= released]
     n_labeled = max((i + 1 for i in open_positions if ids[i] in touched), default=0)
     verdict_values = [_binary(judge.get(output_id)) for output_id in ids]
-    gold_values = [_binary(gold.get(output_id)) for output_id in ids[:n_labeled]]
+    gold_values = [_gold_value(gold.get(output_id)) for output_id in ids[:n_labeled]]
     decision = audit_stats.audit_decision(
         gold=gold_values, verdicts=verdict_values, minimum=minimum, confidence=confidence
     )
@@ -352,7 +359,8 @@ def plan_figures(
         n_labeled=n_labeled,
         n_gold=decision.n_gold,
         n_pending=decision.n_pending,
-        n_gold_not_pass_fail=sum(gold.get(output_id) not in (None, PASS, FAIL) for output_id in ids[:n_labeled]),
+        n_gold_cant_tell=sum(gold.get(output_id) == ABSTAIN for output_id in ids[:n_labeled]),
+        n_not_applicable=decision.n_not_applicable,
         estimate=decision.estimate.estimate,
         lower=decision.lower,
         upper=decision.upper,
@@ -372,8 +380,16 @@ def _by_output(frame: pd.DataFrame, criterion_id: int, column: str) -> dict[int,
 
 
 def _binary(outcome: str | None) -> float:
-    """1 for PASS, 0 for FAIL, NaN for anything else (no usable verdict, or gold not settled as PASS or FAIL)."""
+    """A verdict: 1 for PASS, 0 for FAIL, NaN for anything else (ERROR, ABSTAIN, N/A: no usable verdict)."""
     return 1.0 if outcome == PASS else 0.0 if outcome == FAIL else np.nan
+
+
+def _gold_value(outcome: str | None) -> float:
+    """Gold: 1 PASS, 0 FAIL, audit_stats.NOT_APPLICABLE for N/A (outside the pass rate, as in the gate), NaN
+    while it is pending or Can't tell (a pass rate needs PASS or FAIL; a reviewer may settle it)."""
+    if outcome == NOT_APPLICABLE:
+        return audit_stats.NOT_APPLICABLE
+    return _binary(outcome)
 
 
 def close_plan(*, plan: AuditPlan, by: User) -> AuditPlan:

@@ -179,7 +179,7 @@ def test_pending_gold_counts_against_the_pass_until_it_is_settled():
     f = plan_figures(plan)
     # 18 gold passes: the exact rule needs 20, the tests 20 settled gold items; neither holds yet.
     assert (f.n_labeled, f.n_gold, f.n_pending, f.decided) == (20, 18, 2, None)
-    assert (f.n_awaiting_gold, f.n_gold_not_pass_fail) == (2, 0)  # both wait for people, neither is N/A
+    assert (f.n_awaiting_gold, f.n_gold_cant_tell, f.n_not_applicable) == (2, 0, 0)  # both wait for people
     settle(c, order[4], "PASS")
     assert plan_figures(plan).decided is None
     settle(c, order[8], "PASS")
@@ -207,17 +207,33 @@ def test_labels_beyond_the_release_are_not_read():
     assert (f.released, f.n_labeled, f.decided) == (5, 5, None)
 
 
-def test_gold_na_stays_pending():
+def twenty_passes_then_first_settled_as(outcome: str):
+    """40 outputs, the first 20 of the order labeled PASS by both annotators, the first then adjudicated."""
     c = candidate(n=40)
     plan = plan_on(c, release=40)
     order = in_order(plan)
     for output in order[:20]:
         gold(c, output, "PASS")
-    settle(c, order[0], "NOT_APPLICABLE")
-    f = plan_figures(plan)
-    assert (f.n_gold, f.n_pending, f.decided) == (19, 1, None)
+    settle(c, order[0], outcome)
+    return plan_figures(plan)
+
+
+def test_gold_cant_tell_stays_pending():
+    f = twenty_passes_then_first_settled_as("ABSTAIN")
+    # 19 passes < 0.5 * 40: the Can't tell counts as a fail for the PASS side.
+    assert (f.n_gold, f.n_pending, f.n_not_applicable, f.decided) == (19, 1, 0, None)
     # Settled, yet no pass or fail: said apart from the gold still to come.
-    assert (f.n_gold_not_pass_fail, f.n_awaiting_gold) == (1, 0)
+    assert (f.n_gold_cant_tell, f.n_awaiting_gold) == (1, 0)
+
+
+def test_gold_na_is_outside_the_pass_rate_as_in_the_gate():
+    # The same 20 labels with N/A where the test above has Can't tell: 19 passes of 19 applicable labels
+    # decide PASS at 0.5 by the test, where the Can't tell held it back.
+    f = twenty_passes_then_first_settled_as("NOT_APPLICABLE")
+    assert (f.n_gold, f.n_not_applicable, f.n_pending, f.n_gold_cant_tell) == (19, 1, 0, 0)
+    assert (f.decided, f.decided_by, f.decided_at) == ("PASS", "test", 20)
+    # The bounds are of the pass rate among the applicable outputs: 19 passes of at most 39.
+    assert f.lower >= 19 / 39 and f.upper == 1.0
 
 
 def test_one_agent_versions_plan_reads_only_its_outputs_in_the_shared_order():

@@ -17,6 +17,7 @@ from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 from calibration.audit_stats import (
     FAIL,
     MIN_GOLD,
+    NOT_APPLICABLE,
     PASS,
     _decide,
     audit_decision,
@@ -478,3 +479,135 @@ def test_labels_per_decision_hand_worked():
     assert labels_per_decision(phi=0.0, pass_rate=0.5, margin=0.05, N=50).labels == 50
     with pytest.raises(ValueError):
         labels_per_decision(phi=0.5, pass_rate=0.8, margin=0, N=100)
+
+
+# --- Gold N/A: the pass rate among the outputs the criterion applies to -----------------------------
+
+NA = NOT_APPLICABLE
+
+
+def test_na_gold_leaves_the_pass_rate_in_the_exact_rule_hand_worked():
+    # N = 10, minimum 0.8, labels P P N P P P N P P: after 9 labels 7 passes of at most 8 applicable outputs
+    # (7 >= 0.8 * 8 = 6.4): PASS, by the exact rule, whatever the last output is. After 8: 6 < 6.4.
+    gold = [1, 1, NA, 1, 1, 1, NA, 1, 1]
+    d = audit_decision(gold=gold, verdicts=[1] * 10, minimum=0.8)
+    assert (d.decided, d.decided_at, d.decided_by) == (PASS, 9, "exact")
+    assert (d.n_gold, d.n_not_applicable, d.n_pending) == (7, 2, 0)
+    assert d.lower >= 7 / 8 and d.upper == 1.0
+    assert audit_decision(gold=gold[:8], verdicts=[1] * 10, minimum=0.8).decided is None
+    # Negative control: the same labels with N/A read as pending never reach 0.8 * 10 passes.
+    as_pending = audit_decision(gold=[None if v == NA else v for v in gold], verdicts=[1] * 10, minimum=0.8)
+    assert as_pending.decided is None
+
+
+def test_na_gold_makes_a_failure_certain_sooner_hand_worked():
+    # N = 10, minimum 0.8, labels F F N: at most 9 applicable outputs, 2 of them fail, 7 < 0.8 * 9 = 7.2: FAIL.
+    # After F F: 8 passes of 10 are still possible (8 < 8 is false).
+    d = audit_decision(gold=[0, 0, NA], verdicts=[0] * 10, minimum=0.8)
+    assert (d.decided, d.decided_at, d.decided_by) == (FAIL, 3, "exact")
+    assert d.upper <= 7 / 9
+    assert audit_decision(gold=[0, 0], verdicts=[0] * 10, minimum=0.8).decided is None
+    # Counted as pending, 8 passes out of 10 stay possible.
+    assert audit_decision(gold=[0, 0, None], verdicts=[0] * 10, minimum=0.8).decided is None
+
+
+def test_the_estimate_with_na_gold_is_the_pass_rate_among_the_applicable_labels():
+    # A judge passing everything is a constant: lambda 0, so the estimate is 2 passes / 3 applicable.
+    e = ppi_estimate(gold=[1, 1, 0, NA], verdicts=[1] * 10)
+    assert e.estimate == pytest.approx(2 / 3)
+    assert audit_decision(gold=[1, 1, 0, NA], verdicts=[1] * 10, minimum=0.5).estimate.estimate == pytest.approx(2 / 3)
+
+
+def test_gold_values_other_than_pass_fail_na_or_pending_are_refused():
+    with pytest.raises(ValueError, match=r"-1 \(N/A\)"):
+        audit_decision(gold=[1, 2], verdicts=[1] * 4, minimum=0.5)
+    with pytest.raises(ValueError, match="verdicts must be"):  # a verdict is never N/A-coded: N/A is no verdict
+        audit_decision(gold=[1], verdicts=[1, NA], minimum=0.5)
+
+
+# N = 9: 4 passes, 3 fails, 2 N/A (theta = 4/7 among the applicable seven); the judge is right on all but
+# two and has no verdict on the N/A ones.
+NINE_GOLD = np.array([1.0, 1, 1, 1, 0, 0, 0, NA, NA])
+NINE_VERDICTS = [1, 1, 1, 0, 1, 0, 0, None, None]
+
+
+def test_with_na_mapped_to_the_minimum_the_capital_is_exactly_a_martingale_at_the_boundary():
+    f = judge_scores(verdicts=NINE_VERDICTS)
+    ys, fs = distinct_orders(NINE_GOLD, f)
+    m = 4 / 7
+    capital = np.exp(betting_log_capital(y=np.where(ys == NA, m, ys), f=fs, m=m))
+    assert capital.mean(axis=0) == pytest.approx(np.ones(9), abs=1e-9)
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.8, 0.95])
+def test_wrong_decisions_with_na_gold_by_exact_enumeration(confidence):
+    alpha_half = (1 - confidence) / 2
+    f = judge_scores(verdicts=NINE_VERDICTS)
+    ys, fs = distinct_orders(NINE_GOLD, f)
+    # theta = 4/7 < 0.6: PASS is wrong; at the boundary 4/7 FAIL is wrong.
+    wrong_pass = (_decide(gold=ys, f=fs, minimum=0.6, confidence=confidence, min_gold=1).decided == PASS).mean()
+    wrong_fail = (_decide(gold=ys, f=fs, minimum=4 / 7, confidence=confidence, min_gold=1).decided == FAIL).mean()
+    assert wrong_pass <= alpha_half
+    assert wrong_fail <= alpha_half
+
+
+def test_counting_na_as_a_pass_would_be_wrong_too_often_negative_control():
+    # Negative control for the enumeration above: N/A read as PASS (6 of 9 > 0.6) passes a release whose
+    # applicable outputs pass 4 in 7.
+    f = judge_scores(verdicts=NINE_VERDICTS)
+    ys, fs = distinct_orders(NINE_GOLD, f)
+    wrong = _decide(gold=np.where(ys == NA, 1.0, ys), f=fs, minimum=0.6, confidence=0.5, min_gold=1).decided == PASS
+    assert wrong.mean() > 0.25
+
+
+@pytest.fixture(scope="module")
+def simulated_with_na():
+    # 400 outputs: 60 N/A (15%), and of the 340 others 306 pass (theta 0.9); a judge with correlation 0.6
+    # on the applicable ones and no verdict on the N/A ones. 400 orders.
+    y, f = population(N=340, theta=0.9, phi=0.6, judge_rate=0.88)
+    gold = np.r_[y, np.full(60, NA)]
+    scores = judge_scores(verdicts=[*f, *[None] * 60])
+    return orders(y=gold, f=scores, count=400, seed=21)
+
+
+@pytest.mark.parametrize("minimum", [0.85, 0.88, 0.92, 0.95])
+def test_wrong_decisions_with_na_gold_stay_below_alpha_over_2_by_simulation(simulated_with_na, minimum):
+    ys, fs = simulated_with_na
+    decisions = _decide(gold=ys, f=fs, minimum=minimum, confidence=0.95, min_gold=MIN_GOLD)
+    right = PASS if 0.9 >= minimum else FAIL
+    wrong = ((decisions.decided != "") & (decisions.decided != right)).mean()
+    assert wrong <= 0.025
+    assert (decisions.decided == right).mean() == 1.0 - wrong  # the exact rule decides by label N at the latest
+
+
+def test_a_release_passing_its_applicable_outputs_passes_although_na_would_hold_it_back(simulated_with_na):
+    # At minimum 0.85 (theta 0.9): with N/A left out, most orders pass well before labeling everything; with
+    # N/A as pending, passes alone are 306 of 400 = 0.765 and no order can ever pass.
+    ys, fs = simulated_with_na
+    out = _decide(gold=ys, f=fs, minimum=0.85, confidence=0.95, min_gold=MIN_GOLD)
+    assert (out.decided == PASS).mean() >= 0.95
+    assert np.median(out.at[out.decided == PASS]) < 400
+    held = _decide(gold=np.where(ys == NA, np.nan, ys), f=fs, minimum=0.85, confidence=0.95, min_gold=MIN_GOLD)
+    assert not (held.decided == PASS).any()
+
+
+def test_the_bounds_with_na_gold_hold_the_true_pass_rate_in_95_percent_of_orders(simulated_with_na):
+    ys, fs = simulated_with_na
+    missed = [
+        not (d.lower <= 0.9 <= d.upper)
+        for d in (audit_decision(gold=ys[i, :120], verdicts=_verdicts(fs[i]), minimum=0.5) for i in range(100))
+    ]
+    assert np.mean(missed) <= 0.05
+
+
+def _verdicts(scores: np.ndarray) -> list:
+    """Scores back to verdicts: the filled-in rate of outputs without a verdict is neither 0 nor 1."""
+    return [v if v in (0.0, 1.0) else None for v in scores]
+
+
+def test_the_forecast_draws_na_once_na_gold_is_seen_and_labeling_the_rest_decides():
+    gold = [1, NA, 1, 1, 0, NA, 1, 1]
+    forecast = audit_forecast(gold=gold, verdicts=[1] * 12, minimum=0.6, k=4, n_sims=200)
+    assert forecast.p_decided == 1.0
+    again = audit_forecast(gold=gold, verdicts=[1] * 12, minimum=0.6, k=4, n_sims=200)
+    assert forecast == again

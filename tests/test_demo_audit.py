@@ -45,19 +45,22 @@ def test_the_audit_demo_is_a_partly_labeled_undecided_plan_on_a_candidate(client
     assert f.N == audit.REQUESTS and f.n_labeled == audit.LABELED
     assert f.decided is None and f.estimate is not None and 0 < f.lower < f.upper < 1
     assert f.n_gold >= f.min_gold and f.n_pending > 0  # a disagreement still waits for rita
-    # Of the 36: four outputs both annotators called N/A (no refund amount to check) and one disagreement.
-    assert (f.n_gold, f.n_awaiting_gold, f.n_gold_not_pass_fail) == (31, 1, 4)
-    assert 0 < f.forecast.p_decided < 1 and f.forecast.expected_labels > 0
+    # Of the 36: four outputs both annotators called N/A (no refund amount to check: outside the pass rate)
+    # and one disagreement waiting for rita.
+    assert (f.n_gold, f.n_not_applicable, f.n_awaiting_gold, f.n_gold_cant_tell) == (31, 4, 1, 0)
+    # Its pass rate is near the minimum (27 of 31 pass): no decision is likely in the next 25, some in 75.
+    assert f.forecast.p_decided < 1 and f.forecast.expected_labels > 25
+    assert 0 < plan_figures(plan, k=75).forecast.p_decided < 1
     client.force_login(User.objects.get(username="lee"))
     page = client.get(reverse("calibration:audit_plan", args=[plan.pk])).content.decode()
     assert "Forecast" in page and "not yet" in page
-    assert "31 gold PASS or FAIL, 1 pending, 4 N/A or Can't tell" in page
+    assert "31 gold PASS or FAIL, 4 N/A, 1 pending" in page
     # As the README says: lee's Home lists it, linked, with the labels so far (36 of the 150) and who it waits for.
     home = client.get(reverse("home")).content.decode()
     waiting = home.split('data-kind="audit_waiting"', 1)[1].split("</ul>", 1)[0]
     assert reverse("calibration:audit_plan", args=[plan.pk]) in waiting and "36 labeled of about" in waiting
     assert "14 released wait for annotators" in waiting  # 50 released, the first 36 labeled
-    assert "1 awaiting gold, 4 with gold N/A or Can&#x27;t tell" in waiting  # escaped: the line is data
+    assert "36 labeled of about" in waiting and ", 1 awaiting gold; 14 released" in waiting
     # Once: a second load adds nothing.
     again = StringIO()
     call_command("load_demo", "--audit", verbosity=0, stdout=again)

@@ -315,8 +315,8 @@ def _waiting_line(what: str, f: AuditFigures, url: str, when: datetime) -> Line:
     text = f"{what}: {f.n_labeled} labeled of about {needed} needed by the forecast ({f.N} outputs)"
     if f.n_awaiting_gold:
         text += f", {f.n_awaiting_gold} awaiting gold"
-    if f.n_gold_not_pass_fail:
-        text += f", {f.n_gold_not_pass_fail} with gold N/A or Can't tell"
+    if f.n_gold_cant_tell:
+        text += f", {f.n_gold_cant_tell} with gold Can't tell"
     unlabeled = f.released - f.n_labeled
     if unlabeled > 0:
         return Line(f"{text}; {unlabeled} released wait for annotators", url, "Follow the audit", when)

@@ -132,8 +132,8 @@ def text(f: AuditFigures) -> str:
     lines = [
         f"audit plan {f.plan}: {f.criterion} of {f.rubric} on {f.eval_set}{agent}, judge {f.judge}",
         f"minimum pass rate {f.min_pass_rate:g} at confidence {f.confidence:g}; order seed {f.seed}",
-        f"labeled {f.n_labeled} of {f.N} ({f.n_gold} gold PASS or FAIL, {f.n_awaiting_gold} pending, "
-        f"{f.n_gold_not_pass_fail} N/A or Can't tell); released to the queue: {f.released}",
+        f"labeled {f.n_labeled} of {f.N} ({f.n_gold} gold PASS or FAIL, {f.n_not_applicable} N/A, "
+        f"{f.n_awaiting_gold} pending, {f.n_gold_cant_tell} Can't tell); released to the queue: {f.released}",
         f"estimate {_fmt(f.estimate)}; anytime-valid interval [{_fmt(f.lower)}, {_fmt(f.upper)}]",
         f"decided: {decided}{how}",
     ]
@@ -145,7 +145,7 @@ def text(f: AuditFigures) -> str:
             f"(PASS {c.p_pass:.0%}, FAIL {c.p_fail:.0%}); about {f.expected_more_labels} more labels to a decision, "
             f"90% within {c.p90_labels}"
         )
-        if f.n_gold < f.min_gold:
+        if f.n_settled < f.min_gold:
             lines.append(f"no decision by the test before {f.min_gold} gold items (the exact rule always applies)")
     if f.outputs_outside_order:
         lines.append(
