@@ -56,6 +56,10 @@ def test_the_audit_demo_is_a_partly_labeled_undecided_plan_on_a_candidate(client
     assert "Forecast" in page and "not yet" in page
     assert "31 gold PASS or FAIL, 4 N/A, 1 pending" in page
     assert "after the next 25 labels, <strong>no decision</strong> in any of the simulations" in page
+    shown = StringIO()
+    call_command("audit_plan", "show", str(plan.pk), stdout=shown)
+    assert "labeled 36 of 150 (31 gold PASS or FAIL, 4 N/A, 1 pending, 0 Can't tell)" in shown.getvalue()
+    assert "after 25 more labels no simulation decides; about" in shown.getvalue()
     # As the README says: lee's Home lists it, linked, with the labels so far (36 of the 150) and who it waits for.
     home = client.get(reverse("home")).content.decode()
     waiting = home.split('data-kind="audit_waiting"', 1)[1].split("</ul>", 1)[0]

@@ -140,10 +140,14 @@ def text(f: AuditFigures) -> str:
     if f.decided:
         lines.append(f"labels saved against labeling all {f.N}: {f.labels_saved}")
     else:
+        chance = (
+            f"a decision with chance {c.p_decided:.0%} (PASS {c.p_pass:.0%}, FAIL {c.p_fail:.0%})"
+            if c.p_decided
+            else "no simulation decides"
+        )
         lines.append(
-            f"forecast (Monte Carlo, not a promise): after {c.k} more labels a decision with chance {c.p_decided:.0%} "
-            f"(PASS {c.p_pass:.0%}, FAIL {c.p_fail:.0%}); about {f.expected_more_labels} more labels to a decision, "
-            f"90% within {c.p90_labels}"
+            f"forecast (Monte Carlo, not a promise): after {c.k} more labels {chance}; "
+            f"about {f.expected_more_labels} more labels to a decision, 90% within {c.p90_labels}"
         )
         if f.n_settled < f.min_gold:
             lines.append(f"no decision by the test before {f.min_gold} gold items (the exact rule always applies)")
