@@ -611,3 +611,34 @@ def test_the_forecast_draws_na_once_na_gold_is_seen_and_labeling_the_rest_decide
     assert forecast.p_decided == 1.0
     again = audit_forecast(gold=gold, verdicts=[1] * 12, minimum=0.6, k=4, n_sims=200)
     assert forecast == again
+
+
+# --- Stratifying by the judge's verdict (issue 22, item 2: measure it, keep it only if it pays) ------------
+
+
+def test_post_stratifying_by_the_judges_verdict_is_the_ppi_estimate():
+    """The post-stratified estimate p1 * mean(y | judge PASS) + p0 * mean(y | judge FAIL), worked out here
+    from the strata directly, equals the PPI++ estimate whenever lambda is not clipped: stratifying pays
+    nothing (docs/calibration.md, "Why not stratify by the judge's verdict")."""
+    y, f = population(N=600, theta=0.7, phi=0.6, judge_rate=0.75)
+    ys, fs = orders(y=y, f=f, count=30, seed=8)
+    for n in (40, 90, 200):
+        for gold, scores in zip(ys[:, :n], fs, strict=True):
+            labeled = scores[:n]
+            p1 = scores.mean()
+            stratified = p1 * gold[labeled == 1].mean() + (1 - p1) * gold[labeled == 0].mean()
+            estimate = ppi_estimate(gold=gold, verdicts=scores)
+            assert 0 < estimate.lam < 1
+            assert estimate.estimate == pytest.approx(stratified, abs=1e-12)
+
+
+def test_where_lambda_is_clipped_the_two_differ_and_ppi_falls_back_to_plain_sampling():
+    # A judge that passes exactly the fails: the strata would use the negative slope, PPI++ clips it to 0.
+    gold = np.array([1.0, 1, 1, 0, 0, 1, 0, 1])
+    verdicts = 1 - gold
+    estimate = ppi_estimate(gold=gold[:6], verdicts=verdicts)
+    assert estimate.lam == 0 and estimate.estimate == pytest.approx(gold[:6].mean())
+    p1 = verdicts.mean()
+    stratified = p1 * gold[:6][verdicts[:6] == 1].mean() + (1 - p1) * gold[:6][verdicts[:6] == 0].mean()
+    assert stratified == pytest.approx(p1 * 0 + (1 - p1) * 1)  # exact here: the judge is always wrong
+    assert stratified != pytest.approx(estimate.estimate)
