@@ -14,7 +14,7 @@ import string
 from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from evals.models import Criterion, EvalSet, Output, RubricVersion, User
 from evals.naming import output_names
@@ -22,7 +22,7 @@ from evals.transcript import quotes_of
 
 from .gold import DISAGREED, gold_of_votes
 from .gold_loaders import load_item_states
-from .models import Annotation, GoldDispute, GoldLabel, Label
+from .models import Annotation, AuditOrderItem, GoldDispute, GoldLabel, Label
 
 # Highlight classes for the first two annotators' quotes (static/css: mark.hl-a / mark.hl-b).
 HIGHLIGHT = {0: "hl-a", 1: "hl-b"}
@@ -84,11 +84,15 @@ class PendingItem:
     criterion_key: str
     outcomes: tuple[str, ...]
     dispute_reason: str = ""  # set when the item waits because its gold is disputed
+    # Its position in the labeling queue's audit order, where it is released: an audit's decision reads the
+    # order's labeled prefix, and an item of its criterion waiting there counts against the decision, so
+    # these come first, in order (labeling does not know which criteria an audit plan is of: all of them).
+    audit_position: int | None = None
 
 
 def pending_items(eval_set: EvalSet, rubric_version: RubricVersion, reviewer: User) -> list[PendingItem]:
-    """Disagreements waiting for gold and disputed gold labels that this reviewer may decide, in case order
-    (constant queries)."""
+    """Disagreements waiting for gold and disputed gold labels that this reviewer may decide (constant
+    queries): those in the released part of the queue's audit order first, in that order, then by case."""
     states = load_item_states(eval_set, rubric_version)
     disagreed = states[states["state"] == DISAGREED]
     disputes = {
@@ -130,12 +134,35 @@ def _describe(rubric_version: RubricVersion, wanted: set[tuple[int, int]]) -> li
             outcomes.setdefault((criterion_id, output_id), []).append(outcome)
             case_ids[output_id] = case_id
     names = output_names(output_ids)
+    positions = dict(
+        AuditOrderItem.objects.filter(
+            output_id__in=output_ids,
+            order__queue__rubric_version=rubric_version,
+            position__lte=F("order__released"),
+        ).values_list("output_id", "position")
+    )
     items = [
-        PendingItem(o, c, names.get(o, case_ids.get(o, "?")), criteria[c].key, tuple(outcomes.get((c, o), ())))
+        PendingItem(
+            o,
+            c,
+            names.get(o, case_ids.get(o, "?")),
+            criteria[c].key,
+            tuple(outcomes.get((c, o), ())),
+            audit_position=positions.get(o),
+        )
         for c, o in wanted
         if c in criteria
     ]
-    items.sort(key=lambda i: (i.case_id, i.output_id, criteria[i.criterion_id].order, i.criterion_key))
+    items.sort(
+        key=lambda i: (
+            i.audit_position is None,
+            i.audit_position or 0,
+            i.case_id,
+            i.output_id,
+            criteria[i.criterion_id].order,
+            i.criterion_key,
+        )
+    )
     return items
 
 

@@ -71,9 +71,9 @@ def test_a_reviewer_sees_adjudications_and_disputes_waiting_with_the_oldest_firs
     with CaptureQueriesContext(connection) as queries:
         body = client.get(HOME).content.decode()
     # Session and user, scopes (queues, disputes), per scope: item states (3: labels, gold, the criteria's gold
-    # policies), disputes, own outputs, the items' labels and criteria, when they started waiting (2); the open
-    # audit plans (1; two when one is open); the staff tables (3).
-    assert len(queries) <= 18, [q["sql"][:90] for q in queries]
+    # policies), disputes, own outputs, the items' labels, criteria and audit positions, when they started
+    # waiting (2); the open audit plans (1; two when one is open); the staff tables (3).
+    assert len(queries) <= 19, [q["sql"][:90] for q in queries]
     assert "2 disagreements" in body and "1 gold dispute" in body and "has waited 3" in body
     assert waiting.oldest_url in body and 'id="decisions"' not in body
 
