@@ -132,7 +132,8 @@ def criterion_verdict(row) -> CriterionVerdict:
     low = row.kappa_ci[0] if row.kappa_ci else None
     codes = set(row.warning_codes)
     if getattr(row, "gating", False):
-        figures = f"kappa {_k(kappa)} on {n} items" if n else "no compared items today"
+        # "here": the mark was made on its calibration set, which need not be the eval set this report is of.
+        figures = f"here kappa {_k(kappa)} on {n} items" if n else "no compared items here today"
         return CriterionVerdict(
             key, GATING, WHY_GATING, f"it gates releases with this judge ({figures}); the approval panel has its mark"
         )

@@ -197,6 +197,8 @@ def test_a_criterion_that_already_gates_is_no_longer_offered_as_may_gate():
     gating = vars(row()) | {"gating": True}
     v = criterion_verdict(SimpleNamespace(**gating))
     assert (v.answer, v.why) == (GATING, WHY_GATING) and "it gates releases with this judge" in v.sentence
+    # Its figures are this report's eval set's, which need not be the one the mark was made on.
+    assert f"(here kappa {gating['kappa']:.2f} on {gating['n']} items)" in v.sentence
     decision = decide([SimpleNamespace(**gating), row("b")])
     assert [c.criterion for c in decision.gating] == ["correct_amount"]
     assert [c.criterion for c in decision.may_gate] == ["b"]
