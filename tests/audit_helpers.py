@@ -72,3 +72,14 @@ def one_label(c: Candidate, output: Output, outcome: str) -> None:
 def settle(c: Candidate, output: Output, outcome: str) -> None:
     reviewer = User.objects.filter(username="rey").first() or make_user("rey", Role.REVIEWER)
     adjudicate(output, c.rubric_version, KEY, outcome, reviewer)
+
+
+def one_pass_short(release: int = 40) -> tuple[Candidate, object, list[Output]]:
+    """N = 40 at minimum 0.5 with `release` of the order released and its first 19 gold PASS: one pass short of
+    the exact rule (20 = 0.5 x 40), and of the tests' 20 gold items. The candidate, the plan, the order."""
+    c = candidate(n=40)
+    plan = plan_on(c, release=release)
+    order = in_order(plan)
+    for output in order[:19]:
+        gold(c, output, "PASS")
+    return c, plan, order

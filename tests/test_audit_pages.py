@@ -12,7 +12,7 @@ from django.urls import reverse
 from calibration.models import AuditPlan, GatingMark
 from labeling.models import AuditOrder
 
-from .audit_helpers import KEY, candidate, gold, in_order, plan_on
+from .audit_helpers import KEY, candidate, gold, in_order, one_pass_short, plan_on
 from .calibration_factories import bulk_verdicts
 from .factories import make_eval_set, make_user
 from .labeling_helpers import open_queue
@@ -239,11 +239,7 @@ def test_a_closed_plan_keeps_its_figures_releases_nothing_and_stops_polling(clie
 def test_the_figures_poll_until_the_decision_then_stop(client):
     # By hand (as tests/test_audit_plan.py): N = 40, minimum 0.5: 20 gold passes alone reach 0.5 x 40, so the
     # exact rule decides PASS at label 20; at 19 nothing is decided and the test waits for 20 gold items.
-    c = candidate(n=40)
-    plan = plan_on(c, release=40)
-    order = in_order(plan)
-    for output in order[:19]:
-        gold(c, output, "PASS")
+    c, plan, order = one_pass_short(release=40)
     client.force_login(c.lead)
     waiting = client.get(url("audit_plan_figures", plan))
     body = waiting.content.decode()
@@ -287,11 +283,7 @@ def test_all_fail_gold_shows_fail_by_the_rule(client):
 
 def test_a_decided_plan_offers_no_more_labels_and_says_why_while_an_undecided_one_does(client):
     # By hand: N = 40, minimum 0.5; 19 gold passes decide nothing, the 20th reaches 0.5 x 40 (the exact rule).
-    c = candidate(n=40)
-    plan = plan_on(c, release=25)
-    order = in_order(plan)
-    for output in order[:19]:
-        gold(c, output, "PASS")
+    c, plan, order = one_pass_short(release=25)
     client.force_login(c.lead)
     undecided = client.get(url("audit_plan", plan)).content.decode()
     assert ">Label these next</button>" in undecided and "no longer needed" not in undecided  # negative control
@@ -310,11 +302,7 @@ def test_a_decided_plan_offers_no_more_labels_and_says_why_while_an_undecided_on
 
 
 def test_the_poll_that_brings_the_decision_swaps_the_release_control_out_for_a_lead_only(client):
-    c = candidate(n=40)
-    plan = plan_on(c, release=40)
-    order = in_order(plan)
-    for output in order[:19]:
-        gold(c, output, "PASS")
+    c, plan, order = one_pass_short(release=40)
     client.force_login(c.lead)
     assert "hx-swap-oob" not in client.get(url("audit_plan_figures", plan)).content.decode()  # undecided
     gold(c, order[19], "PASS")

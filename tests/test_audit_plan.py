@@ -13,7 +13,7 @@ from labeling.audit_order import seeded_order
 from labeling.models import AuditOrder
 from labeling.queue import move_queue
 
-from .audit_helpers import KEY, candidate, gold, in_order, one_label, plan_on, settle
+from .audit_helpers import KEY, candidate, gold, in_order, one_label, one_pass_short, plan_on, settle
 from .calibration_factories import bulk_verdicts
 from .factories import make_rubric_version, make_user
 
@@ -142,11 +142,7 @@ def test_before_any_label_nothing_is_decided_and_the_forecast_speaks():
 def test_all_pass_gold_decides_pass_at_the_twentieth_label_of_forty_at_minimum_half():
     # By hand: N = 40, minimum 0.5, so 20 gold passes alone reach minimum * N (the exact rule), and the tests
     # may not decide before 20 settled gold items (audit_stats.MIN_GOLD): label 20 decides, label 19 does not.
-    c = candidate(n=40)
-    plan = plan_on(c, release=40)
-    order = in_order(plan)
-    for output in order[:19]:
-        gold(c, output, "PASS")
+    c, plan, order = one_pass_short(release=40)
     nineteen = plan_figures(plan)
     assert (nineteen.n_labeled, nineteen.n_gold, nineteen.decided) == (19, 19, None)
     gold(c, order[19], "PASS")

@@ -19,7 +19,7 @@ from judging.models import JudgeRun
 from labeling.audit_order import release_next
 from workspace.lead_inbox import MAX_AUDIT_CHECKS, audit_plans
 
-from .audit_helpers import KEY, candidate, gold, in_order, plan_on
+from .audit_helpers import KEY, candidate, gold, in_order, one_pass_short, plan_on
 from .calibration_factories import annotate, annotator, bulk_verdicts
 from .factories import make_eval_set, make_user
 from .labeling_helpers import open_queue
@@ -71,11 +71,7 @@ def test_when_every_released_output_is_labeled_the_lead_is_asked_to_release_more
 
 def test_a_decided_plan_moves_to_the_decided_section_until_closed_and_stays_there_for_the_week(client):
     # By hand: N = 40, minimum 0.5; 19 gold passes decide nothing, the 20th reaches 0.5 x 40 (the exact rule).
-    c = candidate(n=40)
-    plan = plan_on(c, release=40)
-    order = in_order(plan)
-    for output in order[:19]:
-        gold(c, output, "PASS")
+    c, plan, order = one_pass_short(release=40)
     body = home(client, c.lead)
     assert "19 labeled of about" in section(body, "audit_waiting") and section(body, "audit_decided") == ""
     gold(c, order[19], "PASS")
