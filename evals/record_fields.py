@@ -147,9 +147,13 @@ _decoder = json.JSONDecoder(
     parse_constant=reject_json_constant, parse_float=finite_float, object_pairs_hook=_unique_keys
 )
 _stdlib_canonical = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode
-# orjson reads an integer of 19+ digits as a float (losing digits); lines with such a run of digits go to
-# the exact stdlib parser. Mapping every byte to "0" (digit) or " " and searching for 19 zeros costs a
-# microsecond where a regular expression costs a hundred.
+# The bytes parse_json_bytes counts: a line's brackets (nesting), colons (repeated keys) and backslashes
+# (escapes). Deleting every other byte is one pass in C and leaves a few dozen bytes to count, where each
+# count of the whole line is a pass of its own.
+_NOT_MARKS = bytes(b for b in range(256) if b not in b"{[:\\")
+# orjson refuses an integer too large for a float (400 digits) as "infinity"; a line it refuses with a run of
+# 19 digits goes to the exact parser. Mapping every byte to "0" (digit) or " " and searching for 19 zeros
+# costs a microsecond where a regular expression costs a hundred.
 _DIGIT_MAP = bytes(ord("0") if 48 <= b <= 57 else ord(" ") for b in range(256))
 _LONG_DIGITS = b"0" * 19
 
@@ -174,15 +178,26 @@ def parse_json_bytes(raw: bytes) -> Any:
 
     Raises ShapeError (repeated key, nesting), another ValueError (bad JSON) or UnicodeDecodeError (bad UTF-8).
     """
-    check_nesting(raw)
-    if _LONG_DIGITS in raw.translate(_DIGIT_MAP):
-        return parse_json(raw.decode("utf-8"))
-    value = orjson.loads(raw)
-    # orjson keeps the last of a repeated key silently. Outside strings a colon follows every key, and inside
-    # them orjson writes every colon back as ":", so without "\u003a" escapes in the line, writing the value
-    # back gives exactly as many colons as the line has unless a repeated key (and its value) was dropped.
-    # Two counts and one write in C, instead of the slower stdlib parser for every line.
-    if raw.count(b":") != orjson.dumps(value).count(b":") or b"\\u003" in raw:
+    marks = raw.translate(None, _NOT_MARKS)
+    if marks.count(b"{") + marks.count(b"[") > MAX_NESTING:  # as check_nesting: strings included
+        error = find_shape_error(raw)
+        if error is not None:
+            raise error
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        if _LONG_DIGITS in raw.translate(_DIGIT_MAP):
+            return parse_json(raw.decode("utf-8"))
+        raise
+    written = orjson.dumps(value)
+    # Two things orjson does silently go to the exact stdlib parser:
+    # - it keeps the last of a repeated key. Outside strings a colon follows every key, and inside them
+    #   orjson writes every colon back as ":", so without "\u003a" escapes in the line, the value written
+    #   back has exactly as many colons as the line unless a repeated key (and its value) was dropped;
+    # - it reads an integer beyond 64 bits (below -2**63 or above 2**64 - 1) as a float, losing digits.
+    #   Such a float is at least 9.2e18 in size, and orjson writes every float from 1e16 up with "e+":
+    #   no "e+" in the value written back, no such integer (a string holding "e+" only costs the detour).
+    if marks.count(b":") != written.count(b":") or b"e+" in written or (b"\\" in marks and b"\\u003" in raw):
         return parse_json(raw.decode("utf-8"))
     return value
 
