@@ -26,7 +26,7 @@ from labeling.gold import derive_gold
 from labeling.models import AuditOrder, AuditOrderItem
 from labeling.queue import QueueError, current_queue
 
-from . import audit_stats
+from . import audit_stats, content_cache
 from . import frames as data
 from .frame_reading import current_verdicts
 from .metrics import ABSTAIN, FAIL, NOT_APPLICABLE, PASS
@@ -331,17 +331,12 @@ def plan_figures(
     n_labeled = max((i + 1 for i in open_positions if ids[i] in touched), default=0)
     verdict_values = [_binary(judge.get(output_id)) for output_id in ids]
     gold_values = [_gold_value(gold.get(output_id)) for output_id in ids[:n_labeled]]
-    decision = audit_stats.audit_decision(
-        gold=gold_values, verdicts=verdict_values, minimum=minimum, confidence=confidence
-    )
-    forecast = audit_stats.audit_forecast(
-        gold=gold_values,
-        verdicts=verdict_values,
-        minimum=minimum,
-        confidence=confidence,
-        k=k,
-        n_sims=FORECAST_SIMS,
-        seed=FORECAST_SEED,
+    # The plan page re-reads these every few seconds while labels arrive slowly, and on a large candidate near
+    # its minimum the forecast runs for seconds: computed once per gold, verdicts and thresholds.
+    decision, forecast = content_cache.computed(
+        "audit",
+        (gold_values, verdict_values, minimum, confidence, k, FORECAST_SIMS, FORECAST_SEED),
+        lambda: _statistics(gold_values, verdict_values, minimum=minimum, confidence=confidence, k=k),
     )
     return AuditFigures(
         plan=plan.pk,
@@ -372,6 +367,22 @@ def plan_figures(
         labels_saved=len(population) - n_labeled,
         outputs_outside_order=outside,
     )
+
+
+def _statistics(
+    gold: list[float], verdicts: list[float], *, minimum: float, confidence: float, k: int
+) -> tuple[audit_stats.AuditDecision, audit_stats.AuditForecast]:
+    decision = audit_stats.audit_decision(gold=gold, verdicts=verdicts, minimum=minimum, confidence=confidence)
+    forecast = audit_stats.audit_forecast(
+        gold=gold,
+        verdicts=verdicts,
+        minimum=minimum,
+        confidence=confidence,
+        k=k,
+        n_sims=FORECAST_SIMS,
+        seed=FORECAST_SEED,
+    )
+    return decision, forecast
 
 
 def _by_output(frame: pd.DataFrame, criterion_id: int, column: str) -> dict[int, str]:

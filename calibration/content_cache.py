@@ -1,4 +1,5 @@
-"""Figures cached under a digest of the data they are computed from, in Django's cache.
+"""Figures cached under a digest of the data they are computed from, in Django's cache (the report's, and an
+audit plan's decision and forecast).
 
 The report's rows are a pure, deterministic function of the frames `data.py` loads (the bootstrap is seeded),
 so rows computed from frames with the same content are the same rows. Keying the cache by that content can
@@ -26,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Every module whose code decides a cached figure (a formula, a rule, a threshold, a word in a warning).
 SOURCES = (
     "calibration/report.py",
+    "calibration/audit_stats.py",
     "calibration/metrics.py",
     "calibration/frame_reading.py",
     "labeling/gold.py",

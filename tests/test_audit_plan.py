@@ -270,3 +270,24 @@ def test_plan_figures_runs_a_fixed_number_of_queries():
     for output in order[2:30]:
         gold(c, output, "PASS")
     assert queries() == few <= 7  # released, the order, outputs outside it, verdicts, labels, adjudicated gold
+
+
+def test_the_statistics_run_once_per_gold_and_a_new_label_runs_them_again(monkeypatch):
+    # The page polls every few seconds; the decision and the forecast are cached under a digest of their inputs.
+    from calibration import audit_stats
+
+    runs = []
+    forecast = audit_stats.audit_forecast
+    monkeypatch.setattr(audit_stats, "audit_forecast", lambda **kw: runs.append(1) or forecast(**kw))
+    c = candidate(n=40)
+    plan = plan_on(c, release=40)
+    order = in_order(plan)
+    for output in order[:3]:
+        gold(c, output, "PASS")
+    first = plan_figures(plan)
+    again = plan_figures(plan)
+    assert len(runs) == 1 and (again.lower, again.upper, again.forecast) == (first.lower, first.upper, first.forecast)
+    gold(c, order[3], "FAIL")  # the negative control: new gold, new figures
+    after = plan_figures(plan)
+    assert len(runs) == 2 and after.n_labeled == 4 and after.estimate != first.estimate
+    assert plan_figures(plan, k=10).forecast.k == 10 and len(runs) == 3  # another k is another forecast

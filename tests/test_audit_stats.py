@@ -346,23 +346,53 @@ def test_the_worked_example_in_the_docs():
     assert at_20.estimate.lam == pytest.approx(0.929, abs=5e-4)
     assert at_20.estimate.estimate == pytest.approx(0.696, abs=5e-4)
     assert (at_20.estimate.lower, at_20.estimate.upper) == pytest.approx((0.601, 0.792), abs=5e-4)
-    assert (at_20.lower, at_20.upper) == pytest.approx((0.418, 0.982), abs=5e-4)
-    assert at_20.evidence_pass == pytest.approx(2.14, abs=5e-3)
+    assert (at_20.lower, at_20.upper) == pytest.approx((0.398, 0.993), abs=5e-4)
+    assert at_20.evidence_pass == pytest.approx(1.67, abs=5e-3)
     assert at_20.decided is None
     at_40 = audit_decision(gold=y[:40], verdicts=f, minimum=0.6)
     assert at_40.estimate.estimate == pytest.approx(0.670, abs=5e-4)
-    assert (at_40.lower, at_40.upper) == pytest.approx((0.503, 0.838), abs=5e-4)
+    assert (at_40.lower, at_40.upper) == pytest.approx((0.484, 0.855), abs=5e-4)
     forecast = audit_forecast(gold=y[:40], verdicts=f, minimum=0.6, k=25)
-    assert forecast.p_decided == pytest.approx(0.031, abs=5e-4)
-    assert round(forecast.expected_labels) == 241
-    assert forecast.p90_labels == 768
+    assert forecast.p_decided == pytest.approx(0.002, abs=5e-4)
+    assert round(forecast.expected_labels) == 242
+    assert forecast.p90_labels == 739
     at_80 = audit_decision(gold=y[:80], verdicts=f, minimum=0.6)
-    assert (at_80.lower, at_80.upper) == pytest.approx((0.590, 0.782), abs=5e-4)
+    assert (at_80.lower, at_80.upper) == pytest.approx((0.580, 0.788), abs=5e-4)
+    assert at_80.evidence_pass == pytest.approx(8.63, abs=5e-3)
     assert at_80.decided is None
     at_100 = audit_decision(gold=y[:100], verdicts=f, minimum=0.6)
-    assert (at_100.decided, at_100.decided_at, at_100.decided_by) == (PASS, 88, "test")
-    assert (at_100.lower, at_100.upper) == pytest.approx((0.609, 0.782), abs=5e-4)
+    assert (at_100.decided, at_100.decided_at, at_100.decided_by) == (PASS, 90, "test")
+    assert (at_100.lower, at_100.upper) == pytest.approx((0.601, 0.788), abs=5e-4)
     assert (at_100.estimate.lower, at_100.estimate.upper) == pytest.approx((0.639, 0.761), abs=5e-4)
+
+
+def test_the_cli_example_in_the_docs():
+    """docs/calibration.md, "The gate decides on it": 200 outputs in id order, the judge failing every tenth,
+    people agreeing but on the 6th (FAIL) and the 100th (PASS), minimum 0.8, the order of seed 2026 (as
+    labeling.audit_order.seeded_order makes it), the forecast as the plan page runs it (1,000, seed 0)."""
+    f = np.array([0.0 if i % 10 == 9 else 1.0 for i in range(200)])
+    y = f.copy()
+    y[5], y[99] = 0.0, 1.0
+    assert y.sum() == 180
+    order = np.random.default_rng(2026).permutation(200)
+    y, f = y[order], f[order]
+
+    def read(n):
+        figures = audit_decision(gold=y[:n], verdicts=f, minimum=0.8)
+        return figures, audit_forecast(gold=y[:n], verdicts=f, minimum=0.8, k=25, n_sims=1000, seed=0)
+
+    _, before = read(0)
+    assert round(before.expected_labels) == 56
+    at_25, forecast = read(25)
+    assert (round(at_25.estimate.estimate, 3), at_25.lower, at_25.upper) == (0.9, 0.63, 0.98)
+    assert at_25.decided is None and forecast.p_decided == 0.0
+    assert (round(forecast.expected_labels), forecast.p90_labels) == (66, 136)
+    at_50, forecast = read(50)
+    assert (at_50.lower, at_50.upper) == (0.77, 0.975) and at_50.decided is None
+    assert round(forecast.p_decided, 2) == 0.93 and round(forecast.expected_labels) == 18
+    at_75, _ = read(75)
+    assert (at_75.decided, at_75.decided_at, at_75.decided_by) == (PASS, 64, "test")
+    assert (round(at_75.estimate.estimate, 3), at_75.lower, at_75.upper) == (0.9, 0.82, 0.965)
 
 
 # --- Validity by simulation with known truth ------------------------------------------------------

@@ -18,11 +18,11 @@ from calibration.report_files import to_json
 
 from .audit_helpers import KEY, candidate, gold, in_order, plan_on
 
-# The arithmetic by hand, z = 1.959964 (95%), z^2 / 4 = 0.960365 (p = 0.5), labels = ceil(2.2 * n0 / (1 + n0 / N)):
-# phi 0.6, N 1000: n0 = 0.960365 * 0.64 / 0.01 = 61.463 -> 57.904 -> 127.39 -> 128 at 0.10;
-#                  n0 = 245.853 -> 197.337 -> 434.14 -> 435 at 0.05.
-# phi 0.04, N 1000: n0 = 0.960365 * 0.9984 / 0.01 = 95.883 -> 87.494 -> 192.49 -> 193 at 0.10;
-#                   n0 = 383.531 -> 277.212 -> 609.87 -> 610 at 0.05.
+# The arithmetic by hand, z = 1.959964 (95%), z^2 / 4 = 0.960365 (p = 0.5), labels = ceil(2.0 * n0 / (1 + n0 / N)):
+# phi 0.6, N 1000: n0 = 0.960365 * 0.64 / 0.01 = 61.463 -> 57.904 -> 115.81 -> 116 at 0.10;
+#                  n0 = 245.853 -> 197.337 -> 394.67 -> 395 at 0.05.
+# phi 0.04, N 1000: n0 = 0.960365 * 0.9984 / 0.01 = 95.883 -> 87.494 -> 174.99 -> 175 at 0.10;
+#                   n0 = 383.531 -> 277.212 -> 554.42 -> 555 at 0.05.
 
 
 def test_a_judge_that_agrees_with_people_makes_gating_cheap():
@@ -30,11 +30,11 @@ def test_a_judge_that_agrees_with_people_makes_gating_cheap():
     price = gating_price(criterion="correct_amount", cells=(40, 10, 10, 40), N=1000)
     assert price is not None
     assert price.phi == pytest.approx(0.6) and price.pass_rate == 0.5 and price.N == 1000
-    assert [c.labels for c in price.costs] == [128, 435]
-    assert price.as_dict()["labels"] == {"0.10": 128, "0.05": 435}
+    assert [c.labels for c in price.costs] == [116, 395]
+    assert price.as_dict()["labels"] == {"0.10": 116, "0.05": 395}
     assert price.in_words == (
-        "gating correct_amount costs about 128 labels a release when it is 0.10 from the minimum "
-        "(435 at a margin of 0.05); the judge's verdicts take 36% off the variance"
+        "gating correct_amount costs about 116 labels a release when it is 0.10 from the minimum "
+        "(395 at a margin of 0.05); the judge's verdicts take 36% off the variance"
     )
 
 
@@ -42,21 +42,21 @@ def test_a_judge_near_chance_adds_little_and_costs_more_labels():
     # The negative control: phi = (676 - 576) / 2500 = 0.04, so the judge explains 0.16% of the variance.
     price = gating_price(criterion="concise", cells=(26, 24, 24, 26), N=1000)
     assert price is not None and price.phi == pytest.approx(0.04)
-    assert [c.labels for c in price.costs] == [193, 610]
+    assert [c.labels for c in price.costs] == [175, 555]
     assert price.in_words.endswith("; the judge adds little")
 
 
 def test_a_constant_judge_counts_as_no_help_and_no_gold_gives_no_estimate():
     always_pass = gating_price(criterion="tone", cells=(50, 50, 0, 0), N=1000)
     assert always_pass is not None and always_pass.phi == 0.0
-    # phi 0: n0 = 0.960365 / 0.01 = 96.04 -> 87.61 -> 192.74 -> 193 at 0.10 (the same as phi 0.04, rounded up).
-    assert always_pass.costs[0].labels == 193
+    # phi 0: n0 = 0.960365 / 0.01 = 96.036 -> 87.622 -> 175.24 -> 176 at 0.10 (one more than phi 0.04).
+    assert always_pass.costs[0].labels == 176
     assert gating_price(criterion="tone", cells=(0, 0, 0, 0), N=1000) is None
 
 
 def test_the_price_never_exceeds_the_candidate():
     price = gating_price(criterion="correct_amount", cells=(40, 10, 10, 40), N=100)
-    assert price is not None and [c.labels for c in price.costs] == [84, 100]  # 2.2 * 38.07 = 83.7; 157 > 100
+    assert price is not None and [c.labels for c in price.costs] == [77, 100]  # 2.0 * 38.066 = 76.13; 142.2 > 100
 
 
 @pytest.mark.parametrize("seed", range(5))
