@@ -125,6 +125,11 @@ def check_nesting(text: str | bytes) -> None:
     almost every line is cleared by that count and never walked.
     """
     opening = text.count("{") + text.count("[") if isinstance(text, str) else text.count(b"{") + text.count(b"[")
+    _check_nesting_walk(text, opening)
+
+
+def _check_nesting_walk(text: str | bytes, opening: int) -> None:
+    """Walk the text for a nesting or key error only when it has more opening brackets than the limit."""
     if opening > MAX_NESTING:
         error = find_shape_error(text)
         if error is not None:
@@ -179,10 +184,7 @@ def parse_json_bytes(raw: bytes) -> Any:
     Raises ShapeError (repeated key, nesting), another ValueError (bad JSON) or UnicodeDecodeError (bad UTF-8).
     """
     marks = raw.translate(None, _NOT_MARKS)
-    if marks.count(b"{") + marks.count(b"[") > MAX_NESTING:  # as check_nesting: strings included
-        error = find_shape_error(raw)
-        if error is not None:
-            raise error
+    _check_nesting_walk(raw, marks.count(b"{") + marks.count(b"["))  # as check_nesting: strings included
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
