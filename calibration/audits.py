@@ -36,6 +36,16 @@ from .policy import GateThresholds
 # Forecasts are Monte Carlo; a fixed seed keeps the figures the same on every read of the same labels.
 FORECAST_SIMS = 1000
 FORECAST_SEED = 0
+# Each simulation may replay the order up to N labels, so on large candidates fewer simulations: about this
+# many simulated labels in all, and never fewer than FORECAST_MIN_SIMS (a chance read to within about
+# +-3.5 points). 1,000 simulations up to 4,000 outputs, 200 from 20,000 (about 5 s near the minimum).
+FORECAST_CELLS = 4_000_000
+FORECAST_MIN_SIMS = 200
+
+
+def forecast_sims(N: int) -> int:
+    """The simulations a forecast of a plan of N outputs runs (FORECAST_CELLS)."""
+    return max(FORECAST_MIN_SIMS, min(FORECAST_SIMS, FORECAST_CELLS // max(N, 1)))
 
 
 class AuditPlanError(Exception):
@@ -335,7 +345,7 @@ def plan_figures(
     # its minimum the forecast runs for seconds: computed once per gold, verdicts and thresholds.
     decision, forecast = content_cache.computed(
         "audit",
-        (gold_values, verdict_values, minimum, confidence, k, FORECAST_SIMS, FORECAST_SEED),
+        (gold_values, verdict_values, minimum, confidence, k, forecast_sims(len(ids)), FORECAST_SEED),
         lambda: _statistics(gold_values, verdict_values, minimum=minimum, confidence=confidence, k=k),
     )
     return AuditFigures(
@@ -379,7 +389,7 @@ def _statistics(
         minimum=minimum,
         confidence=confidence,
         k=k,
-        n_sims=FORECAST_SIMS,
+        n_sims=forecast_sims(len(verdicts)),
         seed=FORECAST_SEED,
     )
     return decision, forecast

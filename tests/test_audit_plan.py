@@ -291,3 +291,15 @@ def test_the_statistics_run_once_per_gold_and_a_new_label_runs_them_again(monkey
     after = plan_figures(plan)
     assert len(runs) == 2 and after.n_labeled == 4 and after.estimate != first.estimate
     assert plan_figures(plan, k=10).forecast.k == 10 and len(runs) == 3  # another k is another forecast
+
+
+def test_large_candidates_get_fewer_forecast_simulations():
+    from calibration.audits import forecast_sims
+
+    # 4 million simulated labels in all, 1,000 simulations at most, 200 at least.
+    assert [forecast_sims(N) for N in (1, 300, 4000, 5000, 20_000, 1_000_000)] == [1000, 1000, 1000, 800, 200, 200]
+    c = candidate(n=40)
+    plan = plan_on(c, release=40)
+    for output in in_order(plan)[:3]:
+        gold(c, output, "PASS")
+    assert plan_figures(plan).forecast.n_sims == 1000

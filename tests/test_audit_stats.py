@@ -20,6 +20,7 @@ from calibration.audit_stats import (
     NOT_APPLICABLE,
     PASS,
     _decide,
+    _first_decisions,
     audit_decision,
     audit_forecast,
     betting_log_capital,
@@ -483,6 +484,28 @@ def test_labeling_the_rest_always_decides():
     forecast = audit_forecast(gold=gold, verdicts=[1, 0] * 20, minimum=0.6, k=10, n_sims=200)
     assert forecast.p_decided == 1.0
     assert forecast.p90_labels <= 10
+
+
+def test_the_forecast_replays_each_order_only_as_far_as_it_decides_and_finds_the_same_decisions():
+    # The reference is the plain replay of every simulated order to N. 1,500 outputs so the growing horizons
+    # take several steps (n + 64, + 256, + 1,024, then N); a threshold at the truth so some orders decide only
+    # at the end; pending and N/A labels in the prefix.
+    rng = np.random.default_rng(11)
+    N, n = 1500, 40
+    drawn = (rng.random((60, N)) < 0.62).astype(np.int8)
+    drawn[:, 3] = NOT_APPLICABLE
+    drawn[rng.random((60, N)) < 0.02] = NOT_APPLICABLE
+    f = np.where(rng.random(N) < 0.8, drawn[0], 1 - drawn[0]).clip(0, 1).astype(float)
+    for minimum in (0.62, 0.55, 0.7):
+        reference = _decide(gold=drawn.astype(float), f=f, minimum=minimum, confidence=0.95, min_gold=MIN_GOLD)
+        decisions, at = _first_decisions(drawn=drawn, f=f, n=n, k=25, minimum=minimum, confidence=0.95, min_gold=20)
+        assert list(decisions) == list(reference.decided)
+        assert list(at) == list(reference.at)
+        assert len(set(at)) > 5  # decided at many different labels, not all at once
+    # Negative control: a replay cut at a horizon misses the orders that decide after it.
+    cut = _decide(gold=drawn[:, :200].astype(float), f=f, minimum=0.62, confidence=0.95, min_gold=MIN_GOLD)
+    full = _decide(gold=drawn.astype(float), f=f, minimum=0.62, confidence=0.95, min_gold=MIN_GOLD)
+    assert list(cut.decided) != list(full.decided)
 
 
 def test_a_decided_audit_forecasts_nothing_more():
