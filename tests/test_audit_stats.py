@@ -19,6 +19,7 @@ from calibration.audit_stats import (
     MIN_GOLD,
     NOT_APPLICABLE,
     PASS,
+    _confidence_sequence,
     _decide,
     _first_decisions,
     audit_decision,
@@ -333,6 +334,44 @@ def test_the_anytime_valid_bounds_hold_the_estimate_and_close_on_full_labeling()
     whole = audit_decision(gold=ys[0], verdicts=fs[0], minimum=0.9)
     assert whole.lower == whole.upper == pytest.approx(0.7)
     assert whole.decided == FAIL
+
+
+def _bounds_by_definition(*, f: np.ndarray, gold: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Every grid point run to the last label: the m rejected by neither test at any time so far and inside
+    the exact bounds, their hull (widened to the neighbours on the 2,001-point grid)."""
+    N, T = f.size, gold.size
+    na, pending = gold == NOT_APPLICABLE, np.isnan(gold)
+    applicable = N - int(na.sum())
+    low, high = int((gold == 1).sum()) / applicable, (applicable - int((gold == 0).sum())) / applicable
+    exact = N <= 2000 and not na.any()
+    grid = np.arange(N + 1) / N if exact else np.linspace(0, 1, 2001)
+    y_pass = np.where(na, grid[:, None], np.where(pending, 0.0, gold))
+    y_fail = np.where(na, grid[:, None], np.where(pending, 1.0, gold))
+    threshold = math.log(2 / (1 - confidence))
+    k_pass = betting_log_capital(y=np.broadcast_to(y_pass, (grid.size, T)), f=f, m=grid)
+    k_fail = betting_log_capital(y=np.broadcast_to(1 - y_fail, (grid.size, T)), f=1 - f, m=1 - grid)
+    kept = ~((k_pass >= threshold).any(axis=1) | (k_fail >= threshold).any(axis=1))
+    kept &= (grid >= low - 1e-12) & (grid <= high + 1e-12)
+    first, last = np.flatnonzero(kept)[[0, -1]]
+    if not exact:
+        first, last = max(first - 1, 0), min(last + 1, grid.size - 1)
+    return max(float(grid[first]), low), min(float(grid[last]), high)
+
+
+@pytest.mark.parametrize(
+    ("N", "labeled", "na_share"), [(600, 500, 0.0), (1500, 1100, 0.05), (2500, 1500, 0.0), (1200, 1200, 0.0)]
+)
+def test_the_bounds_run_only_the_points_still_in_play_and_equal_running_every_point(N, labeled, na_share):
+    # Each grid point runs to a growing horizon until rejected; the reference runs every point to the last label.
+    y, f = population(N=N, theta=0.72, phi=0.7, judge_rate=0.7)
+    ys, fs = orders(y=y, f=f, count=1, seed=N + labeled)
+    gold = ys[0, :labeled].copy()
+    rng = np.random.default_rng(4)
+    gold[rng.random(labeled) < na_share] = NOT_APPLICABLE
+    gold[rng.random(labeled) < 0.02] = np.nan  # pending
+    bounds = _confidence_sequence(f=fs[0], gold=gold, confidence=0.95)
+    assert bounds == _bounds_by_definition(f=fs[0], gold=gold)
+    assert bounds[1] - bounds[0] < 0.3  # an interval that has narrowed, not the trivial [0, 1]
 
 
 def test_the_worked_example_in_the_docs():
