@@ -39,9 +39,11 @@ def _plans():
 @role_required(*STAFF_ROLES)
 def audit_plans(request: AuthenticatedHttpRequest) -> HttpResponse:
     plans = list(_plans())
+    # Where each open plan stands, as on its page (the statistics are cached per gold, so a list read between
+    # two labels costs the queries only). Closed plans keep their figures on their own page.
     sections = [
-        ("Open", [p for p in plans if p.closed_at is None], "No open plan."),
-        ("Closed", [p for p in plans if p.closed_at is not None], "No closed plan."),
+        ("Open", [(p, plan_figures(p)) for p in plans if p.closed_at is None], "No open plan."),
+        ("Closed", [(p, None) for p in plans if p.closed_at is not None], "No closed plan."),
     ]
     context = {"sections": sections, "is_lead": has_role(request.user, Role.LEAD)}
     return render(request, "calibration/audit_plans.html", context)

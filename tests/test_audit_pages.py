@@ -256,6 +256,26 @@ def test_the_figures_poll_until_the_decision_then_stop(client):
     assert "[0.500, 1.000]" in body or "1.000]" in body
 
 
+def test_the_list_shows_where_each_open_plan_stands(client):
+    # By hand as above: 19 gold passes of 40 at minimum 0.5 decide nothing; the 20th is PASS by the exact rule.
+    c, plan, order = one_pass_short(release=40)
+    client.force_login(c.lead)
+    row = _row(client.get(PLANS).content.decode(), plan)
+    assert "19 of 40" in row and ">not yet<" in row and "more labels" in row
+    gold(c, order[19], "PASS")
+    row = _row(client.get(PLANS).content.decode(), plan)
+    assert "20 of 40" in row and "decision-passed" in row and ">PASS<" in row and "more labels" not in row
+    client.post(url("audit_plan_close", plan))
+    listing = client.get(PLANS).content.decode()
+    closed = listing[listing.index('id="closed"') :]
+    assert url("audit_plan", plan) in closed and "PASS" not in closed and "Decision" not in closed
+
+
+def _row(listing: str, plan) -> str:
+    start = listing.index(f'href="{url("audit_plan", plan)}"')
+    return listing[start : listing.index("</tr>", start)]
+
+
 def test_the_forecast_looks_ahead_by_the_k_asked_for(client):
     c = candidate(n=40)
     plan = plan_on(c, release=10)
