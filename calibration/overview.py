@@ -102,9 +102,15 @@ def default_pair(instruments: list[Instrument], eval_set_id: int | None, left: t
 
     `left` (rubric version id, judge id) fixes side A when the caller has one (the report's Compare link);
     side B is then the most recent instrument sharing its rubric version or its judge. Without it, B is the
-    most recently run instrument and A the most recent one comparable with it. None: nothing to compare."""
+    most recently run instrument and A the most recent one comparable with it. Without `eval_set_id`, the most
+    recently run eval set that has such a pair. None: nothing to compare."""
     if eval_set_id is None:
-        eval_set_id = instruments[0].eval_set_id if instruments else None
+        # The most recently run eval set with a comparable pair: the last run may be the only one on its set
+        # (a release candidate judged once) while an earlier set holds two instruments.
+        pairs = (
+            default_pair(instruments, set_id, left) for set_id in dict.fromkeys(i.eval_set_id for i in instruments)
+        )
+        return next((pair for pair in pairs if pair), None)
     on_set = [(i.rubric_version_id, i.judge_config_id) for i in instruments if i.eval_set_id == eval_set_id]
     anchor = left if left in on_set else (on_set[0] if on_set else None)
     if anchor is None:

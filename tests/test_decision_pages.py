@@ -147,6 +147,19 @@ def test_compare_opens_with_the_last_two_judge_configs_on_the_same_eval_set(clie
     assert "Δ kappa (B − A)" in body
 
 
+def test_compare_opens_on_the_set_with_a_pair_when_the_last_run_is_alone_on_its_set(client, lead, world):
+    # The demo's shape: two judges on the calibration set, then one run on a release candidate (the most recent).
+    es, rv, judge = world
+    newer = make_judge("claude-judge")
+    bulk_calibration(es, rv, newer, {"correct_amount": (140, 5, 10, 45)})
+    candidate = make_eval_set("refund-rc")
+    bulk_calibration(candidate, rv, judge, {"correct_amount": (30, 2, 2, 6)})
+    client.force_login(lead)
+    body = client.get(reverse("calibration:compare")).content.decode()
+    assert "Nothing to compare yet" not in body and "errorlist" not in body
+    assert "A: gpt-judge" in body and "B: claude-judge" in body and f"<strong>{es.name}</strong>" in body
+
+
 def test_compare_from_a_report_fills_in_the_other_side(client, lead, world):
     es, rv, judge = world
     rv2 = make_rubric_version("refund", "2")
