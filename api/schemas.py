@@ -182,6 +182,9 @@ class AuditFiguresOut(Schema):
         description="outputs of the labeled prefix with no gold yet or gold Can't tell, counted against either decision"
     )
     n_gold_cant_tell: int = Field(description="of n_pending: gold Can't tell (settled, no pass or fail)")
+    cant_tell_outputs: list[int] = Field(
+        description="their output ids, in the order: each counts against either decision until a reviewer overrules it"
+    )
     n_not_applicable: int = Field(description="gold N/A: outside the pass rate, passes / (passes + fails)")
     estimate: float | None = Field(description="the PPI++ estimate of the pass rate (for reading, not deciding)")
     lower: float = Field(description="the anytime-valid interval, what the decision rests on")

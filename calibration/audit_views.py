@@ -16,8 +16,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, plain, role_required
-from evals.models import Role
+from evals.models import Output, Role
 from labeling.audit_order import DEFAULT_RELEASE
+from labeling.guards import may_adjudicate
 
 from .audits import AuditFigures, AuditPlanError, close_plan, plan_figures, release_plan_next, start_plan
 from .forms import AuditPlanForm, AuditReleaseForm
@@ -86,12 +87,22 @@ def _k(request: AuthenticatedHttpRequest) -> int:
     return int(raw) if raw.isdigit() and 1 <= int(raw) <= 100_000 else DEFAULT_RELEASE
 
 
+# The Can't tell items the plan page links to, at most (the rest are counted).
+CANT_TELL_LINKS = 10
+
+
 def _context(request: AuthenticatedHttpRequest, plan: AuditPlan, k: int | None = None) -> dict:
     figures = plan_figures(plan, k=k or _k(request))
     left = plan.order.size - plan.order.released
+    shown = figures.cant_tell_outputs[:CANT_TELL_LINKS]
+    case_ids = dict(Output.objects.filter(pk__in=shown).values_list("pk", "case__case_id")) if shown else {}
     return {
         "plan": plan,
         "f": figures,
+        # Gold Can't tell holds the decision back until a reviewer overrules it: where to do that.
+        "cant_tell": [(output_id, case_ids.get(output_id, output_id)) for output_id in shown],
+        "cant_tell_more": len(figures.cant_tell_outputs) - len(shown),
+        "may_adjudicate": may_adjudicate(request.user),
         "chart": interval_chart(figures),
         "per_side": f"{(1 - figures.confidence) / 2:.1%}",  # each one-sided test's error bound
         "left": left,

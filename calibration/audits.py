@@ -183,6 +183,8 @@ class AuditFigures:
     n_gold: int
     n_pending: int  # no gold yet, or gold Can't tell, in the labeled prefix: counted against either decision
     n_gold_cant_tell: int  # of n_pending: gold Can't tell (settled, yet no pass or fail to count)
+    # Their outputs, in the order: each counts against either decision until a reviewer overrules the Can't tell.
+    cant_tell_outputs: tuple[int, ...]
     n_not_applicable: int  # gold N/A: outside the pass rate (passes / (passes + fails), as in the gate)
     estimate: float | None  # the PPI++ estimate of the pass rate (fixed-n; for reading, not deciding)
     lower: float  # the anytime-valid interval: what the decision rests on
@@ -214,6 +216,7 @@ class AuditFigures:
         """The JSON of `audit_plan show --format json` and of GET /api/audit-plans/{id}: one dict for both."""
         figures = asdict(self)
         figures["order"] = list(self.order)
+        figures["cant_tell_outputs"] = list(self.cant_tell_outputs)
         figures["saved_share"] = self.labels_saved / self.N if self.N else None
         return figures
 
@@ -341,6 +344,7 @@ def plan_figures(
     n_labeled = max((i + 1 for i in open_positions if ids[i] in touched), default=0)
     verdict_values = [_binary(judge.get(output_id)) for output_id in ids]
     gold_values = [_gold_value(gold.get(output_id)) for output_id in ids[:n_labeled]]
+    cant_tell = tuple(output_id for output_id in ids[:n_labeled] if gold.get(output_id) == ABSTAIN)
     # The plan page re-reads these every few seconds while labels arrive slowly, and on a large candidate near
     # its minimum the forecast runs for seconds: computed once per gold, verdicts and thresholds.
     decision, forecast = content_cache.computed(
@@ -364,7 +368,8 @@ def plan_figures(
         n_labeled=n_labeled,
         n_gold=decision.n_gold,
         n_pending=decision.n_pending,
-        n_gold_cant_tell=sum(gold.get(output_id) == ABSTAIN for output_id in ids[:n_labeled]),
+        n_gold_cant_tell=len(cant_tell),
+        cant_tell_outputs=cant_tell,
         n_not_applicable=decision.n_not_applicable,
         estimate=decision.estimate.estimate,
         lower=decision.lower,

@@ -12,7 +12,7 @@ from django.urls import reverse
 from calibration.models import AuditPlan, GatingMark
 from labeling.models import AuditOrder
 
-from .audit_helpers import KEY, candidate, gold, in_order, one_pass_short, plan_on
+from .audit_helpers import KEY, candidate, gold, in_order, one_pass_short, plan_on, settle
 from .calibration_factories import bulk_verdicts
 from .factories import make_eval_set, make_user
 from .labeling_helpers import open_queue
@@ -274,6 +274,32 @@ def test_the_list_shows_where_each_open_plan_stands(client):
 def _row(listing: str, plan) -> str:
     start = listing.index(f'href="{url("audit_plan", plan)}"')
     return listing[start : listing.index("</tr>", start)]
+
+
+def test_gold_cant_tell_is_named_with_a_link_to_overrule_it_until_the_plan_decides(client):
+    # By hand: 40 outputs at minimum 0.5, the first 20 of the order gold PASS; a reviewer settles the first as
+    # Can't tell, so 19 passes count (one short of the exact rule's 20) and nothing is decided.
+    c = candidate(n=40)
+    plan = plan_on(c, release=40)
+    order = in_order(plan)
+    for output in order[:20]:
+        gold(c, output, "PASS")
+    settle(c, order[0], "ABSTAIN")
+    criterion = c.rubric_version.criteria.get(key=KEY)
+    link = reverse("labeling:adjudicate", args=[order[0].pk, criterion.pk])
+    client.force_login(c.lead)
+    body = client.get(url("audit_plan", plan)).content.decode()
+    warning = body[body.index('id="audit-cant-tell"') :].split("</p>")[0]
+    assert "1 labeled output has gold Can't tell" in warning and "counts against either decision" in warning
+    assert f'href="{link}">{order[0].case.case_id}</a>' in warning
+    reviewer = make_user("ria", "reviewer")
+    client.force_login(reviewer)
+    assert client.get(link).status_code == 200  # the link leads a reviewer to the overruling form
+    assert 'id="audit-cant-tell"' in client.get(url("audit_plan_figures", plan)).content.decode()
+    overrule = {"outcome": "PASS", "rationale": "The amount matches the policy.", "based_on": 1}
+    assert client.post(link, overrule).status_code == 302  # overruled: 20 passes, PASS by the exact rule
+    body = client.get(url("audit_plan", plan)).content.decode()
+    assert 'id="audit-cant-tell"' not in body and 'id="audit-decision">PASS<' in body  # negative control
 
 
 def test_the_forecast_looks_ahead_by_the_k_asked_for(client):
