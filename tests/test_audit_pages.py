@@ -279,11 +279,8 @@ def _row(listing: str, plan) -> str:
 def test_gold_cant_tell_is_named_with_a_link_to_overrule_it_until_the_plan_decides(client):
     # By hand: 40 outputs at minimum 0.5, the first 20 of the order gold PASS; a reviewer settles the first as
     # Can't tell, so 19 passes count (one short of the exact rule's 20) and nothing is decided.
-    c = candidate(n=40)
-    plan = plan_on(c, release=40)
-    order = in_order(plan)
-    for output in order[:20]:
-        gold(c, output, "PASS")
+    c, plan, order = one_pass_short(release=40)
+    gold(c, order[19], "PASS")
     settle(c, order[0], "ABSTAIN")
     criterion = c.rubric_version.criteria.get(key=KEY)
     link = reverse("labeling:adjudicate", args=[order[0].pk, criterion.pk])
