@@ -98,8 +98,8 @@ def xsum(base: Path):
     yield "xsum factual (Entailment>=0.5)", gold, judge
 
 
-def synthetic(N: int = 1000, theta: float = 0.70, judge_rate: float = 0.75):
-    for phi in (0.3, 0.6, 0.8):
+def synthetic(N: int = 1000, theta: float = 0.70, judge_rate: float = 0.75, phis: tuple = (0.3, 0.6, 0.8)):
+    for phi in phis:
         p11 = theta * judge_rate + phi * math.sqrt(theta * (1 - theta) * judge_rate * (1 - judge_rate))
         n11, n1, nf = round(N * p11), round(N * theta), round(N * judge_rate)
         n10, n01 = n1 - n11, nf - n11
