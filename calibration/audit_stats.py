@@ -36,7 +36,7 @@ The parts:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -395,17 +395,15 @@ def _confidence_sequence(*, f: np.ndarray, gold: np.ndarray, confidence: float) 
     # every point to T.
     rejected = (grid < exact_lower - 1e-12) | (grid > exact_upper + 1e-12)
     todo = np.flatnonzero(~rejected)
-    horizon = min(T, 64)
-    while todo.size:
+    for horizon in _horizons(start=0, first=64, end=T):
+        if not todo.size:
+            break
         k_pass = betting_log_capital(y=y_pass[todo, :horizon], f=f, m=grid[todo])
         k_fail = betting_log_capital(y=1 - y_fail[todo, :horizon], f=1 - f, m=1 - grid[todo])
         # "theta <= m" or "theta >= m" rejected
         out = (k_pass >= threshold).any(axis=1) | (k_fail >= threshold).any(axis=1)
         rejected[todo[out]] = True
-        if horizon == T:
-            break
         todo = todo[~out]
-        horizon = 4 * horizon if 4 * horizon <= T // 2 else T
     kept = ~rejected
     if not kept.any():  # the tests contradict each other (an error they allow with probability <= alpha)
         return exact_lower, exact_upper
@@ -572,15 +570,15 @@ def _first_decisions(
     horizon that grows fourfold (n + max(k, 64), then further) on the simulations still undecided. A decision
     depends only on the labels up to it (the tests, the exact rule and the minimum of gold are all read
     along the order), so a decision found within a horizon is the one the whole order gives, and the result
-    is what one replay to N would give: on 20,000 outputs, 200 simulations take about 1 s instead of 12.
+    is what one replay to N would give: on 20,000 outputs near the minimum, 200 simulations take 4.8 s, not 12.6.
     """
     S, N = drawn.shape
     decisions = np.full(S, "", dtype=object)
     at_label = np.full(S, -1)
     undecided = np.arange(S)
-    step = max(k, 64)
-    while undecided.size:
-        horizon = min(N, n + step)
+    for horizon in _horizons(start=n, first=max(k, 64), end=N):
+        if not undecided.size:
+            break
         rows = max(1, _CELLS // horizon)
         for start in range(0, undecided.size, rows):
             idx = undecided[start : start + rows]
@@ -589,12 +587,20 @@ def _first_decisions(
             )
             decisions[idx] = d.decided
             at_label[idx] = d.at
-        if horizon == N:
-            break
         undecided = undecided[decisions[undecided] == ""]
-        # Straight to N once the next horizon would pass half of it: a replay of nearly N is not worth doing twice.
-        step = 4 * step if n + 4 * step <= N // 2 else N
     return decisions, at_label
+
+
+def _horizons(*, start: int, first: int, end: int) -> Iterator[int]:
+    """The horizons a replay runs to: start + first, then fourfold steps, and `end` (always the last) as soon as
+    the next would pass half of it: a replay of nearly `end` is not worth doing twice."""
+    step = first
+    while True:
+        horizon = min(end, start + step)
+        yield horizon
+        if horizon == end:
+            return
+        step = 4 * step if start + 4 * step <= end // 2 else end
 
 
 # The anytime-valid tests take more labels than a fixed-n test decided in advance: bench/audit.py measures
