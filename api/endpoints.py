@@ -536,6 +536,7 @@ def create_audit_plan(request: TokenHttpRequest, payload: AuditPlanIn):
             seed=payload.seed,
             min_pass_rate=payload.min_pass_rate,
             confidence=payload.confidence,
+            design=payload.design,
         )
     except AuditPlanError as exc:
         raise _refused(exc) from None

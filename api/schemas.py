@@ -4,6 +4,8 @@ answer's fields."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from ninja import Field, Schema
 from pydantic import ConfigDict
 
@@ -139,6 +141,11 @@ class AuditPlanIn(Schema):
     seed: int | None = Field(default=None, ge=0, le=SEED_MAX, description="the order's seed (default: random)")
     min_pass_rate: float | None = Field(default=None, ge=0, le=1, description="default and lowest: the mark's")
     confidence: float | None = Field(default=None, gt=0, lt=1, description="default and lowest: the mark's")
+    design: Literal["stratified", "uniform"] = Field(
+        default="stratified",
+        description="stratified: by the judge's verdict, each batch from the side its labels point to; "
+        "uniform: a prefix of one random order",
+    )
 
 
 class AuditNextIn(Schema):
@@ -170,12 +177,17 @@ class AuditFiguresOut(Schema):
     rubric: str
     judge: str
     agent_version: str = Field(description='"" for every output of the eval set')
+    design: str = Field(description='"stratified" (by the judge\'s verdict) or "uniform" (one random order)')
     seed: int
     min_pass_rate: float
     confidence: float
     order: list[str] = Field(description="case ids of the population, in the plan's order")
     N: int
-    released: int = Field(description="positions of the order the labeling queue may hand out")
+    strata_sizes: list[int] | None = Field(
+        description="stratified: the outputs the judge passed and the rest (frozen when the plan started); else null"
+    )
+    strata_labeled: list[int] | None = Field(description="stratified: the labels in each so far; else null")
+    released: int = Field(description="outputs the labeling queue may hand out for the plan")
     n_labeled: int = Field(description="the labeled prefix of the order, pending gold included")
     n_gold: int
     n_pending: int = Field(

@@ -2,11 +2,15 @@
 
     python bench/audit.py                  # 500 label orders per set and threshold
     python bench/audit.py --orders 200     # a quicker run
+    python bench/audit.py --design uniform # the plan design that labels one random order's prefix
 
-Pure statistics, no database: calibration/audit_stats.py's decision rule (two one-sided anytime-valid
-betting tests without replacement with the judge as a control variate, the exact rule, at least 20 gold
-items, 95% confidence: 2.5% per side) replayed along --orders random label orders of each set, with the
-minimum placed 0.02, 0.05 and 0.10 below and above the set's true pass rate (the share of gold PASS).
+Pure statistics, no database: an audit plan's decision rule replayed along --orders random label orders of
+each set, with the minimum placed 0.02, 0.05 and 0.10 below and above the set's true pass rate (the share of
+gold PASS). --design stratified (the default, as a plan starts): calibration/audit_strata.py, the judge's PASS
+outputs and the rest each in its own random order, batches of 25 from the side the labels point to, the product
+of the strata's betting tests at every split. --design uniform: calibration/audit_stats.py, one random order
+with the judge as a control variate. Both: two one-sided anytime-valid betting tests without replacement, the
+exact rule, at least 20 gold items, 95% confidence: 2.5% per side.
 
 Real sets, read from ../shared/datasets beside the checkout (or ICEWATER_DATASETS_DIR; nothing is copied
 into the repository). Gold is the majority of the three raters (what A, B and the adjudicator give under the
@@ -42,6 +46,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from calibration import audit_strata  # noqa: E402
 from calibration.audit_stats import FAIL, MIN_GOLD, PASS, _decide, labels_per_decision  # noqa: E402
 
 DISTANCES = (0.02, 0.05, 0.10)
@@ -109,12 +114,28 @@ def synthetic(N: int = 1000, theta: float = 0.70, judge_rate: float = 0.75, phis
         yield f"synthetic phi={phi}", gold, judge
 
 
-def run(name: str, gold: np.ndarray, judge: np.ndarray, *, orders: int, rng, rows: list[dict]) -> None:
+def stratified_decisions(strata_gold: tuple[np.ndarray, np.ndarray], minimum: float) -> tuple[np.ndarray, np.ndarray]:
+    """calibration/audit_strata.py's decisions and labels to them along each order, 100 orders at a time."""
+    decided, at = [], []
+    for start in range(0, strata_gold[0].shape[0], 100):
+        part = (strata_gold[0][start : start + 100], strata_gold[1][start : start + 100])
+        d, a = audit_strata.replay(gold=part, start=np.zeros((part[0].shape[0], 2), int), minimum=minimum)
+        decided.append(d)
+        at.append(a)
+    return np.concatenate(decided), np.concatenate(at)
+
+
+def run(
+    name: str, gold: np.ndarray, judge: np.ndarray, *, orders: int, rng, rows: list[dict], design: str = "stratified"
+) -> None:
     N = gold.size
     theta = float(gold.mean())
     phi = float(np.corrcoef(gold, judge)[0, 1])
     perm = np.argsort(rng.random((orders, N)), axis=1)
     ys, fs = gold[perm], judge[perm]
+    # Each stratum's order is the uniform order restricted to it, as a plan's is.
+    strata = audit_strata.strata_of(judge)[perm]
+    strata_gold = tuple(ys[strata == h].reshape(orders, -1) for h in (0, 1))
     print(f"\n{name}: N = {N}, true pass rate {theta:.3f}, judge pass rate {judge.mean():.3f}, phi {phi:.2f}")
     print(
         f"  {'minimum':>8} {'distance':>9} {'right':>5} {'median %N':>10} {'p90 %N':>8} {'wrong %':>8} {'x fixed-n':>9}"
@@ -125,10 +146,14 @@ def run(name: str, gold: np.ndarray, judge: np.ndarray, *, orders: int, rng, row
             if not 0 < minimum < 1:
                 continue
             right = PASS if theta >= minimum else FAIL
-            d = _decide(gold=ys, f=fs, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
-            labels = d.at.astype(float)
+            if design == "stratified":
+                decided, at = stratified_decisions(strata_gold, minimum)  # type: ignore[arg-type]
+            else:
+                d = _decide(gold=ys, f=fs, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
+                decided, at = d.decided, d.at
+            labels = at.astype(float)
             median, p90 = float(np.median(labels)), float(np.quantile(labels, 0.9))
-            wrong = float(((d.decided != "") & (d.decided != right)).mean())
+            wrong = float(((decided != "") & (decided != right)).mean())
             fixed = labels_per_decision(phi=phi, pass_rate=theta, margin=distance, N=N, factor=1.0).fixed_n
             rows.append(
                 {"set": name, "phi": phi, "distance": distance, "median": median / N, "p90": p90 / N, "wrong": wrong}
@@ -144,6 +169,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=500, help="random label orders per set and threshold")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--design", choices=["stratified", "uniform"], default="stratified")
     args = parser.parse_args()
     base = datasets_dir()
     if not base.is_dir():
@@ -154,14 +180,14 @@ def main() -> int:
     started = time.perf_counter()
     for source in (qags(base), usr(base), xsum(base), synthetic()):
         for name, gold, judge in source:
-            run(name, gold, judge, orders=args.orders, rng=rng, rows=rows)
+            run(name, gold, judge, orders=args.orders, rng=rng, rows=rows, design=args.design)
     seconds = time.perf_counter() - started
 
     worst = max(r["wrong"] for r in rows)
     at_10 = [r for r in rows if r["distance"] == 0.10]
     at_05 = [r for r in rows if r["distance"] == 0.05 and r["phi"] >= 0.6]
     ratios = [r["ratio"] for r in rows if r["distance"] >= 0.05]
-    print(f"\n{len(rows)} set x threshold cells, {args.orders} orders each, {seconds:.0f} s")
+    print(f"\n{args.design} design: {len(rows)} set x threshold cells, {args.orders} orders each, {seconds:.0f} s")
     goals = [
         ("wrong decisions <= 2.5% per side everywhere", worst <= 0.025, f"worst {100 * worst:.2f}%"),
         (

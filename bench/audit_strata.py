@@ -2,6 +2,7 @@
 
     python bench/audit_strata.py                 # 500 orders (about 20 minutes)
     python bench/audit_strata.py --orders 60     # a quick look
+    python bench/audit_strata.py --batched       # only the design as a plan would run it (about 10 minutes)
 
 docs/calibration.md ("Why not stratify by the judge's verdict") quotes its tables. It replays a stratified
 audit: the outputs split by the judge's verdict, each stratum labeled in its own random order, the next label
@@ -15,6 +16,11 @@ complements. The exact rule and the minimum of 20 gold items as in audit_stats. 
 a decision (% of N) beside the unstratified test's (audit_stats._decide on uniform orders): every fixed share
 on USR topical overall >= 4, where the audit needs most labels; the adaptive choice on eight sets; and the
 adaptive test's wrong decisions at the hardest null (known truth).
+
+--batched measures calibration/audit_strata.py, the design as a plan would run it: the stratum chosen per batch
+of 25 labels from the labels before it (not label by label), both sides' tests at once (the bench above tests only
+the side the truth is on), N/A-safe real-valued splits (a grid refined near the hardest split), the judge's PASS
+stratum against everything else.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from calibration.audit_stats import BET_SHARE, EDGES, MIN_GOLD, PRIOR_WEIGHT, _decide  # noqa: E402
+from calibration import audit_strata  # noqa: E402
+from calibration.audit_stats import MIN_GOLD, _decide  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_audit", ROOT / "bench" / "audit.py")
 assert _spec and _spec.loader
@@ -43,27 +50,8 @@ THRESHOLD = math.log(2 / (1 - 0.95))
 
 def stratum_log_capital(y: np.ndarray, null_passes: np.ndarray) -> np.ndarray:
     """log capital (S, G, T + 1) of the test "passes in the stratum <= P" for each P in null_passes (G,),
-    along S orders y (S, T) of a stratum of T outputs."""
-    S, T = y.shape
-    m = null_passes / T
-    log_k = np.zeros((S, m.size, EDGES.size))
-    out = np.zeros((S, m.size, T + 1))
-    s_y = np.zeros(S)
-    s_yy = np.zeros(S)
-    for t in range(T):
-        rest = T - t
-        c = (T * m[None, :] - s_y[:, None]) / rest
-        var = (PRIOR_WEIGHT * 0.25 + np.maximum(s_yy - (s_y**2 / t if t else 0.0), 0.0)) / (t + PRIOR_WEIGHT)
-        gain = (T / rest) * EDGES
-        beta = gain[None, None, :] / (var[:, None, None] + gain[None, None, :] ** 2)
-        cap = np.where(c > 1e-12, BET_SHARE / np.maximum(c, 1e-12), 1e6)  # the smallest draw is 0
-        beta = np.minimum(beta, cap[:, :, None])
-        log_k += np.log1p(np.maximum(beta * (y[:, t, None] - c)[:, :, None], -1 + 1e-15))
-        top = log_k.max(axis=2)
-        out[:, :, t + 1] = top + np.log(np.exp(log_k - top[:, :, None]).sum(axis=2)) - math.log(EDGES.size)
-        s_y += y[:, t]
-        s_yy += y[:, t] ** 2
-    return out
+    along S orders y (S, T) of a stratum of T outputs (calibration/audit_strata.py's test)."""
+    return audit_strata.stratum_log_capital(y=y, nulls=null_passes, size=y.shape[1])
 
 
 def stratified_median(
@@ -158,6 +146,34 @@ def _adaptive(log_k, passes, taken, sizes, splits, t: int) -> np.ndarray:
     return np.where(taken[:, 0] < FLOOR * t, 0, np.where(taken[:, 1] < FLOOR * t, 1, h))
 
 
+BATCHED_SETS = (
+    "usr topical overall>=4 (rater 0)",
+    "usr topical uses_knowledge (rater 0)",
+    "usr persona uses_knowledge (rater 0)",
+    "usr persona overall>=4 (rater 0)",
+    "qags factual (rater 0)",
+    "synthetic phi=0.3",
+    "synthetic phi=0.6",
+    "synthetic phi=0.8",
+)
+
+
+def batched(gold: np.ndarray, judge: np.ndarray, minimum: float, orders: int, seed: int) -> tuple[float, float]:
+    """Median labels to a decision (share of N) and the wrong-decision rate of calibration.audit_strata.replay."""
+    rng = np.random.default_rng(seed)
+    strata = audit_strata.strata_of(judge)
+    parts = [gold[strata == h] for h in (0, 1)]
+    decided, at = [], []
+    for start in range(0, orders, 100):
+        n = min(100, orders - start)
+        sequences = tuple(np.stack([p[rng.permutation(p.size)] for _ in range(n)]) for p in parts)
+        d, a = audit_strata.replay(gold=sequences, start=np.zeros((n, 2), int), minimum=minimum)  # type: ignore[arg-type]
+        decided.append(d)
+        at.append(a)
+    right = "PASS" if gold.mean() >= minimum else "FAIL"
+    return float(np.median(np.concatenate(at))) / gold.size, float(np.mean(np.concatenate(decided) != right))
+
+
 def unstratified_median(gold: np.ndarray, judge: np.ndarray, minimum: float, orders: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
     perm = np.argsort(rng.random((orders, gold.size)), axis=1)
@@ -169,6 +185,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batched", action="store_true", help="only calibration/audit_strata.py's design")
     args = parser.parse_args()
     base = bench_audit.datasets_dir()
     if not base.is_dir():
@@ -180,6 +197,23 @@ def main() -> int:
         for name, gold, judge in source
     }
     sets |= {name: (gold, judge) for name, gold, judge in bench_audit.synthetic()}
+    if args.batched:
+        print("calibration/audit_strata.py (batches of 25, both sides) against unstratified: median % of N (wrong %),")
+        print("minimum below / above the truth")
+        for name in BATCHED_SETS:
+            gold, judge = sets[name]
+            theta = float(gold.mean())
+            for distance in (0.05, 0.10):
+                sides = (theta - distance, theta + distance)
+                ours = [batched(gold, judge, m, args.orders, args.seed) for m in sides]
+                flat = [unstratified_median(gold, judge, m, args.orders, args.seed) for m in sides]
+                print(
+                    f"  {name:>36} {distance:.2f}: stratified {100 * ours[0][0]:5.1f} ({100 * ours[0][1]:.1f})"
+                    f" / {100 * ours[1][0]:5.1f} ({100 * ours[1][1]:.1f}), unstratified {100 * flat[0]:5.1f} /"
+                    f" {100 * flat[1]:5.1f}",
+                    flush=True,
+                )
+        return 0
     name = "usr topical overall>=4 (rater 0)"
     gold, judge = sets[name]
     theta = float(gold.mean())
@@ -198,16 +232,7 @@ def main() -> int:
         rate = null_rejections(gold, judge, 2 * args.orders, args.seed)
         print(f"  N {N}, pass rate {theta}, phi {phi}: {100 * rate:.1f}% of {2 * args.orders} orders")
     print("\nadaptive against unstratified, % of N, minimum below / above the truth")
-    for name in (
-        "usr topical overall>=4 (rater 0)",
-        "usr topical uses_knowledge (rater 0)",
-        "usr persona uses_knowledge (rater 0)",
-        "usr persona overall>=4 (rater 0)",
-        "qags factual (rater 0)",
-        "synthetic phi=0.3",
-        "synthetic phi=0.6",
-        "synthetic phi=0.8",
-    ):
+    for name in BATCHED_SETS:
         gold, judge = sets[name]
         theta = float(gold.mean())
         for distance in (0.05, 0.10):

@@ -305,6 +305,36 @@ def _decide(*, gold: np.ndarray, f: np.ndarray, minimum: float, confidence: floa
     log_k_pass = betting_log_capital(y=y_for_pass, f=f, m=minimum)
     # "theta >= minimum" is "1 - theta <= 1 - minimum" on the complemented gold and scores.
     log_k_fail = betting_log_capital(y=1.0 - y_for_fail, f=1.0 - f, m=1.0 - minimum)
+    return first_decisions(
+        gold=gold,
+        N=N,
+        log_k_pass=log_k_pass,
+        log_k_fail=log_k_fail,
+        minimum=minimum,
+        confidence=confidence,
+        min_gold=min_gold,
+    )
+
+
+def first_decisions(
+    *,
+    gold: np.ndarray,
+    N: int,
+    log_k_pass: np.ndarray,
+    log_k_fail: np.ndarray,
+    minimum: float,
+    confidence: float,
+    min_gold: int,
+) -> _Decisions:
+    """The first decision along each of S label sequences (gold (S, T), NaN pending, N/A -1), given each test's
+    log capital after each label (S, T): the test's threshold once min_gold items are settled, the exact rule
+    always. Shared by the uniform audit and the stratified one (audit_strata.py), whose capitals differ."""
+    S, T = gold.shape
+    if T == 0:  # nothing labeled yet (a plan just started): nothing to decide on, and argmax needs a column
+        none = np.full(S, "", dtype=object)
+        return _Decisions(none, np.full(S, -1), none.copy(), np.zeros((S, 0)), np.zeros((S, 0)))
+    pending = np.isnan(gold)
+    na = gold == NOT_APPLICABLE
     threshold = math.log(2 / (1 - confidence))
     settled = np.cumsum(~pending, axis=1)
     allowed = settled >= min(min_gold, N)
@@ -441,18 +471,34 @@ def audit_decision(
     g, _raw, f = _check(gold=gold, verdicts=verdicts, confidence=confidence)
     N = f.size
     d = _decide(gold=g[None, :], f=f, minimum=minimum, confidence=confidence, min_gold=min_gold)
-    pending = np.isnan(g)
-    na = g == NOT_APPLICABLE
     lower, upper = _confidence_sequence(f=f, gold=g, confidence=confidence)
-    last = g.size - 1
+    estimate = ppi_estimate(gold=g, verdicts=verdicts, confidence=confidence)
+    return decision_of(d, gold=g, N=N, bounds=(lower, upper), estimate=estimate, rule=(minimum, confidence, min_gold))
+
+
+def decision_of(
+    d: _Decisions,
+    *,
+    gold: np.ndarray,
+    N: int,
+    bounds: tuple[float, float],
+    estimate: PPIEstimate,
+    rule: tuple[float, float, int],
+) -> AuditDecision:
+    """One audit's AuditDecision from its first decision (`first_decisions` on one sequence), its gold, its
+    bounds and estimate, and the rule (minimum, confidence, min_gold): shared with audit_strata.py."""
+    pending = np.isnan(gold)
+    na = gold == NOT_APPLICABLE
+    last = gold.size - 1
+    minimum, confidence, min_gold = rule
     return AuditDecision(
         decided=d.decided[0] or None,
         decided_at=int(d.at[0]) if d.at[0] > 0 else None,
         decided_by=d.by[0] or None,
-        lower=lower,
-        upper=upper,
-        estimate=ppi_estimate(gold=g, verdicts=verdicts, confidence=confidence),
-        n_labeled=int(g.size),
+        lower=bounds[0],
+        upper=bounds[1],
+        estimate=estimate,
+        n_labeled=int(gold.size),
         n_gold=int((~pending & ~na).sum()),
         n_pending=int(pending.sum()),
         n_not_applicable=int(na.sum()),
@@ -460,8 +506,8 @@ def audit_decision(
         minimum=minimum,
         confidence=confidence,
         min_gold=min_gold,
-        evidence_pass=float(math.exp(min(d.log_k_pass[0, last], 700))) if g.size else 1.0,
-        evidence_fail=float(math.exp(min(d.log_k_fail[0, last], 700))) if g.size else 1.0,
+        evidence_pass=float(math.exp(min(d.log_k_pass[0, last], 700))) if gold.size else 1.0,
+        evidence_fail=float(math.exp(min(d.log_k_fail[0, last], 700))) if gold.size else 1.0,
     )
 
 
@@ -474,6 +520,11 @@ class AuditForecast:
     expected_labels: float  # more labels to a decision, mean over the simulations
     p90_labels: int  # ... and its 90th percentile
     n_sims: int
+
+    @classmethod
+    def settled(cls, *, k: int, decided: str, n_sims: int) -> AuditForecast:
+        """The forecast of an audit already decided: nothing more to forecast."""
+        return cls(k, 1.0, float(decided == PASS), float(decided == FAIL), 0.0, 0, n_sims)
 
 
 def audit_forecast(
@@ -506,7 +557,7 @@ def audit_forecast(
     # The decision alone (not audit_decision, whose bounds the forecast does not need).
     current = _decide(gold=g[None, :], f=f, minimum=minimum, confidence=confidence, min_gold=min_gold).decided[0]
     if current:
-        return AuditForecast(k, 1.0, float(current == PASS), float(current == FAIL), 0.0, 0, n_sims)
+        return AuditForecast.settled(k=k, decided=current, n_sims=n_sims)
     rng = np.random.default_rng(seed)
     strata = np.where(np.isnan(raw), 2, raw).astype(int)  # 0 judge FAIL, 1 judge PASS, 2 no verdict
     known = np.concatenate([~np.isnan(g), np.zeros(N - n, dtype=bool)])

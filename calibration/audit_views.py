@@ -20,7 +20,16 @@ from evals.models import Output, Role
 from labeling.audit_order import DEFAULT_RELEASE
 from labeling.guards import may_adjudicate
 
-from .audits import AuditFigures, AuditPlanError, close_plan, plan_figures, release_plan_next, start_plan
+from .audits import (
+    AuditFigures,
+    AuditPlanError,
+    close_plan,
+    left_to_release,
+    plan_figures,
+    release_plan_next,
+    released_words,
+    start_plan,
+)
 from .forms import AuditPlanForm, AuditReleaseForm
 from .models import AuditPlan, GatingMark
 
@@ -68,6 +77,7 @@ def audit_plan_start(request: AuthenticatedHttpRequest) -> HttpResponse:
                 seed=d["seed"],
                 min_pass_rate=d["min_pass_rate"],
                 confidence=d["confidence"],
+                design=d["design"],
             )
         except AuditPlanError as exc:
             form.add_error(None, f"{exc} Nothing was started.")
@@ -93,7 +103,7 @@ CANT_TELL_LINKS = 10
 
 def _context(request: AuthenticatedHttpRequest, plan: AuditPlan, k: int | None = None) -> dict:
     figures = plan_figures(plan, k=k or _k(request))
-    left = plan.order.size - plan.order.released
+    left = left_to_release(plan)
     shown = figures.cant_tell_outputs[:CANT_TELL_LINKS]
     case_ids = dict(Output.objects.filter(pk__in=shown).values_list("pk", "case__case_id")) if shown else {}
     return {
@@ -140,7 +150,7 @@ def audit_plan_figures(request: AuthenticatedHttpRequest, plan: int) -> HttpResp
 def audit_plan_release(request: AuthenticatedHttpRequest, plan: int) -> HttpResponse:
     """ "Label these k next": htmx swaps the control (#audit-release) and tells the figures panel to re-read."""
     found = get_object_or_404(_plans(), pk=plan)
-    form = AuditReleaseForm(request.POST, left=found.order.size - found.order.released)
+    form = AuditReleaseForm(request.POST, left=left_to_release(found))
     refused = ""
     if not form.is_valid():
         refused = " ".join(str(e) for errors in form.errors.values() for e in errors)
@@ -155,7 +165,7 @@ def audit_plan_release(request: AuthenticatedHttpRequest, plan: int) -> HttpResp
             return plain(f"Nothing released: {refused}", 422)
         messages.error(request, f"Nothing released: {refused}")
         return redirect("calibration:audit_plan", plan=found.pk)
-    done = f"The labeling queue may now hand out the first {found.order.released} of {found.order.size} outputs."
+    done = released_words(found)
     if not request.htmx:
         messages.success(request, done)
         return redirect("calibration:audit_plan", plan=found.pk)

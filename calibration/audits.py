@@ -21,12 +21,12 @@ from django.utils import timezone
 
 from evals.models import Criterion, EvalSet, Output, Role, User
 from judging.models import JudgeConfig
-from labeling.audit_order import DEFAULT_RELEASE, release_next, start_audit_order
+from labeling.audit_order import DEFAULT_RELEASE, release_next, release_outputs, start_audit_order
 from labeling.gold import derive_gold
 from labeling.models import AuditOrder, AuditOrderItem
 from labeling.queue import QueueError, current_queue
 
-from . import audit_stats, content_cache
+from . import audit_stats, audit_strata, content_cache
 from . import frames as data
 from .frame_reading import current_verdicts
 from .metrics import ABSTAIN, FAIL, NOT_APPLICABLE, PASS
@@ -67,11 +67,14 @@ def start_plan(
     seed: int | None = None,
     min_pass_rate: float | None = None,
     confidence: float | None = None,
+    design: str = AuditPlan.Design.UNIFORM,
 ) -> AuditPlan:
     """Start an audit plan, making the queue's audit order if it has none (else reusing it, seed and all).
 
     Needs a lead, the eval set's open labeling queue under the criterion's rubric version, the criterion
-    gating with this judge config (a current mark), and an eval set other than the mark's calibration set.
+    gating with this judge config (a current mark), and an eval set other than the mark's calibration set. A
+    stratified plan (`design`) also needs the judge's PASS/FAIL verdicts on the candidate: they split it in two,
+    frozen now.
     The thresholds default to the mark's policy and may only be stricter. AuditPlanError otherwise, and
     nothing is written.
     """
@@ -105,10 +108,15 @@ def start_plan(
     if agent_version and not outputs.filter(agent_version=agent_version).exists():
         raise AuditPlanError(f"{eval_set.name} has no outputs of agent version {agent_version!r}.")
     thresholds = _thresholds(mark, min_pass_rate, confidence)
+    if design not in AuditPlan.Design.values:
+        raise AuditPlanError(f"The design is one of {', '.join(AuditPlan.Design.values)}, not {design!r}.")
     try:
         with transaction.atomic():
             order, _ = start_audit_order(queue=queue, by=by, seed=seed)
+            strata = _frozen_strata(order, criterion, judge_config, agent_version) if design == "stratified" else ""
             return AuditPlan.objects.create(
+                design=design,
+                strata=strata,
                 criterion=criterion,
                 eval_set=eval_set,
                 judge_config=judge_config,
@@ -126,6 +134,30 @@ def start_plan(
             + (f" ({agent_version})" if agent_version else "")
             + f" with {judge_config.name} already has an open audit plan."
         ) from exc
+
+
+def _population(order_id: int, agent_version: str) -> list[tuple[int, int, str]]:
+    """(output id, position, case id) of the plan's outputs in order position: the order's, of the agent version."""
+    items = AuditOrderItem.objects.filter(order_id=order_id)
+    if agent_version:
+        items = items.filter(output__agent_version=agent_version)
+    return list(items.order_by("position").values_list("output_id", "position", "output__case__case_id"))
+
+
+def _frozen_strata(order: AuditOrder, criterion: Criterion, judge_config: JudgeConfig, agent_version: str) -> str:
+    """The stratum of each output of the population (one digit, in order position) from the judge's verdicts now:
+    0 judged PASS, 1 the rest. Refused without a single PASS or FAIL verdict: there would be nothing to split."""
+    population = _population(order.pk, agent_version)
+    scope = data.Scope(order.queue.eval_set, criterion.rubric_version, agent_version or None)
+    judge = _by_output(current_verdicts(data.load_verdicts(scope, judge_config)), criterion.pk, "judge")
+    verdicts = [_binary(judge.get(output_id)) for output_id, _, _ in population]
+    if all(math.isnan(v) for v in verdicts):
+        raise AuditPlanError(
+            f"A stratified audit splits the candidate by the judge's verdicts, and {judge_config.name} has no PASS or "
+            f"FAIL verdict on {criterion.key} there: run the judge on {order.queue.eval_set.name} first, or start a "
+            "uniform audit."
+        )
+    return "".join(str(int(h)) for h in audit_strata.strata_of(verdicts))
 
 
 def _thresholds(mark: GatingMark, min_pass_rate: float | None, confidence: float | None) -> GateThresholds:
@@ -157,10 +189,110 @@ def release_plan_next(*, plan: AuditPlan, by: User, k: int = DEFAULT_RELEASE) ->
     decided = plan_figures(plan, k=k)
     if decided.decided:
         raise AuditPlanError(decided_words(decided))
+    if plan.design == AuditPlan.Design.STRATIFIED:
+        _release_stratified(plan, k)
+        plan.refresh_from_db(fields=["path"])
+        plan.order.refresh_from_db(fields=["released"])
+        return plan.order
     try:
         return release_next(order=plan.order, k=k)
     except QueueError as exc:
         raise AuditPlanError(str(exc)) from exc
+
+
+def _release_stratified(plan: AuditPlan, k: int) -> None:
+    """Choose the strata of the next k labels from the gold settled now (audit_strata.plan_next), record them in the
+    plan's path and release their outputs: the next ones of each stratum in the order."""
+    if k < 1:
+        raise AuditPlanError(f"Release at least one more output, not {k}.")
+    with transaction.atomic():
+        plan = AuditPlan.objects.select_for_update().select_related("criterion__rubric_version").get(pk=plan.pk)
+        reading = _stratified_reading(plan)
+        left = len(reading.strata) - len(plan.path)
+        if left <= 0:
+            raise AuditPlanError(f"Every output of audit plan {plan.pk} is released already.")
+        sizes = reading.sizes
+        chosen = audit_strata.plan_next(
+            gold=reading.gold_released, path=reading.path, sizes=sizes, minimum=plan.min_pass_rate, k=min(k, left)
+        )
+        taken = [int(np.sum(reading.path == h)) for h in (0, 1)]
+        outputs = []
+        for h in chosen:
+            outputs.append(reading.stratum_outputs[h][taken[h]])
+            taken[h] += 1
+        plan.path += "".join(str(h) for h in chosen)
+        plan.save(update_fields=["path"])
+        release_outputs(order=plan.order, output_ids=outputs)
+
+
+def left_to_release(plan: AuditPlan) -> int:
+    """How many more outputs "Label these k next" could release for the plan."""
+    if plan.design == AuditPlan.Design.STRATIFIED:
+        return len(plan.strata) - len(plan.path)
+    return plan.order.size - plan.order.released
+
+
+def released_words(plan: AuditPlan) -> str:
+    """What the queue may hand out now, said the same on the page and by the command."""
+    if plan.design != AuditPlan.Design.STRATIFIED:
+        return f"The labeling queue may now hand out the first {plan.order.released} of {plan.order.size} outputs."
+    sizes = (plan.strata.count("0"), plan.strata.count("1"))
+    taken = (plan.path.count("0"), plan.path.count("1"))
+    return (
+        f"The labeling queue may now hand out {len(plan.path)} of the plan's {len(plan.strata)} outputs: "
+        f"{taken[0]} of the {sizes[0]} the judge passed, {taken[1]} of the {sizes[1]} others."
+    )
+
+
+@dataclass(frozen=True)
+class _StratifiedReading:
+    """A stratified plan's labels as its statistics take them."""
+
+    strata: str
+    sizes: tuple[int, int]
+    stratum_outputs: tuple[list[int], list[int]]  # each stratum's outputs, in order position
+    released: list[int]  # the outputs released by the plan, in release order
+    path: np.ndarray  # their strata
+    gold_released: list[float]  # their gold now (NaN pending or Can't tell)
+
+
+def _stratified_reading(plan: AuditPlan, gold: dict[int, str] | None = None) -> _StratifiedReading:
+    population = _population(plan.order_id, plan.agent_version)
+    gold = _gold_of(plan) if gold is None else gold
+    stratum_outputs: tuple[list[int], list[int]] = ([], [])
+    for (output_id, _, _), h in zip(population, plan.strata, strict=True):
+        stratum_outputs[int(h)].append(output_id)
+    path = np.array([int(h) for h in plan.path], dtype=np.int8)
+    taken = [0, 0]
+    released = []
+    for h in path:
+        released.append(stratum_outputs[h][taken[h]])
+        taken[h] += 1
+    return _StratifiedReading(
+        strata=plan.strata,
+        sizes=(len(stratum_outputs[0]), len(stratum_outputs[1])),
+        stratum_outputs=stratum_outputs,
+        released=released,
+        path=path,
+        gold_released=[_gold_value(gold.get(output_id)) for output_id in released],
+    )
+
+
+def _gold_of(plan: AuditPlan, labels: pd.DataFrame | None = None) -> dict[int, str]:
+    """The gold of the plan's criterion on the candidate now, by output (`labels`: the scope's, if read already)."""
+    criterion = plan.criterion
+    scope = data.Scope(plan.eval_set, criterion.rubric_version, plan.agent_version or None)
+    labels = data.load_labels(scope) if labels is None else labels
+    adjudicated = data.load_adjudicated(scope)
+    return _by_output(
+        derive_gold(
+            labels[labels["criterion"] == criterion.pk],
+            adjudicated[adjudicated["criterion"] == criterion.pk],
+            {criterion.pk: criterion.gold_policy},
+        ),
+        criterion.pk,
+        "gold",
+    )
 
 
 @dataclass(frozen=True)
@@ -173,11 +305,15 @@ class AuditFigures:
     rubric: str
     judge: str
     agent_version: str
+    design: str  # "uniform" or "stratified"
     seed: int
     min_pass_rate: float
     confidence: float
     order: tuple[str, ...]  # case ids of the population, in the plan's order
     N: int
+    # Stratified only (else None): the outputs the judge passed and the rest, and the labels in each so far.
+    strata_sizes: tuple[int, int] | None
+    strata_labeled: tuple[int, int] | None
     released: int  # positions of the population the queue may hand out
     n_labeled: int  # the labeled prefix (pending items in it included)
     n_gold: int
@@ -303,55 +439,63 @@ def open_plan_for(
 def plan_figures(
     plan: AuditPlan, *, k: int = DEFAULT_RELEASE, minimum: float | None = None, confidence: float | None = None
 ) -> AuditFigures:
-    """The plan's figures from the labels and verdicts as they are now; six queries, whatever N.
+    """The plan's figures from the labels and verdicts as they are now; a few queries, whatever N.
 
     `minimum` and `confidence` override the plan's (the gate decides at its own, never looser, thresholds).
-    The population is the order's outputs (of the plan's agent version, if any), in position order. The
-    labeled prefix runs to the last released position holding a label or gold of the criterion: within
-    it an item without gold is pending (counted against whichever decision it would help; audit_stats);
-    gold Can't tell stays pending too, since a pass rate needs PASS or FAIL (a reviewer may settle it). Gold
-    N/A leaves the pass rate, which is the gate's: passes / (passes + fails).
+    The population is the order's outputs (of the plan's agent version, if any), in position order. A uniform
+    plan's labeled prefix runs to the last released position holding a label or gold of the criterion; a
+    stratified plan's labels are the outputs it released, in release order, up to the last one holding either.
+    Within them an item without gold is pending (counted against whichever decision it would help;
+    audit_stats); gold Can't tell stays pending too, since a pass rate needs PASS or FAIL (a reviewer may settle
+    it). Gold N/A leaves the pass rate, which is the gate's: passes / (passes + fails).
     """
     minimum = plan.min_pass_rate if minimum is None else minimum
     confidence = plan.confidence if confidence is None else confidence
     criterion = plan.criterion
     agent_version = plan.agent_version or None
-    released = AuditOrder.objects.filter(pk=plan.order_id).values_list("released", flat=True).get()
-    items = AuditOrderItem.objects.filter(order_id=plan.order_id)
+    population = _population(plan.order_id, plan.agent_version)
     outputs = Output.objects.filter(case__eval_set=plan.eval_set)
     if agent_version:
-        items = items.filter(output__agent_version=agent_version)
         outputs = outputs.filter(agent_version=agent_version)
-    population = list(items.order_by("position").values_list("output_id", "position", "output__case__case_id"))
     outside = outputs.exclude(audit_positions__order_id=plan.order_id).count()
     scope = data.Scope(plan.eval_set, criterion.rubric_version, agent_version)
-    verdicts = current_verdicts(data.load_verdicts(scope, plan.judge_config))
     labels = data.load_labels(scope)
-    adjudicated = data.load_adjudicated(scope)
-    ids = [output_id for output_id, _, _ in population]
-    judge = _by_output(verdicts, criterion.pk, "judge")
-    gold = _by_output(
-        derive_gold(
-            labels[labels["criterion"] == criterion.pk],
-            adjudicated[adjudicated["criterion"] == criterion.pk],
-            {criterion.pk: criterion.gold_policy},
-        ),
-        criterion.pk,
-        "gold",
-    )
+    gold = _gold_of(plan, labels)
     touched = set(labels.loc[labels["criterion"] == criterion.pk, "output"]) | set(gold)
-    open_positions = [i for i, (output_id, position, _) in enumerate(population) if position <= released]
-    n_labeled = max((i + 1 for i in open_positions if ids[i] in touched), default=0)
-    verdict_values = [_binary(judge.get(output_id)) for output_id in ids]
-    gold_values = [_gold_value(gold.get(output_id)) for output_id in ids[:n_labeled]]
-    cant_tell = tuple(output_id for output_id in ids[:n_labeled] if gold.get(output_id) == ABSTAIN)
-    # The plan page re-reads these every few seconds while labels arrive slowly, and on a large candidate near
-    # its minimum the forecast runs for seconds: computed once per gold, verdicts and thresholds.
-    decision, forecast = content_cache.computed(
-        "audit",
-        (gold_values, verdict_values, minimum, confidence, k, forecast_sims(len(ids)), FORECAST_SEED),
-        lambda: _statistics(gold_values, verdict_values, minimum=minimum, confidence=confidence, k=k),
-    )
+    ids = [output_id for output_id, _, _ in population]
+    sizes: tuple[int, int] | None = None
+    counts: tuple[int, int] | None = None
+    if plan.design == AuditPlan.Design.STRATIFIED:
+        reading = _stratified_reading(plan, gold)
+        released = len(reading.released)
+        n_labeled = max((i + 1 for i, output_id in enumerate(reading.released) if output_id in touched), default=0)
+        labeled = reading.released[:n_labeled]
+        path = reading.path[:n_labeled]
+        gold_values = reading.gold_released[:n_labeled]
+        sizes = reading.sizes
+        counts = (int(np.sum(path == 0)), int(np.sum(path == 1)))
+        decision, forecast = content_cache.computed(
+            "audit-stratified",
+            (gold_values, path.tolist(), sizes, minimum, confidence, k, FORECAST_SEED),
+            lambda: _stratified_statistics(gold_values, path, sizes, minimum=minimum, confidence=confidence, k=k),
+        )
+    else:
+        order_released = AuditOrder.objects.filter(pk=plan.order_id).values_list("released", flat=True).get()
+        open_positions = [i for i, (_, position, _) in enumerate(population) if position <= order_released]
+        released = len(open_positions)
+        n_labeled = max((i + 1 for i in open_positions if ids[i] in touched), default=0)
+        labeled = ids[:n_labeled]
+        judge = _by_output(current_verdicts(data.load_verdicts(scope, plan.judge_config)), criterion.pk, "judge")
+        verdict_values = [_binary(judge.get(output_id)) for output_id in ids]
+        gold_values = [_gold_value(gold.get(output_id)) for output_id in labeled]
+        # The plan page re-reads these every few seconds while labels arrive slowly, and on a large candidate near
+        # its minimum the forecast runs for seconds: computed once per gold, verdicts and thresholds.
+        decision, forecast = content_cache.computed(
+            "audit",
+            (gold_values, verdict_values, minimum, confidence, k, forecast_sims(len(ids)), FORECAST_SEED),
+            lambda: _statistics(gold_values, verdict_values, minimum=minimum, confidence=confidence, k=k),
+        )
+    cant_tell = tuple(output_id for output_id in labeled if gold.get(output_id) == ABSTAIN)
     return AuditFigures(
         plan=plan.pk,
         criterion=criterion.key,
@@ -359,12 +503,15 @@ def plan_figures(
         rubric=criterion.rubric_version.ref,
         judge=plan.judge_config.name,
         agent_version=plan.agent_version,
+        design=plan.design,
         seed=plan.order.seed,
         min_pass_rate=minimum,
         confidence=confidence,
         order=tuple(case_id for _, _, case_id in population),
         N=len(population),
-        released=len(open_positions),
+        strata_sizes=sizes,
+        strata_labeled=counts,
+        released=released,
         n_labeled=n_labeled,
         n_gold=decision.n_gold,
         n_pending=decision.n_pending,
@@ -382,6 +529,33 @@ def plan_figures(
         labels_saved=len(population) - n_labeled,
         outputs_outside_order=outside,
     )
+
+
+# A stratified forecast replays every simulation with its own tests: fewer simulations than a uniform one's.
+STRATIFIED_FORECAST_SIMS = 200
+
+
+def _stratified_statistics(
+    gold: list[float], path: np.ndarray, sizes: tuple[int, int], *, minimum: float, confidence: float, k: int
+) -> tuple[audit_stats.AuditDecision, audit_stats.AuditForecast]:
+    decision = audit_strata.stratified_decision(
+        gold=gold, path=path, sizes=sizes, minimum=minimum, confidence=confidence
+    )
+    if decision.decided:
+        return decision, audit_stats.AuditForecast.settled(
+            k=k, decided=decision.decided, n_sims=STRATIFIED_FORECAST_SIMS
+        )
+    forecast = audit_strata.stratified_forecast(
+        gold=gold,
+        path=path,
+        sizes=sizes,
+        minimum=minimum,
+        confidence=confidence,
+        k=k,
+        n_sims=STRATIFIED_FORECAST_SIMS,
+        seed=FORECAST_SEED,
+    )
+    return decision, forecast
 
 
 def _statistics(

@@ -10,7 +10,7 @@ from django import forms
 from evals.models import EvalSet, Output, RubricVersion
 from judging.models import JudgeConfig
 
-from .models import GatingMark
+from .models import AuditPlan, GatingMark
 from .policy import (
     DECIDE_ON,
     DEFAULT_CONFIDENCE,
@@ -351,8 +351,22 @@ class AuditPlanForm(forms.Form):
         help_text="Audit only this agent version's outputs (it must be the candidate's).",
         error_messages={"invalid_choice": "Choose an agent version that has outputs."},
     )
+    design = forms.ChoiceField(
+        required=False,
+        choices=AuditPlan.Design.choices,
+        initial=AuditPlan.Design.STRATIFIED,
+        label="Design",
+        help_text=(
+            "Stratified: each batch from the judge's PASS outputs or the rest, where the labels point (fewer "
+            "labels when the judge tells them apart; needs its verdicts). Or a prefix of one random order."
+        ),
+    )
     min_pass_rate = _Rate(required=False, label="Minimum pass rate", help_text="Empty: the mark's; only stricter.")
     confidence = _Rate(required=False, label="Confidence", help_text="Empty: the mark's; only stricter.")
+
+    def clean_design(self) -> str:
+        return self.cleaned_data["design"] or AuditPlan.Design.STRATIFIED
+
     seed = forms.IntegerField(
         required=False,
         min_value=0,

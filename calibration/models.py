@@ -162,6 +162,18 @@ class AuditPlan(models.Model):
     judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="audit_plans")
     agent_version = models.CharField(max_length=200, blank=True)  # "": every output of the eval set
     order = models.ForeignKey(AuditOrder, on_delete=models.PROTECT, related_name="plans")
+
+    class Design(models.TextChoices):
+        STRATIFIED = "stratified", "Stratified by the judge's verdict"
+        UNIFORM = "uniform", "One random order"
+
+    # uniform: a random prefix of the order. stratified (calibration/audit_strata.py): the judge's PASS outputs and
+    # the rest, each in the order's own sequence, each batch from the stratum its labels so far point to.
+    design = models.CharField(max_length=16, choices=Design.choices, default=Design.UNIFORM)
+    # stratified only, both frozen: the stratum of each output of the population in order position (one digit,
+    # 0 judged PASS when the plan started, 1 the rest), and the stratum of each label released, in release order.
+    strata = models.TextField(blank=True)
+    path = models.TextField(blank=True)
     min_pass_rate = models.FloatField()
     confidence = models.FloatField()
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")

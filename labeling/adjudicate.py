@@ -14,7 +14,7 @@ import string
 from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 
 from evals.models import Criterion, EvalSet, Output, RubricVersion, User
 from evals.naming import output_names
@@ -138,7 +138,7 @@ def _describe(rubric_version: RubricVersion, wanted: set[tuple[int, int]]) -> li
         AuditOrderItem.objects.filter(
             output_id__in=output_ids,
             order__queue__rubric_version=rubric_version,
-            position__lte=F("order__released"),
+            released=True,
         ).values_list("output_id", "position")
     )
     items = [

@@ -2,7 +2,8 @@
 
 An audit of a release candidate (calibration/audits.py) decides from the gold of a uniformly random
 prefix of the candidate's outputs. So the queue makes the order once, before any audit label, and Next
-(labeling/queue.py) then hands out only the positions a lead has released, lowest first, never skipping.
+(labeling/queue.py) then hands out only the positions a lead has released, lowest first, never skipping: a prefix
+of the order for a uniform audit, the next outputs of the chosen stratum for a stratified one.
 Labeling owns the order (the queue follows it); calibration only reads it, so labeling never imports
 calibration.
 """
@@ -79,6 +80,14 @@ def release_next(*, order: AuditOrder, k: int = DEFAULT_RELEASE) -> AuditOrder:
     """Let Next hand out the following k positions of the order (never beyond its size)."""
     if k < 1:
         raise QueueError(f"Release at least one more output, not {k}.")
-    AuditOrder.objects.filter(pk=order.pk).update(released=Least(F("released") + Value(k), F("size")))
-    order.refresh_from_db(fields=["released"])
+    with transaction.atomic():
+        AuditOrder.objects.filter(pk=order.pk).update(released=Least(F("released") + Value(k), F("size")))
+        order.refresh_from_db(fields=["released"])
+        AuditOrderItem.objects.filter(order=order, position__lte=order.released, released=False).update(released=True)
     return order
+
+
+def release_outputs(*, order: AuditOrder, output_ids: Sequence[int]) -> int:
+    """Let Next hand out these outputs of the order, wherever they stand in it (a stratified audit's next ones
+    in the strata it chose); how many were not released before."""
+    return AuditOrderItem.objects.filter(order=order, output_id__in=output_ids, released=False).update(released=True)

@@ -212,11 +212,16 @@ class AuditOrder(models.Model):
 
 
 class AuditOrderItem(models.Model):
-    """One output's place in an audit order; position 1 is handed out first."""
+    """One output's place in an audit order; position 1 is handed out first.
+
+    `released`: Next may hand it out. The order's first `released` positions are (a uniform audit's prefix), and
+    so are the outputs a stratified audit released on their own (the next ones of the stratum it chose: each
+    stratum is the order restricted to it, a uniformly random order too)."""
 
     order = models.ForeignKey(AuditOrder, on_delete=models.CASCADE, related_name="items")
     output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="audit_positions")
     position = models.PositiveIntegerField()
+    released = models.BooleanField(default=False)
 
     class Meta:
         constraints = [

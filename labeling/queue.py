@@ -11,8 +11,8 @@ so two annotators clicking Next at the same moment walk past each other's row
 instead of queueing on it; the slot is re-read after the lock, and the unique
 constraints on Annotation (one per slot, one per annotator) are the last word.
 
-A queue with an audit order (labeling/audit_order.py) hands out only the order's released positions,
-lowest first, and never skips one: the annotator gets the lowest released position that still has a
+A queue with an audit order (labeling/audit_order.py) hands out only the order's released outputs,
+lowest position first, and never skips one: the annotator gets the lowest released position that still has a
 free slot and that they have not labeled. Slots, reservations and SKIP LOCKED work as above.
 """
 
@@ -135,10 +135,8 @@ def _candidates(
     if audit is None:
         ordering = "pk"
     else:
-        # Only released positions, lowest first: the audit's sample must stay a prefix of its random order.
-        outputs = outputs.filter(
-            audit_positions__order_id=audit.order_id, audit_positions__position__lte=audit.released
-        )
+        # Only released outputs, lowest position first: an audit's sample must be what it released.
+        outputs = outputs.filter(audit_positions__order_id=audit.order_id, audit_positions__released=True)
         ordering = "audit_positions__position"
     return (
         outputs.exclude(pk__in=tried)

@@ -80,7 +80,7 @@ def test_create_names_an_unknown_eval_set():
 
 def test_next_releases_k_and_show_prints_the_figures_as_json():
     c = candidate(n=40)
-    plan_id = run(*CREATE, "correct_amount", "--by", "lee", "--seed", "3").strip()
+    plan_id = run(*CREATE, "correct_amount", "--by", "lee", "--seed", "3", "--design", "uniform").strip()
     assert "the first 25 of 40" in run("next", plan_id)
     assert "the first 30 of 40" in run("next", plan_id, "-k", "5")
     plan = AuditPlan.objects.get()
@@ -97,7 +97,7 @@ def test_next_releases_k_and_show_prints_the_figures_as_json():
 def test_next_on_a_decided_plan_refuses_and_says_why():
     # By hand: 20 gold passes of N = 40 at minimum 0.5 reach 0.5 x 40: PASS at label 20 by the exact rule.
     c = candidate(n=40)
-    plan_id = run(*CREATE, "correct_amount", "--by", "lee", "--seed", "3").strip()
+    plan_id = run(*CREATE, "correct_amount", "--by", "lee", "--seed", "3", "--design", "uniform").strip()
     run("next", plan_id, "-k", "20")
     order = in_order(AuditPlan.objects.get())
     for output in order[:19]:

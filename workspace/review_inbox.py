@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import F, Max
+from django.db.models import Max
 from django.urls import reverse
 from django.utils.http import urlencode
 
@@ -58,7 +58,7 @@ def _audited_items() -> dict[tuple[int, int], list[int]]:
     if not plans:
         return {}
     released = AuditOrderItem.objects.filter(
-        order_id__in={order for _, _, order, _ in plans}, position__lte=F("order__released")
+        order_id__in={order for _, _, order, _ in plans}, released=True
     ).values_list("order_id", "output_id", "output__agent_version")
     outputs: dict[int, list[tuple[int, str]]] = {}
     for order, output, agent_version in released:

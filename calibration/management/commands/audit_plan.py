@@ -19,7 +19,14 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration.audits import AuditFigures, AuditPlanError, plan_figures, release_plan_next, start_plan
+from calibration.audits import (
+    AuditFigures,
+    AuditPlanError,
+    plan_figures,
+    release_plan_next,
+    released_words,
+    start_plan,
+)
 from calibration.models import AuditPlan
 from evals.lookup import eval_set_named
 from evals.models import RubricVersion, User
@@ -43,6 +50,13 @@ class Command(BaseCommand):
         create.add_argument("--seed", type=int, help="the order's seed (default: random; kept with the order)")
         create.add_argument("--min-pass-rate", type=float, help="default and lowest: the gating mark's")
         create.add_argument("--confidence", type=float, help="default and lowest: the gating mark's")
+        create.add_argument(
+            "--design",
+            choices=AuditPlan.Design.values,
+            default=AuditPlan.Design.STRATIFIED,
+            help="stratified (default): by the judge's verdict, each batch from the side its labels point to; "
+            "uniform: a prefix of one random order",
+        )
         show = actions.add_parser("show", help="the plan's figures now")
         show.add_argument("plan", help="the plan's id")
         show.add_argument("--format", choices=["json", "text"], default="text")
@@ -64,11 +78,9 @@ class Command(BaseCommand):
             else:
                 plan = _plan(opts["plan"])
                 by = _user(opts["by"]) if opts["by"] else plan.created_by
-                order = release_plan_next(plan=plan, by=by, k=_k(opts["k"]))
-                self.stdout.write(
-                    f"audit plan {plan.pk}: the queue of {plan.eval_set.name} may hand out the first "
-                    f"{order.released} of {order.size} outputs of the order"
-                )
+                release_plan_next(plan=plan, by=by, k=_k(opts["k"]))
+                plan.refresh_from_db()
+                self.stdout.write(f"audit plan {plan.pk} on {plan.eval_set.name}: {released_words(plan)}")
         except (UnknownName, AuditPlanError) as exc:
             raise CommandError(str(exc))
 
@@ -87,6 +99,7 @@ class Command(BaseCommand):
             seed=opts["seed"],
             min_pass_rate=opts["min_pass_rate"],
             confidence=opts["confidence"],
+            design=opts["design"],
         )
         self.stdout.write(str(plan.pk))
 
