@@ -71,10 +71,11 @@ def strata_of(verdicts: Sequence[float | None] | np.ndarray) -> np.ndarray:
 REFUTED = 1e9
 
 
-def stratum_log_capital(*, y: np.ndarray, nulls: np.ndarray, size: int) -> np.ndarray:
+def stratum_log_capital(*, y: np.ndarray, nulls: np.ndarray, size: int, shared: int = 0) -> np.ndarray:
     """log K of the test "the stratum's total <= s", for each null total s in `nulls` (G,) or one row per sequence
     (S, G), before and after each draw of S sequences y (S, T) of values in [0, 1] from one stratum of `size`
-    outputs: (S, G, T + 1).
+    outputs: (S, G, T + 1). `shared`: the first draws are the same in every sequence (a forecast's settled
+    labels), so with one row of nulls they are run once.
 
     Without replacement, under total s the next draw's conditional mean is c = (s - drawn so far) / (outputs
     left); K = prod (1 + beta (y - c)), the average over EDGES of Kelly bets for a mean EDGES above the null's,
@@ -87,35 +88,66 @@ def stratum_log_capital(*, y: np.ndarray, nulls: np.ndarray, size: int) -> np.nd
     S, T = y.shape
     if T > size:
         raise ValueError("more draws than outputs in the stratum")
+    one_row = np.ndim(nulls) == 1
     nulls = np.broadcast_to(np.asarray(nulls, dtype=float), (S, np.shape(nulls)[-1]))
-    G = nulls.shape[1]
-    # Each edge's capital is kept as capital[s, g, e] * exp(scale[s, g]): products, not sums of logs (a log and an
-    # exp per cell and step fewer), rescaled before they could overflow or underflow.
-    capital = np.ones((S, G, EDGES.size))
-    scale = np.zeros((S, G))
-    out = np.zeros((S, G, T + 1))
-    s_y = np.zeros(S)
-    s_yy = np.zeros(S)
-    gains = [(size / (size - t)) * EDGES for t in range(T)]
-    for t in range(T):
-        c = (nulls - s_y[:, None]) / (size - t)
-        var = (PRIOR_WEIGHT * 0.25 + np.maximum(s_yy - (s_y**2 / t if t else 0.0), 0.0)) / (t + PRIOR_WEIGHT)
-        gain = gains[t]
-        beta = gain[None, :] / (var[:, None] + gain[None, :] ** 2)  # (S, E): the null moves only the cap
-        cap = np.where(c > 1e-12, BET_SHARE / np.maximum(c, 1e-12), 1e6)
-        beta = np.minimum(beta[:, None, :], cap[:, :, None])
-        capital *= np.maximum(1 + beta * (y[:, t, None] - c)[:, :, None], 1e-15)
-        total = capital.sum(axis=2)
-        out[:, :, t + 1] = scale + np.log(total) - math.log(EDGES.size)
-        wild = (total > 1e100) | (total < 1e-100)
-        if wild.any():
-            capital[wild] /= total[wild][:, None]
-            scale[wild] += np.log(total[wild])
-        s_y += y[:, t]
-        s_yy += y[:, t] ** 2
-        # Draws already above a null total refute it outright: no order could make it true.
-        out[:, :, t + 1] = np.where(s_y[:, None] > nulls + 1e-9, REFUTED, out[:, :, t + 1])
+    out = np.zeros((S, nulls.shape[1], T + 1))
+    shared = min(shared, T) if one_row and S > 1 else 0
+    if shared:
+        first = _Capital.fresh(1, nulls.shape[1])
+        first.run(y[:1], nulls[:1], size, 0, shared, out[:1])
+        out[:, :, : shared + 1] = out[:1, :, : shared + 1]
+        state = first.repeated(S)
+    else:
+        state = _Capital.fresh(S, nulls.shape[1])
+    state.run(y, nulls, size, shared, T, out)
     return out
+
+
+@dataclass
+class _Capital:
+    """stratum_log_capital's running state: each edge's capital as capital[s, g, e] * exp(scale[s, g]) (products,
+    not sums of logs: a log and an exp per cell and step fewer; rescaled before they could overflow or
+    underflow), and the sums of the draws and of their squares so far."""
+
+    capital: np.ndarray
+    scale: np.ndarray
+    s_y: np.ndarray
+    s_yy: np.ndarray
+
+    @classmethod
+    def fresh(cls, S: int, G: int) -> _Capital:
+        return cls(np.ones((S, G, EDGES.size)), np.zeros((S, G)), np.zeros(S), np.zeros(S))
+
+    def repeated(self, S: int) -> _Capital:
+        return _Capital(
+            np.repeat(self.capital, S, axis=0),
+            np.repeat(self.scale, S, axis=0),
+            np.repeat(self.s_y, S),
+            np.repeat(self.s_yy, S),
+        )
+
+    def run(self, y: np.ndarray, nulls: np.ndarray, size: int, start: int, end: int, out: np.ndarray) -> None:
+        """Draws start..end - 1 of y, writing log K after each into out[:, :, t + 1]."""
+        for t in range(start, end):
+            c = (nulls - self.s_y[:, None]) / (size - t)
+            var = (PRIOR_WEIGHT * 0.25 + np.maximum(self.s_yy - (self.s_y**2 / t if t else 0.0), 0.0)) / (
+                t + PRIOR_WEIGHT
+            )
+            gain = (size / (size - t)) * EDGES
+            beta = gain[None, :] / (var[:, None] + gain[None, :] ** 2)  # (S, E): the null moves only the cap
+            cap = np.where(c > 1e-12, BET_SHARE / np.maximum(c, 1e-12), 1e6)
+            beta = np.minimum(beta[:, None, :], cap[:, :, None])
+            self.capital *= np.maximum(1 + beta * (y[:, t, None] - c)[:, :, None], 1e-15)
+            total = self.capital.sum(axis=2)
+            out[:, :, t + 1] = self.scale + np.log(total) - math.log(EDGES.size)
+            wild = (total > 1e100) | (total < 1e-100)
+            if wild.any():
+                self.capital[wild] /= total[wild][:, None]
+                self.scale[wild] += np.log(total[wild])
+            self.s_y += y[:, t]
+            self.s_yy += y[:, t] ** 2
+            # Draws already above a null total refute it outright: no order could make it true.
+            out[:, :, t + 1] = np.where(self.s_y[:, None] > nulls + 1e-9, REFUTED, out[:, :, t + 1])
 
 
 def split_grid(total: float, sizes: tuple[int, int], points: int = SPLIT_POINTS) -> np.ndarray:
@@ -168,10 +200,17 @@ class _Side:
         return self.pairs[0][rows, self.products(rows, counts).argmin(axis=1)]
 
 
-def _side(ys: tuple[np.ndarray, np.ndarray], sizes: tuple[int, int], total: float, grid: np.ndarray) -> _Side:
+def _side(
+    ys: tuple[np.ndarray, np.ndarray],
+    sizes: tuple[int, int],
+    total: float,
+    grid: np.ndarray,
+    shared: tuple[int, int] = (0, 0),
+) -> _Side:
     S = ys[0].shape[0]
-    pairs = tuple(np.broadcast_to(p, (S, p.shape[-1])) for p in _pairs(total, grid, sizes[1]))
-    tables = tuple(stratum_log_capital(y=ys[h], nulls=pairs[h], size=sizes[h]) for h in (0, 1))
+    pairs = _pairs(total, grid, sizes[1])
+    tables = tuple(stratum_log_capital(y=ys[h], nulls=pairs[h], size=sizes[h], shared=shared[h]) for h in (0, 1))
+    pairs = (np.broadcast_to(pairs[0], (S, pairs[0].shape[-1])), np.broadcast_to(pairs[1], (S, pairs[1].shape[-1])))
     return _Side(tables, pairs)  # type: ignore[arg-type]
 
 
@@ -192,10 +231,12 @@ def build_tests(
     sizes: tuple[int, int],
     minimum: float,
     grids: tuple[np.ndarray, np.ndarray] | None = None,
+    shared: tuple[int, int] = (0, 0),
 ) -> Tests:
     """The tests on per-stratum gold sequences ((S, T_0), (S, T_1): 1, 0, -1 N/A, NaN pending), each in its stratum's
     order. A pending item counts as FAIL for the PASS test and as PASS for the FAIL test; N/A as the minimum.
-    grids: stratum 0's null totals for each side ((G,) or (S, G)), split_grid's by default."""
+    grids: stratum 0's null totals for each side ((G,) or (S, G)), split_grid's by default. shared: per stratum,
+    how many first labels are the same in every sequence (stratum_log_capital)."""
     N = sizes[0] + sizes[1]
     totals = (minimum * N, (1.0 - minimum) * N)
     if grids is None:
@@ -203,8 +244,8 @@ def build_tests(
     y_pass = tuple(np.where(np.isnan(g), 0.0, np.where(g == NOT_APPLICABLE, minimum, g)) for g in gold)
     y_fail = tuple(1.0 - np.where(np.isnan(g), 1.0, np.where(g == NOT_APPLICABLE, minimum, g)) for g in gold)
     return Tests(
-        _side(y_pass, sizes, totals[0], grids[0]),  # type: ignore[arg-type]
-        _side(y_fail, sizes, totals[1], grids[1]),  # type: ignore[arg-type]
+        _side(y_pass, sizes, totals[0], grids[0], shared),  # type: ignore[arg-type]
+        _side(y_fail, sizes, totals[1], grids[1], shared),  # type: ignore[arg-type]
         (_prefix_sums(y_pass[0]), _prefix_sums(y_pass[1])),
         (_prefix_sums(y_fail[0]), _prefix_sums(y_fail[1])),
     )
@@ -373,6 +414,7 @@ def _run(
     first_k: int | None,
     min_gold: int,
     grids: tuple[np.ndarray, np.ndarray] | None = None,
+    shared: tuple[int, int] = (0, 0),
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """_allocate on tables that grow as far as the audits need: the same results as tables of whole strata (each
     audit's labels depend only on the gold before them, so one stopped at a limit is replayed from its start with
@@ -389,7 +431,7 @@ def _run(
     while rows.size:
         limits = tuple(min(sizes[h], int(start[rows, h].max()) + step) for h in (0, 1))
         part = (gold[0][rows, : limits[0]], gold[1][rows, : limits[1]])
-        tests = build_tests(part, sizes, minimum, grids)
+        tests = build_tests(part, sizes, minimum, grids, shared)
         out = _allocate(
             tests=tests,
             counters=_Counters.of(part),
@@ -593,13 +635,18 @@ def stratified_decision(
 
 
 def _rejected(g: np.ndarray, p: np.ndarray, sizes: tuple[int, int], m: float, threshold: float) -> tuple[bool, bool]:
-    """Whether "pass rate <= m" and "pass rate >= m" are rejected at the last label."""
-    _, k_pass, k_fail = _plan_tests(g, p, sizes, m, threshold)
-    return bool(k_pass[-1] >= threshold), bool(k_fail[-1] >= threshold)
+    """Whether "pass rate <= m" and "pass rate >= m" are rejected at the last label, on split_grid's grid (a lower
+    bound at every split like any grid: the interval it gives is a little wider than a refined grid's, and
+    valid)."""
+    tests = build_tests(per_stratum(g, p), sizes, m)
+    rows, counts = np.zeros(1, dtype=int), _counts_along(p)[-1:]
+    return bool(tests.pass_side.at(rows, counts)[0] >= threshold), bool(
+        tests.fail_side.at(rows, counts)[0] >= threshold
+    )
 
 
 def _bounds(g: np.ndarray, p: np.ndarray, sizes: tuple[int, int], threshold: float) -> tuple[float, float]:
-    """The anytime-valid interval now, to 1/N (or 1/2000 on large candidates), within the exact bounds."""
+    """The anytime-valid interval now, to 1/N (or 1/1000 on larger candidates), within the exact bounds."""
     N = sizes[0] + sizes[1]
     applicable = N - int(np.sum(g == NOT_APPLICABLE))
     if applicable == 0:
@@ -608,7 +655,7 @@ def _bounds(g: np.ndarray, p: np.ndarray, sizes: tuple[int, int], threshold: flo
     exact_upper = (applicable - int(np.sum(g == 0))) / applicable
     if g.size == 0:
         return exact_lower, exact_upper
-    step = 1 / min(N, 2000)
+    step = 1 / min(N, 1000)
     # The largest m with "pass rate <= m" rejected is the lower bound (rejections below it follow: a lower m is
     # a smaller null); bisection on the grid of step.
     lo, hi = 0, int(math.floor(exact_upper / step))  # grid indices: lo rejected or the floor, hi not
@@ -685,6 +732,8 @@ def stratified_forecast(
             sims[:, todo] = np.where(na, NOT_APPLICABLE, sims[:, todo])
         drawn.append(sims)
     start = np.tile(_counts_along(p)[-1], (n_sims, 1))
+    # Each stratum's labels up to its first pending one are the same in every simulation.
+    shared = tuple(int(np.argmax(np.isnan(np.r_[g[p == h], np.nan]))) for h in (0, 1))
     gold_drawn = (drawn[0], drawn[1])
     _, _, decided, at, _ = _run(
         gold=gold_drawn,
@@ -695,6 +744,7 @@ def stratified_forecast(
         first_k=max(k, 1),
         min_gold=min_gold,
         grids=_forecast_grids(sizes, minimum),
+        shared=shared,  # type: ignore[arg-type]
     )
     more = np.maximum(at - p.size, 0)
     within = more <= k

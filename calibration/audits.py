@@ -144,10 +144,21 @@ def _population(order_id: int, agent_version: str) -> list[tuple[int, int, str]]
     return list(items.order_by("position").values_list("output_id", "position", "output__case__case_id"))
 
 
+# The largest candidate a stratified plan is offered for: its figures replay every forecast simulation's own tests,
+# which takes about 10 s at 2,000 outputs and grows with N (a uniform plan has no limit).
+STRATIFIED_MAX_N = 4000
+
+
 def _frozen_strata(order: AuditOrder, criterion: Criterion, judge_config: JudgeConfig, agent_version: str) -> str:
     """The stratum of each output of the population (one digit, in order position) from the judge's verdicts now:
-    0 judged PASS, 1 the rest. Refused without a single PASS or FAIL verdict: there would be nothing to split."""
+    0 judged PASS, 1 the rest. Refused without a single PASS or FAIL verdict (there would be nothing to split),
+    and above STRATIFIED_MAX_N outputs."""
     population = _population(order.pk, agent_version)
+    if len(population) > STRATIFIED_MAX_N:
+        raise AuditPlanError(
+            f"A stratified audit is offered for candidates of up to {STRATIFIED_MAX_N:,} outputs, and this one has "
+            f"{len(population):,}: its forecast would take minutes to read. Start a uniform audit."
+        )
     scope = data.Scope(order.queue.eval_set, criterion.rubric_version, agent_version or None)
     judge = _by_output(current_verdicts(data.load_verdicts(scope, judge_config)), criterion.pk, "judge")
     verdicts = [_binary(judge.get(output_id)) for output_id, _, _ in population]
@@ -531,8 +542,13 @@ def plan_figures(
     )
 
 
-# A stratified forecast replays every simulation with its own tests: fewer simulations than a uniform one's.
+# A stratified forecast replays every simulation with its own tests: fewer simulations than a uniform one's, and
+# fewer still on large candidates (200 up to 2,000 outputs, then about 400,000 / N, at least 50).
 STRATIFIED_FORECAST_SIMS = 200
+
+
+def stratified_forecast_sims(N: int) -> int:
+    return max(50, min(STRATIFIED_FORECAST_SIMS, 400_000 // max(N, 1)))
 
 
 def _stratified_statistics(
@@ -543,7 +559,7 @@ def _stratified_statistics(
     )
     if decision.decided:
         return decision, audit_stats.AuditForecast.settled(
-            k=k, decided=decision.decided, n_sims=STRATIFIED_FORECAST_SIMS
+            k=k, decided=decision.decided, n_sims=stratified_forecast_sims(sizes[0] + sizes[1])
         )
     forecast = audit_strata.stratified_forecast(
         gold=gold,
@@ -552,7 +568,7 @@ def _stratified_statistics(
         minimum=minimum,
         confidence=confidence,
         k=k,
-        n_sims=STRATIFIED_FORECAST_SIMS,
+        n_sims=stratified_forecast_sims(sizes[0] + sizes[1]),
         seed=FORECAST_SEED,
     )
     return decision, forecast

@@ -206,3 +206,13 @@ def test_the_forecast_is_seeded_leans_to_the_labels_and_labeling_the_rest_decide
     assert first.p_pass > first.p_fail
     everything = st.stratified_forecast(**(args | {"k": 60}), seed=3)
     assert everything.p_decided == 1.0 and everything.p90_labels <= 60
+
+
+def test_labels_shared_by_every_sequence_are_run_once_and_give_what_running_each_gives():
+    rng = np.random.default_rng(41)
+    y = (rng.random((30, 50)) < 0.6).astype(float)
+    y[:, :20] = y[0, :20]  # the first 20 draws alike in every sequence
+    nulls = np.arange(0, 60.5, 0.5)
+    shared = st.stratum_log_capital(y=y, nulls=nulls, size=60, shared=20)
+    each = st.stratum_log_capital(y=y, nulls=nulls, size=60)
+    assert np.allclose(shared, each, rtol=0, atol=1e-9)

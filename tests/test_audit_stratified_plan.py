@@ -176,3 +176,13 @@ def plan_candidate(rv):
         rubric_version = rv
 
     return _C()
+
+
+def test_a_stratified_plan_on_a_candidate_too_large_for_its_forecast_is_refused_with_the_way_out(monkeypatch):
+    from calibration import audits
+
+    lead, rv, judge, eval_set, outputs = mixed()
+    monkeypatch.setattr(audits, "STRATIFIED_MAX_N", 39)
+    with pytest.raises(AuditPlanError, match="up to 39 outputs, and this one has 40.*Start a uniform audit"):
+        start(lead, rv, judge, eval_set)
+    assert not AuditPlan.objects.exists()
