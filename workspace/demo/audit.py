@@ -2,10 +2,11 @@
 
 It makes the README walk's two decisions if nobody has (approve refund-support@1, mark correct_amount gating
 at minimum 0.85), then adds a release candidate, agent version v1.5 (generate.py's requests under another
-seed), judges it with the demo judge, opens its labeling queue and starts an audit plan of correct_amount on
-it with a fixed seed. The first RELEASED outputs of the plan's order go to the queue, and maria's and
-deshawn's labels (with rita's gold where they disagreed, every third disagreement still waiting) on the first
-LABELED of them arrive through the label import. Enough for the interval and the forecast, not for a decision.
+seed), judges it with the demo judge, opens its labeling queue and starts a stratified audit plan of
+correct_amount on it with a fixed seed (the design a lead gets by default). Two batches of BATCH go to the
+queue, the second chosen from the first one's gold; maria's and deshawn's labels (with rita's gold where they
+disagreed, every third disagreement still waiting) on the first batch and the first LABELED - BATCH of the second
+arrive through the label import. Enough for the interval and the forecast, not for a decision.
 
 Everything goes through the product's own functions and importers; it runs once (a second call finds the
 plan and adds nothing).
@@ -36,8 +37,24 @@ REQUESTS = 150
 ORDER_SEED = 22  # the audit order's seed, kept with the plan
 KEY = "correct_amount"
 MIN_PASS_RATE = 0.85  # the README walk's minimum
-RELEASED = 50
+BATCH = 25
+RELEASED = 2 * BATCH
 LABELED = 36
+
+
+def released_case_ids(plan: AuditPlan) -> list[str]:
+    """The case ids a stratified plan released, in release order (its path through each stratum's order)."""
+    plan.refresh_from_db(fields=["path"])
+    items = AuditOrderItem.objects.filter(order=plan.order).order_by("position")
+    by_stratum: tuple[list[str], list[str]] = ([], [])
+    for case_id, stratum in zip(items.values_list("output__case__case_id", flat=True), plan.strata, strict=True):
+        by_stratum[int(stratum)].append(case_id)
+    taken = [0, 0]
+    released = []
+    for stratum in plan.path:
+        released.append(by_stratum[int(stratum)][taken[int(stratum)]])
+        taken[int(stratum)] += 1
+    return released
 
 
 def load_audit_demo(*, eval_set: str, rubric: str, judge: str, quiet: dict) -> AuditPlan:
@@ -83,14 +100,12 @@ def load_audit_demo(*, eval_set: str, rubric: str, judge: str, quiet: dict) -> A
             judge_config=judge_config,
             by=lead,
             seed=ORDER_SEED,
+            design=AuditPlan.Design.STRATIFIED,
         )
-        release_plan_next(plan=plan, by=lead, k=RELEASED)
-        first = set(
-            AuditOrderItem.objects.filter(order=plan.order, position__lte=LABELED).values_list(
-                "output__case__case_id", flat=True
-            )
-        )
-        given = Path(folder) / "labels.jsonl"
-        given.write_text("".join(json.dumps(row) + "\n" for row in labels if row["case_id"] in first))
-        call_command("import_labels", "--eval-set", CANDIDATE, "--rubric", rubric, str(given), **quiet)
+        for batch, labeled in ((1, BATCH), (2, LABELED - BATCH)):
+            release_plan_next(plan=plan, by=lead, k=BATCH)
+            wanted = set(released_case_ids(plan)[(batch - 1) * BATCH :][:labeled])
+            given = Path(folder) / f"labels-{batch}.jsonl"
+            given.write_text("".join(json.dumps(row) + "\n" for row in labels if row["case_id"] in wanted))
+            call_command("import_labels", "--eval-set", CANDIDATE, "--rubric", rubric, str(given), **quiet)
     return plan

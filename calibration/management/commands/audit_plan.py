@@ -147,6 +147,14 @@ def text(f: AuditFigures) -> str:
         f"minimum pass rate {f.min_pass_rate:g} at confidence {f.confidence:g}; order seed {f.seed}",
         f"labeled {f.n_labeled} of {f.N} ({f.n_gold} gold PASS or FAIL, {f.n_not_applicable} N/A, "
         f"{f.n_awaiting_gold} pending, {f.n_gold_cant_tell} Can't tell); released to the queue: {f.released}",
+        *(
+            [
+                f"stratified by the judge's verdict: {f.strata_labeled[0]} of the {f.strata_sizes[0]} it passed, "
+                f"{f.strata_labeled[1]} of the {f.strata_sizes[1]} others labeled"
+            ]
+            if f.strata_sizes and f.strata_labeled
+            else []
+        ),
         f"estimate {_fmt(f.estimate)}; anytime-valid interval [{_fmt(f.lower)}, {_fmt(f.upper)}]",
         f"decided: {decided}{how}",
     ]
