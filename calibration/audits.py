@@ -267,8 +267,11 @@ class _StratifiedReading:
     gold_released: list[float]  # their gold now (NaN pending or Can't tell)
 
 
-def _stratified_reading(plan: AuditPlan, gold: dict[int, str] | None = None) -> _StratifiedReading:
-    population = _population(plan.order_id, plan.agent_version)
+def _stratified_reading(
+    plan: AuditPlan, gold: dict[int, str] | None = None, population: list[tuple[int, int, str]] | None = None
+) -> _StratifiedReading:
+    """`gold` and `population` when the caller has read them already."""
+    population = _population(plan.order_id, plan.agent_version) if population is None else population
     gold = _gold_of(plan) if gold is None else gold
     stratum_outputs: tuple[list[int], list[int]] = ([], [])
     for (output_id, _, _), h in zip(population, plan.strata, strict=True):
@@ -477,7 +480,7 @@ def plan_figures(
     sizes: tuple[int, int] | None = None
     counts: tuple[int, int] | None = None
     if plan.design == AuditPlan.Design.STRATIFIED:
-        reading = _stratified_reading(plan, gold)
+        reading = _stratified_reading(plan, gold, population)
         released = len(reading.released)
         n_labeled = max((i + 1 for i, output_id in enumerate(reading.released) if output_id in touched), default=0)
         labeled = reading.released[:n_labeled]

@@ -159,6 +159,9 @@ BODIES = [
     ({**ASK, "seed": 2**63}, False),
     ({**ASK, "confidence": 1}, False),
     ({**ASK, "rubric": "refund"}, False),
+    ({**ASK, "design": "uniform"}, True),
+    ({**ASK, "design": "random"}, False),
+    ({**ASK, "design": 1}, False),
     ({k: v for k, v in ASK.items() if k != "criterion"}, False),
 ]
 

@@ -72,6 +72,7 @@ def test_a_stricter_threshold_and_an_agent_version_are_taken():
         ({"gating": "999999"}, "Choose a criterion that gates"),
         ({"eval_set": "999999"}, "Choose an eval set that exists."),
         ({"agent_version": "v-unknown"}, "Choose an agent version that has outputs."),
+        ({"design": "random"}, "Select a valid choice. random is not one of the available choices."),
     ],
 )
 def test_bad_input_is_refused_with_clear_words_and_what_was_typed_stays(client, extra, words):

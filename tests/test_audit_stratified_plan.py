@@ -186,3 +186,17 @@ def test_a_stratified_plan_on_a_candidate_too_large_for_its_forecast_is_refused_
     with pytest.raises(AuditPlanError, match="up to 39 outputs, and this one has 40.*Start a uniform audit"):
         start(lead, rv, judge, eval_set)
     assert not AuditPlan.objects.exists()
+
+
+def test_an_unknown_design_is_refused_by_the_service_and_the_command_and_nothing_is_written():
+    from django.core.management.base import CommandError
+
+    lead, rv, judge, eval_set, outputs = mixed()
+    with pytest.raises(AuditPlanError, match="The design is one of stratified, uniform, not 'random'"):
+        start_plan(criterion=rv.criteria.get(key=KEY), eval_set=eval_set, judge_config=judge, by=lead, design="random")
+    with pytest.raises(CommandError, match="invalid choice: 'random'"):
+        call_command(
+            "audit_plan", "create", "--eval-set", "rc-1", "--rubric", rv.ref, "--judge", "gpt-judge",
+            "--criterion", KEY, "--by", "lee", "--design", "random",
+        )  # fmt: skip
+    assert not AuditPlan.objects.exists()
