@@ -467,6 +467,8 @@ def gate(request: HttpRequest, payload: GateIn):
         raise ApiError(400, str(exc)) from None
     if outcome.decision is None:
         raise ApiError(404 if _unknown_name(outcome) else 409, outcome.reason, passed=None)
+    if outcome.decision.undecided:  # held back by the candidate's own gold: the criteria say why
+        raise ApiError(409, outcome.reason, **{k: v for k, v in outcome.decision.as_dict().items() if k != "error"})
     return JsonResponse(outcome.decision.as_dict())
 
 

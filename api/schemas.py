@@ -238,9 +238,19 @@ class GatingPriceOut(Schema):
 
     criterion: str
     phi: float | None = Field(description="the judge-gold correlation on this calibration (0 where undefined)")
-    pass_rate: float | None = Field(description="the calibration's gold pass rate, taken as the candidate's")
-    N: int = Field(description="the candidate size assumed: the outputs the judge graded on this calibration")
-    labels: dict[str, int] | None = Field(description='labels per decision by margin from the minimum: "0.10", "0.05"')
+    pass_rate: float | None = Field(description="the calibration's gold pass rate")
+    N: int = Field(
+        description="the candidate's size: this eval set's outputs the judge graded, or, on the calibration a mark "
+        "relied on, the newest candidate gated or audited with this judge (see candidate)"
+    )
+    candidate: str = Field(description="which candidate N is the size of, in words")
+    minimum: float | None = Field(default=None, description="the minimum pass rate priced at (the mark's, else 0.9)")
+    labels: dict[str, int] | None = Field(
+        description='labels per decision by margin from the minimum ("0.10", "0.05"), on the worse side of it'
+    )
+    labels_by_side: dict[str, dict[str, int]] | None = Field(
+        default=None, description='the same on each side: "PASS" (the candidate above the minimum), "FAIL" (below)'
+    )
     in_words: str
 
 
@@ -284,6 +294,12 @@ class ReportOut(Schema):
     audit_plans: list[AuditPlanInReportOut] | None = Field(
         default=None, description="without by, where the eval set has audit plans: each open one and the latest closed"
     )
+    transport: list[dict] | None = Field(
+        default=None,
+        description="without by, on a candidate: per gating criterion marked on another eval set, the transport test "
+        "of the judge's TPR and TNR here against that calibration's (Fisher's exact test per rate, with its power; "
+        "docs/calibration.md)",
+    )
     split: str | None = Field(
         default=None, description="held_out when the judge's examples came from this eval set: figures on it only"
     )
@@ -309,7 +325,7 @@ class GateCriterionOut(Schema):
     judge_tpr_ci: list[float] | None = Field(description="[low, high], 95% Wilson, on the calibration set")
     judge_tnr_ci: list[float] | None
     candidate_gold_n: int | None = Field(
-        description="the transport check, where the policy decides on corrected_lower (else null): outputs of the "
+        description="the transport test, where the mark holds calibration counts (else null): outputs of the "
         "candidate with gold PASS/FAIL and a PASS/FAIL verdict"
     )
     candidate_tpr: float | None = Field(description="the judge's TPR on the candidate's gold")
@@ -317,8 +333,21 @@ class GateCriterionOut(Schema):
     candidate_tnr: float | None = Field(description="the judge's TNR on the candidate's gold")
     candidate_tnr_ci: list[float] | None = Field(description="[low, high], 95% Wilson")
     transport_warning: str | None = Field(
-        description="set when the candidate's TPR or TNR interval does not overlap the calibration's: the "
-        "corrected bound borrows the calibration's rates and may not hold on the candidate"
+        description="set when Fisher's exact test finds the candidate's TPR or TNR moved from the calibration's (each "
+        "rate at half the level 1 - confidence): the corrected bound borrows the calibration's rates and does not "
+        "hold on the candidate"
+    )
+    corrected_assumes: str = Field(description="the corrected bound's assumption, in words")
+    candidate_gold: dict | None = Field(
+        description="what the candidate's own gold says of its pass rate: passes, fails, unknown (no decisive gold), "
+        "sample (census, audit order, or not known to be random), lower and upper (exact, or the audit's), "
+        "worst_case_upper (every output without gold passing), in_words; null without gold PASS/FAIL"
+    )
+    refuted_by_gold: str | None = Field(description="why the candidate's own gold makes this criterion not met")
+    held_back: str | None = Field(description="why the candidate's gold keeps the gate from passing on it (exit 2)")
+    transport: dict | None = Field(
+        description="the transport test in full: level, per rate (tpr, tnr) the counts, Fisher's p, moved, and the "
+        "power to catch a drop of 0.10 and 0.05; warning; too_little_gold"
     )
     audit_lower: float | None = Field(description="an audit of the candidate: null unless the policy decides on one")
     audit_upper: float | None
@@ -332,7 +361,10 @@ class GateCriterionOut(Schema):
     min_pass_rate: float
     max_error_rate: float
     confidence: float
-    decide_on: str = Field(description="wilson_lower (observed), corrected_lower or audit")
+    decide_on: str = Field(
+        description="audit (the default for marks made since issue 40), corrected_lower (assumes the judge's error "
+        "rates on the calibration set hold here) or wilson_lower (observed)"
+    )
 
 
 class VerdictSourceOut(Schema):
@@ -349,9 +381,10 @@ class VerdictSourceOut(Schema):
 
 
 class GateOut(Schema):
-    """The gate's decision, as `manage.py gate --format json`: read `passed`."""
+    """The gate's decision, as `manage.py gate --format json`: read `passed` (null with a 409 where the candidate's own
+    gold holds the gate back; `error` says why and the criteria come with it)."""
 
-    passed: bool
+    passed: bool | None
     binding_criterion: str | None
     met_count: int
     gating_count: int

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import numpy as np
@@ -716,20 +716,34 @@ class GatingPrice:
 
     criterion: str
     phi: float  # the judge-gold correlation on the calibration (0 where undefined: the judge then adds nothing)
-    pass_rate: float  # the calibration's gold pass rate, taken as the candidate's
+    pass_rate: float  # the calibration's gold pass rate, taken as the candidate's where no minimum is given
     N: int  # the candidate size assumed
-    costs: tuple[LabelCost, ...]  # one per margin of PRICE_MARGINS
+    costs: tuple[LabelCost, ...]  # one per margin of PRICE_MARGINS: the worse side where a minimum is given
+    minimum: float | None = None  # the minimum the audit decides at; None: the calibration's pass rate stands in
+    # Where a minimum is given, one per margin on each side: the candidate passing at minimum + margin ("PASS") and
+    # at minimum - margin ("FAIL"). A lead meets either side, so the price quoted is the worse.
+    sides: dict[str, tuple[LabelCost, ...]] = field(default_factory=dict)
 
     @property
     def in_words(self) -> str:
-        head = f"gating {self.criterion} costs about {self.costs[0].labels} labels a release"
-        rest = ", ".join(f"{c.labels} at a margin of {c.margin:.2f}" for c in self.costs[1:])
         judge = (
             "the judge adds little"
             if self.phi**2 < LITTLE_HELP
             else f"the judge's verdicts take {self.phi**2:.0%} off the variance"
         )
-        return f"{head} when it is {self.costs[0].margin:.2f} from the minimum ({rest}); {judge}"
+        if self.minimum is None or not self.sides:
+            head = f"gating {self.criterion} costs about {self.costs[0].labels} labels a release"
+            rest = ", ".join(f"{c.labels} at a margin of {c.margin:.2f}" for c in self.costs[1:])
+            return f"{head} when it is {self.costs[0].margin:.2f} from the minimum ({rest}); {judge}"
+        above, below = self.sides[PASS_SIDE], self.sides[FAIL_SIDE]
+        said = "; ".join(
+            f"{max(a.labels, b.labels)} at {a.margin:.2f} from it ({b.labels} below, {a.labels} above)"
+            for a, b in zip(above, below, strict=True)
+        )
+        return (
+            f"gating {self.criterion} at the minimum {self.minimum:g} costs about {self.costs[0].labels} labels a "
+            f"release of {self.N:,} outputs, on the worse side: {said}; {judge}"
+        )
 
     def as_dict(self) -> dict:
         return {
@@ -737,25 +751,42 @@ class GatingPrice:
             "phi": self.phi,
             "pass_rate": self.pass_rate,
             "N": self.N,
+            "minimum": self.minimum,
             "labels": {f"{c.margin:.2f}": c.labels for c in self.costs},
+            "labels_by_side": {
+                side: {f"{c.margin:.2f}": c.labels for c in costs} for side, costs in self.sides.items()
+            },
             "in_words": self.in_words,
         }
 
 
+PASS_SIDE, FAIL_SIDE = "PASS", "FAIL"
+
+
 def gating_price(
-    *, criterion: str, cells: tuple[int, int, int, int], N: int, confidence: float = 0.95
+    *, criterion: str, cells: tuple[int, int, int, int], N: int, confidence: float = 0.95, minimum: float | None = None
 ) -> GatingPrice | None:
     """The price of gating one criterion (labels_per_decision at PRICE_MARGINS), from the calibration's confusion
     cells (true_pass, false_pass, false_fail, true_fail) and a candidate of N outputs. None without gold PASS/FAIL
-    items judged PASS/FAIL, or N < 1. An estimate: it assumes the candidate passes as often as the calibration's
-    gold, and that the judge keeps its calibration correlation there (an audit's validity does not need it)."""
+    items judged PASS/FAIL, or N < 1. An estimate: it assumes the judge keeps its calibration correlation on the
+    candidate (an audit's validity does not need it). With `minimum`, the candidate's pass rate is taken at each
+    margin above and below it (issue 40: the side changes the variance, p (1 - p)), and the worse side is quoted;
+    without, at the calibration's gold pass rate."""
     tp, fp, fn, tn = cells
     n = tp + fp + fn + tn
     if n == 0 or N < 1:
         return None
     phi = phi_coefficient(true_pass=tp, false_pass=fp, false_fail=fn, true_fail=tn) or 0.0
     pass_rate = (tp + fn) / n
-    costs = tuple(
-        labels_per_decision(phi=phi, pass_rate=pass_rate, margin=m, N=N, confidence=confidence) for m in PRICE_MARGINS
-    )
-    return GatingPrice(criterion, phi, pass_rate, N, costs)
+
+    def cost(theta: float, margin: float) -> LabelCost:
+        return labels_per_decision(phi=phi, pass_rate=theta, margin=margin, N=N, confidence=confidence)
+
+    if minimum is None:
+        return GatingPrice(criterion, phi, pass_rate, N, tuple(cost(pass_rate, m) for m in PRICE_MARGINS))
+    sides = {
+        PASS_SIDE: tuple(cost(min(minimum + m, 1.0), m) for m in PRICE_MARGINS),
+        FAIL_SIDE: tuple(cost(max(minimum - m, 0.0), m) for m in PRICE_MARGINS),
+    }
+    worse = tuple(max(a, b, key=lambda c: c.labels) for a, b in zip(sides[PASS_SIDE], sides[FAIL_SIDE], strict=True))
+    return GatingPrice(criterion, phi, pass_rate, N, worse, minimum, sides)

@@ -21,6 +21,7 @@ from judging.models import JudgeRun
 from labeling.disputes import DisputeRefused, raise_dispute
 
 from . import drilldown as dd
+from .candidate_evidence import ASSUMES_CALIBRATION, POWER_MOVES
 from .forms import DisputeForm, GateRunForm
 from .gate import GateRequest, gate_and_record
 from .models import GateResult, GatingMark
@@ -82,10 +83,20 @@ def gate_result(request: AuthenticatedHttpRequest, result: int) -> HttpResponse:
         "rows": zip(criteria, gate_rows(criteria), strict=True),
         "command": _command(record),
         "is_lead": has_role(request.user, Role.LEAD),
-        # The transport check of the criteria decided on the corrected bound (results from before it have none).
-        "transports": [c for c in criteria if c.get("candidate_gold_n") is not None],
+        "has_criteria": bool(criteria),
+        # What the candidate's gold says (results from before issue 40 have no "transport" and show none of it).
+        "evidence": [c for c in criteria if "transport" in c],
+        "transports": [_with_power(c) for c in criteria if c.get("transport") and c["transport"]["candidate_gold_n"]],
+        "assumes": ASSUMES_CALIBRATION,
     }
     return render(request, "calibration/gate_result.html", context)
+
+
+def _with_power(criterion: dict) -> tuple[dict, float | None, float | None]:
+    """A criterion with its transport test's power to catch a drop of 0.10 in TNR and in TPR."""
+    move = f"{POWER_MOVES[0]:.2f}"
+    t = criterion["transport"]
+    return criterion, t["tnr"]["power"].get(move), t["tpr"]["power"].get(move)
 
 
 def _command(record: GateResult) -> str:

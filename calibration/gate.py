@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from pathlib import PurePath
 
 import pandas as pd
 
@@ -47,16 +48,24 @@ from labeling.gold import derive_gold
 from . import frames as data
 from . import probes
 from .audits import AuditFigures, open_plan_for, plan_figures
+from .candidate_evidence import (
+    ASSUMES_CALIBRATION,
+    GoldBound,
+    TransportTest,
+    calibration_cells,
+    gold_bound,
+    transport_test,
+)
 from .frame_reading import confusion_cells, current_runs, current_verdicts
 from .metrics import (
     BINARY,
     ERROR,
+    FAIL,
+    NOT_APPLICABLE,
     PASS,
     CorrectedPassRate,
-    TransportCheck,
     corrected_pass_rate,
     fmt,
-    transport_check,
     wilson_interval,
 )
 from .models import GateResult, GatingMark
@@ -67,9 +76,6 @@ EXIT_PASSED, EXIT_FAILED, EXIT_UNDECIDED = 0, 1, 2
 
 class CannotDecide(Exception):
     """The gate has nothing it may decide on; the message says why and what to do."""
-
-
-CALIBRATION_CELLS = ("true_pass", "false_pass", "false_fail", "true_fail")
 
 
 @dataclass(frozen=True)
@@ -85,9 +91,7 @@ class Gating:
 
     @classmethod
     def from_mark(cls, criterion_id: int, key: str, policy: GateThresholds, eval_set: str, figures: dict) -> Gating:
-        cells = [figures.get(name) for name in CALIBRATION_CELLS]
-        ok = all(isinstance(c, int) and c >= 0 for c in cells)
-        return cls(criterion_id, key, policy, eval_set, tuple(cells) if ok else None)  # type: ignore[arg-type]
+        return cls(criterion_id, key, policy, eval_set, calibration_cells(figures))
 
 
 @dataclass(frozen=True)
@@ -108,14 +112,20 @@ class GateCriterion:
     calibration_eval_set: str = ""
     calibration_n: int = 0
     audit: AuditFigures | None = None  # the audit plan's figures, where the policy decides on it
-    # Where the policy decides on the corrected bound: the judge's TPR and TNR on the candidate's gold beside the
-    # calibration's, and a warning when they moved (metrics.TransportCheck).
-    transport: TransportCheck | None = None
+    # The judge's TPR and TNR on the candidate's gold against the calibration's, tested (candidate_evidence.py);
+    # None where the mark holds no calibration counts.
+    transport: TransportTest | None = None
+    # What the candidate's own gold says of its pass rate (None: no gold PASS/FAIL there), and, where it refutes the
+    # minimum or contradicts the deciding bound, why the criterion is not met (`refuted`) or not passed (`held`).
+    gold: GoldBound | None = None
+    refuted: str = ""
+    held: str = ""
 
     @property
     def binding_key(self) -> tuple:
         if not self.met:
-            return (0, min(self.pass_margin, self.error_margin))
+            refuted = -math.inf if self.refuted else math.inf  # the candidate's gold outranks any bound's margin
+            return (0, min(self.pass_margin, self.error_margin, refuted))
         return (1, self.pass_margin, self.error_margin)
 
     def as_dict(self) -> dict:
@@ -125,6 +135,7 @@ class GateCriterion:
             "corrected_pass_rate": c.estimate if c else None,
             "corrected_lower": c.lower if c else None,
             "corrected_upper": c.upper if c else None,
+            "corrected_assumes": ASSUMES_CALIBRATION,
             "judge_tpr": c.tpr if c else None,
             "judge_tnr": c.tnr if c else None,
             "calibration_eval_set": self.calibration_eval_set,
@@ -140,24 +151,41 @@ class GateCriterion:
             "audit_n_labeled": a.n_labeled if a else None,
             "audit_N": a.N if a else None,
         }
+        evidence = {
+            "candidate_gold": self.gold.as_dict() if self.gold else None,
+            "refuted_by_gold": self.refuted or None,
+            "held_back": self.held or None,
+            "transport": self.transport.as_dict() if self.transport else None,
+        }
         tail = {k: getattr(self, k) for k in ("error_rate", "met")}
-        return {**head, **corrected, **self.transport_dict(), **audit, **tail, **self.thresholds.as_dict()}
+        return {
+            **head,
+            **corrected,
+            **self.transport_dict(),
+            **audit,
+            **evidence,
+            **tail,
+            **self.thresholds.as_dict(),
+        }
 
     def transport_dict(self) -> dict:
-        """The transport check's keys (docs/calibration.md, The release gate): null unless it decides on corrected."""
+        """The transport check's flat keys (docs/calibration.md, The release gate): the rates on both sides with
+        their Wilson intervals for reading, and the test's warning; null without calibration counts."""
         t = self.transport
+        confidence = 1.0 - t.level if t else 0.95
 
-        def ci(interval: tuple[float, float] | None) -> list[float] | None:
-            return list(interval) if interval else None
+        def ci(hits: int, n: int) -> list[float] | None:
+            w = wilson_interval(hits, n, confidence)
+            return None if w.lower is None or w.upper is None else [w.lower, w.upper]
 
         return {
-            "judge_tpr_ci": ci(t.tpr.calibration_ci) if t else None,
-            "judge_tnr_ci": ci(t.tnr.calibration_ci) if t else None,
+            "judge_tpr_ci": ci(t.tpr.calibration_hits, t.tpr.calibration_n) if t else None,
+            "judge_tnr_ci": ci(t.tnr.calibration_hits, t.tnr.calibration_n) if t else None,
             "candidate_gold_n": t.candidate_n if t else None,
             "candidate_tpr": t.tpr.candidate if t else None,
-            "candidate_tpr_ci": ci(t.tpr.candidate_ci) if t else None,
+            "candidate_tpr_ci": ci(t.tpr.candidate_hits, t.tpr.candidate_n) if t else None,
             "candidate_tnr": t.tnr.candidate if t else None,
-            "candidate_tnr_ci": ci(t.tnr.candidate_ci) if t else None,
+            "candidate_tnr_ci": ci(t.tnr.candidate_hits, t.tnr.candidate_n) if t else None,
             "transport_warning": t.warning if t else None,
         }
 
@@ -219,7 +247,7 @@ def _source(run: JudgeRun, verdicts: int) -> VerdictSource:
         verdicts=verdicts,
         mode=run.mode,
         label=run.label,
-        file=run.source_name,
+        file=PurePath(run.source_name).name,  # the file's name: a server path tells a CI log nothing it should know
         finished_at=run.finished_at.isoformat() if run.finished_at else None,
         token={"id": push.token_id, "project": push.token.project} if push is not None else None,
     )
@@ -259,12 +287,27 @@ class GateDecision:
         return len(self.criteria)
 
     @property
+    def held(self) -> tuple[str, ...]:
+        """Why the gate may not pass though no criterion failed: each held criterion's reason."""
+        return tuple(f"{c.criterion}: {c.held}" for c in self.criteria if c.held)
+
+    @property
+    def undecided(self) -> bool:
+        """Not passed, and every unmet criterion is held back rather than failed: the gate cannot decide (exit 2)."""
+        return not self.passed and all(c.met or c.held for c in self.criteria)
+
+    @property
+    def reason(self) -> str:
+        return "undecided: " + "; ".join(self.held) if self.undecided else ""
+
+    @property
     def exit_code(self) -> int:
-        return EXIT_PASSED if self.passed else EXIT_FAILED
+        return EXIT_PASSED if self.passed else EXIT_UNDECIDED if self.undecided else EXIT_FAILED
 
     def as_dict(self) -> dict:
         return {
-            "passed": self.passed,
+            "passed": None if self.undecided else self.passed,
+            **({"error": self.reason} if self.undecided else {}),
             "binding_criterion": self.binding_criterion,
             "met_count": self.met_count,
             "gating_count": self.gating_count,
@@ -300,6 +343,7 @@ def evaluate(
     outputs: int | None = None,
     audits: dict[object, AuditFigures] | None = None,
     candidate_cells: dict[object, tuple[int, int, int, int]] | None = None,
+    gold: dict[object, GoldBound] | None = None,
 ) -> GateDecision:
     """Pure: current verdicts (criterion, judge) of the gating criteria, each with the lead's policy and its
     calibration -> the decision. PolicyRefused if `tightening` loosens any criterion's policy.
@@ -308,10 +352,12 @@ def evaluate(
     than that cannot be decided (an incomplete run could otherwise pass on the part that was judged).
     `audits`: criterion id -> the decided audit figures of the criteria whose policy decides on an audit.
     `candidate_cells`: criterion id -> the judge's confusion cells against gold on the candidate (none: zeros),
-    for the transport check of the criteria whose policy decides on the corrected bound.
+    for the transport test of the criteria whose mark holds calibration counts.
+    `gold`: criterion id -> what the candidate's own gold says of its pass rate (`against_gold` reads it).
     """
     audits = audits or {}
     candidate_cells = candidate_cells or {}
+    gold = gold or {}
     applied = {g.key: tightening.applied_to(g.policy, g.key) for g in gating}
     if not gating:
         raise CannotDecide("no criteria are approved as gating for this rubric version and judge config")
@@ -355,9 +401,14 @@ def evaluate(
         else:
             met = pass_margin >= 0 and error_margin >= 0
         transport = None
-        if thresholds.decide_on == CORRECTED_LOWER and g.calibration:
+        if g.calibration:
             cells = candidate_cells.get(g.criterion_id, (0, 0, 0, 0))
-            transport = transport_check(calibration=g.calibration, candidate=cells)
+            transport = transport_test(calibration=g.calibration, candidate=cells, level=1.0 - thresholds.confidence)
+        refuted, held = against_gold(gold.get(g.criterion_id), thresholds, corrected, transport)
+        if refuted or (held and met):
+            met = False
+        else:
+            held = ""  # a criterion that fails on its own bound fails; nothing is held back
         rows.append(
             GateCriterion(
                 criterion=g.key,
@@ -377,10 +428,49 @@ def evaluate(
                 calibration_n=sum(g.calibration) if g.calibration else 0,
                 audit=audit,
                 transport=transport,
+                gold=gold.get(g.criterion_id),
+                refuted=refuted,
+                held=held,
             )
         )
     binding = min(rows, key=lambda r: r.binding_key)  # min() keeps the first of equals: rubric order
     return GateDecision(all(r.met for r in rows), binding.criterion, tuple(rows), tightening)
+
+
+def against_gold(
+    gold: GoldBound | None,
+    thresholds: GateThresholds,
+    corrected: CorrectedPassRate | None,
+    transport: TransportTest | None,
+) -> tuple[str, str]:
+    """Pure: (refuted, held) for one criterion, each a reason or "" (issue 40: never pass against the candidate's
+    own evidence). Refuted, so not met: the candidate's gold shows the pass rate below the minimum without an
+    assumption it cannot check (every output has gold, an audit's random order, or even if every output without
+    gold passes). Held back, so the gate cannot pass: the labeled outputs would refute the minimum if they were a
+    random sample; or, deciding on the corrected bound, the gold allows less than it claims or the transport test
+    finds the judge's errors moved. An audit decides on the gold already: nothing to add."""
+    minimum = thresholds.min_pass_rate
+    if thresholds.decide_on == AUDIT:
+        return "", ""
+    if gold is not None and gold.refutes(minimum):
+        return f"the candidate's own gold refutes the minimum {minimum:g}: {gold.in_words()}", ""
+    if gold is not None and gold.would_refute_if_random(minimum):
+        return "", (
+            f"the candidate's gold would refute the minimum {minimum:g} if its labeled outputs were a random sample "
+            f"({gold.in_words()}); an audit of the candidate (a random sample) decides"
+        )
+    if thresholds.decide_on != CORRECTED_LOWER:
+        return "", ""
+    lower = corrected.lower if corrected else None
+    if gold is not None and gold.upper is not None and lower is not None and gold.upper < lower:
+        said = "" if gold.is_random else " if its labeled outputs are a random sample"
+        return "", (
+            f"the corrected lower bound {lower:.3f} ({ASSUMES_CALIBRATION}) is above the {gold.upper:.3f} that the "
+            f"candidate's gold allows{said} ({gold.in_words()}); an audit of the candidate decides"
+        )
+    if transport is not None and transport.warning:
+        return "", f"{transport.warning}; an audit of the candidate decides without them"
+    return "", ""
 
 
 def gating_criteria(rubric_version: RubricVersion, judge_config: JudgeConfig) -> list[Gating]:
@@ -420,14 +510,48 @@ def run_gate(
     outputs = len(data.load_agent_versions(scope))
     audits = decided_audits(gating, tightening, eval_set, rubric_version, judge_config, agent_version)
     current = current_verdicts(stored)
-    cells = None
-    if any(tightening.applied_to(g.policy, g.key).decide_on == CORRECTED_LOWER for g in gating):
-        # The transport check: any gold on the candidate (an audit's, or labels made for any other reason).
-        policies = {c.pk: c.gold_policy for c in data.criteria_of(rubric_version)}
-        gold = derive_gold(data.load_labels(scope), data.load_adjudicated(scope), policies)
-        cells = confusion_cells(current, gold)
-    decision = evaluate(current, gating, tightening, outputs=outputs, audits=audits, candidate_cells=cells)
+    # The candidate's own gold (an audit's, or labels made for any other reason): its bound and the transport test.
+    policies = {c.pk: c.gold_policy for c in data.criteria_of(rubric_version)}
+    gold = derive_gold(data.load_labels(scope), data.load_adjudicated(scope), policies)
+    cells = confusion_cells(current, gold)
+    bounds = candidate_gold_bounds(
+        gold,
+        gating,
+        tightening,
+        outputs,
+        audit_plan=dict(eval_set=eval_set, judge_config=judge_config, agent_version=agent_version),
+    )
+    decision = evaluate(current, gating, tightening, outputs=outputs, audits=audits, candidate_cells=cells, gold=bounds)
     return dataclasses.replace(decision, provenance=sources)
+
+
+def candidate_gold_bounds(
+    gold: pd.DataFrame, gating: list[Gating], tightening: Tightening, outputs: int, *, audit_plan: dict
+) -> dict[object, GoldBound]:
+    """Per gating criterion, what the candidate's gold says of its pass rate (candidate_evidence.gold_bound) at the
+    applied confidence: where an open audit plan covers the criterion, its anytime-valid interval; else the exact
+    interval of the labeled outputs, which only a census makes random."""
+    bounds: dict[object, GoldBound] = {}
+    for g in gating:
+        thresholds = tightening.applied_to(g.policy, g.key)
+        if thresholds.decide_on == AUDIT:
+            continue  # the audit decides on this gold already
+        outcomes = gold.loc[gold["criterion"] == g.criterion_id, "gold"]
+        passes, fails = int(outcomes.eq(PASS).sum()), int(outcomes.eq(FAIL).sum())
+        if passes + fails == 0:
+            continue
+        unknown = max(outputs - passes - fails - int(outcomes.eq(NOT_APPLICABLE).sum()), 0)
+        plan = open_plan_for(criterion_id=g.criterion_id, **audit_plan) if unknown else None
+        interval = None
+        if plan is not None:
+            figures = plan_figures(plan, minimum=thresholds.min_pass_rate, confidence=thresholds.confidence)
+            if figures.lower is not None and figures.upper is not None and not figures.outputs_outside_order:
+                interval = (figures.lower, figures.upper)
+        bound = gold_bound(
+            passes=passes, fails=fails, unknown=unknown, confidence=thresholds.confidence, audit=interval
+        )
+        bounds[g.criterion_id] = bound
+    return bounds
 
 
 def decided_audits(
@@ -520,10 +644,12 @@ def gate_and_record(request: GateRequest, *, source: str, token=None, asked_by=N
         decision = run_gate(**resolved, tightening=request.tightening, agent_version=request.agent_version)
     except (UnknownName, CannotDecide) as exc:
         reason = str(exc)
+    if decision is not None and decision.undecided:
+        reason = decision.reason  # held back by the candidate's own gold: the criteria are kept with the reason
     record = GateResult.objects.create(
         decision=(
             GateResult.Decision.UNDECIDED
-            if decision is None
+            if decision is None or decision.undecided
             else GateResult.Decision.PASSED
             if decision.passed
             else GateResult.Decision.FAILED
@@ -548,12 +674,32 @@ def gate_and_record(request: GateRequest, *, source: str, token=None, asked_by=N
     return GateOutcome(decision, reason, record)
 
 
+def evidence_lines(c: GateCriterion) -> list[str]:
+    """What the candidate's own gold says of one criterion, in words (the text answer and the gate page)."""
+    lines = []
+    if c.refuted:
+        lines.append(f"not met: {c.refuted}")
+    elif c.held:
+        lines.append(f"held back: {c.held}")
+    elif c.gold is not None:
+        lines.append(f"the candidate's gold: {c.gold.in_words()}")
+    if c.transport is not None and not (c.held and c.transport.warning):
+        lines.append(f"transport test: {c.transport.in_words()}")
+    if c.thresholds.decide_on == CORRECTED_LOWER and c.gold is None:
+        lines.append(
+            f"decided on the corrected bound with no gold on the candidate: it {ASSUMES_CALIBRATION}, unchecked; an "
+            "audit of the candidate does not rest on it"
+        )
+    return lines
+
+
 def render_text(outcome: GateOutcome) -> str:
     if outcome.decision is None:
         return f"CANNOT DECIDE: {outcome.reason}"
     d = outcome.decision
+    head = "CANNOT DECIDE" if d.undecided else "PASSED" if d.passed else "FAILED"
     lines = [
-        f"{'PASSED' if d.passed else 'FAILED'}: every gating criterion must have the lower bound its policy decides "
+        f"{head}: every gating criterion must have the lower bound its policy decides "
         f"on (at its confidence) >= its minimum pass rate and an ERROR rate <= its maximum ({d.tightening.describe()})",
         f"{'criterion':<28} {'n':>6} {'passes':>7} {'pass rate':>9} {'lower':>7} {'corr':>6} {'c.lower':>7} "
         f"{'a.lower':>7} {'decides':>8} {'min':>5} {'conf':>5} {'errors':>6} {'err rate':>8} {'max':>5}  met",
@@ -567,20 +713,16 @@ def render_text(outcome: GateOutcome) -> str:
             f"{fmt(corr.estimate if corr else None):>6} {fmt(corr.lower if corr else None):>7} "
             f"{fmt(c.audit.lower if c.audit else None):>7} {decides:>8} "
             f"{t.min_pass_rate:>5g} {t.confidence:>5g} {c.errors:>6} {fmt(c.error_rate):>8} {t.max_error_rate:>5g}  "
-            f"{'yes' if c.met else 'NO'}"
+            f"{'yes' if c.met else 'held' if c.held else 'NO'}"
         )
     lines.append(
         "lower: Wilson bound of the judge's pass rate; corr / c.lower: the pass rate corrected for the judge's own "
-        "errors (Rogan-Gladen, its TPR and TNR on the calibration the mark relied on) and its lower bound; a.lower: "
-        "the anytime-valid lower bound of an audit of the candidate (decides on its own decision, PASS or FAIL)"
+        f"errors (Rogan-Gladen, its TPR and TNR on the calibration the mark relied on: it {ASSUMES_CALIBRATION}) and "
+        "its lower bound; a.lower: the anytime-valid lower bound of an audit of the candidate (decides on its own "
+        "decision, PASS or FAIL)"
     )
     for c in d.criteria:
-        if c.transport is not None and c.transport.warning:
-            tnr = c.transport.tnr
-            lines.append(
-                f"warning: {c.criterion}: {c.transport.warning} (TNR {fmt(tnr.calibration)} on the calibration, "
-                f"{fmt(tnr.candidate)} on {c.transport.candidate_n} gold items of the candidate)"
-            )
+        lines.extend(f"{c.criterion}: {said}" for said in evidence_lines(c))
     lines.append(f"binding criterion: {d.binding_criterion}")
     lines.append("verdicts from: " + ("; ".join(s.describe() for s in d.provenance) or "none"))
     lines.append(f"{d.met_count} of {d.gating_count} criteria met (information only: the gate is conjunctive)")

@@ -24,22 +24,24 @@ DEFAULT_CONFIDENCE = 0.95
 FIELDS = ("min_pass_rate", "max_error_rate", "confidence")
 
 # Which lower bound of the pass rate must reach the minimum (the lead's choice, never the caller's: neither is
-# always the stricter one). The corrected one accounts for the judge's own errors measured on the calibration
-# the mark relied on (a judge that misses 20% of failures makes a release look better than it is); the observed
-# one is the Wilson bound of the judge's verdicts as they are. New marks decide on the corrected bound; marks
-# made before the choice existed keep the observed one, which is what the gate applied when they were made.
-# The audit (issue 22) decides on the candidate's own gold instead: a random sample of its outputs labeled along an
-# audit plan's order (calibration/audits.py), its anytime-valid lower bound shown as `audit_lower`. It borrows
-# nothing from the calibration, so it holds where the judge's errors moved; while it is undecided, so is the gate.
+# always the stricter one). The audit (issue 22) decides on the candidate's own gold: a random sample of its outputs
+# labeled along an audit plan's order (calibration/audits.py), its anytime-valid lower bound shown as `audit_lower`.
+# It borrows nothing from the calibration, so it holds where the judge's errors moved; while it is undecided, so is
+# the gate. New marks decide on it (issue 40: a default that rests on no assumption we cannot check). The corrected
+# bound accounts for the judge's own errors measured on the calibration the mark relied on (a judge that misses 20%
+# of failures makes a release look better than it is) and assumes those errors hold on the candidate, which its name
+# says everywhere; the observed one is the Wilson bound of the judge's verdicts as they are. Marks made before the
+# choice existed keep the observed one, and marks made before issue 40 the corrected one: what they were made with.
+# Whatever the choice, the gate never passes against the candidate's own gold (calibration/candidate_evidence.py).
 CORRECTED_LOWER = "corrected_lower"
 WILSON_LOWER = "wilson_lower"
 AUDIT = "audit"
 DECIDE_ON = {
-    CORRECTED_LOWER: "corrected lower bound",
+    CORRECTED_LOWER: "corrected lower bound (assumes the judge's error rates on the calibration set hold here)",
     WILSON_LOWER: "observed (Wilson) lower bound",
     AUDIT: "audit of the candidate (anytime-valid lower bound)",
 }
-DEFAULT_DECIDE_ON = CORRECTED_LOWER
+DEFAULT_DECIDE_ON = AUDIT
 
 
 class PolicyRefused(Exception):

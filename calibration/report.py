@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from django.db.models import Count
 from django.utils import timezone
 
 from evals.models import Criterion, EvalSet, GoldPolicy, RubricVersion
@@ -40,6 +41,7 @@ from . import content_cache
 from . import frames as data
 from .audit_stats import GatingPrice, gating_price
 from .audits import plan_figures, plans_to_report
+from .candidate_evidence import TransportTest, calibration_cells, transport_test
 from .frame_reading import (
     KEY,
     annotator_pair_cells,
@@ -74,6 +76,7 @@ from .metrics import (
     mean_pairwise_kappa,
     tier_for,
 )
+from .policy import DEFAULT_MIN_PASS_RATE
 from .probes import probe_results, report_key
 
 # A row field that is not part of the report's JSON and CSV, only of the pages and approvals.
@@ -751,6 +754,7 @@ class PriceRow:
     criterion: str
     N: int
     price: GatingPrice | None
+    candidate: str = ""  # which candidate N is the size of, in words
 
     @property
     def in_words(self) -> str:
@@ -760,21 +764,61 @@ class PriceRow:
 
     def as_dict(self) -> dict:
         if self.price is not None:
-            return self.price.as_dict()
+            return {**self.price.as_dict(), "candidate": self.candidate}
         return {"criterion": self.criterion, "phi": None, "pass_rate": None, "N": self.N, "labels": None,
-                "in_words": self.in_words}  # fmt: skip
+                "in_words": self.in_words, "candidate": self.candidate}  # fmt: skip
 
 
-def price_rows(rows: Iterable[CriterionReport], N: int) -> tuple[PriceRow, ...]:
-    """The price of gating each criterion on a candidate of N outputs, from the report's confusion cells."""
+def price_rows(
+    rows: Iterable[CriterionReport], N: int, minimums: Mapping[str, float] | None = None, candidate: str = ""
+) -> tuple[PriceRow, ...]:
+    """The price of gating each criterion on a candidate of N outputs, from the report's confusion cells, on the
+    worse side of its minimum (`minimums`: a gating criterion's, DEFAULT_MIN_PASS_RATE for the others)."""
+    minimums = minimums or {}
     return tuple(
         PriceRow(
             r.criterion,
             N,
-            gating_price(criterion=r.criterion, cells=(r.true_pass, r.false_pass, r.false_fail, r.true_fail), N=N),
+            gating_price(
+                criterion=r.criterion,
+                cells=(r.true_pass, r.false_pass, r.false_fail, r.true_fail),
+                N=N,
+                minimum=minimums.get(r.criterion, DEFAULT_MIN_PASS_RATE),
+            ),
+            candidate,
         )
         for r in rows
     )
+
+
+def priced_candidate(
+    *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, here: int
+) -> tuple[int, str]:
+    """The candidate the price of gating is about (issue 40): this eval set, unless it is the calibration a gating
+    mark relied on; then the newest candidate gated or audited with this rubric version and judge; without one, a
+    candidate the size of this calibration, said so. Two queries at most."""
+    from .models import AuditPlan, GateResult, GatingMark
+
+    marks = GatingMark.objects.for_instrument(rubric_version, judge_config)
+    if not marks.filter(calibration_eval_set=eval_set).exists():
+        return here, "this eval set"
+    gated = (
+        GateResult.objects.filter(rubric_version=rubric_version, judge_config=judge_config, eval_set__isnull=False)
+        .exclude(eval_set=eval_set)
+        .values_list("created_at", "eval_set")
+        .order_by("-created_at")[:1]
+    )
+    audited = (
+        AuditPlan.objects.filter(criterion__rubric_version=rubric_version, judge_config=judge_config)
+        .exclude(eval_set=eval_set)
+        .values_list("created_at", "eval_set")
+        .order_by("-created_at")[:1]
+    )
+    newest = max([*gated, *audited], default=None)
+    if newest is None:
+        return here, "no candidate gated or audited yet: one the size of this calibration"
+    candidate = EvalSet.objects.annotate(outputs=Count("cases__outputs")).get(pk=newest[1])
+    return int(candidate.outputs), f"{candidate.name}, the newest candidate gated or audited with this judge"
 
 
 # --- Loading and the report objects -------------------------------------------------------------
@@ -796,6 +840,9 @@ class CalibrationReport:
     gating_prices: tuple[PriceRow, ...] | None = None
     # The audit plans on this eval set (as a release candidate): AuditFigures.summary of each; none, no key.
     audit_plans: tuple[dict, ...] = ()
+    # As a release candidate: each gating criterion marked on another eval set, with the transport test of the
+    # judge's rates here against that calibration's (issue 40); none, no key.
+    transport: tuple[tuple[str, TransportTest], ...] = ()
     # "held_out" when the judge's examples came from this eval set: the rows measure the held-out split only
     # (calibration/holdout.py), and `split_note` says so. "" (and no keys in meta) for every other report.
     split: str = ""
@@ -820,6 +867,8 @@ class CalibrationReport:
             extra["gating_price"] = [p.as_dict() for p in self.gating_prices]
         if self.audit_plans:
             extra["audit_plans"] = list(self.audit_plans)
+        if self.transport:
+            extra["transport"] = [{"criterion": key, **t.as_dict()} for key, t in self.transport]
         return {
             **self.meta(),
             "criteria": [r.as_dict() for r in self.rows],
@@ -881,6 +930,51 @@ class SegmentedReport:
             "mean_kappa": self.mean_kappas(),
             **({"split": "held_out", "split_note": self.split_note} if self.split_note else {}),
         }
+
+
+@dataclass(frozen=True)
+class MarkedCalibration:
+    """What a gating mark relied on, as the report of a candidate reads it: its minimum, its confidence, and the
+    calibration's confusion cells (None when the mark holds none)."""
+
+    key: str
+    eval_set_id: int
+    min_pass_rate: float
+    confidence: float
+    cells: tuple[int, int, int, int] | None
+
+
+def marked_calibrations(rubric_version: RubricVersion, judge_config: JudgeConfig) -> list[MarkedCalibration]:
+    """The active gating marks of this instrument (one query)."""
+    from .models import GatingMark
+
+    marks = GatingMark.objects.for_instrument(rubric_version, judge_config).values_list(
+        "criterion__key", "calibration_eval_set_id", "min_pass_rate", "confidence", "figures"
+    )
+    return [
+        MarkedCalibration(key, eval_set_id, minimum, confidence, calibration_cells(figures or {}))
+        for key, eval_set_id, minimum, confidence, figures in marks
+    ]
+
+
+def transport_rows(
+    rows: Iterable[CriterionReport], marks: Iterable[MarkedCalibration], eval_set_id: int
+) -> tuple[tuple[str, TransportTest], ...]:
+    """Per gating criterion marked on another eval set: the judge's rates here (a candidate's gold) tested against
+    the calibration its mark relied on (candidate_evidence.transport_test, at the mark's confidence)."""
+    by_key = {r.criterion: r for r in rows}
+    return tuple(
+        (
+            m.key,
+            transport_test(
+                calibration=m.cells,
+                candidate=(r.true_pass, r.false_pass, r.false_fail, r.true_fail),
+                level=1.0 - m.confidence,
+            ),
+        )
+        for m in marks
+        if m.cells is not None and m.eval_set_id != eval_set_id and (r := by_key.get(m.key)) is not None
+    )
 
 
 def gating_keys(rubric_version: RubricVersion, judge_config: JudgeConfig) -> set[str]:
@@ -954,9 +1048,11 @@ def calibration_report(
     """The report for one eval set x rubric version x judge config (five queries, whatever the size, one
     for the newest complete probe run and three more when there is one).
 
-    `with_audit_plans`: also the audit plans on the eval set (one query, and plan_figures' six and a Monte Carlo
-    forecast for each plan shown): what the report's page, its JSON export, the command and the API show; the
-    overview grid and the approvals, which read only the rows, leave them out."""
+    `with_audit_plans`: also what the report says of the eval set as a release candidate: its audit plans (one
+    query, and plan_figures' six and a Monte Carlo forecast for each plan shown), the price of gating for the
+    candidate it is about and the transport test of the gating marks' calibrations (up to five queries): what the
+    report's page, its JSON export, the command and the API show; the overview grid and the approvals, which read
+    only the rows, leave them out."""
     scope = data.Scope(eval_set, rubric_version, agent_version)
     criteria, policies = _criteria(rubric_version)
     restriction = report_restriction(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
@@ -970,9 +1066,19 @@ def calibration_report(
         gating=gating_keys(rubric_version, judge_config),
         gold_policies=policies,
     )
-    # The price of gating assumes a candidate the size of this calibration: the outputs the judge graded here.
-    candidate_size = int(verdicts["output"].nunique()) if len(verdicts) else 0
-    plans = plans_to_report(eval_set=eval_set, rubric_version_id=rubric_version.pk) if with_audit_plans else []
+    prices: tuple[PriceRow, ...] | None = None
+    transport: tuple[tuple[str, TransportTest], ...] = ()
+    plans: list = []
+    if with_audit_plans:
+        # The price of gating is about a candidate: this eval set, or the newest one where this is the calibration.
+        here = int(verdicts["output"].nunique()) if len(verdicts) else 0
+        size, which = priced_candidate(
+            eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, here=here
+        )
+        marks = marked_calibrations(rubric_version, judge_config)
+        prices = price_rows(rows, size, {m.key: m.min_pass_rate for m in marks}, which)
+        transport = transport_rows(rows, marks, eval_set.pk)
+        plans = plans_to_report(eval_set=eval_set, rubric_version_id=rubric_version.pk)
     return CalibrationReport(
         split=restriction.part if restriction else "",
         split_note=restriction.note if restriction else "",
@@ -985,7 +1091,8 @@ def calibration_report(
         computed_at=timezone.now(),
         rows=tuple(rows),
         probes=probe_results(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config),
-        gating_prices=price_rows(rows, candidate_size),
+        gating_prices=prices,
+        transport=transport,
         audit_plans=tuple(plan_figures(p).summary(is_open=p.closed_at is None) for p in plans),
     )
 

@@ -31,6 +31,7 @@ from labeling.models import GoldDispute
 
 from . import drilldown as dd
 from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review, revoke_gating
+from .candidate_evidence import ASSUMES_CALIBRATION
 from .decision import CANNOT, GATING, MAY_GATE, MORE_LABELS, decide
 from .forms import CompareForm, GatingForm, ReasonForm
 from .holdout_looks import count_report_look
@@ -128,6 +129,7 @@ def _report_context(request, es, rv, judge, gating_form=None, review_form=None) 
         ),
         "review_form": review_form or ReasonForm(prefix="review"),
         "is_lead": has_role(request.user, Role.LEAD),
+        "assumes": ASSUMES_CALIBRATION,
     }
 
 

@@ -277,15 +277,20 @@ def test_the_lead_sets_the_gate_policy_with_the_mark_and_the_defaults_are_named(
     out = gating("correct_amount", extra=policy)
     mark = GatingMark.objects.get()
     assert (mark.min_pass_rate, mark.max_error_rate, mark.confidence) == (0.97, 0.01, 0.99)
-    assert "policy: lower bound >= 0.97 at 0.99 (corrected lower bound), ERROR rate <= 0.01" in out
+    assert "policy: lower bound >= 0.97 at 0.99 (audit of the candidate (anytime-valid lower bound)), ERROR rate" in out
     mark.revoked_at = mark.marked_at
     mark.save()
     gating("correct_amount")  # no flags: the documented defaults
     default = GatingMark.objects.active().get()
     assert (default.min_pass_rate, default.max_error_rate, default.confidence) == (0.90, 0.02, 0.95)
-    assert default.decide_on == "corrected_lower"
+    assert default.decide_on == "audit"  # issue 40: the default rests on no assumption about the judge's errors
     default.revoked_at = default.marked_at
     default.save()
+    out = gating("correct_amount", extra=("--decide-on", "corrected_lower"))
+    assert "(corrected lower bound (assumes the judge's error rates on the calibration set hold here))" in out
+    corrected = GatingMark.objects.active().get()
+    corrected.revoked_at = corrected.marked_at
+    corrected.save()
     gating("correct_amount", extra=("--decide-on", "wilson_lower"))
     assert GatingMark.objects.active().get().decide_on == "wilson_lower"
     with pytest.raises(CommandError, match="invalid choice: 'median'"):
@@ -335,4 +340,7 @@ def test_the_lead_sets_the_gate_policy_on_the_page_and_sees_it(client, world, le
     mark = GatingMark.objects.get()
     assert (mark.min_pass_rate, mark.max_error_rate, mark.confidence) == (0.93, 0.01, 0.975)
     page = client.get(report_url(*world)).content.decode()
-    assert "gate policy: corrected lower bound ≥ 0.93 at 0.975 confidence, ERROR rate ≤ 0.01" in page
+    assert (
+        "gate policy: audit of the candidate (anytime-valid lower bound) ≥ 0.93 at 0.975 confidence, ERROR rate ≤ 0.01"
+        in page
+    )

@@ -98,7 +98,10 @@ def test_the_readme_walks_gate_fails_the_whole_set_and_the_older_agent_and_passe
     reason = {"reason": "demo walk: the judge agrees with people on refund amounts"}
     client.post(reverse("calibration:approve_rubric", args=[rv.pk]), reason)
     gating = reverse("calibration:mark_gating", args=[es.pk, rv.pk, judge.pk])
-    client.post(gating, {**reason, "criterion": "correct_amount", "min_pass_rate": "0.85"})
+    # The walk decides on the corrected bound, as the README says (new marks decide on an audit by default).
+    client.post(
+        gating, {**reason, "criterion": "correct_amount", "min_pass_rate": "0.85", "decide_on": "corrected_lower"}
+    )
     assert GatingMark.objects.get().min_pass_rate == 0.85
 
     form = client.get(reverse("calibration:gate_run")).content.decode()

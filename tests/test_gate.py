@@ -33,6 +33,7 @@ CRITERION_KEYS = [
     "corrected_pass_rate",
     "corrected_lower",
     "corrected_upper",
+    "corrected_assumes",  # issue 40: the corrected bound's assumption, in words
     "judge_tpr",
     "judge_tnr",
     "calibration_eval_set",
@@ -52,6 +53,10 @@ CRITERION_KEYS = [
     "audit_plan",
     "audit_n_labeled",
     "audit_N",
+    "candidate_gold",  # issue 40: what the candidate's own gold says, and why it refuted or held back the criterion
+    "refuted_by_gold",
+    "held_back",
+    "transport",
     "error_rate",
     "met",
 ]

@@ -14,6 +14,7 @@ from judgy import estimate_success_rate
 
 from calibration.metrics import corrected_pass_rate, rogan_gladen, wilson_interval
 from calibration.models import GateResult, GatingMark
+from calibration.policy import GateThresholds
 
 from .calibration_factories import bulk_calibration, bulk_verdicts, make_judge, mark_as_gating
 from .factories import make_eval_set, make_rubric_version, make_user
@@ -199,7 +200,11 @@ def test_marking_on_a_real_calibration_stores_the_cells_the_gate_corrects_with(w
     lee = make_user("lee", Role.LEAD)
     RubricVersion.objects.filter(pk=rv.pk).update(status="approved")
     rv.refresh_from_db()
-    mark_gating(rubric_version=rv, judge_config=judge, eval_set=cal, keys=["correct_amount"], by=lee, reason="kappa")
+    corrected = GateThresholds(decide_on="corrected_lower")  # the default is the audit since issue 40
+    mark_gating(
+        rubric_version=rv, judge_config=judge, eval_set=cal, keys=["correct_amount"], by=lee, reason="kappa",
+        policy=corrected,
+    )  # fmt: skip
     mark = GatingMark.objects.get()
     assert mark.decide_on == "corrected_lower"
     assert [mark.figures[k] for k in ("true_pass", "false_pass", "false_fail", "true_fail")] == [190, 8, 10, 92]
@@ -211,7 +216,7 @@ def test_marking_on_a_real_calibration_stores_the_cells_the_gate_corrects_with(w
 
 
 @pytest.mark.django_db(transaction=True)
-def test_marks_made_before_the_choice_keep_the_observed_bound_and_new_ones_get_the_corrected_one(migrator):
+def test_marks_made_before_the_choice_keep_the_observed_bound_and_new_ones_get_the_default(migrator):
     before, after = (
         [("calibration", "0007_gate_result_web")],
         [("calibration", "0008_gating_mark_decide_on")],
@@ -232,4 +237,4 @@ def test_marks_made_before_the_choice_keep_the_observed_bound_and_new_ones_get_t
         rubric_content_hash="r", judge_config_hash="j", calibration_eval_set_id=cal.pk, tier="gate",
         reason="new", marked_by_id=lee.pk,
     )  # fmt: skip
-    assert fresh.decide_on == "corrected_lower"
+    assert fresh.decide_on == "audit"  # the corrected bound until issue 40, the audit of the candidate since

@@ -1,6 +1,6 @@
-"""The transport check (issue 22, item 5): where the candidate has gold, the judge's TPR and TNR there beside the
-calibration's, with Wilson intervals, and a warning when they do not overlap; in the gate's JSON and on its page
-when the gate decides on the corrected bound."""
+"""The transport test (issue 22 item 5, made a test by issue 40): where the candidate has gold, the judge's TPR and
+TNR there against the calibration's, Fisher's exact test per rate, with its power for the gold at hand; in the gate's
+JSON, its text and its page, and a gate deciding on the corrected bound is held back when the rates moved."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from calibration.metrics import TRANSPORT_WARNING, transport_check
+from calibration.candidate_evidence import TRANSPORT_WARNING
 from calibration.models import GateResult
 
 from .calibration_factories import annotate, annotator, bulk_verdicts, make_judge, mark_as_gating
@@ -21,48 +21,6 @@ KEY = "correct_amount"
 # The calibration the mark relied on: (true_pass, false_pass, false_fail, true_fail) = 90, 20, 10, 80, so
 # TPR = 90 / 100 and TNR = 80 / 100.
 CALIBRATION = (90, 20, 10, 80)
-
-# 95% Wilson intervals worked by hand, z = 1.959964, z^2 = 3.841459:
-#   centre = (p + z^2 / 2n) / (1 + z^2 / n), half = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / 4n^2)
-#   80 / 100: centre 0.8192073 / 1.0384146 = 0.788902, half 1.887456 * 0.041183 = 0.077731 -> [0.71117, 0.86663]
-#   13 / 100: centre 0.1492073 / 1.0384146 = 0.143688, half 1.887456 * 0.035029 = 0.066116 -> [0.07757, 0.20980]
-#   75 / 100: centre 0.7692073 / 1.0384146 = 0.740752, half 1.887456 * 0.044396 = 0.083796 -> [0.65696, 0.82455]
-#   90 / 100: centre 0.9192073 / 1.0384146 = 0.885203, half 1.887456 * 0.031560 = 0.059568 -> [0.82564, 0.94477]
-
-
-def test_tnr_that_fell_from_80_to_13_percent_warns_with_hand_worked_intervals():
-    # The candidate: 100 gold FAIL of which the judge caught 13 (the issue's 22.8% -> 13.0%, made round), and
-    # 100 gold PASS of which it passed 90, as on the calibration.
-    check = transport_check(calibration=CALIBRATION, candidate=(90, 87, 10, 13))
-    assert check.candidate_n == 200
-    assert check.tnr.calibration == 0.8 and check.tnr.candidate == 0.13
-    assert check.tnr.calibration_ci == pytest.approx((0.71117, 0.86663), abs=1e-4)
-    assert check.tnr.candidate_ci == pytest.approx((0.07757, 0.20980), abs=1e-4)
-    assert check.tpr.calibration_ci == check.tpr.candidate_ci == pytest.approx((0.82564, 0.94477), abs=1e-4)
-    assert check.tnr.moved and not check.tpr.moved
-    assert check.warning == f"{TRANSPORT_WARNING} (TNR)"
-    assert TRANSPORT_WARNING.startswith("the judge's errors moved: the corrected bound borrows the calibration's")
-
-
-def test_overlapping_intervals_give_no_warning():
-    # The negative control: TNR 75 / 100 on the candidate, [0.65696, 0.82455], overlaps the calibration's
-    # [0.71117, 0.86663] although the point moved by 0.05.
-    check = transport_check(calibration=CALIBRATION, candidate=(90, 25, 10, 75))
-    assert check.tnr.candidate_ci == pytest.approx((0.65696, 0.82455), abs=1e-4)
-    assert not check.tnr.moved and not check.tpr.moved and check.warning is None
-
-
-def test_a_rate_without_gold_of_its_kind_is_not_compared():
-    # No gold FAIL on the candidate: its TNR is undefined, so nothing moved (and nothing is claimed to hold).
-    check = transport_check(calibration=CALIBRATION, candidate=(20, 0, 0, 0))
-    assert check.tnr.candidate is None and check.tnr.candidate_ci is None and not check.tnr.moved
-    assert check.tpr.candidate == 1.0 and check.warning is None
-
-
-def test_both_rates_moving_are_both_named():
-    # TPR 30 / 100 and TNR 13 / 100: both intervals fall below the calibration's.
-    check = transport_check(calibration=CALIBRATION, candidate=(30, 87, 70, 13))
-    assert check.warning == f"{TRANSPORT_WARNING} (TPR and TNR)"
 
 
 # -- in the gate ---------------------------------------------------------------------------------------------
@@ -82,12 +40,15 @@ def gate_json() -> tuple[int, dict]:
     return 0, json.loads(run_gate("json"))
 
 
-def candidate(decide_on: str = "corrected_lower"):
+def candidate(decide_on: str = "corrected_lower", min_pass_rate: float = 0.5):
     """A candidate of 30 judge PASS and 10 judge FAIL verdicts on correct_amount; the mark's calibration is
-    CALIBRATION and its policy decides on `decide_on`."""
+    CALIBRATION and its policy decides on `decide_on` at `min_pass_rate`."""
     rv = make_rubric_version(name="refund")
     judge = make_judge("gpt-judge")
-    mark_as_gating(rv, judge, [KEY], make_eval_set("cal"), calibration=CALIBRATION, decide_on=decide_on)
+    mark_as_gating(
+        rv, judge, [KEY], make_eval_set("cal"), calibration=CALIBRATION, decide_on=decide_on,
+        min_pass_rate=min_pass_rate,
+    )  # fmt: skip
     outputs = bulk_verdicts(make_eval_set("rc-1"), rv, judge, {KEY: {"PASS": 30, "FAIL": 10}})
     return rv, outputs[:30], outputs[30:]
 
@@ -98,39 +59,68 @@ def give_gold(rv, outputs, outcome: str) -> None:
         annotate(output, rv, annotator("bo"), 2, {KEY: outcome})
 
 
+def missed_failures(decide_on: str = "corrected_lower"):
+    """Gold on 20 judged-PASS outputs: 8 FAIL the judge passed, 12 PASS. TNR 0 of 8 here against 80 of 100 on the
+    calibration (Fisher's p: the table's probability alone is C(20, 8) / C(108, 8), under 1e-5); TPR 12 of 12 against
+    90 of 100.
+    The gold itself allows the minimum 0.5: at most 32 of 40 pass, and 12 of 20 if random."""
+    rv, judged_pass, _ = candidate(decide_on)
+    give_gold(rv, judged_pass[:8], "FAIL")
+    give_gold(rv, judged_pass[8:20], "PASS")
+    return rv
+
+
 @pytest.mark.django_db
-def test_the_gate_warns_when_the_judge_misses_failures_on_the_candidate_it_caught_on_the_calibration():
-    rv, judged_pass, judged_fail = candidate()
-    give_gold(rv, judged_pass[:15], "FAIL")  # false passes
-    give_gold(rv, judged_pass[15:25], "PASS")
-    give_gold(rv, judged_fail[:2], "FAIL")
+def test_a_judge_that_misses_failures_it_caught_on_the_calibration_holds_a_corrected_gate_back():
+    missed_failures()
+    code, result = gate_json()
+    c = result["criteria"][0]
+    assert (c["candidate_gold_n"], c["candidate_tpr"], c["candidate_tnr"]) == (20, 1.0, 0.0)
+    t = c["transport"]
+    assert t["tnr"]["moved"] and not t["tpr"]["moved"] and t["level"] == pytest.approx(0.05)
+    assert t["tnr"]["p_value"] < 0.025 < t["tpr"]["p_value"]
+    assert c["transport_warning"].startswith(TRANSPORT_WARNING)
+    assert "TNR 0.800 on the calibration, 0.000 on 8 gold outputs of the candidate" in c["transport_warning"]
+    assert c["judge_tnr"] == 0.8 and c["judge_tnr_ci"] == pytest.approx([0.71117, 0.86663], abs=1e-4)
+    # Its corrected bound meets 0.5 but rests on rates the candidate's gold refutes: held back, exit 2.
+    assert c["corrected_lower"] >= 0.5 and not c["met"] and c["held_back"].startswith(TRANSPORT_WARNING)
+    assert result["passed"] is None and result["error"].startswith("undecided: correct_amount: the judge's errors")
+    text = run_gate("text")
+    assert text.startswith("CANNOT DECIDE") and "held back: the judge's errors moved" in text
+    assert GateResult.objects.filter(decision="undecided").count() == 2  # recorded as such, with its criteria
+    assert GateResult.objects.last().result["criteria"][0]["held_back"]
+
+
+@pytest.mark.django_db
+def test_a_gate_on_the_observed_bound_shows_the_test_and_is_not_held_back_by_it():
+    # The negative control of the hold: the same candidate decided on the judge's own verdicts passes (its bound
+    # borrows nothing from the calibration), and the test still stands in its answer.
+    missed_failures(decide_on="wilson_lower")
     _, result = gate_json()
     c = result["criteria"][0]
-    # By hand: tp 10, fp 15, fn 0, tn 2 -> TNR 2 / 17, TPR 10 / 10; 17 / 17 failures make an interval far below
-    # the calibration's [0.711, 0.867].
-    assert (c["candidate_gold_n"], c["candidate_tpr"], c["candidate_tnr"]) == (27, 1.0, 2 / 17)
-    assert c["candidate_tnr_ci"][1] < 0.5 and c["judge_tnr_ci"] == pytest.approx([0.71117, 0.86663], abs=1e-4)
-    assert c["transport_warning"] == f"{TRANSPORT_WARNING} (TNR)"
-    assert c["judge_tnr"] == 0.8  # the calibration's rate stays where it was
-    text = run_gate("text")
-    assert f"warning: correct_amount: {TRANSPORT_WARNING} (TNR) (TNR 0.800 on the calibration, 0.118 on 27" in text
+    assert result["passed"] is True and c["met"] and c["held_back"] is None
+    assert c["transport"]["tnr"]["moved"] and c["transport_warning"]
 
 
 @pytest.mark.django_db
-def test_the_gate_does_not_warn_when_the_candidates_rates_agree():
+def test_rates_that_agree_give_no_warning_and_say_how_little_that_means():
     rv, judged_pass, judged_fail = candidate()
     give_gold(rv, judged_pass[:2], "FAIL")
     give_gold(rv, judged_pass[2:22], "PASS")
     give_gold(rv, judged_fail, "FAIL")
     _, result = gate_json()
     c = result["criteria"][0]
-    # By hand: tp 20, fp 2, fn 0, tn 10 -> TNR 10 / 12, TPR 20 / 20: both intervals overlap the calibration's.
+    # By hand: tp 20, fp 2, fn 0, tn 10 -> TNR 10 / 12 against 80 / 100, TPR 20 / 20 against 90 / 100.
     assert (c["candidate_gold_n"], c["candidate_tnr"], c["candidate_tpr"]) == (32, 10 / 12, 1.0)
-    assert c["transport_warning"] is None and "warning:" not in run_gate("text")
+    assert c["transport_warning"] is None and not c["transport"]["tnr"]["moved"]
+    assert c["transport"]["too_little_gold"].startswith("no warning, but it means little: with 12 gold FAIL outputs")
+    assert result["passed"] is True
+    text = run_gate("text")
+    assert "transport test: no warning, but it means little: with 12 gold FAIL outputs a TNR drop of 0.10" in text
 
 
 @pytest.mark.django_db
-def test_without_gold_on_the_candidate_the_check_says_zero_and_warns_nothing():
+def test_without_gold_on_the_candidate_the_answer_says_the_corrected_bound_is_unchecked():
     candidate()
     _, result = gate_json()
     c = result["criteria"][0]
@@ -140,26 +130,24 @@ def test_without_gold_on_the_candidate_the_check_says_zero_and_warns_nothing():
         None,
         None,
     )
+    assert c["candidate_gold"] is None
+    assert c["corrected_assumes"] == "assumes the judge's error rates on the calibration set hold here"
+    text = run_gate("text")
+    assert (
+        "correct_amount: decided on the corrected bound with no gold on the candidate: it assumes the judge's error "
+        "rates on the calibration set hold here, unchecked"
+    ) in text
 
 
 @pytest.mark.django_db
-def test_a_gate_deciding_on_the_observed_bound_leaves_the_check_out():
-    rv, judged_pass, _ = candidate(decide_on="wilson_lower")
-    give_gold(rv, judged_pass[:15], "FAIL")
-    _, result = gate_json()
-    c = result["criteria"][0]
-    assert all(c[k] is None for k in ("candidate_gold_n", "candidate_tnr", "transport_warning", "judge_tnr_ci"))
-
-
-@pytest.mark.django_db
-def test_the_gate_page_shows_the_rates_side_by_side_and_the_warning(client, lead):
-    rv, judged_pass, judged_fail = candidate()
-    give_gold(rv, judged_pass[:15], "FAIL")
-    give_gold(rv, judged_fail[:2], "FAIL")
+def test_the_gate_page_shows_the_test_beside_the_rates_and_the_warning(client, lead):
+    missed_failures()
     gate_json()
     client.force_login(lead)
     page = client.get(reverse("calibration:gate_result", args=[GateResult.objects.get().pk])).content.decode()
+    assert 'id="gate-reason"' in page and "Cannot decide: undecided: correct_amount" in page
     row = page.split('id="transport-correct_amount"', 1)[1].split("</tr>", 1)[0]
-    # TNR first (the false pass is the dangerous cell): 0.800 on the calibration, 2 / 17 = 0.118 on the candidate.
-    assert row.index("0.800") < row.index("0.118") and "[0.711, 0.867]" in row
+    # TNR first (the false pass is the dangerous cell): 0.800 of 100 on the calibration, 0.000 of 8 on the candidate.
+    assert row.index("0.800") < row.index("0.000") and "of 100" in row and "of 8" in row
     assert 'id="transport-warning-correct_amount"' in page and "the judge&#x27;s errors moved" in page
+    assert "held back" in page and "assumes the judge&#x27;s error rates on the calibration set hold here" in page

@@ -15,6 +15,7 @@ from calibration.audit_stats import gating_price, phi_coefficient
 from calibration.audits import close_plan
 from calibration.report import calibration_report
 from calibration.report_files import to_json
+from evals.models import EvalSet
 
 from .audit_helpers import KEY, candidate, gold, in_order, plan_on
 
@@ -59,6 +60,24 @@ def test_the_price_never_exceeds_the_candidate():
     assert price is not None and [c.labels for c in price.costs] == [77, 100]  # 2.0 * 38.066 = 76.13; 142.2 > 100
 
 
+def test_the_price_at_a_minimum_is_quoted_on_the_worse_side():
+    # Issue 40: the pass rate at the margin on each side of the minimum 0.8, phi 0.6, N 1000, z^2 = 3.841459:
+    #   0.10, PASS side p = 0.9: n0 = 3.841459 * 0.09 * 0.64 / 0.01 = 22.127 -> 21.648 -> 43.30 -> 44;
+    #         FAIL side p = 0.7: n0 = 3.841459 * 0.21 * 0.64 / 0.01 = 51.628 -> 49.093 -> 98.19 -> 99;
+    #   0.05, PASS side p = 0.85: n0 = 125.384 -> 111.414 -> 222.83 -> 223; FAIL side p = 0.75: 184.39 -> 155.68 -> 312.
+    price = gating_price(criterion="correct_amount", cells=(40, 10, 10, 40), N=1000, minimum=0.8)
+    assert price is not None and price.minimum == 0.8
+    assert [c.labels for c in price.sides["PASS"]] == [44, 223] and [c.labels for c in price.sides["FAIL"]] == [99, 312]
+    assert [c.labels for c in price.costs] == [99, 312]  # the worse side, which a lead meets as often as the other
+    assert price.as_dict()["labels_by_side"] == {"PASS": {"0.10": 44, "0.05": 223}, "FAIL": {"0.10": 99, "0.05": 312}}
+    assert price.in_words.startswith(
+        "gating correct_amount at the minimum 0.8 costs about 99 labels a release of 1,000"
+    )
+    # At a minimum of 0.5 the sides are mirror images (p = 0.6 and 0.4): the same price either way.
+    even = gating_price(criterion="correct_amount", cells=(40, 10, 10, 40), N=1000, minimum=0.5)
+    assert even is not None and even.sides["PASS"] == even.sides["FAIL"]
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_phi_is_pearsons_r_of_the_two_binary_columns(seed):
     rng = np.random.default_rng(seed)
@@ -83,6 +102,66 @@ def test_the_report_json_prices_each_criterion_for_a_candidate_its_size_and_leav
     prices = {p["criterion"]: p for p in report["gating_price"]}
     # No gold on this eval set yet: nothing to estimate from, said so, for each criterion.
     assert prices[KEY]["labels"] is None and prices[KEY]["N"] == 40 and "no estimate" in prices[KEY]["in_words"]
+
+
+@pytest.mark.django_db
+def test_the_calibrations_report_prices_the_newest_candidate_gated_not_its_own_size():
+    # Issue 40: a 40-output calibration priced a 400-output candidate at 40. The candidate gated since is the size.
+    from calibration.gate import GateRequest, gate_and_record
+    from calibration.models import GateResult
+    from calibration.policy import Tightening
+
+    from .calibration_factories import bulk_calibration, bulk_verdicts, make_judge, mark_as_gating
+    from .factories import make_eval_set, make_rubric_version
+
+    rv, judge, cal = make_rubric_version(name="refund"), make_judge("gpt-judge"), make_eval_set("cal")
+    bulk_calibration(cal, rv, judge, {KEY: (20, 5, 5, 10)})
+    mark_as_gating(rv, judge, [KEY], cal, min_pass_rate=0.7, decide_on="wilson_lower")
+
+    def price() -> dict:
+        report = calibration_report(eval_set=cal, rubric_version=rv, judge_config=judge, with_audit_plans=True)
+        return next(p for p in report.as_dict()["gating_price"] if p["criterion"] == KEY)
+
+    before = price()
+    assert before["N"] == 40 and before["candidate"].startswith("no candidate gated or audited yet")
+    assert before["minimum"] == 0.7  # the mark's own minimum, not 0.9
+    bulk_verdicts(make_eval_set("rc-1"), rv, judge, {KEY: {"PASS": 400}})
+    gate_and_record(GateRequest("rc-1", "refund@1", "gpt-judge", None, Tightening()), source=GateResult.Source.CLI)
+    after = price()
+    assert after["N"] == 400 and after["candidate"] == "rc-1, the newest candidate gated or audited with this judge"
+    # And on the candidate's own report, the candidate is itself; with no gold there, nothing to price from.
+    rc = calibration_report(
+        eval_set=EvalSet.objects.get(name="rc-1"), rubric_version=rv, judge_config=judge, with_audit_plans=True
+    ).as_dict()
+    assert rc["gating_price"][0]["N"] == 400 and rc["gating_price"][0]["candidate"] == "this eval set"
+
+
+@pytest.mark.django_db
+def test_a_candidates_report_tests_the_marks_calibration_rates_on_its_gold(client):
+    # The transport test on the candidate's report (issue 40): its gold catches 0 of 8 failures the calibration's
+    # judge caught 80 of 100 times.
+    from .calibration_factories import bulk_calibration, make_judge, mark_as_gating
+    from .factories import make_eval_set, make_rubric_version
+
+    rv, judge = make_rubric_version(name="refund"), make_judge("gpt-judge")
+    mark_as_gating(rv, judge, [KEY], make_eval_set("cal"), calibration=(90, 20, 10, 80), decide_on="wilson_lower")
+    rc = make_eval_set("rc-1")
+    bulk_calibration(rc, rv, judge, {KEY: (12, 8, 0, 0)})
+    report = calibration_report(eval_set=rc, rubric_version=rv, judge_config=judge, with_audit_plans=True).as_dict()
+    (t,) = report["transport"]
+    assert t["criterion"] == KEY and t["tnr"]["candidate_n"] == 8 and t["tnr"]["moved"] and t["warning"]
+    # Negative control: the calibration set's own report tests nothing against itself.
+    cal = calibration_report(
+        eval_set=EvalSet.objects.get(name="cal"), rubric_version=rv, judge_config=judge, with_audit_plans=True
+    )
+    assert "transport" not in cal.as_dict()
+    from evals.models import Role
+
+    from .factories import make_user
+
+    client.force_login(make_user("lee2", Role.LEAD))
+    page = client.get(reverse("calibration:report", args=[rc.pk, rv.pk, judge.pk])).content.decode()
+    assert 'id="report-transport-correct_amount"' in page and "the judge&#x27;s errors moved" in page
 
 
 @pytest.mark.django_db
@@ -127,6 +206,7 @@ def test_the_report_page_shows_the_price_of_gating(client):
     url = reverse("calibration:report", args=[c.eval_set.pk, c.rubric_version.pk, c.judge.pk])
     page = client.get(url).content.decode()
     row = page.split(f'id="price-{KEY}"', 1)[1].split("</tr>", 1)[0]
-    # phi 0 (a constant judge), gold pass rate 1.0: p (1 - p) = 0, so the least an audit takes, MIN_GOLD = 20.
-    assert "≈ 20" in row and "the judge adds little" in row
+    # phi 0 (a constant judge), the mark's minimum 0.5 (issue 40: the pass rate at each side of it, 0.6 and 0.4):
+    # n0 = 3.841459 * 0.24 / 0.01 = 92.195 -> 92.195 / (1 + 92.195 / 40) = 27.9 -> 55.8 -> more than the 40 outputs.
+    assert "≈ 40" in row and "the judge adds little" in row
     assert 'id="price-next_step"' in page

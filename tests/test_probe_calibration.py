@@ -186,7 +186,7 @@ def test_the_gate_refuses_a_criterion_whose_newer_probe_run_is_not_clean(world, 
     es, rv, judge = world
     approve_rubric()
     probe_in_process(scope(world), ["padding"], sample=10)
-    gating("next_step", "--require-clean-probes")
+    gating("next_step", "--require-clean-probes", "--decide-on", "corrected_lower")  # not an audit: no plan here
     decision = run_gate(eval_set=es, rubric_version=rv, judge_config=judge, tightening=Tightening())
     assert decision.gating_count == 1  # decided: the probe run it relied on is clean
     settings.PROBES = ["tests.test_probe_calibration.SHOUTING"]

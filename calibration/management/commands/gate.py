@@ -3,7 +3,8 @@
 
 Each gating criterion is held to the policy the lead stored with its mark; the three flags may only
 tighten it (a looser value is refused, exit 2, nothing stored). Exit 0 passed, 1 failed, 2 cannot decide
-(with --format json the same {"passed": null, "error": ...} as the HTTP API). Every decision is stored
+(with --format json the same {"passed": null, "error": ...} as the HTTP API; where the candidate's own gold holds
+the gate back, the criteria come with it). Every decision is stored
 (the gate results page shows them).
 """
 
@@ -44,8 +45,9 @@ class Command(BaseCommand):
             outcome = gate_and_record(request, source=GateResult.Source.CLI)
         except PolicyRefused as exc:
             raise CommandError(str(exc), returncode=EXIT_UNDECIDED)
-        if outcome.decision is None:
+        if outcome.decision is None or outcome.decision.undecided:
             self.stderr.write(f"cannot decide: {outcome.reason}")  # people read this; CI reads the exit code
+        if outcome.decision is None:
             if opts["format"] == "json":
                 self.stdout.write(json.dumps(undecided_dict(outcome.reason), indent=2))
         elif opts["format"] == "json":
