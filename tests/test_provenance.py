@@ -255,3 +255,26 @@ def test_an_old_database_with_imports_into_a_config_that_runs_is_listed_and_cann
     JudgeRun.objects.filter(pk=legacy.pk).update(judge_config=make_judge("elsewhere"))
     Verdict.objects.filter(run=legacy).update(judge_config=JudgeConfig.objects.get(name="elsewhere"))
     assert imported_verdicts_of_run_configs(databases=["default"]) == []
+
+
+def test_the_gate_names_an_imported_files_name_never_its_server_path(tmp_path, lead):
+    # Issue 40: the text answer printed "imported with manage.py import_verdicts, /abs/path/passes.jsonl" (the path
+    # stays stored on the run, for the admin; a CI log gets the name).
+    rv = make_rubric_version("refund", "1")
+    es = make_eval_set("rc-9")
+    outputs = rude_outputs(3)
+    for o in outputs:
+        make_output(es, case_id=o["case_id"], agent_version="v9", response=RUDE)
+    path = tmp_path / "passes.jsonl"
+    path.write_text(jsonl(*passes_for(outputs)))
+    call_command("import_verdicts", "--eval-set", "rc-9", "--rubric", "refund@1", "--judge", "elsewhere", str(path))
+    run = JudgeRun.objects.get()
+    assert run.source_name == str(path)  # the negative control: what was printed before is a server path
+    mark_as_gating(rv, JudgeConfig.objects.get(name="elsewhere"), ["correct_amount"], make_eval_set("cal"), by=lead)
+    out = io.StringIO()
+    with pytest.raises(SystemExit):
+        call_command("gate", "--eval-set", "rc-9", "--rubric", "refund@1", "--judge", "elsewhere", stdout=out)
+    text = out.getvalue()
+    assert f"verdicts from: run {run.pk} (imported with manage.py import_verdicts, passes.jsonl): 3" in text
+    assert str(tmp_path) not in text
+    assert GateResult.objects.get().result["provenance"][0]["file"] == "passes.jsonl"
