@@ -6,7 +6,8 @@ gzip-compressed, and the answers follow the OTLP/HTTP specification rather than 
 - 200 with an ExportTraceServiceResponse in the request's encoding; `partial_success` counts the spans refused
   (no valid ids, no end time, larger than ICEWATER_OTLP_MAX_SPAN_KB, or late: new spans of a trace already
   finished) and says why;
-- 400 a body that is not an export request (or broken gzip); 401/403 no token, or one without the traces scope;
+- 400 a body that is not an export request (or broken gzip, or OTLP/JSON the API's JSON body reader refuses: a key
+  twice, nesting past 64 levels); 401/403 no token, or one without the traces scope;
   413 a body (compressed or not) over ICEWATER_UPLOAD_MAX_MB; 415 another Content-Type or Content-Encoding;
 - 429 with Retry-After when over ICEWATER_OTLP_MAX_WAITING_SPANS spans of this token wait for their traces to
   finish; 503 with Retry-After when the database cannot take the write now (SQLite locked by another writer, a

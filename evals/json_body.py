@@ -1,11 +1,11 @@
 """JSON request bodies and query parameters, read with the import files' rules (docs/formats.md, shared rules).
 
-Every JSON body the API takes (judge runs, the gate at both its addresses, pushed records) is read here, so a
-body is refused for whatever a file would be refused for: not UTF-8, not JSON, NaN or Infinity, a key twice in
-one object (a plain reader would keep the last one silently: `{"outcome": "FAIL", "outcome": "PASS"}` would
-count as PASS), nesting deeper than MAX_NESTING (Python's parser would recurse until it crashes). And, since
-every text in a body ends up stored or compared in the database, a NUL character or a lone surrogate
-(`"\\ud800"`, which is not Unicode) anywhere in it, in keys as in values: PostgreSQL cannot hold either.
+Every JSON body the API takes (judge runs, the gate at both its addresses, pushed records, OTLP/JSON traces) is read
+here, so a body is refused for whatever a file would be refused for: not UTF-8, not JSON, NaN or Infinity, a key
+twice in one object (a plain reader would keep the last one silently: `{"outcome": "FAIL", "outcome": "PASS"}` would
+count as PASS), nesting deeper than MAX_NESTING (Python's parser would recurse until it crashes). And, since every
+text in a body ends up stored or compared in the database, a NUL character or a lone surrogate (`"\\ud800"`, which
+is not Unicode) anywhere in it, in keys as in values: PostgreSQL cannot hold either.
 """
 
 from __future__ import annotations
@@ -34,8 +34,11 @@ def _refused(path: str, message: str) -> BodyRefused:
     return BodyRefused(Problem("body", None, path or None, message))
 
 
-def parse_json_body(raw: bytes) -> Any:
-    """The JSON value of a request body; BodyRefused naming the path (`records[3].outcome`) of what is wrong."""
+def parse_json_body(raw: bytes, *, keep_nul: bool = False) -> Any:
+    """The JSON value of a request body; BodyRefused naming the path (`records[3].outcome`) of what is wrong.
+
+    `keep_nul`: NUL characters are the caller's to deal with (the traces receiver replaces them, as it does in
+    protobuf bodies, rather than refuse an exporter's whole batch)."""
     if raw.startswith(codecs.BOM_UTF8):  # as in files: tolerated, and not part of the value
         raw = raw[len(codecs.BOM_UTF8) :]
     if not raw.strip():
@@ -56,7 +59,7 @@ def parse_json_body(raw: bytes) -> Any:
         value = json.loads(text)  # valid JSON with a lone surrogate somewhere: the walk below says where
     # Nesting is at most MAX_NESTING by now, so walking the value cannot go deep.
     for steps, text_in_value in _texts(value, []):
-        if "\x00" in text_in_value:
+        if "\x00" in text_in_value and not keep_nul:
             raise _refused(format_path(steps), NUL)
         if not _is_unicode(text_in_value):
             raise _refused(format_path(steps), SURROGATE)

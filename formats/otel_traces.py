@@ -22,6 +22,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
+from evals.json_body import BodyRefused, parse_json_body
+
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
@@ -79,9 +81,12 @@ def parse_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
             raise RequestRefused(f"the body is not an OTLP ExportTraceServiceRequest in protobuf ({exc})") from None
         return request
     try:
-        value = json.loads(body)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise RequestRefused(f"the body is not JSON ({exc})") from None
+        # The API's one reader of JSON bodies: a key twice is refused (json.loads keeps the last, and protobuf's
+        # parser never sees the first), and so is nesting past 64 levels, before any parser recurses. A NUL is
+        # left to _no_nul, as in protobuf bodies: a trace's texts are replaced, not its batch refused.
+        value = parse_json_body(body, keep_nul=True)
+    except BodyRefused as exc:
+        raise RequestRefused(f"the body was refused: {exc}") from None
     if not isinstance(value, dict):
         raise RequestRefused('an OTLP/JSON body is an object, {"resourceSpans": [...]}')
     try:

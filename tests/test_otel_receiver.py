@@ -19,7 +19,7 @@ from api.models import GateToken, TokenScope, hash_token
 from evals.models import Output
 from formats.models import TraceBinding, TraceOutcome, TraceSpan
 from formats.trace_outputs import finish_ready_traces
-from tests.api_helpers import create_token
+from tests.api_helpers import call, create_token
 from tests.factories import make_eval_set, make_rubric_version
 from tests.otel_helpers import as_otlp_json, export, post, refund_trace, span, traces_token
 
@@ -297,6 +297,103 @@ def test_a_malformed_json_body_is_a_400_in_json(client, lead, body):
     assert answer.status_code == 400 and answer["Content-Type"] == "application/json"
     assert json.loads(answer.content)["message"]
     assert not TraceSpan.objects.exists()
+
+
+# OTLP/JSON is read by the one reader of the API's JSON bodies (evals/json_body.py): a key twice and nesting
+# deeper than 64 are refused in its words, not kept last (json.loads) or left to a RecursionError.
+TWICE = (
+    "this key appears twice in the same object; most readers would silently keep only the last value, so write it once"
+)
+TOO_DEEP = (
+    "is nested more than 64 levels deep (objects and lists inside each other); Icewater reads at most 64 levels: "
+    "flatten it"
+)
+
+
+def one_span_json(output_value: str) -> bytes:
+    """OTLP/JSON of one finished agent span, written by hand so that a key can be written twice: `output_value` is
+    the JSON text of its output.value attribute's value."""
+    return (
+        '{"resourceSpans": [{"resource": {"attributes": '
+        '[{"key": "service.version", "value": {"stringValue": "bot-2"}}]},'
+        ' "scopeSpans": [{"spans": [{"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174",'
+        ' "name": "agent", "kind": 2, "startTimeUnixNano": "1544712660000000000",'
+        ' "endTimeUnixNano": "1544712661000000000", "attributes": ['
+        '{"key": "input.value", "value": {"stringValue": "Can I get my money back?"}}, '
+        '{"key": "output.value", "value": ' + output_value + "}]}]}]}]}"
+    ).encode()
+
+
+def test_an_otlp_json_attribute_with_a_key_twice_is_refused_not_stored_as_the_last(client, lead):
+    # Before: 200, and the output's response was "SECOND-refund denied".
+    es = make_eval_set("refund-traces")
+    token = traces_token(client, lead, es, trace_case_id_attribute="")
+    twice = one_span_json('{"stringValue": "FIRST-refund approved", "stringValue": "SECOND-refund denied"}')
+    answer = post(client, twice, token, content_type="application/json")
+    assert answer.status_code == 400 and answer["Content-Type"] == "application/json"
+    # The path is shown to six steps, as in every other body's message (evals.record_fields.format_path).
+    assert json.loads(answer.content) == {
+        "code": 3,
+        "message": f'the body was refused: body, field "resourceSpans[0].scopeSpans[0].spans[0]...": {TWICE}',
+    }
+    assert not TraceSpan.objects.exists()
+    # The negative control: the same span with the value once is taken.
+    once = one_span_json('{"stringValue": "SECOND-refund denied"}')
+    assert post(client, once, token, content_type="application/json").status_code == 200
+    assert finish(es).outputs == 1
+    assert Output.objects.get(case__eval_set=es).response == "SECOND-refund denied"
+
+
+def test_a_top_level_key_twice_is_refused_in_the_words_of_every_other_api_body(client, lead):
+    es = make_eval_set("refund-traces")
+    span_list = '[{"scopeSpans": [{"spans": []}]}]'
+    body = '{"resourceSpans": ' + span_list + ', "resourceSpans": ' + span_list + "}"
+    answer = post(client, body.encode(), traces_token(client, lead, es), content_type="application/json")
+    problem = f'body, field "resourceSpans": {TWICE}'
+    assert answer.status_code == 400
+    assert json.loads(answer.content) == {"code": 3, "message": f"the body was refused: {problem}"}
+    assert not TraceSpan.objects.exists()
+    # The same body pushed as records is refused with the same problem (docs/api.md, Errors).
+    push = create_token(client, lead, ["push"], make_rubric_version("other"), pattern="refund-*")
+    pushed = call(client, "POST", "/api/outputs", push, body, eval_set="refund-traces")
+    assert pushed.status_code == 400 and pushed.json()["problems"][0]["text"] == problem
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_an_otlp_json_body_nested_3000_deep_is_refused_by_the_64_level_rule(client, lead, gzipped):
+    # Before: 400 "the body is not JSON (maximum recursion depth exceeded ...)", Python's limit, not ours.
+    token = traces_token(client, lead, make_eval_set("refund-traces"))
+    body = ('{"resourceSpans": ' + "[" * 3000 + "]" * 3000 + "}").encode()
+    answer = post(client, body, token, content_type="application/json", gzipped=gzipped)
+    assert answer.status_code == 400 and answer["Content-Type"] == "application/json"
+    assert json.loads(answer.content) == {
+        "code": 3,
+        "message": f'the body was refused: body, field "resourceSpans[0][0][0][0][0]...": {TOO_DEEP}',
+    }
+    assert not TraceSpan.objects.exists()
+
+
+def test_the_protobuf_encoding_of_a_refused_json_body_still_answers_protobuf(client, lead):
+    # The strict reader is for the JSON encoding only: protobuf has no keys to repeat (a field sent twice is
+    # protobuf's merge, as every OTLP receiver reads it), and its errors stay a google.rpc.Status in protobuf.
+    es = make_eval_set("refund-traces")
+    token = traces_token(client, lead, es)
+    assert post(client, export(refund_trace()).SerializeToString(), token).status_code == 200
+    refused = post(client, b'{"resourceSpans": [], "resourceSpans": []}', token)  # JSON sent as protobuf
+    assert refused.status_code == 400 and refused["Content-Type"] == "application/x-protobuf"
+    assert "not an OTLP ExportTraceServiceRequest in protobuf" in status_of(refused).message
+
+
+def test_a_nul_in_otlp_json_is_replaced_as_in_protobuf_not_refused(client, lead):
+    # A guard that passes before and after: the strict reader refuses NUL in other bodies, but a trace is
+    # replaced, not refused, in either encoding (formats/otel_traces._no_nul): an exporter does not resend a
+    # refused batch. Reading OTLP/JSON with parse_json_body's NUL rule fails this test.
+    es = make_eval_set("refund-traces")
+    token = traces_token(client, lead, es, trace_case_id_attribute="")
+    body = one_span_json('{"stringValue": "refund\\u0000denied"}')
+    assert post(client, body, token, content_type="application/json").status_code == 200
+    finish(es)
+    assert Output.objects.get(case__eval_set=es).response == "refund\ufffddenied"
 
 
 def test_another_content_type_or_encoding_is_a_415(client, lead):
