@@ -71,10 +71,11 @@ def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 class NotFoundPage:
     """A view's Http404 (a wrong id) answered with the site's 404 page, with debug on too.
 
-    `make run` runs with DEBUG on, where Django answers every Http404 with its yellow technical page;
-    a newcomer following a stale link should see the site's page. Only a view's Http404 comes here: an
+    With ICEWATER_DEBUG=1 Django answers every Http404 with its yellow technical page; a developer
+    following a stale link should still see the site's page. Only a view's Http404 comes here: an
     address that matches no URL pattern still gets the technical page (listing the patterns) while
-    debugging; with debug off both get 404.html. Responses a view builds with status 404 are untouched.
+    debugging; with debug off (the default, `make run` included) both get 404.html. Responses a view
+    builds with status 404 are untouched.
     """
 
     def __init__(self, get_response):

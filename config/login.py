@@ -1,4 +1,5 @@
-"""The login page: Django's LoginView, saying how many tries are left before django-axes locks the pair out.
+"""The login page: Django's LoginView, saying how many tries are left before django-axes locks the pair out,
+and which demo accounts anyone can still sign in as (workspace/demo/logins.py).
 
 Counted by axes itself (AxesProxyHandler.get_failures, the count its lockout reads, per username and
 address), against axes' own limit and cool-off, so the warning and the lockout can never disagree.
@@ -9,6 +10,8 @@ from __future__ import annotations
 from axes.handlers.proxy import AxesProxyHandler
 from axes.helpers import get_cool_off, get_failure_limit
 from django.contrib.auth import views as auth_views
+
+from workspace.demo.logins import DEFAULT_DEMO_PASSWORD, public_demo_logins
 
 # Said once few are left: someone who mistyped once is not alarmed, someone about to be locked out is warned.
 WARN_AT_MOST = 2
@@ -22,6 +25,8 @@ def attempts_left(request, username: str) -> int:
 class LoginView(auth_views.LoginView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
+        context["public_demo_logins"] = public_demo_logins()
+        context["demo_password"] = DEFAULT_DEMO_PASSWORD
         form = context["form"]
         # A refused password only (a non-field error): a malformed form never reached authentication.
         refused = self.request.method == "POST" and form.errors and not any(form[f].errors for f in form.fields)

@@ -63,24 +63,52 @@ try:
 except OSError as exc:
     raise ImproperlyConfigured(f"ICEWATER_DATA_DIR={str(DATA_DIR)!r} cannot be created ({exc.strerror})") from None
 
-DEBUG = env_bool("ICEWATER_DEBUG", default="DATABASE_URL" not in os.environ)
+# The embedded default (no DATABASE_URL) is what `make run` serves, also to other machines (HOST=0.0.0.0): debug
+# only when asked. Django's debug pages list every URL pattern on a wrong address and a traceback with local
+# variables on an error.
+EMBEDDED = not env_str("DATABASE_URL")
+DEBUG = env_bool("ICEWATER_DEBUG", default=False)
+
+
+def _kept_secret_key(path: Path) -> str:
+    """The embedded default's key: made once into the data folder, readable by its owner only, never printed.
+
+    Kept across restarts, so a restart signs nobody out. Written under another name and linked into place, which
+    never replaces a file: two processes starting at once on a new data folder both end up with the first key.
+    """
+    try:
+        if not path.exists():
+            draft = path.with_name(f".{path.name}.{os.getpid()}")
+            draft.unlink(missing_ok=True)
+            descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                with os.fdopen(descriptor, "w") as file:
+                    file.write(secrets.token_urlsafe(50))
+                os.link(draft, path)
+            except FileExistsError:
+                pass
+            finally:
+                draft.unlink(missing_ok=True)
+        key = path.read_text().strip()
+    except OSError as exc:
+        problem = f"the secret key file {str(path)!r} cannot be made or read ({exc.strerror})"
+        raise ImproperlyConfigured(problem) from None
+    if not key:
+        raise ImproperlyConfigured(f"the secret key file {str(path)!r} is empty: remove it and a new key is made")
+    return key
 
 
 def _secret_key() -> str:
     key = env_str("ICEWATER_SECRET_KEY")
     if key:
         return key
-    if not DEBUG:
+    if not DEBUG and not EMBEDDED:
+        # Every web server on one database must sign with one key: a file on one machine cannot be that.
         raise ImproperlyConfigured(
-            "ICEWATER_SECRET_KEY must be set when debug is off (setting DATABASE_URL turns debug off unless "
-            "ICEWATER_DEBUG=1); make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+            "ICEWATER_SECRET_KEY must be set when debug is off and DATABASE_URL is set (every web server on that "
+            "database needs the same key); make one with: python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
         )
-    # Embedded development default: a random key kept beside the SQLite file, never in the repo.
-    path = DATA_DIR / "secret_key"
-    if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
-    return path.read_text().strip()
+    return _kept_secret_key(DATA_DIR / "secret_key")
 
 
 SECRET_KEY = _secret_key()
@@ -329,7 +357,9 @@ if _proxy_ssl_header:
         raise ImproperlyConfigured(f"ICEWATER_PROXY_SSL_HEADER={_proxy_ssl_header!r} is not a header name")
     SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https")
 if not DEBUG:
-    SESSION_COOKIE_SECURE = env_bool("ICEWATER_SECURE_COOKIES", True)
+    # The embedded default is served by gunicorn itself, over plain HTTP, where a browser would not send a secure
+    # cookie back (nobody could sign in); with DATABASE_URL the app sits behind a TLS proxy (README).
+    SESSION_COOKIE_SECURE = env_bool("ICEWATER_SECURE_COOKIES", not EMBEDDED)
     CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 if not DEBUG and SESSION_COOKIE_SECURE:
     # Secure cookies mean the site is served over https: browsers are then told to use nothing else.

@@ -125,41 +125,89 @@ def test_embedded_default_runs_the_demo_and_a_model_judge_on_sqlite(tmp_path):
     assert len(instruments) == 360 * 4 and {v["outcome"] for v in instruments} == {"PASS", "FAIL", "NOT_APPLICABLE"}
 
 
-def test_make_run_serves_the_demo_and_its_worker_takes_judge_runs(tmp_path):
+def make_run_env(tmp_path: Path, port: int) -> dict[str, str]:
+    """What `make run` sees on a machine with no Icewater settings: no ICEWATER_DEBUG, no key, no database."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ICEWATER_", "DATABASE_URL", "CELERY_"))}
+    env.update(ICEWATER_DATA_DIR=str(tmp_path), HOST="127.0.0.1", PORT=str(port))
+    return env
+
+
+def start_make_run(env: dict[str, str], log: Path) -> subprocess.Popen:
+    with log.open("w") as out:
+        return subprocess.Popen(
+            ["bash", "scripts/run.sh"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # gunicorn and the worker in one process group, stopped together
+        )
+
+
+def wait_for_login_page(app: subprocess.Popen, opener, base: str) -> str:
+    deadline = time.monotonic() + 240  # migrate and load_demo come first
+    while time.monotonic() < deadline:
+        assert app.poll() is None, "scripts/run.sh exited early"
+        try:
+            with opener.open(f"{base}/accounts/login/", timeout=2) as response:
+                return response.read().decode()
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError("scripts/run.sh did not serve the login page")
+
+
+def fetch(opener, url: str | urllib.request.Request) -> tuple[int, str, bytes]:
+    """Status, Content-Type and body, an error status included (urllib raises on those)."""
+    import urllib.error
+
+    try:
+        with opener.open(url, timeout=10) as response:
+            return response.status, response.headers["Content-Type"], response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["Content-Type"], error.read()
+
+
+def test_make_run_serves_the_demo_safely_to_share_and_its_worker_takes_judge_runs(tmp_path):
     """scripts/run.sh (what `make run` starts): migrate, the demo, gunicorn, and a Celery worker on the
-    file-system broker that a judge run queued from the command line reaches."""
+    file-system broker that a judge run queued from the command line reaches. One start of it serves every check
+    here: the demo takes most of a minute to load.
+
+    Safe to share (issue 41 item 5): `make run HOST=0.0.0.0` served Django's debug pages to the network (every
+    URL pattern on a wrong address, a traceback with local variables on an error); now debug is off, the
+    secret key is kept in the data folder, static files are still served and the login page names the demo's
+    public logins."""
     import http.cookiejar
     import re
     from urllib.parse import urlencode
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ICEWATER_", "DATABASE_URL", "CELERY_"))}
     port = free_port()
-    env.update(ICEWATER_DATA_DIR=str(tmp_path), HOST="127.0.0.1", PORT=str(port))
-    app = subprocess.Popen(
-        ["bash", "scripts/run.sh"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # gunicorn and the worker in one process group, stopped together
-    )
+    env = make_run_env(tmp_path, port)
+    base = f"http://127.0.0.1:{port}"
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    app = start_make_run(env, tmp_path / "run.log")
     try:
-        base = f"http://127.0.0.1:{port}"
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-        deadline = time.monotonic() + 240  # migrate and load_demo come first
-        page = ""
-        while time.monotonic() < deadline and not page:
-            assert app.poll() is None, "scripts/run.sh exited early"
-            try:
-                with opener.open(f"{base}/accounts/login/", timeout=2) as response:
-                    page = response.read().decode()
-            except OSError:
-                time.sleep(0.5)
+        page = wait_for_login_page(app, opener, base)
+        # The demo's accounts, named with their public password, and how to take them back.
+        assert "Demo accounts with a public password" in page and "<code>icewater-demo</code>" in page
+        assert "<strong>lee</strong> (a lead, with the admin)" in page and "manage.py changepassword NAME" in page
+
+        status, _, body = fetch(opener, f"{base}/no-such-page/")
+        assert status == 404
+        assert "There is nothing at this address, or it is not yours to see." in body.decode()  # templates/404.html
+        assert "URLconf" not in body.decode() and "URL patterns" not in body.decode() and "api/" not in body.decode()
+
+        # Static files are still served with debug off (WhiteNoise), exactly as they are in the checkout.
+        for path, kind in [("css/icewater.css", "text/css"), ("js/icewater.js", "text/javascript")]:
+            assert f'"/static/{path}"' in page
+            status, content_type, served = fetch(opener, f"{base}/static/{path}")
+            assert (status, content_type.split(";")[0]) == (200, kind)
+            assert served == (ROOT / "static" / path).read_bytes()
+
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
         form = urlencode({"csrfmiddlewaretoken": token, "username": "lee", "password": "icewater-demo"}).encode()
-        with opener.open(urllib.request.Request(f"{base}/accounts/login/", data=form), timeout=10) as response:
-            home = response.read().decode()
-        assert "lee" in home and "Log in" not in home  # the demo's lead is signed in
+        status, _, home = fetch(opener, urllib.request.Request(f"{base}/accounts/login/", data=form))
+        # Signed in over plain HTTP: the embedded default's cookies are not secure-only.
+        assert status == 200 and "lee" in home.decode() and "Log in" not in home.decode()
 
         # A judge run queued on the embedded broker is taken by the worker run.sh started.
         done = subprocess.run(
@@ -171,6 +219,57 @@ def test_make_run_serves_the_demo_and_its_worker_takes_judge_runs(tmp_path):
         assert "done" in done.stdout
     finally:
         stop_group(app)
+
+    kept = tmp_path / "secret_key"
+    key = kept.read_text()
+    assert len(key) == 67 and kept.stat().st_mode & 0o777 == 0o600  # secrets.token_urlsafe(50), owner only
+
+    app = start_make_run(env, tmp_path / "run-again.log")
+    try:
+        wait_for_login_page(app, opener, base)
+        # A session signed before the restart still holds: the second start signed with the kept key (a new key
+        # would have failed the session's hash and sent lee to the login page).
+        status, _, home = fetch(opener, f"{base}/")
+        assert status == 200 and "lee" in home.decode() and "Log in" not in home.decode()
+    finally:
+        stop_group(app)
+    assert kept.read_text() == key
+    # Never printed: not by run.sh, migrate, load_demo, gunicorn or the worker.
+    for log in ["run.log", "run-again.log", "worker.log"]:
+        assert key not in (tmp_path / log).read_text()
+
+
+def test_an_unexpected_error_on_the_embedded_server_shows_the_sites_500_page_and_logs_the_traceback(tmp_path):
+    # A real failure: gunicorn started as run.sh starts it, on a data folder nobody migrated, and a browser that
+    # still holds a session cookie. Looking the session up fails (no table).
+    env = make_run_env(tmp_path, 0)
+    port = free_port()
+    log = tmp_path / "gunicorn.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
+             "--workers", "1", "--no-control-socket", "--error-logfile", "-", "--log-level", "warning"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        opener = urllib.request.build_opener()
+        opener.addheaders = [("Cookie", "sessionid=from-an-earlier-visit")]
+        status = 0
+        deadline = time.monotonic() + 60
+        while not status and time.monotonic() < deadline:
+            assert server.poll() is None, log.read_text()
+            try:
+                status, _, body = fetch(opener, f"http://127.0.0.1:{port}/")
+            except OSError:
+                time.sleep(0.2)
+        page = body.decode()
+        assert status == 500
+        assert "Something went wrong" in page and 'href="/static/css/icewater.css"' in page  # templates/500.html
+        assert "Traceback" not in page and "no such table" not in page and "OperationalError" not in page
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert "Traceback" in log.read_text() and "no such table: django_session" in log.read_text()
 
 
 def stop_group(process: subprocess.Popen) -> None:

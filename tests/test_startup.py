@@ -56,9 +56,11 @@ def test_a_bad_setting_is_one_line_on_stderr_saying_what_to_set_and_exit_status_
     assert result.stdout == ""
 
 
-def test_the_secret_key_message_says_that_database_url_turned_debug_off(tmp_path):
+def test_the_secret_key_message_says_why_database_url_needs_one(tmp_path):
     result = run(MANAGE, NO_SECRET_KEY[0], tmp_path)
-    assert "setting DATABASE_URL turns debug off" in result.stderr
+    assert "when debug is off and DATABASE_URL is set (every web server on that database needs the same key)" in (
+        result.stderr
+    )
 
 
 def test_a_data_folder_that_cannot_be_made_is_a_setting_error_too(tmp_path):

@@ -19,6 +19,7 @@ from evals.role_groups import sync_role_group
 from formats.planner import analyze
 from judging.models import JudgeRun, Verdict
 from labeling.models import Annotation, GoldLabel, Label
+from workspace.demo.logins import DEFAULT_DEMO_PASSWORD, DEMO_USERS
 
 # The demo's files: cases, labels and the instrument judge (workspace/demo/generate.py writes them).
 DEMO_DIR = Path(workspace.demo.__file__).resolve().parent
@@ -34,18 +35,9 @@ SPLIT_SEED = 20261202
 # Ready for whoever sets OPENAI_API_KEY (one of the judge key allowlist's names); never run by the demo.
 LLM_JUDGE = "demo-gpt"
 LLM_KEY_ENV = "OPENAI_API_KEY"  # the api_key_env of judge-llm.json
-DEMO_USERS = [
-    ("maria", Role.ANNOTATOR, "labels all day; has finished her share"),
-    ("deshawn", Role.ANNOTATOR, "the second annotator on every output"),
-    ("ana", Role.ANNOTATOR, "new: her queue is full"),
-    ("rita", Role.REVIEWER, "adjudicates disagreements"),
-    ("lee", Role.LEAD, "approves rubrics and gating criteria; can open the admin"),
-]
 # The probe run judges each output once per probe: 80 of the 360 (as many as the demo had before it grew)
 # show every probe's flips and keep `make run` to about a minute.
 PROBE_SAMPLE = 80
-# A development password for a local demo only; set ICEWATER_DEMO_PASSWORD to choose another.
-DEFAULT_DEMO_PASSWORD = "icewater-demo"
 
 
 class Command(BaseCommand):
@@ -64,10 +56,11 @@ class Command(BaseCommand):
         before = demo_rows()
         with transaction.atomic():
             for username, role, _ in DEMO_USERS:
-                user = User.objects.filter(username=username).first() or User(username=username)
-                user.role = role
-                user.is_active = True
-                user.is_staff = role == Role.LEAD
+                # An account that exists is left as it is: `make run` loads the demo at every start, and must not
+                # give back the public password, or the access, that someone took from it before sharing the server.
+                if User.objects.filter(username=username).exists():
+                    continue
+                user = User(username=username, role=role, is_staff=role == Role.LEAD)
                 user.set_password(password)
                 user.save()
                 sync_role_group(user)
@@ -127,7 +120,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Judge {LLM_JUDGE} not added: {llm_refused}")
         else:
             self.stdout.write(f"Judge {LLM_JUDGE} (an OpenAI model) runs once {LLM_KEY_ENV} is set.")
-        self.stdout.write(f"Demo logins (password {password!r}):")
+        self.stdout.write(f"Demo logins (password {password!r} unless changed since they were made):")
         for username, role, what in DEMO_USERS:
             self.stdout.write(f"  {username:<8} {role.label:<10} {what}")
 
