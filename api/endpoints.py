@@ -363,8 +363,8 @@ def report(
             eval_set=es, rubric_version=rv, judge_config=jc, agent_version=agent_version, with_audit_plans=True
         )
     )
-    if built.split_note:  # a version's held-out figures: a counted look (docs/calibration.md)
-        count_report_look(eval_set=es, rubric_version=rv, judge_config=jc, by=None, via="api")
+    # A version measured on the held-out split: its figures in this answer are a counted look (docs/calibration.md).
+    count_report_look(eval_set=es, rubric_version=rv, judge_config=jc, by=None, via="api")
     return HttpResponse(to_json(built), content_type="application/json")
 
 

@@ -36,16 +36,23 @@ def example_eval_sets(judge_config: JudgeConfig) -> set[str]:
     return {e.get("eval_set", "") for g in judge_config.guidance.values() for e in g.get("examples", [])}
 
 
+def held_out_split(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig) -> GoldSplit | None:
+    """The split whose held-out part measures this judge on this eval set: when its examples came from this eval
+    set and it has a split under this rubric version; None when the whole eval set measures it (no examples, or
+    examples from elsewhere). One query at most; the one rule for the report's restriction and for its looks."""
+    if not judge_config.has_examples or eval_set.name not in example_eval_sets(judge_config):
+        return None
+    # None also for examples from this eval set without a split here: mark_gating refuses (measured_examples).
+    return split_for(eval_set, rubric_version)
+
+
 def report_restriction(
     *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig
 ) -> Restriction | None:
-    """The held-out split, when this judge's examples came from this eval set and it has a split under this
-    rubric version; None when the whole eval set measures it (no examples, or examples from elsewhere)."""
-    if not judge_config.has_examples or eval_set.name not in example_eval_sets(judge_config):
-        return None
-    split = split_for(eval_set, rubric_version)
+    """The held-out outputs of held_out_split; None when the whole eval set measures this judge."""
+    split = held_out_split(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
     if split is None:
-        return None  # examples from this eval set without a split here: mark_gating refuses (measured_examples)
+        return None
     return Restriction(GoldSplit.HELD_OUT, frozenset(part_outputs(split, GoldSplit.HELD_OUT)), look_count(split))
 
 

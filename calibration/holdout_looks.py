@@ -7,12 +7,13 @@ each look spends some of the held-out split's honesty (docs/calibration.md, "Why
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from evals.models import EvalSet, RubricVersion, User
-from judging.gold_splits import look_count, part_outputs, record_look, split_for
+from judging.gold_splits import look_count, part_outputs, record_look
 from judging.models import GoldSplit, JudgeConfig
 
+from .holdout import held_out_split
 from .report import CriterionReport, rows_on_outputs
 
 
@@ -44,11 +45,28 @@ def development_rows(*, split: GoldSplit, configs: Sequence[JudgeConfig]) -> dic
     }
 
 
+def count_report_looks(
+    *, eval_set: EvalSet, shown: Iterable[tuple[RubricVersion, JudgeConfig]], by: User | None, via: str
+) -> int:
+    """Calibration figures of these (rubric version, judge config) instruments on this eval set were just shown
+    to a person or a client: one look at each split whose held-out part measured any of them (the versions it
+    showed recorded with it), nothing for the others. Returns the number of looks counted.
+
+    Every path that returns a report's figures calls this once per request (docs/calibration.md, "Why looks are
+    counted"): the page and its exports, the API, the command, Compare, the drilldown. The rule that says which
+    figures are held-out ones is holdout.held_out_split, the report's own."""
+    by_split: dict[int, tuple[GoldSplit, dict[int, JudgeConfig]]] = {}
+    for rubric_version, judge_config in shown:
+        split = held_out_split(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
+        if split is not None:
+            by_split.setdefault(split.pk, (split, {}))[1][judge_config.pk] = judge_config
+    for split, configs in by_split.values():
+        record_look(split=split, by=by, configs=configs.values(), via=via)
+    return len(by_split)
+
+
 def count_report_look(
     *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, by: User | None, via: str
-) -> None:
-    """A calibration report that showed a version's held-out figures (its `split` is set) to a person or a
-    client is a look too: the report page, the report command and the report endpoint count it here."""
-    split = split_for(eval_set, rubric_version)
-    if split is not None:
-        record_look(split=split, by=by, configs=[judge_config], via=via)
+) -> int:
+    """count_report_looks for one instrument: 1 when its figures were held-out ones (a look counted), else 0."""
+    return count_report_looks(eval_set=eval_set, shown=[(rubric_version, judge_config)], by=by, via=via)

@@ -4,6 +4,10 @@ An instrument is a (judge config, rubric version) pair; each eval set a judge ra
 criteria (rows) x its instruments (columns), every cell the report's kappa, interval and tier. The grid
 shows the MAX_GRID_COLUMNS most recently run instruments per eval set: each column is one full report
 (six queries, nine with a probe run), so the page's cost grows with the columns shown, never with the data.
+
+A judge version measured on the held-out split (its examples came from this eval set) gets no figures here:
+every look at them is counted (docs/calibration.md, "Why looks are counted"), and a page a lead opens many
+times a day must not spend looks nor show them uncounted. Its cells say so, and its report is one click away.
 """
 
 from __future__ import annotations
@@ -15,10 +19,14 @@ from django.db.models import Max
 from django.urls import reverse
 
 from evals.models import EvalSet, RubricVersion
-from judging.models import JudgeConfig, JudgeRun
+from judging.models import GoldSplit, JudgeConfig, JudgeRun
 
+from .holdout import held_out_split
 from .models import GatingMark
 from .report import CriterionReport, calibration_report
+
+# A cell of a column measured on the held-out split: no figures (see the module's docstring).
+HELD_OUT = GoldSplit.HELD_OUT
 
 # A lead compares a handful of judges or rubric edits at a time; beyond six columns the table no longer fits
 # a laptop screen and each column costs a report. Older instruments stay one click away (the list below it).
@@ -55,7 +63,8 @@ class Column:
 class Grid:
     eval_set: EvalSet
     columns: list[Column]
-    rows: list[tuple[str, list[CriterionReport | None]]]  # criterion key, its row per column (None: not in it)
+    # Criterion key, its row per column (None: not in that rubric version; HELD_OUT: figures on the report only).
+    rows: list[tuple[str, list[CriterionReport | str | None]]]
     more: int  # instruments run on this eval set that the grid leaves out
 
 
@@ -71,13 +80,17 @@ def overview_grids(instruments: list[Instrument] | None = None, max_columns: int
     grids = []
     for es in sorted(eval_sets.values(), key=lambda e: e.name):
         shown = by_set[es.pk][:max_columns]
-        columns, reports = [], []
+        columns: list[Column] = []
+        reports: list[dict[str, CriterionReport | str]] = []
         # Oldest first, left to right, so the newest instrument is the rightmost column.
         for i in reversed(shown):
             rv, jc = versions[i.rubric_version_id], judges[i.judge_config_id]
-            reports.append(
-                {r.criterion: r for r in calibration_report(eval_set=es, rubric_version=rv, judge_config=jc).rows}
-            )
+            if held_out_split(eval_set=es, rubric_version=rv, judge_config=jc) is not None:
+                criteria = rv.criteria.order_by("order", "id").values_list("key", flat=True)
+                reports.append(dict.fromkeys(criteria, HELD_OUT))
+            else:
+                report = calibration_report(eval_set=es, rubric_version=rv, judge_config=jc)
+                reports.append({r.criterion: r for r in report.rows})
             url = reverse("calibration:report", args=[es.pk, rv.pk, jc.pk])
             columns.append(Column(rv, jc, url, gating[(rv.pk, jc.pk)]))
         keys = list(dict.fromkeys(key for report in reports for key in report))

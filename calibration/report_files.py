@@ -125,6 +125,8 @@ def to_text(report: CalibrationReport | SegmentedReport) -> str:
         f"{report.eval_set}, rubric {report.rubric_version}"
     )
     lines = [head]
+    if report.split_note:  # the JSON's split_note: without it a reader would take held-out figures for the whole set
+        lines.append(f"measured on the {report.split_note}")
     if isinstance(report, SegmentedReport):
         lines.append(f"computed {report.computed_at:%Y-%m-%d %H:%M:%S %Z}, split by agent version")
         for seg in report.segments:

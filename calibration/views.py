@@ -34,7 +34,7 @@ from .approvals import ApprovalRefused, approve_rubric_version, mark_gating, rec
 from .candidate_evidence import ASSUMES_CALIBRATION
 from .decision import CANNOT, GATING, MAY_GATE, MORE_LABELS, decide
 from .forms import CompareForm, GatingForm, ReasonForm
-from .holdout_looks import count_report_look
+from .holdout_looks import count_report_look, count_report_looks
 from .metrics import MIN_N
 from .models import GatingMark, GatingReview
 from .overview import comparison_params, overview_grids, run_instruments
@@ -98,6 +98,9 @@ def _report_context(request, es, rv, judge, gating_form=None, review_form=None) 
     report = calibration_report(
         eval_set=es, rubric_version=rv, judge_config=judge, agent_version=agent_version, with_audit_plans=True
     )
+    # Every render of the report (the page, and the page again after a refused gating decision) shows its
+    # figures: for a version measured on the held-out split, that is one counted look.
+    count_report_look(eval_set=es, rubric_version=rv, judge_config=judge, by=request.user, via="report page")
     criteria = {c.key: c for c in Criterion.objects.filter(rubric_version=rv)}
     marks = list(
         GatingMark.objects.filter(rubric_version=rv, judge_config=judge).select_related(
@@ -151,9 +154,6 @@ def index(request: AuthenticatedHttpRequest) -> HttpResponse:
 def report_page(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
     es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
     context = _report_context(request, es, rv, jc)
-    if context["report"].split:
-        # A version with examples is shown its held-out figures here: that is a look, and it is counted.
-        count_report_look(eval_set=es, rubric_version=rv, judge_config=jc, by=request.user, via="report page")
     return render(request, "calibration/report.html", context)
 
 
@@ -168,6 +168,8 @@ def report_export(
     report = calibration_report(
         eval_set=es, rubric_version=rv, judge_config=jc, agent_version=agent_version, with_audit_plans=True
     )
+    # The download holds the same figures as the page: held-out ones are a counted look here too.
+    count_report_look(eval_set=es, rubric_version=rv, judge_config=jc, by=request.user, via=f"export {fmt}")
     body, content_type = (to_json(report), "application/json") if fmt == "json" else (to_csv(report), "text/csv")
     response = HttpResponse(body, content_type=f"{content_type}; charset=utf-8")
     name = f"calibration-{es.name}-{rv.rubric.name}@{rv.version}-{jc.name}.{fmt}"
@@ -195,6 +197,8 @@ def drilldown(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: 
         cell=cell,
         agent_version=_agent_version(request),
     )
+    # The cell's items and count on the held-out split are held-out figures: one counted look per page shown.
+    count_report_look(eval_set=es, rubric_version=rv, judge_config=jc, by=request.user, via="drilldown")
     page = Paginator(ids, DRILLDOWN_PAGE_SIZE).get_page(request.GET.get("page"))
     items = dd.load_items(list(page.object_list), criterion, jc)
     disputes = GoldDispute.objects.open().filter(criterion=criterion, output_id__in=page.object_list)
@@ -224,9 +228,13 @@ def compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     sides = []
     if form.is_valid():
         es = form.cleaned_data["eval_set"]
-        for side in ("left", "right"):
-            rv, jc = form.cleaned_data[f"{side}_rubric"], form.cleaned_data[f"{side}_judge"]
-            sides.append(calibration_report(eval_set=es, rubric_version=rv, judge_config=jc))
+        shown = [
+            (form.cleaned_data[f"{side}_rubric"], form.cleaned_data[f"{side}_judge"]) for side in ("left", "right")
+        ]
+        sides = [calibration_report(eval_set=es, rubric_version=rv, judge_config=jc) for rv, jc in shown]
+        # A side measured on the held-out split shows its figures: one look per split (both sides on one split
+        # are one look, recorded with both versions).
+        count_report_looks(eval_set=es, shown=shown, by=request.user, via="compare")
     context = {"form": form, "sides": sides, "pairs": _pairs(sides) if sides else [], "nothing_to_compare": not params}
     if request.htmx:
         return render(request, "calibration/compare.html#comparison", context)

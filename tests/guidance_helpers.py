@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from evals.models import EvalSet, Output, Role, RubricVersion, User
+from typing import NamedTuple
 
-from .calibration_factories import adjudicate
+from evals.models import EvalSet, Output, Role, RubricVersion, User
+from judging.gold_splits import start_split
+from judging.guidance import derive_config
+from judging.models import GoldSplit, JudgeConfig
+
+from .calibration_factories import add_verdict, adjudicate, make_run
 from .factories import make_eval_set, make_output, make_rubric_version, make_user
+from .judging_helpers import make_judge
 
 
 def reviewer() -> User:
@@ -39,3 +45,39 @@ def example(output: Output, outcome: str, *, quote: str = "refund of $40.00", **
         "quote": quote,
         **changes,
     }
+
+
+# 12 outputs: next_step gold PASS on 6, FAIL on 6 (so with seed 3 each part gets 3 and 3: one stratum each of 6).
+HELD_OUT_GOLDS = [{"next_step": "PASS"}] * 6 + [{"next_step": "FAIL"}] * 6
+
+
+class HeldOutWorld(NamedTuple):
+    eval_set: EvalSet
+    rubric: RubricVersion
+    split: GoldSplit
+    v2: JudgeConfig
+    outputs: list[Output]
+    gold: dict[int, str]
+
+
+def held_out_world(lead: User) -> HeldOutWorld:
+    """An approved rubric version, a split fixed with seed 3, and `support-judge-v2` with one development example:
+    right on every development item, PASS on every held-out one (3 true passes, 3 false passes there)."""
+    eval_set, rubric, outputs = gold_set(HELD_OUT_GOLDS)
+    RubricVersion.objects.filter(pk=rubric.pk).update(status=RubricVersion.Status.APPROVED)
+    rubric.refresh_from_db()
+    split = start_split(eval_set=eval_set, rubric_version=rubric, by=lead, seed=3)
+    gold = {o.pk: g["next_step"] for o, g in zip(outputs, HELD_OUT_GOLDS, strict=True)}
+    dev = [o for o in outputs if o.pk in split.development]
+    v2 = derive_config(
+        base=make_judge(name="support-judge"),
+        guidance={
+            "rubric": rubric.ref,
+            "criteria": {"next_step": {"examples": [example(dev[0], gold[dev[0].pk])]}},
+        },
+        by=lead,
+    )
+    run = make_run(eval_set, rubric, v2)
+    for o in outputs:
+        add_verdict(run, o, "next_step", gold[o.pk] if o.pk in split.development else "PASS")
+    return HeldOutWorld(eval_set, rubric, split, v2, outputs, gold)

@@ -14,40 +14,20 @@ from calibration.models import GatingMark, GatingReview
 from calibration.report import calibration_report, segmented_report
 from calibration.report_files import to_json
 from evals.models import RubricVersion
-from judging.gold_splits import look_count, start_split
-from judging.guidance import derive_config
+from judging.gold_splits import look_count
 from judging.models import JudgeConfig
 from tests.calibration_factories import add_verdict, make_run
-from tests.guidance_helpers import example, gold_set
+from tests.guidance_helpers import HELD_OUT_GOLDS, example, gold_set, held_out_world
 from tests.judging_helpers import make_judge
 
 pytestmark = pytest.mark.django_db
 
-# 12 outputs: next_step gold PASS on 6, FAIL on 6 (so each part gets 3 and 3: one stratum each of 6).
-GOLDS = [{"next_step": "PASS"}] * 6 + [{"next_step": "FAIL"}] * 6
+GOLDS = HELD_OUT_GOLDS
 
 
 @pytest.fixture
 def world(lead):
-    eval_set, rubric, outputs = gold_set(GOLDS)
-    RubricVersion.objects.filter(pk=rubric.pk).update(status=RubricVersion.Status.APPROVED)
-    rubric.refresh_from_db()
-    split = start_split(eval_set=eval_set, rubric_version=rubric, by=lead, seed=3)
-    gold = {o.pk: g["next_step"] for o, g in zip(outputs, GOLDS, strict=True)}
-    dev = [o for o in outputs if o.pk in split.development]
-    v2 = derive_config(
-        base=make_judge(name="support-judge"),
-        guidance={
-            "rubric": rubric.ref,
-            "criteria": {"next_step": {"examples": [example(dev[0], gold[dev[0].pk])]}},
-        },
-        by=lead,
-    )
-    # v2 is right on every development item and says PASS on every held-out one: 3 false passes there.
-    run = make_run(eval_set, rubric, v2)
-    for o in outputs:
-        add_verdict(run, o, "next_step", gold[o.pk] if o.pk in split.development else "PASS")
-    return eval_set, rubric, split, v2, outputs, gold
+    return held_out_world(lead)
 
 
 def test_the_report_of_a_version_with_examples_measures_the_held_out_split_only_and_says_so(world):

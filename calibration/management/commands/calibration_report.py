@@ -47,8 +47,8 @@ class Command(BaseCommand):
                 agent_version=opts["agent_version"],
                 with_audit_plans=True,
             )
-        if report.split if isinstance(report, CalibrationReport) else report.split_note:
-            count_report_look(
-                eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, by=None, via="command"
-            )
+        # Held-out figures (a version with examples from this eval set) in any format: one counted look.
+        count_report_look(
+            eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, by=None, via="command"
+        )
         self.stdout.write(RENDER[opts["format"]](report), ending="" if opts["format"] == "csv" else "\n")
