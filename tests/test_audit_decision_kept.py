@@ -23,11 +23,13 @@ from django.utils import timezone
 from calibration import audit_kept, audit_stats
 from calibration.audits import AuditPlanError, plan_figures, release_plan_next
 from calibration.models import AuditPlanDecision, GateResult
+from labeling.models import AuditOrderItem
 
 from .api_helpers import call, create_token
 from .audit_helpers import candidate, gold, in_order, one_pass_short, plan_on, settle
 from .test_api_audit import published
 from .test_audit_gate import gate
+from .test_audit_stratified_plan import mixed, plan_candidate, start
 from .test_inbox import section
 
 pytestmark = pytest.mark.django_db
@@ -253,3 +255,23 @@ def test_the_gate_decides_on_the_kept_decision_where_todays_gold_still_reads_it(
     assert code == 0, err
     row = json.loads(out)["criteria"][0]
     assert (row["audit_decided"], row["audit_plan"]) == ("PASS", plan.pk)
+
+
+def test_a_stratified_plans_decision_is_kept_the_same_way():
+    # N = 40 at minimum 0.3: 12 gold passes (0.3 x 40) settle PASS by the exact rule; a Can't tell overruling one of
+    # them leaves 11 passes and 11 settled items, short of the rule and of the test's 20: today reads undecided.
+    lead, rv, judge, eval_set, outputs = mixed()
+    plan = start(lead, rv, judge, eval_set)
+    release_plan_next(plan=plan, by=lead, k=25)
+    plan.refresh_from_db()
+    released = AuditOrderItem.objects.filter(order=plan.order, released=True).values_list("output", flat=True)
+    chosen = [o for o in outputs if o.pk in set(released)][:12]
+    for output in chosen:
+        gold(plan_candidate(rv), output, "PASS")
+    assert plan_figures(plan).decided == "PASS"
+    kept = AuditPlanDecision.objects.get(plan=plan)
+    assert (kept.decided, kept.design, kept.figures["n_gold"]) == ("PASS", "stratified", 12)
+    settle(plan_candidate(rv), chosen[0], "ABSTAIN")
+    f = plan_figures(plan)
+    assert (f.decided, f.reads_now, f.kept.gold_changed) == ("PASS", None, 1)
+    assert f.kept.since == "1 gold label changed since; on today's gold it reads undecided"
