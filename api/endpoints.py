@@ -494,13 +494,7 @@ def _lead_of(request: TokenHttpRequest):
 def _plan_in_scope(request: TokenHttpRequest, plan_id: int) -> AuditPlan:
     """The plan, if the token's scope covers its eval set and rubric version; else the answer a missing plan gets
     (a 403 would tell a token holder which plan ids exist)."""
-    plan = (
-        AuditPlan.objects.select_related(
-            "criterion__rubric_version__rubric", "eval_set", "judge_config", "order", "created_by"
-        )
-        .filter(pk=plan_id)
-        .first()
-    )
+    plan = AuditPlan.objects.for_figures().select_related("created_by").filter(pk=plan_id).first()
     try:
         if plan is not None:
             check_scope(request, eval_set=plan.eval_set.name, rubric=plan.criterion.rubric_version.ref)

@@ -168,6 +168,25 @@ class AuditForecastOut(Schema):
     n_sims: int
 
 
+class AuditKeptOut(Schema):
+    """An audit plan's decision, kept when first reached (calibration.audit_kept), against today's gold."""
+
+    decided: str = Field(description="PASS or FAIL: the plan's decision from then on")
+    decided_by: str = Field(description="exact or test")
+    at_label: int = Field(description="the label of the plan's order it came at")
+    n_labeled: int = Field(description="the labeled prefix read when it was kept")
+    decided_at: str = Field(description="ISO 8601: when it was kept")
+    min_pass_rate: float = Field(description="the plan's thresholds and design it was decided on")
+    confidence: float
+    design: str
+    figures: dict = Field(description="lower, upper, estimate, n_labeled, n_gold, n_pending, n_not_applicable, N")
+    gold_digest: str = Field(description="sha256 of the labeled outputs' gold then, sorted by output id")
+    gold_changed: int = Field(description="outputs of that prefix whose gold differs today (pending ones settled too)")
+    reads_now: str | None = Field(description="today's gold at the plan's thresholds: PASS, FAIL or null (undecided)")
+    differs: bool = Field(description="reads_now is not the kept decision: the gate does not decide on the plan")
+    words: str = Field(description='"decided PASS at label 20 on 4 Dec 2026; 2 gold labels changed since; ..."')
+
+
 class AuditFiguresOut(Schema):
     """An audit plan's figures now, as `audit_plan show PLAN --format json` prints them (calibration.audits)."""
 
@@ -201,7 +220,7 @@ class AuditFiguresOut(Schema):
     estimate: float | None = Field(description="the PPI++ estimate of the pass rate (for reading, not deciding)")
     lower: float = Field(description="the anytime-valid interval, what the decision rests on")
     upper: float
-    decided: str | None = Field(description="PASS, FAIL or null (not yet)")
+    decided: str | None = Field(description="PASS, FAIL or null (not yet): the kept decision once kept")
     decided_at: int | None = Field(description="the label the decision came at")
     decided_by: str | None = Field(description="exact (the labels alone) or test (the betting test)")
     min_gold: int = Field(description="no decision by the test before this many gold items")
@@ -209,6 +228,8 @@ class AuditFiguresOut(Schema):
     labels_saved: int = Field(description="outputs not labeled (so far, if undecided)")
     outputs_outside_order: int = Field(description="outputs made after the order: the audit does not cover them")
     saved_share: float | None = Field(description="labels_saved / N")
+    reads_now: str | None = Field(description="today's gold read afresh: PASS, FAIL or null (undecided)")
+    kept: AuditKeptOut | None = Field(description="the decision kept when first reached; null before it")
 
 
 class AuditPlanSummaryOut(Schema):

@@ -40,9 +40,7 @@ RELEASED_EVENT = "audit-released"
 
 
 def _plans():
-    return AuditPlan.objects.select_related(
-        "criterion__rubric_version__rubric", "eval_set", "judge_config", "order", "created_by"
-    )
+    return AuditPlan.objects.for_figures().select_related("created_by")
 
 
 @never_cache

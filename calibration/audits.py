@@ -6,12 +6,14 @@ made on the first plan and shared by the later ones), so annotators label the ca
 seeded random order, double-labeled and settled to gold under the criterion's gold policy as always.
 
 `plan_figures` reads everything at query time and hands it to the pure statistics of audit_stats.py: the
-pages, the API, the CLI and the gate all show what it returns. The plan stores only its parts.
+pages, the API, the CLI and the gate all show what it returns. The plan stores its parts, and its decision once
+first reached (audit_kept.py): from then on that is the plan's decision, and later gold is read beside it.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -26,7 +28,7 @@ from labeling.gold import derive_gold
 from labeling.models import AuditOrder, AuditOrderItem
 from labeling.queue import QueueError, current_queue
 
-from . import audit_stats, audit_strata, content_cache
+from . import audit_kept, audit_stats, audit_strata, content_cache
 from . import frames as data
 from .frame_reading import current_verdicts
 from .metrics import ABSTAIN, FAIL, NOT_APPLICABLE, PASS
@@ -339,13 +341,17 @@ class AuditFigures:
     estimate: float | None  # the PPI++ estimate of the pass rate (fixed-n; for reading, not deciding)
     lower: float  # the anytime-valid interval: what the decision rests on
     upper: float
+    # The plan's decision: the kept one once kept (audit_kept.py), else today's reading. At thresholds other than
+    # the plan's (a gate's stricter ones) it is always today's reading at those thresholds.
     decided: str | None  # PASS, FAIL or None (not yet)
-    decided_at: int | None
+    decided_at: int | None  # the label it came at
     decided_by: str | None  # "exact" or "test"
     min_gold: int
     forecast: audit_stats.AuditForecast
     labels_saved: int  # outputs of the population that were not labeled (so far, if undecided)
     outputs_outside_order: int  # outputs of the candidate made after the order: the audit does not cover them
+    reads_now: str | None  # today's reading at these thresholds (what `decided` was before decisions were kept)
+    kept: audit_kept.KeptDecision | None  # the plan's kept decision against today's gold, once decided
 
     @property
     def n_settled(self) -> int:
@@ -367,6 +373,7 @@ class AuditFigures:
         figures = asdict(self)
         figures["order"] = list(self.order)
         figures["cant_tell_outputs"] = list(self.cant_tell_outputs)
+        figures["kept"] = self.kept.as_dict() if self.kept else None
         figures["saved_share"] = self.labels_saved / self.N if self.N else None
         return figures
 
@@ -419,7 +426,7 @@ def plans_to_report(*, eval_set: EvalSet, rubric_version_id: int) -> list[AuditP
     and per criterion, judge config and agent version the latest closed one (what the last audit found)."""
     plans = (
         AuditPlan.objects.filter(eval_set=eval_set, criterion__rubric_version_id=rubric_version_id)
-        .select_related("criterion__rubric_version__rubric", "eval_set", "judge_config", "order")
+        .for_figures()
         .order_by("criterion__order", "criterion_id", "judge_config__name", "agent_version", "-created_at", "-id")
     )
     shown: list[AuditPlan] = []
@@ -445,7 +452,7 @@ def open_plan_for(
             judge_config=judge_config,
             agent_version=agent_version or "",
         )
-        .select_related("criterion__rubric_version__rubric", "eval_set", "judge_config", "order")
+        .for_figures()
         .first()
     )
 
@@ -462,9 +469,13 @@ def plan_figures(
     Within them an item without gold is pending (counted against whichever decision it would help;
     audit_stats); gold Can't tell stays pending too, since a pass rate needs PASS or FAIL (a reviewer may settle
     it). Gold N/A leaves the pass rate, which is the gate's: passes / (passes + fails).
+
+    The first read that finds the plan decided at its own thresholds keeps the decision (audit_kept.py); from then
+    on `decided` is the kept one, and `kept` says how today's gold reads against it.
     """
     minimum = plan.min_pass_rate if minimum is None else minimum
     confidence = plan.confidence if confidence is None else confidence
+    at_plan = (minimum, confidence) == (plan.min_pass_rate, plan.confidence)
     criterion = plan.criterion
     agent_version = plan.agent_version or None
     population = _population(plan.order_id, plan.agent_version)
@@ -493,6 +504,11 @@ def plan_figures(
             (gold_values, path.tolist(), sizes, minimum, confidence, k, FORECAST_SEED),
             lambda: _stratified_statistics(gold_values, path, sizes, minimum=minimum, confidence=confidence, k=k),
         )
+
+        def at_plans_thresholds() -> audit_stats.AuditDecision:
+            return audit_strata.stratified_decision(
+                gold=gold_values, path=path, sizes=sizes, minimum=plan.min_pass_rate, confidence=plan.confidence
+            )
     else:
         order_released = AuditOrder.objects.filter(pk=plan.order_id).values_list("released", flat=True).get()
         open_positions = [i for i, (_, position, _) in enumerate(population) if position <= order_released]
@@ -509,6 +525,14 @@ def plan_figures(
             (gold_values, verdict_values, minimum, confidence, k, forecast_sims(len(ids)), FORECAST_SEED),
             lambda: _statistics(gold_values, verdict_values, minimum=minimum, confidence=confidence, k=k),
         )
+
+        def at_plans_thresholds() -> audit_stats.AuditDecision:
+            return audit_stats.audit_decision(
+                gold=gold_values, verdicts=verdict_values, minimum=plan.min_pass_rate, confidence=plan.confidence
+            )
+
+    kept = _kept(plan, decision if at_plan else None, at_plans_thresholds, labeled, gold)
+    shown = kept if kept is not None and at_plan else None
     cant_tell = tuple(output_id for output_id in labeled if gold.get(output_id) == ABSTAIN)
     return AuditFigures(
         plan=plan.pk,
@@ -535,14 +559,35 @@ def plan_figures(
         estimate=decision.estimate.estimate,
         lower=decision.lower,
         upper=decision.upper,
-        decided=decision.decided,
-        decided_at=decision.decided_at,
-        decided_by=decision.decided_by,
+        decided=shown.decided if shown else decision.decided,
+        decided_at=shown.at_label if shown else decision.decided_at,
+        decided_by=shown.decided_by if shown else decision.decided_by,
         min_gold=decision.min_gold,
         forecast=forecast,
         labels_saved=len(population) - n_labeled,
         outputs_outside_order=outside,
+        reads_now=decision.decided,
+        kept=kept,
     )
+
+
+def _kept(
+    plan: AuditPlan,
+    decision: audit_stats.AuditDecision | None,
+    at_plans_thresholds: Callable[[], audit_stats.AuditDecision],
+    labeled: list[int],
+    gold: dict[int, str],
+) -> audit_kept.KeptDecision | None:
+    """The plan's kept decision read against today's gold, keeping `decision` (read at the plan's thresholds, None
+    at others) if it decides and none is kept yet. Today's reading at the plan's thresholds is `decision`'s, or
+    computed (without a forecast) where the figures were asked at other thresholds."""
+    row = audit_kept.stored(plan)
+    if row is None:
+        if decision is None or decision.decided is None:
+            return None
+        row = audit_kept.keep(plan, decision, audit_kept.gold_pairs(labeled, gold))
+    reads_now = decision.decided if decision is not None else at_plans_thresholds().decided
+    return audit_kept.read(row, gold, reads_now)
 
 
 # A stratified forecast replays every simulation with its own tests: fewer simulations than a uniform one's, and

@@ -563,7 +563,8 @@ def decided_audits(
     agent_version: str | None,
 ) -> dict[object, AuditFigures]:
     """The figures of the open audit plan of each criterion whose policy decides on an audit, at the stricter of
-    the applied thresholds and the plan's; CannotDecide if one has no plan, or is not decided yet."""
+    the applied thresholds and the plan's (at the plan's own, its kept decision); CannotDecide if one has no plan,
+    is not decided yet, or has a kept decision that today's gold reads otherwise."""
     audits: dict[object, AuditFigures] = {}
     for g in gating:
         thresholds = tightening.applied_to(g.policy, g.key)
@@ -590,6 +591,14 @@ def decided_audits(
                 f"undecided: {figures.outputs_outside_order} outputs of {eval_set.name} came after audit plan "
                 f"{plan.pk}'s order and are not in it, so its audit does not cover the candidate; close the plan and "
                 "move the queue to start a new order"
+            )
+        if figures.kept is not None and figures.kept.differs:
+            # The kept decision stands on the plan, but a release is not passed or failed on it while today's gold
+            # reads otherwise: the lead looks at the changed gold first (issue 41).
+            raise CannotDecide(
+                f"undecided: {g.key}'s audit plan {plan.pk} {figures.kept.words}; the gate does not decide on it "
+                "while the gold reads otherwise: a lead reviews the changed gold on the plan's page, then closes the "
+                "plan and starts a new one"
             )
         if figures.decided is None:
             raise CannotDecide(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from evals.models import Criterion, EvalSet, RubricVersion
 from judging.models import JudgeConfig
@@ -145,14 +146,21 @@ class AuditPlanQuerySet(models.QuerySet):
     def open(self) -> AuditPlanQuerySet:
         return self.filter(closed_at__isnull=True)
 
+    def for_figures(self) -> AuditPlanQuerySet:
+        """With what `audits.plan_figures` reads of the plan itself, its kept decision included."""
+        return self.select_related(
+            "criterion__rubric_version__rubric", "eval_set", "judge_config", "order", "kept_decision"
+        )
+
 
 class AuditPlan(models.Model):
     """A lead's audit of one gating criterion on a release candidate (issue 22): gold on a random prefix of
     the candidate's own outputs, combined with the judge's verdicts on all of them (calibration/audits.py).
 
     It follows the audit order of the candidate's labeling queue (labeling.AuditOrder; several plans on one
-    eval set share it), restricted to `agent_version`'s outputs when one is set. It stores only the parts:
-    the figures (estimate, interval, decision, forecast) are computed from the labels when read. The
+    eval set share it), restricted to `agent_version`'s outputs when one is set. The figures (estimate,
+    interval, forecast) are computed from the labels when read; the decision is kept once first reached
+    (AuditPlanDecision). The
     thresholds default to the gating mark's policy and may only be stricter. One open plan per criterion,
     eval set, agent version and judge config; closing keeps the row.
     """
@@ -195,6 +203,41 @@ class AuditPlan(models.Model):
     def __str__(self) -> str:
         agent = f" ({self.agent_version})" if self.agent_version else ""
         return f"audit plan {self.pk}: {self.criterion.key} on {self.eval_set.name}{agent}"
+
+
+class AuditPlanDecision(models.Model):
+    """An audit plan's decision, kept when its figures first read decided at the plan's own thresholds (issue 41).
+
+    From then on it is the plan's decision: a later gold change (a dispute, a reviewer's overrule) is shown beside
+    it, with what today's gold reads, and never moves it. Written once: the plan is the primary key, so a second
+    writer's insert fails and the first decision stands (calibration/audit_kept.py). It keeps what it was reached
+    on: the label it came at, the labeled outputs' gold then, in the plan's order, and its digest, the figures, and
+    the plan's thresholds and design.
+    """
+
+    class Outcome(models.TextChoices):
+        PASS = "PASS", "PASS"
+        FAIL = "FAIL", "FAIL"
+
+    plan = models.OneToOneField(AuditPlan, primary_key=True, on_delete=models.PROTECT, related_name="kept_decision")
+    decided = models.CharField(max_length=4, choices=Outcome.choices)
+    decided_by = models.CharField(max_length=8)  # "exact" or "test" (audit_stats)
+    at_label = models.PositiveIntegerField()  # the label of the plan's order the decision came at
+    n_labeled = models.PositiveIntegerField()  # the labeled prefix read when it was kept (at_label or more)
+    # [output id, gold or null while pending] of each output of that prefix, in the plan's order; and a sha256 of
+    # the pairs sorted by output id, so an unchanged gold state is recognised without reading them.
+    gold = models.JSONField(default=list)
+    gold_digest = models.CharField(max_length=64)
+    # The figures when it was kept: lower, upper, estimate, n_labeled, n_gold, n_pending, n_not_applicable, N.
+    figures = models.JSONField(default=dict)
+    # The policy it was decided on: the plan's thresholds and design (a plan's never change; kept with it anyway).
+    min_pass_rate = models.FloatField()
+    confidence = models.FloatField()
+    design = models.CharField(max_length=16, choices=AuditPlan.Design.choices)
+    decided_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"audit plan {self.plan_id} decided {self.decided} at label {self.at_label}"
 
 
 def gate_scope_only() -> list[str]:

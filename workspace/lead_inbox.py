@@ -14,7 +14,8 @@ Seven kinds, in the order they appear:
                  config's or rubric version's contents changed, the rubric version
                  is no longer approved, or a newer version of the rubric exists
   audit_decided  an open audit plan that has decided (PASS or FAIL: close it), or a   -> the plan's page
-                 plan closed in the last RECENT_GATES days, with its decision
+                 plan closed in the last RECENT_GATES days, with its decision (the kept
+                 one, with any gold changed since and what today's gold reads)
   audit_waiting  an open audit plan not yet decided: labeled n of about how many the  -> the plan's page
                  forecast needs, and whether released outputs wait for labels or the
                  lead must release more
@@ -277,7 +278,7 @@ def audit_plans(now: datetime | None = None) -> tuple[list[Line], list[Line]]:
     since = (now or timezone.now()) - RECENT_GATES
     plans = (
         AuditPlan.objects.filter(Q(closed_at__isnull=True) | Q(closed_at__gte=since))
-        .select_related("criterion__rubric_version__rubric", "eval_set", "judge_config", "order")
+        .for_figures()
         .order_by(F("closed_at").desc(nulls_first=True), "-created_at", "-id")
     )
     decided: list[Line] = []
@@ -293,15 +294,25 @@ def audit_plans(now: datetime | None = None) -> tuple[list[Line], list[Line]]:
         f = plan_figures(plan)
         if plan.closed_at is not None:
             outcome = f"{f.decided} at label {f.decided_at} of {f.N}" if f.decided else "undecided"
-            text = f"{what} was closed: {outcome} ({f.n_labeled} labeled of {f.N})"
+            text = f"{what} was closed: {outcome} ({f.n_labeled} labeled of {f.N}){_gold_since(f)}"
             decided.append(Line(text, url, "Read the plan", plan.closed_at))
+        elif f.kept and f.kept.differs:
+            text = f"{what} {f.kept.words}: the gate does not decide on it until the changed gold is reviewed"
+            decided.append(Line(text, url, "Review the gold, close the plan", f.kept.decided_at))
         elif f.decided:
-            text = f"{what} decided {f.decided} at label {f.decided_at} of {f.N}: its labels are no longer needed"
-            # No time beside it: the decision is read now, from labels whose order in time the plan does not keep.
-            decided.append(Line(text, url, "Read the decision, close the plan"))
+            text = f"{what} decided {f.decided} at label {f.decided_at} of {f.N}{_gold_since(f)}: its labels are no "
+            text += "longer needed"
+            decided.append(Line(text, url, "Read the decision, close the plan", f.kept.decided_at if f.kept else None))
         else:
             waiting.append(_waiting_line(what, f, url, plan.created_at))
     return decided, waiting
+
+
+def _gold_since(f: AuditFigures) -> str:
+    """What changed in the gold since the plan's decision was kept, if anything (audit_kept.py)."""
+    if f.kept is None or not (f.kept.gold_changed or f.kept.differs):
+        return ""
+    return f"; {f.kept.since}"
 
 
 def _audit_words(plan: AuditPlan) -> str:

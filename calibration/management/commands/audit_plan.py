@@ -107,11 +107,7 @@ class Command(BaseCommand):
 def _plan(ref: str) -> AuditPlan:
     if not ref.isdigit():
         raise CommandError(f"a plan is named by its id (a number), got {ref!r}")
-    plan = (
-        AuditPlan.objects.select_related("criterion__rubric_version__rubric", "eval_set", "judge_config", "order")
-        .filter(pk=int(ref))
-        .first()
-    )
+    plan = AuditPlan.objects.for_figures().filter(pk=int(ref)).first()
     if plan is None:
         raise CommandError(f"no audit plan {ref}")
     return plan
@@ -158,6 +154,13 @@ def text(f: AuditFigures) -> str:
         f"estimate {_fmt(f.estimate)}; anytime-valid interval [{_fmt(f.lower)}, {_fmt(f.upper)}]",
         f"decided: {decided}{how}",
     ]
+    if f.kept:
+        lines.append(f"kept as the plan's decision: {f.kept.words}")
+        if f.kept.differs:
+            lines.append(
+                "warning: the gate does not decide on this plan while today's gold reads otherwise: review the "
+                "changed gold, then close the plan and start a new one"
+            )
     if f.decided:
         lines.append(f"labels saved against labeling all {f.N}: {f.labels_saved}")
     else:

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('calibration', '0014_audit_plan_design'),
+        ('calibration', '0015_audit_plan_decision'),
     ]
 
     operations = [
