@@ -3,14 +3,18 @@
     python bench/audit.py                  # 500 label orders per set and threshold
     python bench/audit.py --orders 200     # a quicker run
     python bench/audit.py --design uniform # the plan design that labels one random order's prefix
+    python bench/audit.py --design adaptive --orders 100 --only usr synthetic --distances 0.05 0.10
 
 Pure statistics, no database: an audit plan's decision rule replayed along --orders random label orders of
 each set, with the minimum placed 0.02, 0.05 and 0.10 below and above the set's true pass rate (the share of
 gold PASS). --design stratified (the default, as a plan starts): calibration/audit_strata.py, the judge's PASS
-outputs and the rest each in its own random order, batches of 25 from the side the labels point to, the product
-of the strata's betting tests at every split. --design uniform: calibration/audit_stats.py, one random order
-with the judge as a control variate. Both: two one-sided anytime-valid betting tests without replacement, the
-exact rule, at least 20 gold items, 95% confidence: 2.5% per side.
+outputs and the rest, labeled in one random order and counted in it (what annotators are handed carries no sign
+of the judge's verdict, issue 41), the product of the strata's betting tests at every split. --design adaptive:
+the same test with each batch of 25 taken from the stratum the labels so far point to, as plans ran before issue
+41 (faster where the judge tells passes from fails, but each batch told annotators the judge's verdict).
+--design uniform: calibration/audit_stats.py, one random order with the judge as a control variate. All: two
+one-sided anytime-valid betting tests without replacement, the exact rule, at least 20 gold items, 95% confidence:
+2.5% per side. --only and --distances measure a few cells (bench on a shared machine).
 
 Real sets, read from ../shared/datasets beside the checkout (or ICEWATER_DATASETS_DIR; nothing is copied
 into the repository). Gold is the majority of the three raters (what A, B and the adjudicator give under the
@@ -114,19 +118,35 @@ def synthetic(N: int = 1000, theta: float = 0.70, judge_rate: float = 0.75, phis
         yield f"synthetic phi={phi}", gold, judge
 
 
-def stratified_decisions(strata_gold: tuple[np.ndarray, np.ndarray], minimum: float) -> tuple[np.ndarray, np.ndarray]:
-    """calibration/audit_strata.py's decisions and labels to them along each order, 100 orders at a time."""
+def stratified_decisions(
+    strata_gold: tuple[np.ndarray, np.ndarray], minimum: float, path: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """calibration/audit_strata.py's decisions and labels to them along each order, 100 orders at a time: counted in
+    `path` (each order's strata, in its sequence), or with path None as the adaptive allocation chooses."""
     decided, at = [], []
     for start in range(0, strata_gold[0].shape[0], 100):
         part = (strata_gold[0][start : start + 100], strata_gold[1][start : start + 100])
-        d, a = audit_strata.replay(gold=part, start=np.zeros((part[0].shape[0], 2), int), minimum=minimum)
+        d, a = audit_strata.replay(
+            gold=part,
+            start=np.zeros((part[0].shape[0], 2), int),
+            minimum=minimum,
+            path=None if path is None else path[start : start + 100],
+        )
         decided.append(d)
         at.append(a)
     return np.concatenate(decided), np.concatenate(at)
 
 
 def run(
-    name: str, gold: np.ndarray, judge: np.ndarray, *, orders: int, rng, rows: list[dict], design: str = "stratified"
+    name: str,
+    gold: np.ndarray,
+    judge: np.ndarray,
+    *,
+    orders: int,
+    rng,
+    rows: list[dict],
+    design: str = "stratified",
+    distances: tuple[float, ...] = DISTANCES,
 ) -> None:
     N = gold.size
     theta = float(gold.mean())
@@ -138,16 +158,18 @@ def run(
     strata_gold = tuple(ys[strata == h].reshape(orders, -1) for h in (0, 1))
     print(f"\n{name}: N = {N}, true pass rate {theta:.3f}, judge pass rate {judge.mean():.3f}, phi {phi:.2f}")
     print(
-        f"  {'minimum':>8} {'distance':>9} {'right':>5} {'median %N':>10} {'p90 %N':>8} {'wrong %':>8} {'x fixed-n':>9}"
+        f"  {'minimum':>8} {'distance':>9} {'right':>5} {'median %N':>10} {'p90 %N':>8} {'max %N':>7} {'wrong %':>8}"
+        f" {'x fixed-n':>9}"
     )
-    for distance in DISTANCES:
+    for distance in distances:
         for sign in (-1, 1):
             minimum = theta + sign * distance
             if not 0 < minimum < 1:
                 continue
             right = PASS if theta >= minimum else FAIL
-            if design == "stratified":
-                decided, at = stratified_decisions(strata_gold, minimum)  # type: ignore[arg-type]
+            if design != "uniform":
+                path = strata if design == "stratified" else None
+                decided, at = stratified_decisions(strata_gold, minimum, path)  # type: ignore[arg-type]
             else:
                 d = _decide(gold=ys, f=fs, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
                 decided, at = d.decided, d.at
@@ -155,13 +177,14 @@ def run(
             median, p90 = float(np.median(labels)), float(np.quantile(labels, 0.9))
             wrong = float(((decided != "") & (decided != right)).mean())
             fixed = labels_per_decision(phi=phi, pass_rate=theta, margin=distance, N=N, factor=1.0).fixed_n
+            worst = float(labels.max())
             rows.append(
                 {"set": name, "phi": phi, "distance": distance, "median": median / N, "p90": p90 / N, "wrong": wrong}
-                | {"ratio": median / fixed}
+                | {"ratio": median / fixed, "max": worst / N}
             )
             print(
                 f"  {minimum:8.3f} {sign * distance:+9.2f} {right:>5} {100 * median / N:10.1f} {100 * p90 / N:8.1f}"
-                f" {100 * wrong:8.2f} {median / fixed:9.2f}"
+                f" {100 * worst / N:7.1f} {100 * wrong:8.2f} {median / fixed:9.2f}"
             )
 
 
@@ -169,7 +192,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=500, help="random label orders per set and threshold")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--design", choices=["stratified", "uniform"], default="stratified")
+    parser.add_argument("--design", choices=["stratified", "adaptive", "uniform"], default="stratified")
+    parser.add_argument("--only", nargs="*", default=[], help="only the sets whose name holds one of these words")
+    parser.add_argument("--distances", nargs="*", type=float, default=list(DISTANCES))
     args = parser.parse_args()
     base = datasets_dir()
     if not base.is_dir():
@@ -180,11 +205,14 @@ def main() -> int:
     started = time.perf_counter()
     for source in (qags(base), usr(base), xsum(base), synthetic()):
         for name, gold, judge in source:
-            run(name, gold, judge, orders=args.orders, rng=rng, rows=rows, design=args.design)
+            if args.only and not any(word in name for word in args.only):
+                continue
+            distances = tuple(args.distances)
+            run(name, gold, judge, orders=args.orders, rng=rng, rows=rows, design=args.design, distances=distances)
     seconds = time.perf_counter() - started
 
     worst = max(r["wrong"] for r in rows)
-    at_10 = [r for r in rows if r["distance"] == 0.10]
+    at_10 = [r for r in rows if r["distance"] == 0.10] or rows
     at_05 = [r for r in rows if r["distance"] == 0.05 and r["phi"] >= 0.6]
     ratios = [r["ratio"] for r in rows if r["distance"] >= 0.05]
     print(f"\n{args.design} design: {len(rows)} set x threshold cells, {args.orders} orders each, {seconds:.0f} s")

@@ -1,18 +1,21 @@
-"""Stratified audits: the judge's verdict splits the candidate in two, and the next labels go where they tell most.
+"""Stratified audits: the judge's verdict splits the candidate in two, and each half gets its own test.
 
 Pure functions over arrays (numpy), no Django; the statistics of a stratified audit plan, beside audit_stats.py's
-uniform one. bench/audit_strata.py measured why: choosing each batch's stratum from the gold settled so far
-takes 2-10 points of N fewer labels to a decision than one uniform order on the real sets where the audit needs
-most (USR), and about the same where the judge adds little.
+uniform one.
 
 The design:
 - **Strata.** Stratum 0 holds the outputs the judge passed, stratum 1 the rest (judged FAIL, or no usable
   verdict: any fixed split is valid, and these few are closest to the FAILs in what they tell). Each stratum is
   labeled in its own uniformly random order: the plan's order restricted to the stratum (a uniform permutation
   restricted to a subset is a uniform permutation of it, and the strata's orders are independent).
-- **Allocation.** "Label these k next" takes all k from one stratum, chosen from the gold settled before the
-  batch (`next_batch`), so each label's stratum is fixed before its gold is seen: the product of the strata's
-  tests stays a test supermartingale. Each stratum keeps at least FLOOR of the labels while it lasts.
+- **Which labels, in what sequence.** A plan releases the next outputs of its order, whatever their strata, and
+  counts their labels in that sequence (the `path`: the stratum of each label, in the order). Annotators are
+  blind to the judge so that gold does not anchor on it; a release chosen from the labels would be one stratum's
+  and tell them the judge's verdict on all of it (issue 41). The order's sequence of strata is drawn with it,
+  before any label, so the path is a fixed allocation and the product of the strata's tests a test
+  supermartingale. `next_batch` is the adaptive allocation plans used before (each batch from the stratum the
+  labels so far point to): `replay` still runs it without a path, for the bench's comparison of what blindness
+  costs (bench/audit.py --design adaptive; docs/calibration.md, "Stratified plans").
 - **The tests.** "pass rate <= m" holds when the strata's totals s_0 + s_1 = m N for some split (with N/A gold
   counted as m, as audit_stats does, so the totals are real numbers). Each stratum has audit_stats' mixture of
   Kelly bets without replacement (without the control variate: inside a stratum the judge is constant); the
@@ -23,7 +26,7 @@ The design:
   strata, of SPLIT_POINTS points) covers them all. "pass rate >= m" is the same test on the complements.
 - **The exact rule and the minimum of gold** as in audit_stats.
 
-What is assumed: only the seeded uniform orders and that each batch's stratum is chosen before its labels.
+What is assumed: only the seeded uniform orders and that each label's stratum is fixed before its gold is seen.
 Nothing about the judge: a poor one costs labels, never validity.
 """
 
@@ -52,8 +55,8 @@ from .audit_stats import (
 
 # The strata: the judge passed it (0), or not (1: FAIL or no usable verdict).
 JUDGE_PASS, JUDGE_REST = 0, 1
-# Each stratum keeps at least this share of the labels (while it lasts): the other stratum's estimate must not
-# starve, since the choice reads it (bench/audit_strata.py measured 0.10).
+# The adaptive allocation (next_batch) keeps at least this share of the labels in each stratum (while it lasts): the
+# other stratum's estimate must not starve, since the choice reads it (bench/audit_strata.py measured 0.10).
 FLOOR = 0.10
 # At most this many grid points over a stratum's null totals (integers below it); more only narrows the slack
 # the pairs leave, a grid step of s_0 at most.
@@ -365,10 +368,12 @@ def _allocate(
     first_k: int | None,
     min_gold: int,
     limits: tuple[int, int],
+    path: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """S audits from counts `start`, in batches from `next_batch` until each decides on `tests` (whose tables
-    reach `limits` labels per stratum): the labels' strata (S, N; -1 after the decision), the counts then (S, 2),
-    the decisions (S,), the labels in all then (S,), and which audits stopped at a limit undecided (S,)."""
+    """S audits from counts `start`, along `path` or in batches from `next_batch`, until each decides on `tests`
+    (whose tables reach `limits` labels per stratum): the labels' strata (S, N; -1 after the decision), the counts
+    then (S, 2), the decisions (S,), the labels in all then (S,), and which audits stopped at a limit undecided
+    (S,)."""
     N = sizes[0] + sizes[1]
     counts = start.astype(int).copy()
     everyone = np.arange(counts.shape[0])
@@ -380,7 +385,11 @@ def _allocate(
     limit = np.array(limits)
     size = k if first_k is None else first_k
     while todo.size:
-        batch = next_batch(tests, todo, counts[todo], sizes, minimum, size)
+        if path is None:
+            batch = next_batch(tests, todo, counts[todo], sizes, minimum, size)
+        else:
+            ahead = np.minimum(counts[todo].sum(axis=1)[:, None] + np.arange(size), N - 1)
+            batch = np.take_along_axis(path[todo], ahead, axis=1)
         for i in range(size):
             stratum = batch[:, i]
             beyond = (counts[todo, stratum] >= limit[stratum]) & (limit[stratum] < np.array(sizes)[stratum])
@@ -415,6 +424,7 @@ def _run(
     min_gold: int,
     grids: tuple[np.ndarray, np.ndarray] | None = None,
     shared: tuple[int, int] = (0, 0),
+    path: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """_allocate on tables that grow as far as the audits need: the same results as tables of whole strata (each
     audit's labels depend only on the gold before them, so one stopped at a limit is replayed from its start with
@@ -443,6 +453,7 @@ def _run(
             first_k=first_k,
             min_gold=min_gold,
             limits=limits,
+            path=None if path is None else path[rows],
         )
         done = ~out[4]
         here = np.flatnonzero(done)
@@ -463,20 +474,22 @@ def replay(
     k: int = 25,
     first_k: int | None = None,
     min_gold: int = MIN_GOLD,
+    path: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The first decision, and the labels in all when it came, of S simulated audits going on from per-sequence
     counts `start` (S, 2). gold ((S, N_0), (S, N_1)): every output's gold in its stratum's order (1, 0, -1 N/A,
-    NaN pending); the labels come in batches from `next_batch`, of first_k (default k) and then k each. An audit
-    that labels everything decides by the exact rule at the latest.
+    NaN pending). The labels are counted along `path` (S, N), the stratum of every label from the first, as a plan
+    counts them (its order's own sequence); without one they come in batches from the adaptive `next_batch`, of
+    first_k (default k) and then k each. An audit that labels everything decides by the exact rule at the latest.
 
-    As a plan does it: the batches are chosen on split_grid's grid (what the labels before them show), the
-    decision is read on a grid refined around each side's hardest split (`refine`), which only raises the tests'
-    lower bounds on the product at every split (so it decides sooner, never wrongly more often)."""
+    As a plan does it: the labels are counted (or batches chosen) on split_grid's grid, the decision is read on a
+    grid refined around each side's hardest split (`refine`), which only raises the tests' lower bounds on the
+    product at every split (so it decides sooner, never wrongly more often)."""
     sizes = (gold[0].shape[1], gold[1].shape[1])
     N = sizes[0] + sizes[1]
     threshold = math.log(2 / (1 - confidence))
     steps, counts, _, _, hardest = _run(
-        gold=gold, start=start, minimum=minimum, threshold=threshold, k=k, first_k=first_k, min_gold=min_gold
+        gold=gold, start=start, minimum=minimum, threshold=threshold, k=k, first_k=first_k, min_gold=min_gold, path=path
     )
     grids = (
         refine(split_grid(minimum * N, sizes), hardest[0]),
@@ -505,7 +518,7 @@ def replay(
     return decided, at
 
 
-# --- A plan's figures: one audit, read along the strata its batches chose ---------------------------------------
+# --- A plan's figures: one audit, read along its path (the strata of its labels, in the order) ---------------------
 
 
 def per_stratum(gold: np.ndarray, path: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -677,21 +690,6 @@ def _bounds(g: np.ndarray, p: np.ndarray, sizes: tuple[int, int], threshold: flo
     return max(lower, exact_lower), min(upper, exact_upper)
 
 
-def plan_next(
-    *,
-    gold: Sequence[float | None] | np.ndarray,
-    path: Sequence[int] | np.ndarray,
-    sizes: tuple[int, int],
-    minimum: float,
-    k: int,
-) -> list[int]:
-    """The strata of a plan's next k labels ("label these k next"), from its labels so far (next_batch)."""
-    g, p = _check_plan(gold, path, sizes)
-    tests = build_tests(per_stratum(g, p), sizes, minimum)
-    counts = _counts_along(p)[-1:]
-    return [int(h) for h in next_batch(tests, np.zeros(1, dtype=int), counts, sizes, minimum, k)[0]]
-
-
 # The forecast's grid: fewer points than a decision's (its slack makes it a little pessimistic), for speed.
 FORECAST_POINTS = 60
 
@@ -700,6 +698,7 @@ def stratified_forecast(
     *,
     gold: Sequence[float | None] | np.ndarray,
     path: Sequence[int] | np.ndarray,
+    ahead: Sequence[int] | np.ndarray,
     sizes: tuple[int, int],
     minimum: float,
     confidence: float = 0.95,
@@ -710,11 +709,15 @@ def stratified_forecast(
 ) -> AuditForecast:
     """A Monte Carlo forecast of a stratified plan from the posterior predictive, seeded: each stratum's pass rate
     (and, once N/A gold is seen, its N/A share) gets a Beta(1, 1) prior updated with its settled gold; each
-    simulation draws every unsettled output's gold and replays the batches (first k, then k each) to a decision,
-    on a coarser grid than the plan's decision (FORECAST_POINTS). A forecast, not a promise."""
+    simulation draws every unsettled output's gold and counts the labels still to come in the order the plan will
+    (`ahead`: their strata, the rest of the path) to a decision, on a coarser grid than the plan's decision
+    (FORECAST_POINTS). A forecast, not a promise."""
     if k < 0 or n_sims < 1:
         raise ValueError("k must be >= 0 and n_sims >= 1")
     g, p = _check_plan(gold, path, sizes)
+    full_path = np.concatenate([p, np.asarray(ahead, dtype=np.int8).ravel()])
+    if full_path.size != sizes[0] + sizes[1] or int(np.sum(full_path == 0)) != sizes[0]:
+        raise ValueError("the path and the labels ahead must hold every output of each stratum once")
     rng = np.random.default_rng(seed)
     with_na = bool(np.any(g == NOT_APPLICABLE))
     drawn = []
@@ -745,6 +748,7 @@ def stratified_forecast(
         min_gold=min_gold,
         grids=_forecast_grids(sizes, minimum),
         shared=shared,  # type: ignore[arg-type]
+        path=np.tile(full_path, (n_sims, 1)),
     )
     more = np.maximum(at - p.size, 0)
     within = more <= k

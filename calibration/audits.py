@@ -214,28 +214,25 @@ def release_plan_next(*, plan: AuditPlan, by: User, k: int = DEFAULT_RELEASE) ->
 
 
 def _release_stratified(plan: AuditPlan, k: int) -> None:
-    """Choose the strata of the next k labels from the gold settled now (audit_strata.plan_next), record them in the
-    plan's path and release their outputs: the next ones of each stratum in the order."""
+    """Release the plan's next k outputs in the order, whatever their strata and whatever the labels say, and
+    record their strata in the plan's path (the order its test counts them in).
+
+    What annotators are handed must carry no signal of the judge's verdict (they are blind to it so that gold does
+    not anchor on it): a release chosen from the labels would be one stratum's, and tell them the verdict. The
+    order's next outputs are a uniformly random sample drawn before any verdict was read, so they tell nothing a
+    uniform plan's would not. (A plan started before releases were blind holds each stratum's first outputs in the
+    order; its next ones are still the lowest positions it has not released, so that stays true of it.)"""
     if k < 1:
         raise AuditPlanError(f"Release at least one more output, not {k}.")
     with transaction.atomic():
         plan = AuditPlan.objects.select_for_update().select_related("criterion__rubric_version").get(pk=plan.pk)
         reading = _stratified_reading(plan)
-        left = len(reading.strata) - len(plan.path)
-        if left <= 0:
+        if not reading.unreleased:
             raise AuditPlanError(f"Every output of audit plan {plan.pk} is released already.")
-        sizes = reading.sizes
-        chosen = audit_strata.plan_next(
-            gold=reading.gold_released, path=reading.path, sizes=sizes, minimum=plan.min_pass_rate, k=min(k, left)
-        )
-        taken = [int(np.sum(reading.path == h)) for h in (0, 1)]
-        outputs = []
-        for h in chosen:
-            outputs.append(reading.stratum_outputs[h][taken[h]])
-            taken[h] += 1
-        plan.path += "".join(str(h) for h in chosen)
+        chosen = reading.unreleased[:k]
+        plan.path += "".join(str(h) for _, h in chosen)
         plan.save(update_fields=["path"])
-        release_outputs(order=plan.order, output_ids=outputs)
+        release_outputs(order=plan.order, output_ids=[output_id for output_id, _ in chosen])
 
 
 def left_to_release(plan: AuditPlan) -> int:
@@ -267,6 +264,7 @@ class _StratifiedReading:
     released: list[int]  # the outputs released by the plan, in release order
     path: np.ndarray  # their strata
     gold_released: list[float]  # their gold now (NaN pending or Can't tell)
+    unreleased: list[tuple[int, int]]  # the rest (output, stratum), in order position: the next releases
 
 
 def _stratified_reading(
@@ -284,6 +282,8 @@ def _stratified_reading(
     for h in path:
         released.append(stratum_outputs[h][taken[h]])
         taken[h] += 1
+    out = set(released)
+    unreleased = [(o, int(h)) for (o, _, _), h in zip(population, plan.strata, strict=True) if o not in out]
     return _StratifiedReading(
         strata=plan.strata,
         sizes=(len(stratum_outputs[0]), len(stratum_outputs[1])),
@@ -291,6 +291,7 @@ def _stratified_reading(
         released=released,
         path=path,
         gold_released=[_gold_value(gold.get(output_id)) for output_id in released],
+        unreleased=unreleased,
     )
 
 
@@ -499,10 +500,15 @@ def plan_figures(
         gold_values = reading.gold_released[:n_labeled]
         sizes = reading.sizes
         counts = (int(np.sum(path == 0)), int(np.sum(path == 1)))
+        # The labels still to come, in the order the test will count them: the released ones not labeled yet, then
+        # the rest in order position (what the next releases will be).
+        ahead = reading.path[n_labeled:].tolist() + [h for _, h in reading.unreleased]
         decision, forecast = content_cache.computed(
             "audit-stratified",
-            (gold_values, path.tolist(), sizes, minimum, confidence, k, FORECAST_SEED),
-            lambda: _stratified_statistics(gold_values, path, sizes, minimum=minimum, confidence=confidence, k=k),
+            (gold_values, path.tolist(), ahead, sizes, minimum, confidence, k, FORECAST_SEED),
+            lambda: _stratified_statistics(
+                gold_values, path, ahead, sizes, minimum=minimum, confidence=confidence, k=k
+            ),
         )
 
         def at_plans_thresholds() -> audit_stats.AuditDecision:
@@ -600,7 +606,14 @@ def stratified_forecast_sims(N: int) -> int:
 
 
 def _stratified_statistics(
-    gold: list[float], path: np.ndarray, sizes: tuple[int, int], *, minimum: float, confidence: float, k: int
+    gold: list[float],
+    path: np.ndarray,
+    ahead: list[int],
+    sizes: tuple[int, int],
+    *,
+    minimum: float,
+    confidence: float,
+    k: int,
 ) -> tuple[audit_stats.AuditDecision, audit_stats.AuditForecast]:
     decision = audit_strata.stratified_decision(
         gold=gold, path=path, sizes=sizes, minimum=minimum, confidence=confidence
@@ -612,6 +625,7 @@ def _stratified_statistics(
     forecast = audit_strata.stratified_forecast(
         gold=gold,
         path=path,
+        ahead=ahead,
         sizes=sizes,
         minimum=minimum,
         confidence=confidence,

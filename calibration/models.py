@@ -175,8 +175,8 @@ class AuditPlan(models.Model):
         STRATIFIED = "stratified", "Stratified by the judge's verdict"
         UNIFORM = "uniform", "One random order"
 
-    # uniform: a random prefix of the order. stratified (calibration/audit_strata.py): the judge's PASS outputs and
-    # the rest, each in the order's own sequence, each batch from the stratum its labels so far point to.
+    # uniform: a random prefix of the order. stratified (calibration/audit_strata.py): the same prefix (releases blind
+    # to the judge, issue 41), tested as the judge's PASS outputs and the rest, each in the order's own sequence.
     design = models.CharField(max_length=16, choices=Design.choices, default=Design.UNIFORM)
     # stratified only, both frozen: the stratum of each output of the population in order position (one digit,
     # 0 judged PASS when the plan started, 1 the rest), and the stratum of each label released, in release order.

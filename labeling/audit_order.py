@@ -3,7 +3,7 @@
 An audit of a release candidate (calibration/audits.py) decides from the gold of a uniformly random
 prefix of the candidate's outputs. So the queue makes the order once, before any audit label, and Next
 (labeling/queue.py) then hands out only the positions a lead has released, lowest first, never skipping: a prefix
-of the order for a uniform audit, the next outputs of the chosen stratum for a stratified one.
+of the order for a uniform audit, the plan's next outputs in the order for a stratified one.
 Labeling owns the order (the queue follows it); calibration only reads it, so labeling never imports
 calibration.
 """
@@ -88,6 +88,6 @@ def release_next(*, order: AuditOrder, k: int = DEFAULT_RELEASE) -> AuditOrder:
 
 
 def release_outputs(*, order: AuditOrder, output_ids: Sequence[int]) -> int:
-    """Let Next hand out these outputs of the order, wherever they stand in it (a stratified audit's next ones
-    in the strata it chose); how many were not released before."""
+    """Let Next hand out these outputs of the order, wherever they stand in it (a stratified audit's next ones of
+    its population, which may be one agent version's); how many were not released before."""
     return AuditOrderItem.objects.filter(order=order, output_id__in=output_ids, released=False).update(released=True)

@@ -215,8 +215,8 @@ class AuditOrderItem(models.Model):
     """One output's place in an audit order; position 1 is handed out first.
 
     `released`: Next may hand it out. The order's first `released` positions are (a uniform audit's prefix), and
-    so are the outputs a stratified audit released on their own (the next ones of the stratum it chose: each
-    stratum is the order restricted to it, a uniformly random order too)."""
+    so are the outputs a stratified audit released on its own (its next ones in the order, whatever their strata;
+    plans started before issue 41 released the next ones of a stratum they chose)."""
 
     order = models.ForeignKey(AuditOrder, on_delete=models.CASCADE, related_name="items")
     output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="audit_positions")

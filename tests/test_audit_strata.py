@@ -1,6 +1,7 @@
 """Stratified audits (calibration/audit_strata.py): hand-worked grids, the capital's monotonicity the split pairs
 rest on, validity by exact enumeration of every order (with a peeking allocation as the negative control) and by
-simulation with known truth. Pure numpy: no database."""
+simulation with known truth, both for a plan's design (the labels counted in the order's own sequence, issue 41)
+and for the adaptive allocation the bench compares it with. Pure numpy: no database."""
 
 from __future__ import annotations
 
@@ -127,14 +128,18 @@ def synthetic(N: int, theta: float, phi: float, judge_rate: float) -> tuple[np.n
     return judge_pass, judge_rest
 
 
+@pytest.mark.parametrize("design", ["order", "adaptive"])
 @pytest.mark.parametrize("distance", [-0.05, 0.0, 0.05])
-def test_wrong_decisions_stay_below_alpha_over_2_by_simulation_with_known_truth(distance):
-    # 300 outputs, theta = 0.7, a judge with correlation 0.6 that passes 75%; 500 orders of each stratum.
+def test_wrong_decisions_stay_below_alpha_over_2_by_simulation_with_known_truth(distance, design):
+    # 300 outputs, theta = 0.7, a judge with correlation 0.6 that passes 75%; 500 orders of each stratum, counted in
+    # a uniformly random sequence of the strata (a plan: the order's own) or as the adaptive allocation chooses.
     judge_pass, judge_rest = synthetic(300, 0.7, 0.6, 0.75)
     rng = np.random.default_rng(17)
     gold = tuple(np.stack([s[rng.permutation(s.size)] for _ in range(500)]) for s in (judge_pass, judge_rest))
+    strata = np.r_[np.zeros(judge_pass.size, np.int8), np.ones(judge_rest.size, np.int8)]
+    path = np.stack([rng.permutation(strata) for _ in range(500)]) if design == "order" else None
     minimum = 0.7 + distance
-    decided, at = st.replay(gold=gold, start=np.zeros((500, 2), int), minimum=minimum)
+    decided, at = st.replay(gold=gold, start=np.zeros((500, 2), int), minimum=minimum, path=path)
     right = PASS if 0.7 >= minimum else FAIL
     assert np.mean(decided != right) <= 0.025
     if distance:
@@ -152,13 +157,69 @@ def test_tables_that_grow_as_needed_give_what_whole_tables_give(monkeypatch):
     assert grown[0].tolist() == whole[0].tolist() and grown[1].tolist() == whole[1].tolist()
 
 
-def test_the_next_batch_keeps_a_tenth_for_each_side_and_none_for_a_full_one():
+def test_the_adaptive_batch_keeps_a_tenth_for_each_side_and_none_for_a_full_one():
+    def first_batch(gold, path, sizes, k):
+        g, p = np.array(gold, dtype=float), np.array(path)
+        tests = st.build_tests(st.per_stratum(g, p), sizes, 0.5)
+        counts = np.array([[int(np.sum(p == 0)), int(np.sum(p == 1))]])
+        return st.next_batch(tests, np.zeros(1, dtype=int), counts, sizes, 0.5, k)[0].tolist()
+
     # No labels yet: the first goes to the judge's PASS side (it has none of its tenth), the second to the rest.
-    assert st.plan_next(gold=[], path=[], sizes=(30, 30), minimum=0.5, k=2) == [0, 1]
+    assert first_batch([], [], (30, 30), 2) == [0, 1]
     # The rest has 3 outputs, all labeled: the whole batch goes to the PASS side.
-    assert st.plan_next(gold=[1, 0, 0, 1], path=[0, 1, 1, 1], sizes=(30, 3), minimum=0.5, k=5) == [0] * 5
-    with pytest.raises(ValueError, match="more labels from stratum 1"):
-        st.plan_next(gold=[0, 0], path=[1, 1], sizes=(5, 1), minimum=0.5, k=1)
+    assert first_batch([1, 0, 0, 1], [0, 1, 1, 1], (30, 3), 5) == [0] * 5
+
+
+def every_interleaving(first: list[float], second: list[float]):
+    """Every distinct full order of two strata (the strata's sequence, then each stratum's own order), each as likely
+    as the others under a uniform permutation of the whole candidate: per-stratum gold and the path."""
+    sizes = (len(first), len(second))
+    paths = [
+        np.array([0 if i in chosen else 1 for i in range(sum(sizes))], dtype=np.int8)
+        for chosen in itertools.combinations(range(sum(sizes)), sizes[0])
+    ]
+    a, b = every_pair_of_orders(first, second)
+    gold = (np.repeat(a, len(paths), axis=0), np.repeat(b, len(paths), axis=0))
+    return gold, np.tile(np.stack(paths), (len(a), 1))
+
+
+def wrong_along(gold, path, *, minimum, confidence, right):
+    decided, _ = st.replay(
+        gold=gold, start=np.zeros((len(path), 2), int), minimum=minimum, confidence=confidence, min_gold=1, path=path
+    )
+    assert np.all(decided != "")
+    return float(np.mean(decided != right))
+
+
+# 4 + 4 outputs, 4 gold passes (theta = 1/2): the judge's PASS stratum 3 of 4, the rest 1 of 4. 70 sequences of the
+# strata times 16 pairs of stratum orders: 1,120 equally likely full orders.
+SMALL_PASS = [1.0] * 3 + [0.0]
+SMALL_REST = [1.0] + [0.0] * 3
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.8])
+def test_a_plan_counting_in_the_orders_own_sequence_errs_at_most_alpha_over_2_by_exact_enumeration(confidence):
+    # A plan's labels are counted in the order's sequence, which no label chose: every full order enumerated.
+    alpha_half = (1 - confidence) / 2
+    gold, path = every_interleaving(SMALL_PASS, SMALL_REST)
+    assert len(path) == 1120
+    assert wrong_along(gold, path, minimum=5 / 8, confidence=confidence, right=FAIL) <= alpha_half
+    assert wrong_along(gold, path, minimum=0.5, confidence=confidence, right=PASS) <= alpha_half
+
+
+def test_the_same_enumeration_finds_the_one_split_test_wrong_too_often_negative_control(monkeypatch):
+    # The enumeration above would see an invalid test: the product at the proportional split alone (2.5 passes in
+    # each stratum) instead of the smallest over the splits rejects "pass rate <= 5/8" whenever the judge's PASS
+    # stratum shows its third pass, which it always does.
+    gold, path = every_interleaving(SMALL_PASS, SMALL_REST)
+    assert wrong_along(gold, path, minimum=5 / 8, confidence=0.5, right=FAIL) <= 0.25
+    real = st.split_grid
+
+    def one_split(total, sizes, points=st.SPLIT_POINTS):
+        return np.array([2.5, 2.5]) if total == 5 else real(total, sizes, points)  # the PASS side's only
+
+    monkeypatch.setattr(st, "split_grid", one_split)
+    assert wrong_along(gold, path, minimum=5 / 8, confidence=0.5, right=FAIL) > 0.25
 
 
 def test_a_plans_decision_by_the_exact_rule_hand_worked():
@@ -178,18 +239,15 @@ def test_a_plans_decision_by_the_exact_rule_hand_worked():
 
 
 def test_the_bounds_hold_the_true_pass_rate_in_95_percent_of_audits_and_narrow():
-    # 160 outputs, theta = 0.6; 100 audits read after 80 labels chosen as a plan chooses them.
+    # 160 outputs, theta = 0.6; 100 audits read after 80 labels counted as a plan counts them.
     judge_pass, judge_rest = synthetic(160, 0.6, 0.7, 0.6)
     rng = np.random.default_rng(31)
     held, widths = 0, []
     for _ in range(100):
         orders = [s[rng.permutation(s.size)] for s in (judge_pass, judge_rest)]
-        path: list[int] = []
-        gold: list[float] = []
-        while len(path) < 80:
-            for h in st.plan_next(gold=gold, path=path, sizes=(judge_pass.size, judge_rest.size), minimum=0.55, k=20):
-                gold.append(float(orders[h][path.count(h)]))
-                path.append(h)
+        # The first 80 of a uniformly random order: its strata's sequence, each stratum in its own order.
+        path = rng.permutation(np.r_[np.zeros(judge_pass.size, int), np.ones(judge_rest.size, int)])[:80].tolist()
+        gold = [float(orders[h][path[:i].count(h)]) for i, h in enumerate(path)]
         d = st.stratified_decision(gold=gold, path=path, sizes=(judge_pass.size, judge_rest.size), minimum=0.55)
         held += d.lower <= 0.6 <= d.upper
         widths.append(d.upper - d.lower)
@@ -200,7 +258,7 @@ def test_the_bounds_hold_the_true_pass_rate_in_95_percent_of_audits_and_narrow()
 def test_the_forecast_is_seeded_leans_to_the_labels_and_labeling_the_rest_decides():
     gold = [1.0] * 18 + [0.0] * 2
     path = [0] * 12 + [1] * 8
-    args = dict(gold=gold, path=path, sizes=(40, 40), minimum=0.5, k=25, n_sims=100)
+    args = dict(gold=gold, path=path, ahead=[0] * 28 + [1] * 32, sizes=(40, 40), minimum=0.5, k=25, n_sims=100)
     first, again = st.stratified_forecast(**args, seed=3), st.stratified_forecast(**args, seed=3)
     assert first == again
     assert first.p_pass > first.p_fail

@@ -4,9 +4,9 @@ It makes the README walk's two decisions if nobody has (approve refund-support@1
 at minimum 0.85), then adds a release candidate, agent version v1.5 (generate.py's requests under another
 seed), judges it with the demo judge, opens its labeling queue and starts a stratified audit plan of
 correct_amount on it with a fixed seed (the design a lead gets by default). Two batches of BATCH go to the
-queue, the second chosen from the first one's gold; maria's and deshawn's labels (with rita's gold where they
-disagreed, every third disagreement still waiting) on the first batch and the first LABELED - BATCH of the second
-arrive through the label import. Enough for the interval and the forecast, not for a decision.
+queue, the order's next outputs whatever the judge said of them; maria's and deshawn's labels (with rita's gold
+where they disagreed, every third disagreement still waiting) on the first batch and the first LABELED - BATCH of
+the second arrive through the label import. Enough for the interval and the forecast, not for a decision.
 
 Everything goes through the product's own functions and importers; it runs once (a second call finds the
 plan and adds nothing).
