@@ -142,9 +142,9 @@ class AuditPlanIn(Schema):
     min_pass_rate: float | None = Field(default=None, ge=0, le=1, description="default and lowest: the mark's")
     confidence: float | None = Field(default=None, gt=0, lt=1, description="default and lowest: the mark's")
     design: Literal["stratified", "uniform"] = Field(
-        default="stratified",
-        description="stratified: by the judge's verdict, each batch from the side its labels point to; "
-        "uniform: a prefix of one random order",
+        default="uniform",
+        description="uniform (default): a prefix of one random order; stratified: the same releases, the test "
+        "counted per side of the judge's verdict",
     )
 
 
@@ -366,6 +366,11 @@ class GateCriterionOut(Schema):
     )
     refuted_by_gold: str | None = Field(description="why the candidate's own gold makes this criterion not met")
     held_back: str | None = Field(description="why the candidate's gold keeps the gate from passing on it (exit 2)")
+    notes: list[str] = Field(
+        description="what the candidate's gold says of this criterion, in words: refuted, held back, the gold's "
+        "bound, the transport test; and, deciding on the corrected bound with no gold, that its assumption is "
+        "unchecked"
+    )
     transport: dict | None = Field(
         description="the transport test in full: level, per rate (tpr, tnr) the counts, Fisher's p, moved, and the "
         "power to catch a drop of 0.10 and 0.05; warning; too_little_gold"

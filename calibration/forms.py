@@ -76,8 +76,9 @@ class GatingForm(ReasonForm):
         choices=list(DECIDE_ON.items()),
         initial=DEFAULT_DECIDE_ON,
         label="Decide on",
-        help_text="The corrected bound accounts for the judge's own errors on this calibration (default); the audit "
-        "decides on gold from a random sample of each candidate (an audit plan), and waits until it has decided.",
+        help_text="The audit (default) decides on gold from a random sample of each candidate (an audit plan) and "
+        "waits until it has decided; it assumes nothing about the judge. The corrected bound accounts for the judge's "
+        "own errors on this calibration and assumes they hold on each candidate.",
     )
 
     require_clean_probes = forms.BooleanField(
@@ -354,18 +355,18 @@ class AuditPlanForm(forms.Form):
     design = forms.ChoiceField(
         required=False,
         choices=AuditPlan.Design.choices,
-        initial=AuditPlan.Design.STRATIFIED,
+        initial=AuditPlan.Design.UNIFORM,
         label="Design",
         help_text=(
-            "Stratified: each batch from the judge's PASS outputs or the rest, where the labels point (fewer "
-            "labels when the judge tells them apart; needs its verdicts). Or a prefix of one random order."
+            "Uniform (the default): a prefix of one random order. Stratified: the same releases, counted per "
+            "side of the judge's verdict (needs its verdicts; measured to cost more labels on most sets)."
         ),
     )
     min_pass_rate = _Rate(required=False, label="Minimum pass rate", help_text="Empty: the mark's; only stricter.")
     confidence = _Rate(required=False, label="Confidence", help_text="Empty: the mark's; only stricter.")
 
     def clean_design(self) -> str:
-        return self.cleaned_data["design"] or AuditPlan.Design.STRATIFIED
+        return self.cleaned_data["design"] or AuditPlan.Design.UNIFORM
 
     seed = forms.IntegerField(
         required=False,

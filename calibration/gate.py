@@ -156,6 +156,7 @@ class GateCriterion:
             "refuted_by_gold": self.refuted or None,
             "held_back": self.held or None,
             "transport": self.transport.as_dict() if self.transport else None,
+            "notes": evidence_lines(self),  # the same words as the text answer and the page
         }
         tail = {k: getattr(self, k) for k in ("error_rate", "met")}
         return {
@@ -692,7 +693,7 @@ def evidence_lines(c: GateCriterion) -> list[str]:
         lines.append(f"held back: {c.held}")
     elif c.gold is not None:
         lines.append(f"the candidate's gold: {c.gold.in_words()}")
-    if c.transport is not None and not (c.held and c.transport.warning):
+    if c.transport is not None and c.transport.candidate_n and not (c.held and c.transport.warning):
         lines.append(f"transport test: {c.transport.in_words()}")
     if c.thresholds.decide_on == CORRECTED_LOWER and c.gold is None:
         lines.append(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from calibration.audits import AuditPlanError, plan_figures, release_plan_next, start_plan
+from calibration.audits import AuditPlanError, close_plan, plan_figures, release_plan_next, start_plan
 from calibration.models import AuditPlan
 from evals.models import Role, User
 from judging.models import Verdict
@@ -157,12 +157,15 @@ def test_a_uniform_plan_on_the_same_order_reads_only_its_prefix():
     assert plan_figures(uniform).released == 3
 
 
-def test_the_command_starts_a_stratified_plan_by_default_and_says_what_it_released(capsys):
+def test_the_command_starts_a_uniform_plan_by_default_and_a_stratified_one_when_asked(capsys):
+    # Issue 41: since releases are blind, the uniform design costs fewer labels on most sets: the default.
     lead, rv, judge, eval_set, outputs = mixed()
-    call_command(
-        "audit_plan", "create", "--eval-set", "rc-1", "--rubric", rv.ref, "--judge", "gpt-judge",
-        "--criterion", KEY, "--by", "lee", "--seed", "3",
-    )  # fmt: skip
+    ask = ("audit_plan", "create", "--eval-set", "rc-1", "--rubric", rv.ref, "--judge", "gpt-judge")
+    call_command(*ask, "--criterion", KEY, "--by", "lee", "--seed", "3")
+    default = AuditPlan.objects.get(pk=capsys.readouterr().out.strip())
+    assert default.design == "uniform"
+    close_plan(plan=default, by=lead)
+    call_command(*ask, "--criterion", KEY, "--by", "lee", "--seed", "3", "--design", "stratified")
     plan_id = capsys.readouterr().out.strip()
     assert AuditPlan.objects.get(pk=plan_id).design == "stratified"
     call_command("audit_plan", "next", plan_id, "-k", "10")

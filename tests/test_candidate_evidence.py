@@ -143,6 +143,22 @@ def test_the_stated_power_is_close_to_fishers_simulated_power():
     assert stated is not None and abs(stated - caught / 1000) < 0.08
 
 
+def test_with_few_items_the_power_is_fishers_own_summed_exactly():
+    # 4 gold FAIL outputs against 60 of 62 caught on the calibration: the z-test's approximation says 0.27, but
+    # Fisher's test at 0.025 rejects only when the candidate catches at most b of 4, so its power is the binomial
+    # chance of those counts at the dropped rate. The reference: the sum written out with scipy.
+    from scipy.stats import binom
+
+    rejected = [b for b in range(5) if fisher_exact([[60, 2], [b, 4 - b]])[1] < 0.025]
+    reference = sum(binom.pmf(b, 4, 60 / 62 - 0.10) for b in rejected)
+    power = drop_power(rate=60 / 62, calibration_n=62, candidate_n=4, move=0.10, level=0.025, calibration_hits=60)
+    assert power == pytest.approx(reference) and power < 0.1
+    from statsmodels.stats.proportion import power_proportions_2indep
+
+    approximate = power_proportions_2indep(-0.10, 60 / 62, 4, ratio=62 / 4, alpha=0.025, return_results=False)
+    assert approximate > 0.25  # the negative control: what the approximation alone would have said
+
+
 def test_the_check_warns_falsely_at_most_at_its_level_by_simulation():
     # Known truth: nothing moved (TPR 0.90 on 1,000 and TNR 0.23 on 800 gold outputs of the calibration, the same
     # rates on the candidate's 100 and 400 gold outputs). Both rates are tested, each at 0.025: at most 5% false

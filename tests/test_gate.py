@@ -57,6 +57,7 @@ CRITERION_KEYS = [
     "refuted_by_gold",
     "held_back",
     "transport",
+    "notes",
     "error_rate",
     "met",
 ]

@@ -132,6 +132,10 @@ def test_without_gold_on_the_candidate_the_answer_says_the_corrected_bound_is_un
     )
     assert c["candidate_gold"] is None
     assert c["corrected_assumes"] == "assumes the judge's error rates on the calibration set hold here"
+    assert c["notes"] == [
+        "decided on the corrected bound with no gold on the candidate: it assumes the judge's error rates on the "
+        "calibration set hold here, unchecked; an audit of the candidate does not rest on it",
+    ]
     text = run_gate("text")
     assert (
         "correct_amount: decided on the corrected bound with no gold on the candidate: it assumes the judge's error "

@@ -71,8 +71,8 @@ def test_a_lead_starts_an_audit_labels_arrive_and_the_decision_appears_without_a
     lead.get_by_label("Gating criterion and judge").select_option(label=MARK)
     lead.get_by_label("Release candidate (eval set)").select_option(label="rc-1")
     lead.get_by_label("Seed of the order").fill("7")
-    # The default design; the judge passed every output here, so its PASS side is the whole order.
-    expect(lead.get_by_label("Design")).to_have_value("stratified")
+    # The default design (uniform since issue 41: releases are blind to the judge whatever the design).
+    expect(lead.get_by_label("Design")).to_have_value("uniform")
     lead.get_by_role("button", name="Start the plan").click()
     expect(lead.locator("#audit-decision")).to_have_text("not yet")
     plan = AuditPlan.objects.get()
@@ -81,7 +81,7 @@ def test_a_lead_starts_an_audit_labels_arrive_and_the_decision_appears_without_a
     assert interval(lead) == (0.0, 1.0)
     expect(lead.locator("#id_k")).to_have_value("25")
     lead.get_by_role("button", name="Label these next").click()
-    expect(lead.locator("#audit-release")).to_contain_text("may now hand out 25 of the plan's 40 outputs")
+    expect(lead.locator("#audit-release")).to_contain_text("may now hand out the first 25 of 40 outputs")
     lead.evaluate("() => { window.notReloaded = true; }")  # gone if the page reloads
 
     # The first output of the order, labeled on the real pages: the annotators disagree, the reviewer settles.

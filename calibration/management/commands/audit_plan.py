@@ -53,9 +53,9 @@ class Command(BaseCommand):
         create.add_argument(
             "--design",
             choices=AuditPlan.Design.values,
-            default=AuditPlan.Design.STRATIFIED,
-            help="stratified (default): by the judge's verdict, each batch from the side its labels point to; "
-            "uniform: a prefix of one random order",
+            default=AuditPlan.Design.UNIFORM,
+            help="uniform (default): a prefix of one random order; stratified: the same releases, the test counted "
+            "per side of the judge's verdict (docs/calibration.md: it costs more labels on most sets)",
         )
         show = actions.add_parser("show", help="the plan's figures now")
         show.add_argument("plan", help="the plan's id")
