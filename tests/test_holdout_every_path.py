@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
@@ -254,3 +254,30 @@ def _page_of(v: Visit, url: str) -> str:
     response = v.client.get(url)
     assert response.status_code == 200
     return response.content.decode()
+
+
+def test_marking_gating_on_held_out_figures_from_the_command_counts_a_look(visit):
+    # `approve --gating` prints the mark's kappa and n, and a refusal quotes them: on v2 they are held-out figures.
+    w = visit.world
+    plain = JudgeConfig.objects.get(name="plain")
+    for judge, counted in ((plain, 0), (w.v2, 1)):  # plain first: the negative control counts nothing
+        before = look_count(w.split)
+        args = ["--rubric", w.rubric.ref, "--judge", judge.name, "--eval-set", w.eval_set.name, "--gating", "next_step"]
+        with pytest.raises(CommandError, match="n 6|n 12|tier"):
+            call_command("approve", *args, "--by", "lead", "--reason", "held-out look", stdout=io.StringIO())
+        assert look_count(w.split) == before + counted, judge.name
+
+
+def test_home_reads_no_held_out_tier_for_a_tier_change(visit, lead):
+    # Home's "tier changed" computed the held-out tier of a mark on every load: it now leaves held-out splits out.
+    from tests.calibration_factories import mark_as_gating
+
+    w = visit.world
+    plain = JudgeConfig.objects.get(name="plain")
+    mark_as_gating(w.rubric, w.v2, ["next_step"], w.eval_set, by=lead)
+    mark_as_gating(w.rubric, plain, ["next_step"], w.eval_set, by=lead)
+    home = visit.client.get(reverse("home")).content.decode()
+    assert look_count(w.split) == 0
+    # The negative control: plain's mark (whole eval set, 12 items: insufficient) is still checked and listed.
+    assert f"next_step gates with plain on {w.rubric.ref}: marked in the gate tier, now insufficient" in home
+    assert f"next_step gates with {w.v2.name}" not in home

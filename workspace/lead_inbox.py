@@ -41,6 +41,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from calibration.audits import AuditFigures, plan_figures
+from calibration.holdout import held_out_split
 from calibration.models import AuditPlan, GateResult, GatingMark, GatingReview
 from calibration.report import criterion_tiers
 from evals.models import EvalSet, RubricVersion
@@ -165,6 +166,10 @@ def tier_changes(marks: list[GatingMark]) -> list[Line]:
     lines = []
     for (_, _, _, agent_version), group in list(groups.items())[:MAX_TIER_CHECKS]:
         first = group[0]
+        if held_out_split(
+            eval_set=first.calibration_eval_set, rubric_version=first.rubric_version, judge_config=first.judge_config
+        ):
+            continue  # a held-out split's tier is one of its figures: read only on a counted look (issue 41 item 3)
         tiers = criterion_tiers(
             eval_set=first.calibration_eval_set,
             rubric_version=first.rubric_version,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from calibration.approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review
+from calibration.holdout_looks import count_report_look
 from calibration.policy import (
     DECIDE_ON,
     DEFAULT_CONFIDENCE,
@@ -115,10 +116,16 @@ class Command(BaseCommand):
                     f"(calibration on {review.calibration_eval_set.name}, by {user.username})"
                 )
                 return
+            judge_config, eval_set = judge_named(opts["judge"]), eval_set_named(opts["eval_set"])
+            # The mark's figures (printed below, or quoted by a refusal) are a look at a held-out split, if they
+            # measure one: counted as every path that shows them is (docs/calibration.md, "Why looks are counted").
+            count_report_look(
+                eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, by=user, via="command"
+            )
             marks = mark_gating(
                 rubric_version=rubric_version,
-                judge_config=judge_named(opts["judge"]),
-                eval_set=eval_set_named(opts["eval_set"]),
+                judge_config=judge_config,
+                eval_set=eval_set,
                 keys=opts["gating"].split(","),
                 by=user,
                 reason=opts["reason"],
