@@ -18,23 +18,12 @@ import pytest
 from django.urls import reverse
 
 from calibration.annotator_agreement import MIN_ITEMS_TO_FLAG, annotator_agreement, leave_one_out_gold
-from evals.models import Role
 from labeling.gold import ANY_FAIL, derive_gold
 
-from .calibration_factories import adjudicate, annotate
+from .annotator_helpers import ADJUDICATED, TABLE, WORDS, A, B, C, build_world
 from .calibration_factories import annotator as annotator_named
-from .factories import make_eval_set, make_output, make_rubric_version, make_user
 
-A, B, C, REVIEWER = 1, 2, 3, 9
-CRITERION = 7
-TABLE = {
-    A: "PPPFFPFPFP",
-    B: "PPPFFFPPFF",
-    C: "FFPPFPFFPF",
-}
-WORDS = {"P": "PASS", "F": "FAIL"}
-# The reviewer's decisions on A and B's three splits, for the flag example.
-ADJUDICATED = {6: "PASS", 7: "FAIL", 10: "FAIL"}
+REVIEWER, CRITERION = 9, 7
 
 
 def labels_frame(blocks: int = 1) -> pd.DataFrame:
@@ -163,27 +152,6 @@ def test_nobody_is_flagged_without_enough_items_with_gold():
 
 
 # --- The page ---
-
-
-def build_world(blocks: int = 1, extra_annotators: int = 0):
-    """The table in the database: annotators ann-a, ann-b, ann-c, the reviewer's three decisions per block,
-    and `extra_annotators` more people who each label every item PASS (for the query count)."""
-    es = make_eval_set("people")
-    rv = make_rubric_version("refund", "1")
-    key = rv.criteria.order_by("order").first().key
-    people = {who: annotator_named(f"ann-{name}") for who, name in ((A, "a"), (B, "b"), (C, "c"))}
-    extras = [annotator_named(f"extra-{i}") for i in range(extra_annotators)]
-    rey = make_user("rey", Role.REVIEWER)
-    for b in range(blocks):
-        for i in range(1, 11):
-            output = make_output(es, case_id=f"b{b}-i{i}")
-            for slot, (who, user) in enumerate(people.items(), start=1):
-                annotate(output, rv, user, slot, {key: WORDS[TABLE[who][i - 1]]})
-            for slot, user in enumerate(extras, start=4):
-                annotate(output, rv, user, slot, {key: "PASS"})
-            if i in ADJUDICATED:
-                adjudicate(output, rv, key, ADJUDICATED[i], rey)
-    return es, rv, key
 
 
 def page_url(es, rv) -> str:
