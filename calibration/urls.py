@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import audit_views, decision_views, views, workbench_views
+from . import annotator_views, audit_views, decision_views, views, workbench_views
 
 app_name = "calibration"
 REPORT = "report/<int:eval_set>/<int:rubric_version>/<int:judge>/"
@@ -15,6 +15,11 @@ urlpatterns = [
     path(REPORT + "review", views.review_gating_view, name="review_gating"),
     path(REPORT + "<slug:key>/<slug:cell>/", views.drilldown, name="drilldown"),
     path(REPORT + "<slug:key>/<slug:cell>/dispute", decision_views.dispute_gold, name="dispute_gold"),
+    path(
+        "annotators/<int:eval_set>/<int:rubric_version>/",
+        annotator_views.annotator_agreement_page,
+        name="annotator_agreement",
+    ),
     path("compare/", views.compare, name="compare"),
     path("workbench/compare/", workbench_views.version_compare, name="version_compare"),
     path(

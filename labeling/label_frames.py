@@ -63,9 +63,12 @@ def load_labels(scope: Scope) -> pd.DataFrame:
     return frame(qs, fields, LABEL_COLUMNS)
 
 
-def load_adjudicated(scope: Scope) -> pd.DataFrame:
-    """Current adjudicated gold labels: output, criterion, outcome."""
+def load_adjudicated(scope: Scope, *, with_decider: bool = False) -> pd.DataFrame:
+    """Current adjudicated gold labels: output, criterion, outcome (and decided_by, the reviewer's user id,
+    `with_decider`: an annotator's agreement with gold leaves out the items they decided themselves)."""
     qs = GoldLabel.objects.current().filter(rubric_version=scope.rubric_version, output__case__eval_set=scope.eval_set)
     if scope.agent_version is not None:
         qs = qs.filter(output__agent_version=scope.agent_version)
+    if with_decider:
+        return frame(qs, ["output_id", "criterion_id", "outcome", "decided_by_id"], [*GOLD_COLUMNS, "decided_by"])
     return frame(qs, ["output_id", "criterion_id", "outcome"], GOLD_COLUMNS)

@@ -15,6 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PURE = (
+    "calibration.annotator_agreement",
     "calibration.frame_reading",
     "calibration.judge_compare",
     "calibration.metrics",
