@@ -33,6 +33,7 @@ def test_an_inactive_account_cannot_log_in(client, outsider):
     assert not has_role(outsider, Role.ANNOTATOR)
 
 
+@pytest.mark.django_db  # the page names the demo accounts that still have the public password (issue 41)
 def test_login_form_uses_djangos_labels(client):
     page = client.get(reverse("login")).content.decode()
     assert 'for="id_username">Username<' in page
