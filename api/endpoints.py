@@ -448,14 +448,14 @@ def _unknown_name(outcome: GateOutcome) -> bool:
 
 
 @api.post("/gate", auth=GATE, response={200: GateOut, 409: ErrorOut, 411: ErrorOut, 413: ErrorOut, **ERRORS})
-def gate(request: HttpRequest, payload: GateIn):
+def gate(request: TokenHttpRequest, payload: GateIn):
     """The release gate, as `manage.py gate --format json` (the token's rubric version, eval set pattern and the
     lead's policy, which the thresholds may only tighten). Also answers at /calibration/api/gate.
 
     200 with the decision (read "passed"), 409 when it cannot decide, 404 for a name that matches nothing (both
     with "passed": null); every decision is recorded.
     """
-    token = request.auth  # type: ignore[attr-defined]
+    token = request.auth
     refusal = token.scope_refusal(rubric_ref=payload.rubric, eval_set_name=payload.eval_set)
     if refusal:
         raise ApiError(403, refusal)
