@@ -2,7 +2,7 @@
 
 Every endpoint calls the same domain function as the command line (the importers, the judge
 runner, the calibration report, the gate), so the API has the same checks, atomicity and
-messages. Every JSON body and query is read with the import files' rules (formats/json_body.py:
+messages. Every JSON body and query is read with the import files' rules (evals/json_body.py:
 repeated keys, nesting, NUL, lone surrogates), and every error is JSON in one shape,
 {"error": message, "problems": [...], ...details} (evals.problems.error_body), with the status
 that fits (400 bad input, 401 no usable token, 403 outside the token's scope, 404 unknown name or

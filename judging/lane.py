@@ -56,7 +56,7 @@ from .probes.registry import ORIGINAL
 from .prompt import CriterionSpec, GuidanceExample, JudgeRequest, Subject, build_request
 from .retry import call_with_retries, ms_since
 
-log = logging.getLogger("judging.runner")
+log = logging.getLogger(__name__)
 
 # Lanes per Celery run: two, so a run spreads over two worker processes and keeps going, at half width, when
 # one worker dies; the runner queues this many, and each takes this share of the concurrency bound. Give
