@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import fnmatch
 
+from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from .models import GateToken, hash_token
+from .models import GateToken, TokenScope, hash_token
 
 NO_TOKEN = "send a token as 'Authorization: Bearer <token>' (a lead creates one on the gate page, /calibration/gates/)"
 
@@ -58,26 +59,49 @@ class TokenAuth(HttpBearer):
         self.scope = scope
 
     def __call__(self, request: HttpRequest) -> GateToken:
-        scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
-            raise ApiError(401, no_token(self.scope))
-        return self.authenticate(request, secret.strip())
+        return self.authenticate(request, bearer_secret(request) or "")
 
     def authenticate(self, request: HttpRequest, token: str) -> GateToken:
         tokens = GateToken.objects.select_related("rubric_version__rubric")
-        found = tokens.filter(token_hash=hash_token(token)).first()
-        if found is None:
-            raise ApiError(401, f"unknown token; {no_token(self.scope)}")
-        if not found.is_active:
-            raise ApiError(401, "this token was revoked; ask a lead for a new one")
-        if not found.allows(self.scope):
-            raise ApiError(
-                403,
-                f"this token may not {self.scope} (its scopes: {', '.join(found.scopes) or 'none'}); "
-                f"a lead can create a token with the {self.scope} scope",
-            )
+        found = checked_token(token, self.scope, no_token=no_token(self.scope), tokens=tokens)
         GateToken.objects.filter(pk=found.pk).update(last_used_at=timezone.now())
         return found
+
+
+def bearer_secret(request: HttpRequest) -> str | None:
+    """The token of 'Authorization: Bearer <token>' ("" when the header names no token), None for no bearer header."""
+    scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
+    return secret.strip() if scheme.lower() == "bearer" else None
+
+
+# How a refusal words a scope whose name is not a verb, and what else a token with it needs.
+_SCOPE_WORDS: dict[str, tuple[str, str]] = {
+    TokenScope.TRACES: ("send traces", ", bound to the eval set the traces go into")
+}
+
+
+def checked_token(secret: str, scope: str, *, no_token: str, tokens: QuerySet[GateToken]) -> GateToken:
+    """The one token check (the JSON API, the HTTP gate and the OTLP receiver call it): the active token whose
+    secret this is, if it may act in `scope`. ApiError 401 for a missing, unknown or revoked token (`no_token`
+    says how to send one), 403 for a token without the scope.
+    """
+    if not secret:
+        raise ApiError(401, no_token)
+    found = tokens.filter(token_hash=hash_token(secret)).first()
+    if found is None:
+        raise ApiError(401, f"unknown token; {no_token}")
+    if not found.is_active:
+        raise ApiError(401, "this token was revoked; ask a lead for a new one")
+    # A traces token without a bound eval set (not something the page makes) has nowhere to put its spans.
+    unbound = scope == TokenScope.TRACES and found.trace_binding_id is None
+    if not found.allows(scope) or unbound:
+        action, needs = _SCOPE_WORDS.get(scope, (scope, ""))
+        raise ApiError(
+            403,
+            f"this token may not {action} (its scopes: {', '.join(found.scopes) or 'none'}); "
+            f"a lead can create a token with the {scope} scope{needs}",
+        )
+    return found
 
 
 class TokenHttpRequest(HttpRequest):

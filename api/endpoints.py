@@ -2,7 +2,7 @@
 
 Every endpoint calls the same domain function as the command line (the importers, the judge
 runner, the calibration report, the gate), so the API has the same checks, atomicity and
-messages. Every JSON body and query is read with the import files' rules (formats/json_body.py:
+messages. Every JSON body and query is read with the import files' rules (evals/json_body.py:
 repeated keys, nesting, NUL, lone surrogates), and every error is JSON in one shape,
 {"error": message, "problems": [...], ...details} (evals.problems.error_body), with the status
 that fits (400 bad input, 401 no usable token, 403 outside the token's scope, 404 unknown name or
@@ -448,14 +448,14 @@ def _unknown_name(outcome: GateOutcome) -> bool:
 
 
 @api.post("/gate", auth=GATE, response={200: GateOut, 409: ErrorOut, 411: ErrorOut, 413: ErrorOut, **ERRORS})
-def gate(request: HttpRequest, payload: GateIn):
+def gate(request: TokenHttpRequest, payload: GateIn):
     """The release gate, as `manage.py gate --format json` (the token's rubric version, eval set pattern and the
     lead's policy, which the thresholds may only tighten). Also answers at /calibration/api/gate.
 
     200 with the decision (read "passed"), 409 when it cannot decide, 404 for a name that matches nothing (both
     with "passed": null); every decision is recorded.
     """
-    token = request.auth  # type: ignore[attr-defined]
+    token = request.auth
     refusal = token.scope_refusal(rubric_ref=payload.rubric, eval_set_name=payload.eval_set)
     if refusal:
         raise ApiError(403, refusal)

@@ -38,7 +38,8 @@ from formats.otel_traces import JSON, PROTOBUF, RequestRefused
 from formats.tasks import finish_traces
 from formats.trace_outputs import store_spans, waiting_spans
 
-from .models import GateToken, TokenScope, hash_token
+from .auth import ApiError, bearer_secret, checked_token
+from .models import GateToken, TokenScope
 
 # google.rpc.Code values for the Status body (the OTLP specification leaves the choice to the server).
 INVALID_ARGUMENT, PERMISSION_DENIED, RESOURCE_EXHAUSTED, UNAVAILABLE, UNAUTHENTICATED = 3, 7, 8, 14, 16
@@ -67,7 +68,7 @@ def receive_traces(request: HttpRequest) -> HttpResponse:
             raise Refusal(415, INVALID_ARGUMENT, f"send {PROTOBUF} or {JSON}, not {request.content_type!r}")
         body = _body(request)
         binding = token.trace_binding
-        assert binding is not None  # _token refuses a token without one
+        assert binding is not None  # checked_token refuses a traces token without one
         try:
             read = otel_traces.read_spans(
                 otel_traces.parse_request(body, request.content_type),
@@ -115,23 +116,14 @@ def receive_traces(request: HttpRequest) -> HttpResponse:
 
 
 def _token(request: HttpRequest) -> GateToken:
-    scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
-    secret = secret.strip() if scheme.lower() == "bearer" else request.headers.get("x-icewater-token", "").strip()
-    if not secret:
-        raise Refusal(401, UNAUTHENTICATED, NO_TOKEN)
-    token = GateToken.objects.select_related("trace_binding").filter(token_hash=hash_token(secret)).first()
-    if token is None:
-        raise Refusal(401, UNAUTHENTICATED, f"unknown token; {NO_TOKEN}")
-    if not token.is_active:
-        raise Refusal(401, UNAUTHENTICATED, "this token was revoked; ask a lead for a new one")
-    if not token.allows(TokenScope.TRACES) or token.trace_binding is None:
-        raise Refusal(
-            403,
-            PERMISSION_DENIED,
-            f"this token may not send traces (its scopes: {', '.join(token.scopes) or 'none'}); a lead can create "
-            "a token with the traces scope, bound to the eval set the traces go into",
-        )
-    return token
+    secret = bearer_secret(request)
+    if secret is None:
+        secret = request.headers.get("x-icewater-token", "").strip()
+    tokens = GateToken.objects.select_related("trace_binding")
+    try:
+        return checked_token(secret, TokenScope.TRACES, no_token=NO_TOKEN, tokens=tokens)
+    except ApiError as exc:
+        raise Refusal(exc.status, UNAUTHENTICATED if exc.status == 401 else PERMISSION_DENIED, exc.message) from None
 
 
 def _body(request: HttpRequest) -> bytes:

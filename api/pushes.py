@@ -3,7 +3,7 @@
 The body is either a file in any import format (JSONL, CSV, ADK, an Inspect AI log), named by
 the `filename` parameter so that its suffix picks the format as on the command line, or a JSON
 object {"records": [...]} whose records are read as JSON Lines (line N is records[N-1]); that body is
-read with the file rules first (formats/json_body.py), so a key twice in a record is refused as
+read with the file rules first (evals/json_body.py), so a key twice in a record is refused as
 it is in a file. Either way the importer is the one the commands run: same checks, same
 all-or-nothing, same messages.
 """

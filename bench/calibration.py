@@ -38,7 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _scratch import create_database, database_url, drop_database  # noqa: E402 - after the path is set
+from scratch_database import create_database, database_url, drop_database  # noqa: E402 - after the path is set
 
 CRITERIA = [f"criterion_{i:02d}" for i in range(10)]
 OUTCOMES = np.array(["PASS", "FAIL", "NOT_APPLICABLE", "ABSTAIN", "ERROR"])

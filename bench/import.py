@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _scratch import create_database, database_url, drop_database  # noqa: E402 - after the path is set
+from scratch_database import create_database, database_url, drop_database  # noqa: E402 - after the path is set
 
 WORDS = (
     "refund order charge charged twice duplicate customer policy business days amount account card bank "

@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlparse
 
-from _scratch import ROOT, create_database, database_url, drop_database, service_url
+from scratch_database import ROOT, create_database, database_url, drop_database, service_url
 
 sys.path.insert(0, str(ROOT))
 # The goal of issue 12: at least this share of the C / L bound.

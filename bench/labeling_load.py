@@ -49,7 +49,7 @@ from urllib.parse import urlencode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _scratch import drop_database, server_env  # noqa: E402 - after the path is set
+from scratch_database import drop_database, server_env  # noqa: E402 - after the path is set
 
 CRITERIA = ["correct_amount", "grounded", "within_policy", "next_step", "concise", "tone"]
 PASSWORD = "bench-password-1"

@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _scratch import drop_database, server_env  # noqa: E402 - after the path is set
 from labeling_load import run_sh_server, serve, stop  # noqa: E402 - the same gunicorn as the labeling bench
+from scratch_database import drop_database, server_env  # noqa: E402 - after the path is set
 
 SPANS_PER_EXPORT = 512  # the SDK's BatchSpanProcessor default (OTEL_BSP_MAX_EXPORT_BATCH_SIZE)
 SPANS_PER_TRACE = 8

@@ -1,4 +1,4 @@
-"""Celery entry points of labeling: take ids, call the domain code, nothing else."""
+"""Celery entry points of formats (imports in the background, finishing traces): take ids, call the domain code."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A lane: one worker's share of a judge run (a Celery task), or the whole run with --in-process.
 
 The lane's own thread does all the database work. It claims a few items (SELECT ... FOR UPDATE SKIP
-LOCKED, with a lease), answers at once what instruments or the cache can answer, and hands every
+LOCKED, with a lease: item_leases.py), answers at once what instruments or the cache can answer, and hands every
 item that needs the model to a thread pool as wide as the lane's share of the judge config's
 max_concurrency; each call attempt also holds a slot of the config's limiter, so the bound holds
 across lanes and workers. Whenever answers come in it claims more, so that every pool thread has its
@@ -34,7 +34,6 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import timedelta
 from functools import cached_property
 
 from django.conf import settings
@@ -45,7 +44,7 @@ from django.utils import timezone
 from evals.models import Criterion
 from evals.transcript import Transcript
 
-from . import cache, parse, run_status
+from . import cache, item_leases, parse, run_status
 from .allowlist import key_var_refusal
 from .backends import Misconfigured, ModelBackend, config_refusal, redact
 from .backends.factory import backend_for
@@ -53,19 +52,17 @@ from .backends.instruments import evaluate, with_precedents
 from .limiter import Limiter, LimiterUnavailable, limiter_for
 from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome
 from .probes.registry import ORIGINAL
-from .prompt import CriterionSpec, GuidanceExample, JudgeRequest, Subject, build_request
+from .prompt import JudgeRequest, request_for
 from .retry import call_with_retries, ms_since
 
-log = logging.getLogger("judging.runner")
+log = logging.getLogger(__name__)
 
 # Lanes per Celery run: two, so a run spreads over two worker processes and keeps going, at half width, when
 # one worker dies; the runner queues this many, and each takes this share of the concurrency bound. Give
 # workers --concurrency >= 2 so both lanes run at once.
 LANES_PER_RUN = 2
-# An item's lease outlives several missed heartbeats: a live lane never loses its items to a hiccup,
-# and a dead worker's items are taken again about LEASE_S after it died.
+# How often a lane renews its items' leases (item_leases.LEASE_S, several heartbeats) and looks for a cancel.
 HEARTBEAT_S = 2.0
-LEASE_S = 10.0
 # An item claimed more often than this without being written fails the run (see _prepare_one): a dead
 # worker costs an item one extra claim (a cancel or an outage none), so only something that breaks every
 # attempt gets here.
@@ -205,9 +202,7 @@ def work_lane(
             lane.cancelled.set()  # on the way out for whatever reason: calls still in flight stop retrying
     if lane.failure:
         # After the pool is shut down: no call of this lane is in flight any more.
-        RunItem.objects.filter(run_id=run_id, lane=lane.lane_id, state=RunItem.State.CLAIMED).update(
-            state=RunItem.State.PENDING, lane="", lease_until=None, claims=F("claims") - 1
-        )
+        item_leases.release_all(run_id, lane.lane_id)
         run_status.fail(run_id, lane.failure)
         log.error("judge run %s failed: %s", run_id, lane.failure)
     status = run_status.finish_if_complete(run_id)
@@ -221,11 +216,12 @@ def _work(lane: Lane, pool: ThreadPoolExecutor) -> None:
     while True:
         if time.monotonic() - last_beat >= HEARTBEAT_S:
             last_beat = time.monotonic()
-            heartbeat(lane)
+            if not item_leases.renew(lane.run.pk, lane.lane_id):
+                lane.cancelled.set()
         claimed = []
         room = QUEUED_PER_THREAD * lane.threads - len(asking)
         if not lane.cancelled.is_set() and room > 0:
-            claimed = claim(lane, room)
+            claimed = item_leases.claim(lane.run.pk, lane.lane_id, room)
         finished = []
         for work in prepare(lane, claimed):
             if work.request is None:
@@ -254,7 +250,7 @@ def _work(lane: Lane, pool: ThreadPoolExecutor) -> None:
             if answered_it:
                 finished.append(work)
             else:  # cancelled, or the lane stopped: nothing to write, the item is free for a later run of it
-                release(lane, work.item)
+                item_leases.release(lane.lane_id, work.item)
         write(lane, finished)
 
 
@@ -278,47 +274,6 @@ def failure_reason(config: JudgeConfig, exc: Exception) -> str:
     readable = config.api_key_env and not key_var_refusal(config.api_key_env, settings.JUDGE_KEY_VARS)
     text = redact(text, os.environ.get(config.api_key_env) if readable else None)
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "\u2026"
-
-
-def heartbeat(lane: Lane) -> None:
-    """Renew the leases of the items this lane holds; notice a cancel (or a failure) of the run."""
-    RunItem.objects.filter(run_id=lane.run.pk, lane=lane.lane_id, state=RunItem.State.CLAIMED).update(
-        lease_until=timezone.now() + timedelta(seconds=LEASE_S)
-    )
-    if not JudgeRun.objects.filter(pk=lane.run.pk, status=JudgeRun.Status.RUNNING).exists():
-        lane.cancelled.set()
-
-
-def claim(lane: Lane, limit: int) -> list[RunItem]:
-    """Take up to `limit` pending items, else items whose lease ran out, outputs loaded; [] if the run stopped.
-
-    SKIP LOCKED: lanes claiming at the same moment take different items instead of waiting on each other
-    (SQLite has no row locks; there every transaction takes the write lock at once: settings.py).
-    """
-    now = timezone.now()
-    running = (
-        RunItem.objects.select_for_update(skip_locked=True, of=("self",))
-        .filter(run_id=lane.run.pk, run__status=JudgeRun.Status.RUNNING)
-        .select_related("output__case")
-        .order_by("pk")
-    )
-    with transaction.atomic():
-        items = list(running.filter(state=RunItem.State.PENDING)[:limit])
-        if not items:
-            items = list(running.filter(state=RunItem.State.CLAIMED, lease_until__lt=now)[:limit])
-        lease = now + timedelta(seconds=LEASE_S)
-        claimed = RunItem.objects.filter(pk__in=[i.pk for i in items])
-        claimed.update(state=RunItem.State.CLAIMED, lane=lane.lane_id, lease_until=lease, claims=F("claims") + 1)
-    return items
-
-
-def release(lane: Lane, item: RunItem, *, tried: bool = False) -> None:
-    """Give a claimed item back. `tried`: its verdicts could not be written, and the claim counts toward
-    MAX_CLAIMS; otherwise (a cancel, an outage, the lane stopping) the item was not at fault and it does not."""
-    uncount = {} if tried else {"claims": F("claims") - 1}
-    RunItem.objects.filter(pk=item.pk, lane=lane.lane_id, state=RunItem.State.CLAIMED).update(
-        state=RunItem.State.PENDING, lane="", lease_until=None, **uncount
-    )
 
 
 def prepare(lane: Lane, items: list[RunItem]) -> list[Work]:
@@ -397,34 +352,6 @@ def _prepare_one(lane: Lane, item: RunItem, probed: dict[int, Transcript] | None
     return work
 
 
-def criterion_specs(config: JudgeConfig, criteria: list[Criterion]) -> list[CriterionSpec]:
-    """The criteria as the prompt shows them: the rubric's words, and the judge config's own guidance."""
-    specs = []
-    for c in criteria:
-        extra = config.guidance.get(c.key, {})
-        examples = tuple(
-            GuidanceExample(e["input"], e["response"], e["outcome"], e["quote"]) for e in extra.get("examples", [])
-        )
-        specs.append(
-            CriterionSpec(c.key, c.definition, c.pass_example, c.fail_example, extra.get("instructions", ""), examples)
-        )
-    return specs
-
-
-def request_for(
-    config: JudgeConfig, rubric_version, criteria: list[Criterion], shown: Transcript, *, reference: str
-) -> JudgeRequest:
-    """The judging request for these criteria of one transcript: what a lane asks, and what the cost of a
-    run is counted on (runner.planned_calls)."""
-    return build_request(
-        instruction=rubric_version.instruction,
-        criteria=criterion_specs(config, criteria),
-        # Only the transcript and the reference: never the agent version or anything about who produced it.
-        subject=Subject(shown.input, reference, list(shown.tool_calls), shown.response),
-        template_version=config.prompt_template_version,
-    )
-
-
 def ask_model(lane: Lane, work: Work) -> bool:
     """In a pool thread (no database here): ask the judge, with retries, and add the verdicts to `work`.
 
@@ -494,7 +421,7 @@ def write(lane: Lane, finished: list[Work]) -> None:
     except DatabaseError:
         log.exception("judge run %s: could not write %s items; they go back to pending", lane.run.pk, len(finished))
         for work in finished:
-            release(lane, work.item, tried=True)
+            item_leases.release(lane.lane_id, work.item, tried=True)
         return
     for v in (v for work in finished for v in work.verdicts if v.outcome == VerdictOutcome.ERROR):
         where = f"output {v.output_id} {lane.by_id[v.criterion_id].key} sample {v.sample}"

@@ -18,11 +18,17 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from evals.transcript import render_json
+
+if TYPE_CHECKING:
+    from evals.models import Criterion
+    from evals.transcript import Transcript
+
+    from .models import JudgeConfig
 
 TEMPLATE_VERSIONS = ("v1",)
 JUDGE_VERDICTS = ("PASS", "FAIL", "NOT_APPLICABLE", "ABSTAIN")
@@ -238,4 +244,32 @@ def build_request(
     )
     return JudgeRequest(
         system=SYSTEM_V1, user=user, schema=verdict_schema(keys), criteria=keys, template_version=template_version
+    )
+
+
+def criterion_specs(config: JudgeConfig, criteria: list[Criterion]) -> list[CriterionSpec]:
+    """The criteria as the prompt shows them: the rubric's words, and the judge config's own guidance."""
+    specs = []
+    for c in criteria:
+        extra = config.guidance.get(c.key, {})
+        examples = tuple(
+            GuidanceExample(e["input"], e["response"], e["outcome"], e["quote"]) for e in extra.get("examples", [])
+        )
+        specs.append(
+            CriterionSpec(c.key, c.definition, c.pass_example, c.fail_example, extra.get("instructions", ""), examples)
+        )
+    return specs
+
+
+def request_for(
+    config: JudgeConfig, rubric_version, criteria: list[Criterion], shown: Transcript, *, reference: str
+) -> JudgeRequest:
+    """The judging request for these criteria of one transcript: what a lane asks, and what the cost of a
+    run is counted on (runner.planned_calls)."""
+    return build_request(
+        instruction=rubric_version.instruction,
+        criteria=criterion_specs(config, criteria),
+        # Only the transcript and the reference: never the agent version or anything about who produced it.
+        subject=Subject(shown.input, reference, list(shown.tool_calls), shown.response),
+        template_version=config.prompt_template_version,
     )

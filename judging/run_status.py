@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from .models import JudgeRun, RunItem
 
-log = logging.getLogger("judging.runner")
+log = logging.getLogger(__name__)
 
 
 def mark_running(run_id: int) -> bool:

@@ -38,9 +38,9 @@ from . import cache, run_status
 from .backends import Misconfigured, api_key_for, config_refusal
 from .backends.instruments import validate_instruments
 from .gold_splits import part_outputs, split_for
-from .lane import LANES_PER_RUN, request_for, work_lane
+from .lane import LANES_PER_RUN, work_lane
 from .models import GoldSplit, JudgeConfig, JudgeRun, RunItem
-from .prompt import TEMPLATE_VERSIONS
+from .prompt import TEMPLATE_VERSIONS, request_for
 
 log = logging.getLogger(__name__)
 

@@ -27,6 +27,7 @@ from .queue import RESERVATION, RESERVATION_REFRESH, current_queue
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
 
+    from .forms import LabelForm
     from .guards import QueueVersion
 
 # The outcomes in the order the page shows them, with the key that picks each one.
@@ -231,6 +232,60 @@ def save_label(
     )
     label.place_quotes(transcript).save(force_insert=True)
     return label
+
+
+@dataclass
+class CriterionSave:
+    """What one criterion's save from the labeling page came to: the state the page shows (None when the post
+    named no criterion of the rubric version) and the HTTP status: 200 saved, else the refusal's (422 invalid,
+    409 a stale page or an annotation that may no longer be written), said in `state.error` beside what was typed.
+    """
+
+    state: CriterionState | None
+    status: int
+
+
+def save_from_page(
+    *,
+    form: LabelForm,
+    annotation: WithAnnotations[Annotation, QueueVersion],
+    states_by_key: dict[str, CriterionState],
+) -> CriterionSave:
+    """Store one criterion of the locked `annotation` as the page posted it (`form` already validated: before
+    the lock); a refusal comes back in the result, nothing stored."""
+    state = states_by_key.get(form.data.get("criterion", ""))
+    if state is not None:
+        state.posted_more_evidence = form.data.get("more_evidence", "")
+    if not form.is_valid():
+        if state is not None:
+            state.error = " ".join(str(e) for errors in form.errors.values() for e in errors)
+            state.posted_outcome, state.posted_evidence = form.data.get("outcome", ""), form.data.get("evidence", "")
+        return CriterionSave(state, 422)
+    assert state is not None  # a valid form names a criterion of the annotation's rubric version
+    data = form.cleaned_data
+    try:
+        check_writable(annotation, data["rubric_version"])
+        state.label = save_label(
+            annotation=annotation,
+            criterion=data["criterion"],
+            outcome=data["outcome"],
+            evidence=data["evidence"],
+            more_evidence=data["more_evidence"],
+            transcript=form.transcript,
+            based_on=data["based_on"],
+        )
+    except LabelingError as exc:
+        state.error = exc.message
+        state.posted_outcome, state.posted_evidence = data["outcome"], data["evidence"]
+        if isinstance(exc, StaleLabel):
+            # Show the answer now on record beside what was typed: the page confirms the change against it.
+            state.label, state.stale, state.base = exc.current, True, label_base(annotation, exc.current)
+        return CriterionSave(state, exc.status)
+    state.saved_now = True
+    state.base = label_base(annotation, state.label)
+    state.posted_more_evidence = None
+    state.quote_places = [(q, ", ".join(form.transcript.found_in(q))) for q in state.label.quotes]
+    return CriterionSave(state, 200)
 
 
 def submit(*, annotation: Annotation) -> None:

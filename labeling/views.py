@@ -132,31 +132,15 @@ def save_label(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         with transaction.atomic():
             # Read again under the lock: a submit, a lapsed hold or a moved queue may have come in between.
             context["annotation"] = annotation = own_annotation(request.user, pk, for_update=True)
-            state, status = _save(form, annotation, context)
+            saved = ann.save_from_page(form=form, annotation=annotation, states_by_key=context["states_by_key"])
     except Http404:
         if not request.htmx:
             raise
         # Said in words on the criterion (htmx shows no error page): most often a lapsed hold.
         return HttpResponse(LOST_DRAFT, status=404, content_type="text/plain")
-    if not request.htmx:
-        if state is not None and state.stale:
-            # The page again, with the current answer and the confirm button beside what was typed.
-            page = annotation_context(request, annotation, correcting=True)
-            page["states"] = [state if s.criterion.pk == state.criterion.pk else s for s in page["states"]]
-            return render(request, "labeling/annotate.html", page, status=status)
-        if status != 200:
-            messages.error(request, state.error if state else "Nothing was saved.")
-        return redirect("labeling:annotate", pk=pk)
-    if state is None:  # not even the criterion is known: no partial to swap, a message to show
-        message = form.errors.get("criterion", ["Nothing was saved."])[0]
-        return HttpResponse(message, status=400, content_type="text/plain")
-    context["item"] = state
-    response = render(request, "labeling/annotate.html#criterion", context, status=status)
-    if status == 200 and annotation.status == Annotation.Status.DRAFT:
-        # The header says until when the case is held; a save may have moved that (out of band).
-        context["oob"] = True
-        response.content += render_to_string("labeling/annotate.html#reservation", context, request).encode()
-    return response
+    if request.htmx:
+        return _criterion_swap(request, context, saved, form)
+    return _page_after_save(request, annotation, saved)
 
 
 LOST_DRAFT = (
@@ -165,52 +149,37 @@ LOST_DRAFT = (
 )
 
 
-def _save(
-    form: LabelForm, annotation: WithAnnotations[Annotation, QueueVersion], context: dict
-) -> tuple[ann.CriterionState | None, int]:
-    """Store one criterion of the locked `annotation` (`form` already validated); on refusal return what was
-    typed with the reason, nothing stored."""
-    state = context["states_by_key"].get(form.data.get("criterion", ""))
-    if state is not None:
-        state.posted_more_evidence = form.data.get("more_evidence", "")
-    if not form.is_valid():
-        if state is not None:
-            state.error = " ".join(str(e) for errors in form.errors.values() for e in errors)
-            state.posted_outcome, state.posted_evidence = form.data.get("outcome", ""), form.data.get("evidence", "")
-        return state, 422
-    try:
-        ann.check_writable(annotation, form.cleaned_data["rubric_version"])
-    except ann.LabelingError as exc:
-        state.error = exc.message
-        state.posted_outcome, state.posted_evidence = form.cleaned_data["outcome"], form.cleaned_data["evidence"]
-        return state, exc.status
-    try:
-        state.label = ann.save_label(
-            annotation=annotation,
-            criterion=form.cleaned_data["criterion"],
-            outcome=form.cleaned_data["outcome"],
-            evidence=form.cleaned_data["evidence"],
-            more_evidence=form.cleaned_data["more_evidence"],
-            transcript=form.transcript,
-            based_on=form.cleaned_data["based_on"],
-        )
-    except ann.StaleLabel as exc:
-        # Show the answer now on record and keep what was typed; the form is now made on the current
-        # revision, so pressing its button again confirms the change.
-        state.label, state.stale, state.base = exc.current, True, ann.label_base(annotation, exc.current)
-        state.error = exc.message
-        state.posted_outcome, state.posted_evidence = form.cleaned_data["outcome"], form.cleaned_data["evidence"]
+def _criterion_swap(request: HttpRequest, context: dict, saved: ann.CriterionSave, form: LabelForm) -> HttpResponse:
+    """The htmx answer to a save: the criterion's partial, saved or with the refusal beside what was typed."""
+    state, status = saved.state, saved.status
+    if state is None:  # not even the criterion is known: no partial to swap, a message to show
+        message = form.errors.get("criterion", ["Nothing was saved."])[0]
+        return HttpResponse(message, status=400, content_type="text/plain")
+    if state.stale:
+        # The form is now made on the current revision, so pressing its button again confirms the change.
         context.update(submitted=True, correcting=True, locked=False)
-        return state, exc.status
-    except ann.LabelingError as exc:
-        state.error = exc.message
-        state.posted_outcome, state.posted_evidence = form.cleaned_data["outcome"], form.cleaned_data["evidence"]
-        return state, exc.status
-    state.saved_now = True
-    state.base = ann.label_base(annotation, state.label)
-    state.posted_more_evidence = None
-    state.quote_places = [(q, ", ".join(form.transcript.found_in(q))) for q in state.label.quotes]
-    return state, 200
+    context["item"] = state
+    response = render(request, "labeling/annotate.html#criterion", context, status=status)
+    if status == 200 and context["annotation"].status == Annotation.Status.DRAFT:
+        # The header says until when the case is held; a save may have moved that (out of band).
+        context["oob"] = True
+        response.content += render_to_string("labeling/annotate.html#reservation", context, request).encode()
+    return response
+
+
+def _page_after_save(
+    request: AuthenticatedHttpRequest, annotation: WithAnnotations[Annotation, QueueVersion], saved: ann.CriterionSave
+) -> HttpResponse:
+    """A save posted without htmx: back to the page, with the refusal said as a message."""
+    state, status = saved.state, saved.status
+    if state is not None and state.stale:
+        # The page again, with the current answer and the confirm button beside what was typed.
+        page = annotation_context(request, annotation, correcting=True)
+        page["states"] = [state if s.criterion.pk == state.criterion.pk else s for s in page["states"]]
+        return render(request, "labeling/annotate.html", page, status=status)
+    if status != 200:
+        messages.error(request, state.error if state else "Nothing was saved.")
+    return redirect("labeling:annotate", pk=annotation.pk)
 
 
 @never_cache

@@ -1,6 +1,6 @@
 """JSON bodies of the API are read with the import files' rules, and every API path answers JSON.
 
-One parser (formats/json_body.py) for every JSON body: /api/outputs and /api/verdicts ({"records"}),
+One parser (evals/json_body.py) for every JSON body: /api/outputs and /api/verdicts ({"records"}),
 /api/judge-runs, /api/gate and /calibration/api/gate. A key twice, nesting deeper than 64, a lone surrogate or a
 NUL character is a 400 that says where, never a 500 and never a silently kept last value.
 """
