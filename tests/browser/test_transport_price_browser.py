@@ -36,7 +36,10 @@ def test_the_transport_warning_and_the_price_of_gating_fit_the_screen(live_serve
     report = reverse("calibration:report", args=[result.eval_set_id, rv.pk, result.judge_config_id])
     page.goto(live_server.url + report)
     price = page.locator("#price-correct_amount")
-    assert "gating correct_amount costs about" in price.inner_text()
+    assert "gating correct_amount at the minimum 0.5 costs about" in price.inner_text()  # the mark's (issue 40)
+    assert "on the worse side" in price.inner_text()
+    # The candidate's report tests the mark's calibration rates on its gold (issue 40): the same move as the gate's.
+    assert "the judge's errors moved" in page.locator("#report-transport-correct_amount").inner_text()
     assert page.evaluate(OVERFLOW) == 0
     page.locator("#gating-price").scroll_into_view_if_needed()
     screenshot(page, f"report_gating_price_{width}")
