@@ -51,6 +51,17 @@ def passes_for(outputs: list[dict], key: str = "correct_amount") -> list[dict]:
     ]
 
 
+def three_rude_outputs_and_their_passes(folder) -> object:
+    """Three rude outputs in eval set rc-9 and a verdict file passing them all on correct_amount: its path."""
+    es = make_eval_set("rc-9")
+    outputs = rude_outputs(3)
+    for o in outputs:
+        make_output(es, case_id=o["case_id"], agent_version="v9", response=RUDE)
+    path = folder / "passes.jsonl"
+    path.write_text(jsonl(*passes_for(outputs)))
+    return path
+
+
 GATE_ASK = {"eval_set": "rc-9", "rubric": "refund@1", "judge": "demo-instruments"}
 PUSH_QUERY = {"eval_set": "rc-9", "rubric": "refund@1", "judge": "demo-instruments"}
 
@@ -73,12 +84,7 @@ def test_a_push_token_cannot_write_pass_verdicts_of_a_calibrated_instrument_conf
 
 def test_the_same_attack_from_the_command_line_is_refused_and_a_new_name_is_the_way(tmp_path, calibrated):
     rv, inst = calibrated
-    es = make_eval_set("rc-9")
-    outputs = rude_outputs(3)
-    for o in outputs:
-        make_output(es, case_id=o["case_id"], agent_version="v9", response=RUDE)
-    path = tmp_path / "passes.jsonl"
-    path.write_text(jsonl(*passes_for(outputs)))
+    path = three_rude_outputs_and_their_passes(tmp_path)
     scope = ("--eval-set", "rc-9", "--rubric", "refund@1")
     with pytest.raises(CommandError) as refused:
         call_command("import_verdicts", *scope, "--judge", "demo-instruments", str(path), stdout=io.StringIO())
@@ -261,12 +267,7 @@ def test_the_gate_names_an_imported_files_name_never_its_server_path(tmp_path, l
     # Issue 40: the text answer printed "imported with manage.py import_verdicts, /abs/path/passes.jsonl" (the path
     # stays stored on the run, for the admin; a CI log gets the name).
     rv = make_rubric_version("refund", "1")
-    es = make_eval_set("rc-9")
-    outputs = rude_outputs(3)
-    for o in outputs:
-        make_output(es, case_id=o["case_id"], agent_version="v9", response=RUDE)
-    path = tmp_path / "passes.jsonl"
-    path.write_text(jsonl(*passes_for(outputs)))
+    path = three_rude_outputs_and_their_passes(tmp_path)
     call_command("import_verdicts", "--eval-set", "rc-9", "--rubric", "refund@1", "--judge", "elsewhere", str(path))
     run = JudgeRun.objects.get()
     assert run.source_name == str(path)  # the negative control: what was printed before is a server path
