@@ -157,3 +157,18 @@ def test_the_gate_never_passes_where_the_candidates_gold_refutes_the_minimum_by_
             assert not now.passed
             wrongly_passed_before += before.passed
     assert refuted > 50 and wrongly_passed_before > 0  # 74 refuted, 4 of them passed before (seed 40)
+
+
+@pytest.mark.django_db
+def test_over_http_a_held_back_gate_is_a_409_that_carries_the_criteria(client, lead):
+    from .api_helpers import call, create_token
+
+    rv, judge, rc = faithbench_like()
+    bulk_calibration(rc, rv, judge, {KEY: (37, 53, 4, 6)})
+    bulk_verdicts(rc, rv, judge, {KEY: {"PASS": 219, "FAIL": 31}})
+    token = create_token(client, lead, ["gate"], rv)
+    answer = call(client, "POST", "/api/gate", token, {"eval_set": "rc-1", "rubric": "refund@1", "judge": "gpt-judge"})
+    body = answer.json()
+    assert answer.status_code == 409 and body["passed"] is None
+    assert body["error"].startswith("undecided: correct_amount: the corrected lower bound")
+    assert body["criteria"][0]["held_back"].startswith("the corrected lower bound") and body["provenance"]
