@@ -7,7 +7,8 @@
 
 Pure statistics, no database: an audit plan's decision rule replayed along --orders random label orders of
 each set, with the minimum placed 0.02, 0.05 and 0.10 below and above the set's true pass rate (the share of
-gold PASS). --design stratified (the default, as a plan starts): calibration/audit_strata.py, the judge's PASS
+gold PASS). --design stratified (the bench's default; plans start uniform since issue 41):
+calibration/audit_strata.py, the judge's PASS
 outputs and the rest, labeled in one random order and counted in it (what annotators are handed carries no sign
 of the judge's verdict, issue 41), the product of the strata's betting tests at every split. --design adaptive:
 the same test with each batch of 25 taken from the stratum the labels so far point to, as plans ran before issue
