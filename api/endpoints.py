@@ -23,13 +23,20 @@ from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
-from calibration.audits import AuditPlanError, close_plan, plan_figures, plan_record, release_plan_next, start_plan
-from calibration.gate import GateOutcome, GateRequest, gate_and_record
-from calibration.holdout_looks import count_report_look
+from calibration.audits.plans import (
+    AuditPlanError,
+    close_plan,
+    plan_figures,
+    plan_record,
+    release_plan_next,
+    start_plan,
+)
+from calibration.gate.release_gate import GateOutcome, GateRequest, gate_and_record
 from calibration.models import AuditPlan, GateResult
-from calibration.policy import PolicyRefused, Tightening
-from calibration.report import calibration_report, segmented_report
-from calibration.report_files import to_json
+from calibration.report.compose import calibration_report, segmented_report
+from calibration.report.files import to_json
+from calibration.stats.policy import PolicyRefused, Tightening
+from calibration.workbench.holdout_looks import count_report_look
 from evals.access import has_role
 from evals.json_body import BodyRefused, check_query, parse_json_body, schema_problems
 from evals.lookup import eval_set_named
@@ -473,7 +480,7 @@ def gate(request: TokenHttpRequest, payload: GateIn):
 
 
 # -- audit plans (issue 22) -------------------------------------------------------------------------------
-# The same domain functions as manage.py audit_plan (calibration/audits.py), in the name of the lead who made the
+# The same domain functions as manage.py audit_plan (calibration/audits/plans.py), in the name of the lead who made the
 # token: an audit plan is a lead's act, so a token whose maker is no longer a lead may not act for one.
 
 AUDIT_ERRORS = {**ERRORS, 409: ErrorOut, 411: ErrorOut, 413: ErrorOut}

@@ -29,7 +29,7 @@ class TokenScope(models.TextChoices):
     PUSH = "push", "Push outputs and verdicts"
     JUDGE = "judge", "Start judge runs and read their progress"
     REPORT = "report", "Read calibration reports"
-    # Audit plans act in the name of the lead who made the token (the lead-only rule of calibration/audits.py).
+    # Audit plans act in the name of the lead who made the token (the lead-only rule of calibration/audits/plans.py).
     AUDIT = "audit", "Start, show, extend and close audit plans"
     # Acts for the lead who made the token (who must still be an active lead): judge_guidance over HTTP.
     GUIDANCE = "guidance", "Read and derive judge guidance, read gold splits (as its lead)"

@@ -169,7 +169,7 @@ class AuditForecastOut(Schema):
 
 
 class AuditKeptOut(Schema):
-    """An audit plan's decision, kept when first reached (calibration.audit_kept), against today's gold."""
+    """An audit plan's decision, kept when first reached (calibration.audits.kept), against today's gold."""
 
     decided: str = Field(description="PASS or FAIL: the plan's decision from then on")
     decided_by: str = Field(description="exact or test")
@@ -188,7 +188,7 @@ class AuditKeptOut(Schema):
 
 
 class AuditFiguresOut(Schema):
-    """An audit plan's figures now, as `audit_plan show PLAN --format json` prints them (calibration.audits)."""
+    """An audit plan's figures now, as `audit_plan show PLAN --format json` prints them (calibration.audits.plans)."""
 
     plan: int
     criterion: str

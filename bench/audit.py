@@ -8,12 +8,12 @@
 Pure statistics, no database: an audit plan's decision rule replayed along --orders random label orders of
 each set, with the minimum placed 0.02, 0.05 and 0.10 below and above the set's true pass rate (the share of
 gold PASS). --design stratified (the bench's default; plans start uniform since issue 41):
-calibration/audit_strata.py, the judge's PASS
+calibration/stats/audit_strata.py, the judge's PASS
 outputs and the rest, labeled in one random order and counted in it (what annotators are handed carries no sign
 of the judge's verdict, issue 41), the product of the strata's betting tests at every split. --design adaptive:
 the same test with each batch of 25 taken from the stratum the labels so far point to, as plans ran before issue
 41 (faster where the judge tells passes from fails, but each batch told annotators the judge's verdict).
---design uniform: calibration/audit_stats.py, one random order with the judge as a control variate. All: two
+--design uniform: calibration/stats/audit_stats.py, one random order with the judge as a control variate. All: two
 one-sided anytime-valid betting tests without replacement, the exact rule, at least 20 gold items, 95% confidence:
 2.5% per side. --only and --distances measure a few cells (bench on a shared machine).
 
@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from calibration import audit_strata  # noqa: E402
-from calibration.audit_stats import FAIL, MIN_GOLD, PASS, _decide, labels_per_decision  # noqa: E402
+from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS, _decide, labels_per_decision  # noqa: E402
 
 DISTANCES = (0.02, 0.05, 0.10)
 CONFIDENCE = 0.95
@@ -122,7 +122,7 @@ def synthetic(N: int = 1000, theta: float = 0.70, judge_rate: float = 0.75, phis
 def stratified_decisions(
     strata_gold: tuple[np.ndarray, np.ndarray], minimum: float, path: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """calibration/audit_strata.py's decisions and labels to them along each order, 100 orders at a time: counted in
+    """stats/audit_strata.py's decisions and labels to them along each order, 100 orders at a time: counted in
     `path` (each order's strata, in its sequence), or with path None as the adaptive allocation chooses."""
     decided, at = [], []
     for start in range(0, strata_gold[0].shape[0], 100):

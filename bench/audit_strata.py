@@ -17,7 +17,7 @@ a decision (% of N) beside the unstratified test's (audit_stats._decide on unifo
 on USR topical overall >= 4, where the audit needs most labels; the adaptive choice on eight sets; and the
 adaptive test's wrong decisions at the hardest null (known truth).
 
---batched measures calibration/audit_strata.py, the design as a plan would run it: the stratum chosen per batch
+--batched measures calibration/stats/audit_strata.py, the design as a plan would run it: the stratum chosen per batch
 of 25 labels from the labels before it (not label by label), both sides' tests at once (the bench above tests only
 the side the truth is on), N/A-safe real-valued splits (a grid refined near the hardest split), the judge's PASS
 stratum against everything else.
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from calibration import audit_strata  # noqa: E402
-from calibration.audit_stats import MIN_GOLD, _decide  # noqa: E402
+from calibration.stats.audit_stats import MIN_GOLD, _decide  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_audit", ROOT / "bench" / "audit.py")
 assert _spec and _spec.loader
@@ -50,7 +50,7 @@ THRESHOLD = math.log(2 / (1 - 0.95))
 
 def stratum_log_capital(y: np.ndarray, null_passes: np.ndarray) -> np.ndarray:
     """log capital (S, G, T + 1) of the test "passes in the stratum <= P" for each P in null_passes (G,),
-    along S orders y (S, T) of a stratum of T outputs (calibration/audit_strata.py's test)."""
+    along S orders y (S, T) of a stratum of T outputs (calibration/stats/audit_strata.py's test)."""
     return audit_strata.stratum_log_capital(y=y, nulls=null_passes, size=y.shape[1])
 
 
@@ -185,7 +185,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--batched", action="store_true", help="only calibration/audit_strata.py's design")
+    parser.add_argument("--batched", action="store_true", help="only calibration/stats/audit_strata.py's design")
     args = parser.parse_args()
     base = bench_audit.datasets_dir()
     if not base.is_dir():
@@ -198,7 +198,7 @@ def main() -> int:
     }
     sets |= {name: (gold, judge) for name, gold, judge in bench_audit.synthetic()}
     if args.batched:
-        print("calibration/audit_strata.py (batches of 25, both sides) against unstratified: median % of N (wrong %),")
+        print("stats/audit_strata.py (batches of 25, both sides) against unstratified: median % of N (wrong %),")
         print("minimum below / above the truth")
         for name in BATCHED_SETS:
             gold, judge = sets[name]

@@ -9,7 +9,7 @@ annotations per output (400,000 labels), adjudicated gold where the annotators d
 judge run (200,000 verdicts, with some ERROR, ABSTAIN and N/A, and quotes not found).
 
 It then times, best of --repeat runs, interleaved:
-  report  calibration.report.calibration_report(): loading, gold, current verdicts, kappa with its
+  report  calibration.report.compose(): loading, gold, current verdicts, kappa with its
           2,000-replicate bootstrap interval, TPR/TNR/balanced accuracy/F1 with theirs, the human
           ceiling (mean pairwise kappa and Krippendorff's alpha, each with its interval, and A vs B),
           the gold policy's ties and items without gold, for all 10 criteria, and the warnings;
@@ -255,9 +255,9 @@ def report(scope: dict) -> tuple[float, int, object]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from calibration.report import calibration_report
+    from calibration.report.compose import calibration_report
 
-    # The figures are cached by the content of their data (calibration/content_cache.py): every timed run
+    # The figures are cached by the content of their data (calibration/data/content_cache.py): every timed run
     # computes them anew, as the first view after a new label does.
     caches["default"].clear()
     start = time.perf_counter()

@@ -5,7 +5,7 @@
     python bench/double_labels.py --only qags usr      # only the sets whose name holds one of these words
 
 Issue 38, item 3: measured before anything is built. docs/calibration.md ("Fewer double labels: measured, not
-built") quotes its tables. Pure numpy/pandas, no database: the project's own metrics (calibration/metrics.py's
+built") quotes its tables. Pure numpy/pandas, no database: the project's own metrics (calibration/stats/metrics.py's
 cohen_agreement for kappa with its bootstrap interval, tier_for for the tier) on labels replayed from the public
 sets in ../shared/datasets (or ICEWATER_DATASETS_DIR), each with three raters per item.
 
@@ -56,7 +56,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from calibration.metrics import FAIL, PASS, Agreement, cohen_agreement, tier_for  # noqa: E402
+from calibration.stats.metrics import FAIL, PASS, Agreement, cohen_agreement, tier_for  # noqa: E402
 from labeling.gold import MIN_LABELS_FOR_MAJORITY  # noqa: E402
 
 FRACTIONS = (0.2, 0.3)

@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from calibration.candidate_evidence import drop_power, transport_test  # noqa: E402
+from calibration.stats.candidate_evidence import drop_power, transport_test  # noqa: E402
 
 LEVEL = 0.05
 SIZES = (50, 100, 200, 400)

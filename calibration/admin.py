@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from .models import GateResult, GatingMark, GatingReview
+from calibration.models import GateResult, GatingMark, GatingReview
 
 
 @admin.register(GatingMark)

@@ -11,11 +11,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from evals.models import Criterion, EvalSet, RubricVersion
-from judging.models import JudgeConfig
-from labeling.models import AuditOrder
-
-from .policy import (
+from calibration.stats.policy import (
     DECIDE_ON,
     DEFAULT_CONFIDENCE,
     DEFAULT_DECIDE_ON,
@@ -23,6 +19,9 @@ from .policy import (
     DEFAULT_MIN_PASS_RATE,
     GateThresholds,
 )
+from evals.models import Criterion, EvalSet, RubricVersion
+from judging.models import JudgeConfig
+from labeling.models import AuditOrder
 
 
 class GatingMarkQuerySet(models.QuerySet):
@@ -45,7 +44,7 @@ class GatingMark(models.Model):
     """A lead's decision that one criterion, graded by one judge config, may gate releases.
 
     It keeps the calibration it relied on (eval set and the report row's figures, and the probe run's
-    figures), who decided, when and why, and the gate policy the lead set for it (calibration/policy.py:
+    figures), who decided, when and why, and the gate policy the lead set for it (calibration/stats/policy.py:
     callers of the gate may only tighten it; optionally, a clean probe run is required). An override (the
     criterion was not in the `gate` tier) stays marked as one. Revoking keeps the row, so the history of
     what gated when is never lost.
@@ -71,7 +70,7 @@ class GatingMark(models.Model):
     # Which lower bound decides (policy.DECIDE_ON). The migration gave older marks the observed one, which
     # is what the gate applied when they were made; the corrected one uses `figures` (the calibration cells).
     decide_on = models.CharField(max_length=16, choices=list(DECIDE_ON.items()), default=DEFAULT_DECIDE_ON)
-    # The probe results the decision relied on (calibration/probes.py): the newest complete probe run on the
+    # The probe results the decision relied on (calibration/report/robustness.py): the newest complete probe run on the
     # calibration eval set, and its figures for this criterion (empty when there was none).
     probe_run = models.ForeignKey(
         "judging.ProbeRun", null=True, blank=True, on_delete=models.PROTECT, related_name="gating_marks"
@@ -155,7 +154,7 @@ class AuditPlanQuerySet(models.QuerySet):
 
 class AuditPlan(models.Model):
     """A lead's audit of one gating criterion on a release candidate (issue 22): gold on a random prefix of
-    the candidate's own outputs, combined with the judge's verdicts on all of them (calibration/audits.py).
+    the candidate's own outputs, combined with the judge's verdicts on all of them (calibration/audits/plans.py).
 
     It follows the audit order of the candidate's labeling queue (labeling.AuditOrder; several plans on one
     eval set share it), restricted to `agent_version`'s outputs when one is set. The figures (estimate,
@@ -175,7 +174,7 @@ class AuditPlan(models.Model):
         STRATIFIED = "stratified", "Stratified by the judge's verdict"
         UNIFORM = "uniform", "One random order"
 
-    # uniform: a random prefix of the order. stratified (calibration/audit_strata.py): the same prefix (releases blind
+    # uniform: a random prefix of the order. stratified (stats/audit_strata.py): the same prefix (releases blind
     # to the judge, issue 41), tested as the judge's PASS outputs and the rest, each in the order's own sequence.
     design = models.CharField(max_length=16, choices=Design.choices, default=Design.UNIFORM)
     # stratified only, both frozen: the stratum of each output of the population in order position (one digit,
@@ -210,7 +209,7 @@ class AuditPlanDecision(models.Model):
 
     From then on it is the plan's decision: a later gold change (a dispute, a reviewer's overrule) is shown beside
     it, with what today's gold reads, and never moves it. Written once: the plan is the primary key, so a second
-    writer's insert fails and the first decision stands (calibration/audit_kept.py). It keeps what it was reached
+    writer's insert fails and the first decision stands (calibration/audits/kept.py). It keeps what it was reached
     on: the label it came at, the labeled outputs' gold then, in the plan's order, and its digest, the figures, and
     the plan's thresholds and design.
     """

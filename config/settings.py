@@ -399,7 +399,7 @@ if not CELERY_BROKER_URL:
 elif not CELERY_BROKER_URL.startswith(("redis://", "rediss://", "filesystem://", "memory://")):
     raise ImproperlyConfigured("CELERY_BROKER_URL must be a redis:// URL (or filesystem:// for the embedded broker)")
 CACHES = {
-    # Report figures cached under a digest of the data they come from (calibration/content_cache.py), so an
+    # Report figures cached under a digest of the data they come from (calibration/data/content_cache.py), so an
     # entry is never stale, and the failed-token counts (config/token_throttle.py). Files in the data folder:
     # every gunicorn worker of one machine shares them, across restarts.
     "default": {

@@ -5,7 +5,7 @@ sample) is the one from the most recent run that has it: a later run (or import)
 supersedes an earlier one item by item, and a cancelled run's verdicts still count
 for the items it reached. With several samples an item's outcome is the majority,
 ties read as ABSTAIN, reported with the share of samples that agree (judging/sample_majority.py:
-the one rule, which calibration/frame_reading.py applies to its frames too). Verdicts of a probe
+the one rule, which calibration/data/frame_reading.py applies to its frames too). Verdicts of a probe
 run (probe != "") graded changed transcripts and never count.
 """
 

@@ -1,6 +1,6 @@
 """The verdict of several samples of one item: their majority, a tie at the top read as ABSTAIN.
 
-The one rule: the judge's pages, probe results and calibration (calibration/frame_reading.py, over frames) all
+The one rule: the judge's pages, probe results and calibration (calibration/data/frame_reading.py, over frames) all
 read samples by it. Pure Python, no Django, so the pure calibration modules import it without settings.
 """
 

@@ -1,6 +1,6 @@
 """The audit order of a labeling queue: a seeded random order its outputs are handed out in (issue 22).
 
-An audit of a release candidate (calibration/audits.py) decides from the gold of a uniformly random
+An audit of a release candidate (calibration/audits/plans.py) decides from the gold of a uniformly random
 prefix of the candidate's outputs. So the queue makes the order once, before any audit label, and Next
 (labeling/queue.py) then hands out only the positions a lead has released, lowest first, never skipping: a prefix
 of the order for a uniform audit, the plan's next outputs in the order for a stratified one.

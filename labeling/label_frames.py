@@ -3,7 +3,7 @@
 Each loader runs one query, whatever the number of outputs or criteria, so pages and commands
 built on them run a constant number of queries. Rows go from the database cursor straight into
 a DataFrame (the querysets compile the SQL; Django's per-row model machinery is skipped), since
-a calibration set can hold hundreds of thousands of labels. calibration/frames.py adds the judge's
+a calibration set can hold hundreds of thousands of labels. calibration/data/frames.py adds the judge's
 verdicts with the same `frame` and `Scope`.
 """
 

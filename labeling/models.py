@@ -188,7 +188,7 @@ class LabelingQueue(models.Model):
 class AuditOrder(models.Model):
     """The seeded random order a queue hands its outputs out in, for an audit of the candidate (issue 22).
 
-    Made once, when a lead starts the first audit plan on the eval set (calibration/audits.py): the
+    Made once, when a lead starts the first audit plan on the eval set (calibration/audits/plans.py): the
     outputs of the eval set sorted by id, permuted by numpy's default_rng(seed), so the same outputs and
     seed give the same order. While a queue has one, Next hands out only its first `released` positions,
     in position order, never skipping (labeling/queue.py): an audit's statistics assume that the labeled

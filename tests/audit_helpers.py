@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from calibration.audits import start_plan
+from calibration.audits.plans import start_plan
 from evals.models import EvalSet, Output, Role, RubricVersion, User
 from labeling.audit_order import release_next
 from labeling.models import AuditOrderItem

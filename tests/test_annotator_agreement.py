@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 from django.urls import reverse
 
-from calibration.annotator_agreement import MIN_ITEMS_TO_FLAG, annotator_agreement, leave_one_out_gold
+from calibration.report.annotator_agreement import MIN_ITEMS_TO_FLAG, annotator_agreement, leave_one_out_gold
 from labeling.gold import ANY_FAIL, derive_gold
 
 from .annotator_helpers import ADJUDICATED, TABLE, WORDS, A, B, C, build_world

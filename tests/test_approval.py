@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from calibration.models import GatingMark
-from calibration.report import calibration_report
+from calibration.report.compose import calibration_report
 from evals.models import Role, RubricVersion
 from judging.models import JudgeConfig
 

@@ -135,7 +135,7 @@ def test_a_backward_import_is_found_even_inside_a_function(tmp_path):
     # evals importing labeling; calibration importing below itself is fine.
     (tmp_path / "labeling").mkdir()
     (tmp_path / "labeling" / "gold.py").write_text(
-        "import os\nfrom judging.models import Verdict\n\ndef f():\n    from calibration.metrics import MIN_N\n"
+        "import os\nfrom judging.models import Verdict\n\ndef f():\n    from calibration.stats.metrics import MIN_N\n"
     )
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "access.py").write_text("from labeling import queue\n")
@@ -144,7 +144,7 @@ def test_a_backward_import_is_found_even_inside_a_function(tmp_path):
     assert backward_imports(tmp_path) == [
         "evals/access.py:1: evals imports labeling",
         "labeling/gold.py:2: labeling imports judging.models",
-        "labeling/gold.py:5: labeling imports calibration.metrics",
+        "labeling/gold.py:5: labeling imports calibration.stats.metrics",
     ]
 
 

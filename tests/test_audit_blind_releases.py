@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 from scipy.stats import fisher_exact
 
-from calibration.audits import plan_figures, release_plan_next, start_plan
+from calibration.audits.plans import plan_figures, release_plan_next, start_plan
 from evals.models import Role
 from labeling.models import AuditOrderItem, Label
 from labeling.queue import claim_next, current_queue

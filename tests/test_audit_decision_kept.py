@@ -20,9 +20,10 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from calibration import audit_kept, audit_stats
-from calibration.audits import AuditPlanError, plan_figures, release_plan_next
+from calibration.audits import kept
+from calibration.audits.plans import AuditPlanError, plan_figures, release_plan_next
 from calibration.models import AuditPlanDecision, GateResult
+from calibration.stats import audit_stats
 from labeling.models import AuditOrderItem
 
 from .api_helpers import call, create_token
@@ -100,7 +101,7 @@ def test_a_second_keep_returns_the_first_decision():
     other = plan_figures(fresh)  # reads the stored one; and keep() itself claims once:
     assert other.decided == "PASS"
     fail = audit_stats.audit_decision(gold=[0.0] * 21, verdicts=[1.0] * 40, minimum=0.5)
-    assert audit_kept.keep(fresh, fail, [[1, "FAIL"]]).decided == "PASS"
+    assert kept.keep(fresh, fail, [[1, "FAIL"]]).decided == "PASS"
     assert AuditPlanDecision.objects.get(plan=plan).gold == first.gold
 
 

@@ -9,10 +9,10 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from calibration.forms import GatingForm
+from calibration.gate.forms import GatingForm
 from calibration.models import GateResult
-from calibration.policy import DECIDE_ON, GateThresholds
-from calibration.svg import deciding_bound_name, deciding_lower
+from calibration.report.svg import deciding_bound_name, deciding_lower
+from calibration.stats.policy import DECIDE_ON, GateThresholds
 
 from .audit_helpers import candidate, gold, in_order, plan_on
 

@@ -1,4 +1,4 @@
-"""The audit's statistics (calibration/audit_stats.py): pure, no database.
+"""The audit's statistics (calibration/stats/audit_stats.py): pure, no database.
 
 Hand-worked examples, ppi_py for the PPI++ estimate, exact enumeration of every label order on tiny
 populations for the betting tests, validity by simulation with known truth, and a negative control that
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
-from calibration.audit_stats import (
+from calibration.stats.audit_stats import (
     FAIL,
     MIN_GOLD,
     NOT_APPLICABLE,

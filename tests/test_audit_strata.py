@@ -1,4 +1,4 @@
-"""Stratified audits (calibration/audit_strata.py): hand-worked grids, the capital's monotonicity the split pairs
+"""Stratified audits (calibration/stats/audit_strata.py): hand-worked grids, the capital's monotonicity the split pairs
 rest on, validity by exact enumeration of every order (with a peeking allocation as the negative control) and by
 simulation with known truth, both for a plan's design (the labels counted in the order's own sequence, issue 41)
 and for the adaptive allocation the bench compares it with. Pure numpy: no database."""
@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from calibration import audit_strata as st
-from calibration.audit_stats import FAIL, NOT_APPLICABLE, PASS
+from calibration.stats import audit_strata as st
+from calibration.stats.audit_stats import FAIL, NOT_APPLICABLE, PASS
 
 
 def distinct(values: list[float]) -> np.ndarray:

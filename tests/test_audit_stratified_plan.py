@@ -1,4 +1,4 @@
-"""Stratified audit plans (issue 22; calibration/audit_strata.py wired into calibration/audits.py): the judge's
+"""Stratified audit plans (issue 22; stats/audit_strata.py wired into audits/plans.py): the judge's
 verdicts split the candidate when the plan starts, each release takes the plan's next outputs in the order whatever
 their strata (issue 41: tests/test_audit_blind_releases.py), Next hands out exactly those, and the figures read them
 in release order."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from calibration.audits import AuditPlanError, close_plan, plan_figures, release_plan_next, start_plan
+from calibration.audits.plans import AuditPlanError, close_plan, plan_figures, release_plan_next, start_plan
 from calibration.models import AuditPlan
 from evals.models import Role, User
 from judging.models import Verdict
@@ -183,10 +183,10 @@ def plan_candidate(rv):
 
 
 def test_a_stratified_plan_on_a_candidate_too_large_for_its_forecast_is_refused_with_the_way_out(monkeypatch):
-    from calibration import audits
+    from calibration.audits import plans
 
     lead, rv, judge, eval_set, outputs = mixed()
-    monkeypatch.setattr(audits, "STRATIFIED_MAX_N", 39)
+    monkeypatch.setattr(plans, "STRATIFIED_MAX_N", 39)
     with pytest.raises(AuditPlanError, match="up to 39 outputs, and this one has 40.*Start a uniform audit"):
         start(lead, rv, judge, eval_set)
     assert not AuditPlan.objects.exists()

@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import pytest
 
-from calibration import report
-from calibration.metrics import Agreement, HumanAgreement, PairwiseKappa
-from calibration.report import Counts, GoldCounts, RowParts, SelfAgreement, findings
+from calibration.report import compose
+from calibration.report.compose import Counts, GoldCounts, RowParts, SelfAgreement, findings
+from calibration.stats.metrics import Agreement, HumanAgreement, PairwiseKappa
 
 # A healthy row: 120 items, kappa 0.8 with a narrow interval, people agreeing, every item judged.
 AGREEMENT = Agreement(
@@ -203,7 +203,7 @@ def test_a_healthy_row_has_no_warning():
 
 @pytest.mark.parametrize(("code", "fires", "sentence", "quiet"), CASES, ids=[c[0] for c in CASES])
 def test_each_rule_fires_with_its_sentence_and_not_short_of_its_threshold(code, fires, sentence, quiet):
-    rule = getattr(report, code)
+    rule = getattr(compose, code)
     found = rule(fires)
     assert (found.code, found.message) == (code, sentence)
     assert rule(quiet) is None
@@ -211,7 +211,7 @@ def test_each_rule_fires_with_its_sentence_and_not_short_of_its_threshold(code, 
 
 
 def test_every_rule_of_the_table_is_tested_here():
-    assert {rule.__name__ for rule in report.FINDINGS} == {case[0] for case in CASES}
+    assert {rule.__name__ for rule in compose.FINDINGS} == {case[0] for case in CASES}
 
 
 def test_warnings_come_in_the_tables_order():

@@ -8,7 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from calibration.report import (
+from calibration.report.compose import (
     REPORT_KEYS,
     calibration_report,
     criterion_tiers,

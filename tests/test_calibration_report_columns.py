@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from calibration.report import CalibrationReport, Segment, SegmentedReport, build_rows
-from calibration.report_files import to_csv, to_json
+from calibration.report.compose import CalibrationReport, Segment, SegmentedReport, build_rows
+from calibration.report.files import to_csv, to_json
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "calibration_report"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from calibration.svg import KAPPA_AXIS_MIN, PLOT_LEFT, PLOT_RIGHT, confusion_cells, kappa_chart, opacity, x_of
+from calibration.report.svg import KAPPA_AXIS_MIN, PLOT_LEFT, PLOT_RIGHT, confusion_cells, kappa_chart, opacity, x_of
 
 
 def row(**kw):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import beta, fisher_exact
 
-from calibration.candidate_evidence import (
+from calibration.stats.candidate_evidence import (
     AUDIT_ORDER,
     CENSUS,
     NOT_KNOWN_RANDOM,

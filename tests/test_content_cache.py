@@ -7,8 +7,9 @@ import shutil
 import pandas as pd
 import pytest
 
-from calibration import content_cache, report
-from calibration.report import calibration_report
+from calibration.data import content_cache
+from calibration.report import compose
+from calibration.report.compose import calibration_report
 
 from .calibration_factories import adjudicate, bulk_calibration, make_judge
 from .factories import make_eval_set, make_rubric_version, make_user
@@ -20,13 +21,13 @@ pytestmark = pytest.mark.django_db
 def counted(monkeypatch):
     """build_rows, counting its calls."""
     calls = []
-    real = report.build_rows
+    real = compose.build_rows
 
     def counting(**kwargs):
         calls.append(1)
         return real(**kwargs)
 
-    monkeypatch.setattr(report, "build_rows", counting)
+    monkeypatch.setattr(compose, "build_rows", counting)
     return calls
 
 
@@ -55,7 +56,7 @@ def test_every_agent_version_segment_is_cached_by_its_own_content(counted, setti
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "segs"}}
     es, rv, judge = make_eval_set("cal"), make_rubric_version("refund", "1"), make_judge("gpt-judge")
     bulk_calibration(es, rv, judge, {"correct_amount": (20, 2, 3, 10)})
-    segmented = report.segmented_report(eval_set=es, rubric_version=rv, judge_config=judge)
+    segmented = compose.segmented_report(eval_set=es, rubric_version=rv, judge_config=judge)
     assert len(counted) == 1 and [s.agent_version for s in segmented.segments] == ["default"]
     # The only segment holds every output, so the whole-set report is the same content: no new computation.
     whole = calibration_report(eval_set=es, rubric_version=rv, judge_config=judge)
@@ -92,7 +93,7 @@ def test_a_changed_formula_changes_every_key(tmp_path, monkeypatch):
         before = content_cache.digest("same data")
         content_cache.code_digest.cache_clear()
         assert content_cache.digest("same data") == before  # negative control: same code, same key
-        metrics = tmp_path / "calibration/metrics.py"
+        metrics = tmp_path / "calibration/stats/metrics.py"
         metrics.write_text(metrics.read_text() + "\nMIN_N = 1\n")
         content_cache.code_digest.cache_clear()
         assert content_cache.digest("same data") != before

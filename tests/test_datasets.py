@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from calibration.report import calibration_report, human_agreement, segmented_report
+from calibration.report.compose import calibration_report, human_agreement, segmented_report
 from evals.lookup import eval_set_named
 from evals.models import RubricVersion
 from judging.judge_lookup import judge_named
@@ -155,9 +155,9 @@ def test_qags_human_ceiling_reproduces_the_published_alpha_and_pairs_the_real_wo
 
 
 def test_qags_human_ceiling_does_not_depend_on_the_line_order_of_the_labels(qags):
-    from calibration.frame_reading import human_pairs
-    from calibration.frames import Scope, load_labels
-    from calibration.metrics import cohen_agreement
+    from calibration.data.frame_reading import human_pairs
+    from calibration.data.frames import Scope, load_labels
+    from calibration.stats.metrics import cohen_agreement
 
     tmp, rubric, items = qags
     import_qags(tmp, "qags-reversed", rubric, items, reverse=True)

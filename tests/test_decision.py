@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from calibration.decision import (
+from calibration.report.criterion_verdict import (
     CANNOT,
     GATING,
     MAY_GATE,
@@ -22,8 +22,8 @@ from calibration.decision import (
     decide,
     label_budget,
 )
-from calibration.metrics import Finding
-from calibration.waiting import waiting_counts
+from calibration.report.waiting import waiting_counts
+from calibration.stats.metrics import Finding
 
 
 def row(key="correct_amount", n=200, kappa=0.71, ci=(0.62, 0.8), tier="gate", codes=(), human=0.8):

@@ -9,9 +9,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
 from calibration.models import GateResult, GatingMark
-from calibration.report import calibration_report, criterion_tiers
+from calibration.report.compose import calibration_report, criterion_tiers
+from calibration.stats.metrics import HUMAN_MIN_KAPPA, MIN_N
 from evals.models import EvalSet, Output, RubricVersion, User
 from judging.models import JudgeConfig, JudgeRun
 from labeling.models import LabelingQueue

@@ -8,8 +8,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from calibration.metrics import tier_for
-from calibration.report import rows_on_outputs
+from calibration.report.compose import rows_on_outputs
+from calibration.stats.metrics import tier_for
 from evals.models import EvalSet, RubricVersion
 from judging.gold_splits import look_count, part_outputs, split_for
 from judging.models import GoldSplit, JudgeConfig, JudgeRun, Verdict

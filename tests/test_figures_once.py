@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from calibration import metrics, report
-from calibration.report import calibration_report
+from calibration.report import compose
+from calibration.report.compose import calibration_report
+from calibration.stats import metrics
 
 from .calibration_factories import annotate, annotator, bulk_calibration, make_judge
 from .factories import make_eval_set, make_output, make_rubric_version
@@ -17,16 +18,16 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def human_calls(monkeypatch, settings):
-    """report._human (the human ceiling), counting its calls, over a fresh in-memory cache."""
+    """compose._human (the human ceiling), counting its calls, over a fresh in-memory cache."""
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "once"}}
     calls = []
-    real = report._human
+    real = compose._human
 
     def counting(labels):
         calls.append(1)
         return real(labels)
 
-    monkeypatch.setattr(report, "_human", counting)
+    monkeypatch.setattr(compose, "_human", counting)
     return calls
 
 

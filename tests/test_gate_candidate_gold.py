@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from calibration.candidate_evidence import NOT_KNOWN_RANDOM, gold_bound
-from calibration.gate import EXIT_FAILED, EXIT_UNDECIDED, Gating, evaluate
-from calibration.policy import GateThresholds, Tightening
+from calibration.gate.release_gate import EXIT_FAILED, EXIT_UNDECIDED, Gating, evaluate
+from calibration.stats.candidate_evidence import NOT_KNOWN_RANDOM, gold_bound
+from calibration.stats.policy import GateThresholds, Tightening
 
 from .audit_helpers import candidate as audit_candidate
 from .audit_helpers import gold as give_gold

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from calibration.svg import ERROR_LEFT, ERROR_RIGHT, GATE_LEFT, GATE_RIGHT, deciding_lower, gate_rows, pass_axis_min
+from calibration.report.svg import (
+    ERROR_LEFT,
+    ERROR_RIGHT,
+    GATE_LEFT,
+    GATE_RIGHT,
+    deciding_lower,
+    gate_rows,
+    pass_axis_min,
+)
 
 
 def crit(**kw) -> dict:

@@ -12,9 +12,9 @@ import pytest
 from django.core.management import call_command
 from judgy import estimate_success_rate
 
-from calibration.metrics import corrected_pass_rate, rogan_gladen, wilson_interval
 from calibration.models import GateResult, GatingMark
-from calibration.policy import GateThresholds
+from calibration.stats.metrics import corrected_pass_rate, rogan_gladen, wilson_interval
+from calibration.stats.policy import GateThresholds
 
 from .calibration_factories import bulk_calibration, bulk_verdicts, make_judge, mark_as_gating
 from .factories import make_eval_set, make_rubric_version, make_user
@@ -192,7 +192,7 @@ def test_a_corrected_policy_without_a_usable_calibration_cannot_decide(world):
 
 @pytest.mark.django_db
 def test_marking_on_a_real_calibration_stores_the_cells_the_gate_corrects_with(world):
-    from calibration.approvals import mark_gating
+    from calibration.gate.approvals import mark_gating
     from evals.models import Role, RubricVersion
 
     cal, rc, rv, judge = world

@@ -11,8 +11,8 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from calibration.candidate_evidence import TRANSPORT_WARNING
 from calibration.models import GateResult
+from calibration.stats.candidate_evidence import TRANSPORT_WARNING
 
 from .calibration_factories import annotate, annotator, bulk_verdicts, make_judge, mark_as_gating
 from .factories import make_eval_set, make_rubric_version

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from calibration.audit_stats import gating_price, phi_coefficient
-from calibration.audits import close_plan
-from calibration.report import calibration_report
-from calibration.report_files import to_json
+from calibration.audits.plans import close_plan
+from calibration.report.compose import calibration_report
+from calibration.report.files import to_json
+from calibration.stats.audit_stats import gating_price, phi_coefficient
 from evals.models import EvalSet
 
 from .audit_helpers import KEY, candidate, gold, in_order, plan_on
@@ -107,9 +107,9 @@ def test_the_report_json_prices_each_criterion_for_a_candidate_its_size_and_leav
 @pytest.mark.django_db
 def test_the_calibrations_report_prices_the_newest_candidate_gated_not_its_own_size():
     # Issue 40: a 40-output calibration priced a 400-output candidate at 40. The candidate gated since is the size.
-    from calibration.gate import GateRequest, gate_and_record
+    from calibration.gate.release_gate import GateRequest, gate_and_record
     from calibration.models import GateResult
-    from calibration.policy import Tightening
+    from calibration.stats.policy import Tightening
 
     from .calibration_factories import bulk_calibration, bulk_verdicts, make_judge, mark_as_gating
     from .factories import make_eval_set, make_rubric_version

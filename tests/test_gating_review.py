@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from calibration.approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review
+from calibration.gate.approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review
 from calibration.models import GatingReview
 from judging.models import JudgeRun
 from workspace.lead_inbox import uncalibrated_runs

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from calibration.audits import close_plan, start_plan
+from calibration.audits.plans import close_plan, start_plan
 from calibration.models import AuditPlan
 from evals.models import Role
 from judging.models import JudgeRun

@@ -10,9 +10,9 @@ import pytest
 from django.urls import reverse
 
 from api.models import GateToken
-from calibration.gate import GateRequest, gate_and_record
+from calibration.gate.release_gate import GateRequest, gate_and_record
 from calibration.models import GateResult
-from calibration.policy import Tightening
+from calibration.stats.policy import Tightening
 
 from .calibration_factories import make_judge
 from .factories import make_eval_set, make_rubric_version

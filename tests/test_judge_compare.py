@@ -1,4 +1,4 @@
-"""Two judge versions on the same gold items (calibration/judge_compare.py), with hand-worked numbers,
+"""Two judge versions on the same gold items (calibration/stats/judge_compare.py), with hand-worked numbers,
 scikit-learn's and statsmodels' as references, and a simulation with known truth. No database."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.proportion import proportion_confint
 
-from calibration.judge_compare import (
+from calibration.stats.judge_compare import (
     A_ERROR,
     A_OTHER,
     B_ERROR,

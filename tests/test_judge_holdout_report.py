@@ -7,12 +7,12 @@ import json
 import pytest
 from django.urls import reverse
 
-from calibration.approvals import ApprovalRefused, mark_gating, record_review
-from calibration.drilldown import cell_output_ids
-from calibration.holdout_looks import look_at_held_out
+from calibration.gate.approvals import ApprovalRefused, mark_gating, record_review
 from calibration.models import GatingMark, GatingReview
-from calibration.report import calibration_report, segmented_report
-from calibration.report_files import to_json
+from calibration.report.compose import calibration_report, segmented_report
+from calibration.report.drilldown import cell_output_ids
+from calibration.report.files import to_json
+from calibration.workbench.holdout_looks import look_at_held_out
 from evals.models import RubricVersion
 from judging.gold_splits import look_count
 from judging.models import JudgeConfig
@@ -178,7 +178,7 @@ def test_development_rows_are_no_look_but_the_report_command_and_endpoint_count_
 
     from django.core.management import call_command
 
-    from calibration.holdout_looks import development_rows
+    from calibration.workbench.holdout_looks import development_rows
     from tests.api_helpers import call, create_token
 
     eval_set, rubric, split, v2, _, _ = world

@@ -10,8 +10,8 @@ import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.proportion import proportion_confint
 
-from calibration import metrics
-from calibration.metrics import (
+from calibration.stats import metrics
+from calibration.stats.metrics import (
     GATE_MIN_KAPPA,
     MIN_N,
     TREND_MIN_KAPPA,
@@ -187,7 +187,7 @@ def test_thresholds_are_documented_as_provisional():
 def test_alpha_formula_equals_the_krippendorff_package_with_two_to_five_coders():
     import krippendorff
 
-    from calibration.metrics import alpha_from_counts
+    from calibration.stats.metrics import alpha_from_counts
 
     rng = np.random.default_rng(3)
     for _ in range(20):
@@ -202,7 +202,7 @@ def test_alpha_formula_equals_the_krippendorff_package_with_two_to_five_coders()
 
 
 def test_alpha_interval_has_the_spread_of_resampling_items():
-    from calibration.metrics import bootstrap_alpha_ci
+    from calibration.stats.metrics import bootstrap_alpha_ci
 
     counts = np.array([[2, 0]] * 50 + [[1, 1]] * 12 + [[0, 2]] * 30 + [[2, 1]] * 8 + [[1, 2]] * 5)
     rng = np.random.default_rng(11)
@@ -236,7 +236,7 @@ def pair_entries(labels: dict[str, list[str | None]]):
 def test_mean_pairwise_kappa_equals_the_mean_of_scikit_learn_pair_kappas():
     from sklearn.metrics import cohen_kappa_score
 
-    from calibration.metrics import mean_pairwise_kappa
+    from calibration.stats.metrics import mean_pairwise_kappa
 
     rng = np.random.default_rng(5)
     truth = rng.random(120) < 0.6
@@ -260,7 +260,7 @@ def test_mean_pairwise_kappa_equals_the_mean_of_scikit_learn_pair_kappas():
 
 
 def test_a_pair_whose_kappa_is_undefined_is_left_out_and_counted():
-    from calibration.metrics import mean_pairwise_kappa
+    from calibration.stats.metrics import mean_pairwise_kappa
 
     labels = {
         "amy": ["PASS", "FAIL", "PASS", None, None],
@@ -274,7 +274,7 @@ def test_a_pair_whose_kappa_is_undefined_is_left_out_and_counted():
 
 
 def test_pairwise_interval_has_the_spread_of_resampling_items():
-    from calibration.metrics import mean_pairwise_kappa
+    from calibration.stats.metrics import mean_pairwise_kappa
 
     rng = np.random.default_rng(8)
     truth = rng.random(150) < 0.55
@@ -299,7 +299,7 @@ def test_pairwise_interval_has_the_spread_of_resampling_items():
 def test_rates_of_the_worked_example_equal_scikit_learn():
     from sklearn.metrics import balanced_accuracy_score, f1_score, recall_score
 
-    from calibration.metrics import classification_rates
+    from calibration.stats.metrics import classification_rates
 
     # 145 true passes, 15 false passes, 5 false fails, 35 true fails (background 000).
     judge, gold = pairs(145, 15, 5, 35)
@@ -321,7 +321,7 @@ def test_rates_of_the_worked_example_equal_scikit_learn():
 def test_a_judge_that_misses_every_failure_catches_none_and_still_passes_all_good_outputs():
     from sklearn.metrics import balanced_accuracy_score
 
-    from calibration.metrics import classification_rates
+    from calibration.stats.metrics import classification_rates
 
     judge, gold = pairs(9, 1, 0, 0)  # background 004: always PASS on nine good outputs and one failure
     r = classification_rates(9, 1, 0, 0)
@@ -331,7 +331,7 @@ def test_a_judge_that_misses_every_failure_catches_none_and_still_passes_all_goo
 
 
 def test_rates_are_undefined_not_zero_when_a_class_is_missing():
-    from calibration.metrics import classification_rates
+    from calibration.stats.metrics import classification_rates
 
     only_pass = classification_rates(12, 0, 3, 0)  # no gold FAIL: how often it catches failures is unknown
     assert only_pass.tnr is None and only_pass.tnr_ci is None and only_pass.balanced_accuracy is None
@@ -343,7 +343,7 @@ def test_rates_are_undefined_not_zero_when_a_class_is_missing():
 
 
 def test_balanced_accuracy_interval_has_the_spread_of_resampling_items():
-    from calibration.metrics import classification_rates
+    from calibration.stats.metrics import classification_rates
 
     judge, gold = (np.array(x) == "PASS" for x in pairs(60, 12, 9, 39))
     rng = np.random.default_rng(4)
@@ -358,7 +358,7 @@ def test_balanced_accuracy_interval_has_the_spread_of_resampling_items():
 
 
 def _wilson_by_the_formula(successes, n, confidence):
-    # Wilson (1927) written out, the way calibration/metrics.py computed it before it called statsmodels.
+    # Wilson (1927) written out, the way calibration/stats/metrics.py computed it before it called statsmodels.
     from statistics import NormalDist
 
     z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)

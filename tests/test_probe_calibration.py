@@ -11,11 +11,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from calibration.gate import CannotDecide, run_gate
+from calibration.gate.release_gate import CannotDecide, run_gate
 from calibration.models import GatingMark
-from calibration.policy import Tightening
-from calibration.report import REPORT_KEYS, calibration_report
-from calibration.report_files import CSV_COLUMNS, to_text
+from calibration.report.compose import REPORT_KEYS, calibration_report
+from calibration.report.files import CSV_COLUMNS, to_text
+from calibration.stats.policy import Tightening
 from evals.models import RubricVersion
 from evals.transcript import Transcript
 from judging.models import JudgeConfig

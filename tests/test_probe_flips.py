@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from calibration.metrics import wilson_interval
+from calibration.stats.metrics import wilson_interval
 from judging.probes import flips
 from judging.probes.flips import MAX_FLIP_RATE, MIN_DETECTION_RATE, compare, rate
 from judging.probes.registry import MEANINGFUL, NEUTRAL, ORIGINAL

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from calibration import frames as data
+from calibration.data import frames
 from evals.transcript import Transcript
 from judging.backends import Misconfigured
 from judging.current_verdicts import current_verdicts
@@ -99,7 +99,7 @@ def test_probe_verdicts_never_count_for_calibration_or_the_gate(instrumented):
     probe_in_process(instrumented, ["padding", "wrong_amount"])
     assert Verdict.objects.exclude(probe="").count() == 120  # the probe run did write (3 arms x 40)
     assert sorted(current_verdicts(**scope).values_list("pk", "outcome")) == before
-    frame = data.load_verdicts(data.Scope(es, rv), judge)
+    frame = frames.load_verdicts(frames.Scope(es, rv), judge)
     assert len(frame) == 40 and set(frame["run_rank"]) == {-current_verdicts(**scope).first().run_id}
 
 

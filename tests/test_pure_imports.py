@@ -15,10 +15,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PURE = (
-    "calibration.annotator_agreement",
-    "calibration.frame_reading",
-    "calibration.judge_compare",
-    "calibration.metrics",
+    "calibration.report.annotator_agreement",
+    "calibration.data.frame_reading",
+    "calibration.stats.judge_compare",
+    "calibration.stats.metrics",
     "labeling.gold",
     "judging.sample_majority",
 )

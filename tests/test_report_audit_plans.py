@@ -10,9 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from calibration.audits import close_plan
-from calibration.report import calibration_report
-from calibration.report_files import to_csv, to_json, to_text
+from calibration.audits.plans import close_plan
+from calibration.report.compose import calibration_report
+from calibration.report.files import to_csv, to_json, to_text
 
 from .audit_helpers import candidate, gold, in_order, plan_on
 from .test_calibration_report_columns import worked_report

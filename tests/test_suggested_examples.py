@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from calibration.suggested_examples import excerpt_around, suggest_examples
+from calibration.workbench.suggested_examples import excerpt_around, suggest_examples
 from judging.gold_splits import start_split
 from judging.guidance import derive_config
 from judging.models import Verdict

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from calibration.version_comparison import compare_versions
+from calibration.workbench.version_comparison import compare_versions
 from judging.gold_splits import start_split
 from judging.models import GoldSplit, HoldoutLook, JudgeConfig
 
@@ -201,7 +201,7 @@ def test_a_defaults_to_the_version_b_was_derived_from(client, world, lead):
 def test_the_criteria_b_changed_come_first_and_the_rest_keep_rubric_order():
     from types import SimpleNamespace
 
-    from calibration.version_comparison import changed_first
+    from calibration.workbench.version_comparison import changed_first
 
     def row(key: str, flips: int):
         return SimpleNamespace(criterion=SimpleNamespace(key=key), comparison=SimpleNamespace(flips=[None] * flips))

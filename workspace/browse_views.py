@@ -9,7 +9,6 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from calibration.forms import CaseFilterForm
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
 from evals.models import EvalSet, Output, RubricVersion
 from evals.naming import output_names
@@ -18,6 +17,7 @@ from formats.trace_outputs import trace_summary
 from judging.models import JudgeConfig
 from labeling.labeling_pages import full_url, transcript_parts
 from labeling.queue import current_queue
+from workspace.browse_forms import CaseFilterForm
 
 from . import browse as cases
 

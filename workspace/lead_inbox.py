@@ -40,10 +40,10 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from calibration.audits import AuditFigures, plan_figures
-from calibration.holdout import held_out_split
+from calibration.audits.plans import AuditFigures, plan_figures
+from calibration.data.holdout import held_out_split
 from calibration.models import AuditPlan, GateResult, GatingMark, GatingReview
-from calibration.report import criterion_tiers
+from calibration.report.compose import criterion_tiers
 from evals.models import EvalSet, RubricVersion
 from judging.models import JudgeRun
 from labeling.models import Annotation, LabelingQueue

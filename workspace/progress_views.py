@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from calibration.metrics import HUMAN_MIN_KAPPA, MIN_N
+from calibration.stats.metrics import HUMAN_MIN_KAPPA, MIN_N
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
 from labeling.labeling_pages import pick_scope
 from labeling.my_queues import versions_with_work

@@ -22,7 +22,7 @@ from .test_labeling_browser import criterion, log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-# The figures panel polls every 5 s (calibration/audit_views.py POLL): a wait of three polls and some.
+# The figures panel polls every 5 s (calibration/audits/views.py POLL): a wait of three polls and some.
 POLL_WAIT = 20_000
 MARK = "correct_amount of refund@1, judged by gpt-judge (minimum 0.5 at 0.95)"
 

@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from api.models import GateToken
-from calibration.approvals import approve_rubric_version
+from calibration.gate.approvals import approve_rubric_version
 from calibration.models import GatingMark
 from evals.models import Role
 

@@ -9,7 +9,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from calibration.approvals import approve_rubric_version
+from calibration.gate.approvals import approve_rubric_version
 from calibration.models import GatingMark
 from evals.models import Output, Role
 from judging import runner

@@ -20,10 +20,10 @@ from pathlib import Path
 
 from django.core.management import call_command
 
-from calibration.approvals import approve_rubric_version, mark_gating
-from calibration.audits import release_plan_next, start_plan
+from calibration.audits.plans import release_plan_next, start_plan
+from calibration.gate.approvals import approve_rubric_version, mark_gating
 from calibration.models import AuditPlan, GatingMark
-from calibration.policy import GateThresholds
+from calibration.stats.policy import GateThresholds
 from evals.models import EvalSet, RubricVersion, User
 from judging.models import JudgeConfig
 from labeling.models import AuditOrderItem

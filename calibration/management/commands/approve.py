@@ -7,7 +7,7 @@ python manage.py approve --rubric NAME@VERSION --judge NAME --eval-set CALIBRATI
 
 Without --judge: approve the rubric version. With --judge, --eval-set and --gating: mark those criteria as
 gating for that (approved) rubric version and judge config, on a fresh calibration report of the eval set,
-with the gate policy they must meet (defaults: calibration/policy.py); callers of the gate may only tighten it.
+with the gate policy they must meet (defaults: calibration/stats/policy.py); callers of the gate may only tighten it.
 With --keep-gating instead of --gating: record that, on that calibration, gating stays as it is (nothing
 gates where nothing did), which answers the finished run waiting on Home as a mark would.
 """
@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration.approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review
-from calibration.holdout_looks import count_report_look
-from calibration.policy import (
+from calibration.gate.approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review
+from calibration.stats.policy import (
     DECIDE_ON,
     DEFAULT_CONFIDENCE,
     DEFAULT_DECIDE_ON,
@@ -27,6 +26,7 @@ from calibration.policy import (
     FIELDS,
     GateThresholds,
 )
+from calibration.workbench.holdout_looks import count_report_look
 from evals.lookup import eval_set_named
 from evals.models import RubricVersion, User
 from evals.validators import UnknownName

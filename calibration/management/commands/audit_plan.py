@@ -19,7 +19,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration.audits import (
+from calibration.audits.plans import (
     AuditFigures,
     AuditPlanError,
     plan_figures,

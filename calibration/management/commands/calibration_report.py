@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration.holdout_looks import count_report_look
-from calibration.report import CalibrationReport, SegmentedReport, calibration_report, segmented_report
-from calibration.report_files import to_csv, to_json, to_text
+from calibration.report.compose import (
+    CalibrationReport,
+    SegmentedReport,
+    calibration_report,
+    segmented_report,
+)
+from calibration.report.files import to_csv, to_json, to_text
+from calibration.workbench.holdout_looks import count_report_look
 from evals.lookup import eval_set_named
 from evals.models import RubricVersion
 from evals.validators import UnknownName

@@ -15,9 +15,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration.gate import EXIT_UNDECIDED, GateRequest, gate_and_record, render_text, undecided_dict
+from calibration.gate.release_gate import EXIT_UNDECIDED, GateRequest, gate_and_record, render_text, undecided_dict
 from calibration.models import GateResult
-from calibration.policy import PolicyRefused, Tightening
+from calibration.stats.policy import PolicyRefused, Tightening
 
 TIGHTEN = "only tightens the lead's policy of each gating criterion (default: the lead's)"
 

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 from django.core.management.base import BaseCommand, CommandError
 
+from calibration.workbench.holdout_looks import look_at_held_out
 from evals.lookup import eval_set_named
 from evals.models import RubricVersion, User
 from evals.record_fields import ShapeError, parse_json
@@ -29,8 +30,6 @@ from judging.gold_splits import SplitRefused, describe, split_for, start_split
 from judging.guidance import GuidanceRefused, as_document, derive_config
 from judging.judge_lookup import judge_named
 from judging.models import GoldSplit
-
-from ...holdout_looks import look_at_held_out
 
 # A guidance file is a few notes and examples: anything bigger is a mistake (a transcript dump), refused unread.
 MAX_FILE_BYTES = 1_000_000

@@ -171,7 +171,7 @@ def load_second_version(quiet: dict) -> None:
     re-run it on development, and promote it: run it on the held-out split, which counts as one look, as the
     workbench's promote does.
     Once: a restart finds version 2 and its run there."""
-    from calibration.suggested_examples import suggest_examples
+    from calibration.workbench.suggested_examples import suggest_examples
     from evals.models import EvalSet, RubricVersion
     from evals.transcript import normalize_ws
     from judging.gold_splits import part_outputs, record_look, start_split

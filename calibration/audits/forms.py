@@ -1,0 +1,103 @@
+"""Forms of an audit plan: starting one on a candidate, and releasing its next outputs to annotators."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from django import forms
+
+from calibration.fields import RateField
+from calibration.models import AuditPlan, GatingMark
+from evals.models import EvalSet, Output
+
+
+class _MarkChoice(forms.ModelChoiceField):
+    def label_from_instance(self, obj: GatingMark) -> str:
+        return (
+            f"{obj.criterion.key} of {obj.rubric_version.ref}, judged by {obj.judge_config.name} "
+            f"(minimum {obj.min_pass_rate:g} at {obj.confidence:g})"
+        )
+
+
+class AuditPlanForm(forms.Form):
+    """Start an audit plan (calibration/audits/plans.py start_plan, which re-checks everything): a gating mark names
+    the criterion and the judge config it gates with, and its policy is where the thresholds start."""
+
+    gating = _MarkChoice(
+        GatingMark.objects.active().select_related("criterion", "rubric_version__rubric", "judge_config"),
+        label="Gating criterion and judge",
+        error_messages={"invalid_choice": "Choose a criterion that gates (its gating mark not revoked)."},
+    )
+    eval_set = forms.ModelChoiceField(
+        EvalSet.objects.order_by("name"),
+        label="Release candidate (eval set)",
+        error_messages={"invalid_choice": "Choose an eval set that exists."},
+    )
+    agent_version = forms.ChoiceField(
+        required=False,
+        label="Agent version",
+        help_text="Audit only this agent version's outputs (it must be the candidate's).",
+        error_messages={"invalid_choice": "Choose an agent version that has outputs."},
+    )
+    design = forms.ChoiceField(
+        required=False,
+        choices=AuditPlan.Design.choices,
+        initial=AuditPlan.Design.UNIFORM,
+        label="Design",
+        help_text=(
+            "Uniform (the default): a prefix of one random order. Stratified: the same releases, counted per "
+            "side of the judge's verdict (needs its verdicts; measured to cost more labels on most sets)."
+        ),
+    )
+    min_pass_rate = RateField(required=False, label="Minimum pass rate", help_text="Empty: the mark's; only stricter.")
+    confidence = RateField(required=False, label="Confidence", help_text="Empty: the mark's; only stricter.")
+
+    def clean_design(self) -> str:
+        return self.cleaned_data["design"] or AuditPlan.Design.UNIFORM
+
+    seed = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=2**63 - 1,
+        label="Seed of the order",
+        help_text="Empty: a random one, kept with the order. The candidate's queue reuses an existing order.",
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Grouped by eval set, so the lead picks a version the candidate has; start_plan checks it is.
+        pairs = (
+            Output.objects.order_by("case__eval_set__name", "agent_version")
+            .values_list("case__eval_set__name", "agent_version")
+            .distinct()
+        )
+        groups: dict[str, list[tuple[str, str]]] = {}
+        for eval_set, version in pairs:
+            groups.setdefault(eval_set, []).append((version, version))
+        cast(forms.ChoiceField, self.fields["agent_version"]).choices = [("", "Every agent version")] + list(
+            groups.items()
+        )
+
+
+class AuditReleaseForm(forms.Form):
+    """ "Label these k next": how many more positions of the plan's order the labeling queue may hand out."""
+
+    k = forms.IntegerField(
+        min_value=1,
+        label="Label these next",
+        error_messages={"min_value": "Release at least one output.", "invalid": "Enter a whole number of outputs."},
+    )
+
+    def __init__(self, *args, left: int, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.left = left
+
+    def clean_k(self) -> int:
+        k = self.cleaned_data["k"]
+        if k > self.left:
+            raise forms.ValidationError(
+                f"Only {self.left} outputs of the order are not yet released; release at most {self.left}."
+                if self.left
+                else "Every output of the order is already released."
+            )
+        return k

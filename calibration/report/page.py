@@ -1,0 +1,121 @@
+"""What the calibration report page shows: its instrument from the URL, its rows, the decision groups and the
+approval panel's context. The report's views and the gate's decision views (a refused gating decision shows
+the panel again) both build it here."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from calibration.gate.forms import GatingForm, ReasonForm
+from calibration.models import GatingMark, GatingReview
+from calibration.report.compose import calibration_report
+from calibration.report.criterion_verdict import CANNOT, GATING, MAY_GATE, MORE_LABELS, decide
+from calibration.report.svg import confusion_cells, kappa_chart, opacity
+from calibration.report.waiting import waiting_work
+from calibration.stats.candidate_evidence import ASSUMES_CALIBRATION
+from calibration.stats.metrics import MIN_N
+from calibration.workbench.holdout_looks import count_report_look
+from evals.access import (
+    checked_query,
+    has_role,
+)
+from evals.models import Criterion, EvalSet, Output, Role, RubricVersion
+from judging.models import JudgeConfig
+
+
+def instrument_or_404(eval_set: int, rubric_version: int, judge: int) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
+    return (
+        get_object_or_404(EvalSet, pk=eval_set),
+        get_object_or_404(RubricVersion.objects.select_related("rubric", "approved_by"), pk=rubric_version),
+        get_object_or_404(JudgeConfig, pk=judge),
+    )
+
+
+def asked_agent_version(request: HttpRequest) -> str | None:
+    return checked_query(request.GET).get("agent_version") or None
+
+
+def _rows_for_page(report, criteria: dict[str, Criterion], marks) -> list[dict]:
+    active = {m.criterion.key: m for m in marks if m.revoked_at is None}
+    return [
+        {
+            "row": row,
+            "mark": active.get(row.criterion) if row.gating else None,
+            "criterion": criteria.get(row.criterion),
+            "chart": kappa_chart(row),
+            "cells": [{"cell": c, "opacity": opacity(c.share)} for c in confusion_cells(row)],
+        }
+        for row in report.rows
+    ]
+
+
+DECISION_TITLES = {
+    GATING: "Gates now",
+    MAY_GATE: "May gate now",
+    MORE_LABELS: "Could gate with more labels",
+    CANNOT: "Cannot gate",
+}
+
+
+def _decision_groups(decision, waiting) -> list[dict]:
+    groups = []
+    for answer, title in DECISION_TITLES.items():
+        rows = [{"verdict": v, "waiting": waiting.of(v.criterion)} for v in decision.criteria if v.answer == answer]
+        if rows:
+            groups.append({"answer": answer, "title": title, "rows": rows})
+    return groups
+
+
+# Decisions to leave gating as it is, shown on the approval panel: the newest few (the admin has all).
+REVIEWS_SHOWN = 5
+
+
+def report_context(request, es, rv, judge, gating_form=None, review_form=None) -> dict:
+    agent_version = asked_agent_version(request)
+    report = calibration_report(
+        eval_set=es, rubric_version=rv, judge_config=judge, agent_version=agent_version, with_audit_plans=True
+    )
+    # Every render of the report (the page, and the page again after a refused gating decision) shows its
+    # figures: for a version measured on the held-out split, that is one counted look.
+    count_report_look(eval_set=es, rubric_version=rv, judge_config=judge, by=request.user, via="report page")
+    criteria = {c.key: c for c in Criterion.objects.filter(rubric_version=rv)}
+    marks = list(
+        GatingMark.objects.filter(rubric_version=rv, judge_config=judge).select_related(
+            "criterion", "marked_by", "revoked_by", "calibration_eval_set"
+        )
+    )
+    versions = Output.objects.filter(case__eval_set=es).order_by().values_list("agent_version", flat=True).distinct()
+    decision, waiting = decide(report.rows), waiting_work(es, rv)
+    return {
+        "es": es,
+        "rv": rv,
+        "judge": judge,
+        "report": report,
+        "decision": decision,
+        "decision_groups": _decision_groups(decision, waiting),
+        "min_n": MIN_N,
+        "waiting": waiting,
+        "disputed": sum(w.disputes for w in waiting.by_criterion.values()),
+        "rows": _rows_for_page(report, criteria, marks),
+        "marks": marks,
+        "agent_version": agent_version,
+        "agent_versions": sorted(versions),
+        "gating_form": gating_form or GatingForm(rows=report.rows, probes=report.probes),
+        "gating_now": [r.criterion for r in report.rows if r.gating],
+        "reviews": list(
+            GatingReview.objects.filter(rubric_version=rv, judge_config=judge).select_related(
+                "decided_by", "calibration_eval_set"
+            )[:REVIEWS_SHOWN]
+        ),
+        "review_form": review_form or ReasonForm(prefix="review"),
+        "is_lead": has_role(request.user, Role.LEAD),
+        "assumes": ASSUMES_CALIBRATION,
+    }
+
+
+def report_url(es: EvalSet, rv: RubricVersion, jc: JudgeConfig, agent_version: str | None) -> str:
+    url = reverse("calibration:report", args=[es.pk, rv.pk, jc.pk])
+    return f"{url}?{urlencode({'agent_version': agent_version})}" if agent_version else url
