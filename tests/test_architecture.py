@@ -5,6 +5,11 @@ Apps, bottom to top: evals (the shared domain), labeling (the human side), judgi
 several apps), config (the project). An app imports only apps below it. Inside an app, no two modules import
 each other, directly or round a longer circle. Every import counts, also one inside a function: a lazy
 import is still a dependency, and a circle held together by one is still a circle.
+
+Inside calibration, the sub-packages have an order of their own, bottom to top: stats (pure statistics: no
+Django, no other app, nothing of calibration outside stats), data (frames and how they are read), audits,
+report, gate, workbench. A sub-package's domain modules import only the sub-packages at or below it; its pages
+(views.py, forms.py, urls.py, page.py) may read any sub-package's domain, but never another sub-package's views.
 """
 
 from __future__ import annotations
@@ -14,6 +19,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("evals", "labeling", "judging", "calibration", "formats", "api", "workspace", "config")
+
+CALIBRATION_ROOMS = ("stats", "data", "audits", "report", "gate", "workbench")
+PAGE_MODULES = {"views", "forms", "urls", "page"}
+PROJECT = {*LAYERS, "django", "django_htmx", "ninja"}
 
 # Circles inside an app that a change is removing (none today). A circle found must lie inside one of these.
 KNOWN_CIRCLES: dict[frozenset[str], str] = {}
@@ -122,6 +131,38 @@ def unknown_circles(root: Path, known=()) -> list[list[str]]:
     ]
 
 
+def room_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[0] == "calibration" and parts[1] in CALIBRATION_ROOMS else None
+
+
+def room_problems(root: Path) -> list[str]:
+    """Each import that breaks calibration's order of rooms or the purity of stats, as 'path:line: why'."""
+    problems = []
+    for app, path in app_paths(root):
+        module = module_name(root, path)
+        room = room_of(module)
+        if app != "calibration" or room is None:
+            continue
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        is_page = module.rpartition(".")[2] in PAGE_MODULES
+        for line, imported, name in imported_modules(path.read_text(encoding="utf-8"), package):
+            target = f"{imported}.{name}" if name and room_of(f"{imported}.{name}") else imported
+            where = f"{path.relative_to(root)}:{line}"
+            if room == "stats":
+                if imported.split(".")[0] in PROJECT and room_of(target) != "stats":
+                    problems.append(f"{where}: stats is pure and imports {target}")
+                continue
+            other = room_of(target)
+            if other is None or other == room:
+                continue
+            if is_page and target.rpartition(".")[2] == "views":
+                problems.append(f"{where}: {room} pages import {other}'s views")
+            elif not is_page and CALIBRATION_ROOMS.index(other) > CALIBRATION_ROOMS.index(room):
+                problems.append(f"{where}: {room} imports {target}, a room above it")
+    return problems
+
+
 def test_no_app_imports_one_above_it():
     assert backward_imports(ROOT) == []
 
@@ -167,3 +208,36 @@ def test_a_circle_is_found_even_when_a_lazy_or_relative_import_closes_it(tmp_pat
     ]
     allowed = {frozenset({"judging.lane", "judging.runner", "judging.tasks", "judging.warmup"}): "someone"}
     assert unknown_circles(tmp_path, allowed) == [["labeling.queue", "labeling.views"]]
+
+
+def test_calibration_rooms_keep_their_order_and_stats_stays_pure():
+    assert room_problems(ROOT) == []
+
+
+def test_a_room_above_a_page_importing_views_and_an_impure_stat_are_found(tmp_path):
+    # Negative control: stats importing Django and the report; audits importing the report (above it), lazily;
+    # gate's views importing report's views. Allowed: report importing audits and stats, views reading any domain.
+    def write(rel: str, text: str) -> None:
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    write("calibration/stats/metrics.py", "import numpy\nfrom django.db import models\nfrom ..report import rows\n")
+    write("calibration/stats/bounds.py", "from calibration.stats.metrics import MIN_N\n")
+    write(
+        "calibration/audits/plans.py",
+        "from calibration.stats import bounds\n\ndef f():\n    from calibration.report import rows\n",
+    )
+    write(
+        "calibration/report/rows.py", "from calibration.audits.plans import f\nfrom calibration.stats import metrics\n"
+    )
+    write("calibration/report/views.py", "from calibration.gate.release import decide\n")
+    write(
+        "calibration/gate/views.py", "from calibration.report import views\nfrom calibration.workbench.looks import x\n"
+    )
+    assert room_problems(tmp_path) == [
+        "calibration/audits/plans.py:4: audits imports calibration.report.rows, a room above it",
+        "calibration/gate/views.py:1: gate pages import report's views",
+        "calibration/stats/metrics.py:2: stats is pure and imports django.db",
+        "calibration/stats/metrics.py:3: stats is pure and imports calibration.report.rows",
+    ]
