@@ -1,5 +1,5 @@
-"""/api/: the JSON API (api/endpoints.py), with its browsable docs at /api/docs and schema at /api/openapi.json;
-and the gate's first address, /calibration/api/gate, the same operation as /api/gate.
+"""/api/: the JSON API (api/ninja_api.py, its operations in api/endpoints/), with its browsable docs at /api/docs
+and schema at /api/openapi.json; and the gate's first address, /calibration/api/gate, the same operation as /api/gate.
 
 Tokens are made on the gate page (calibration:gates), where a lead gives each its scopes. Every answer under
 /api/ is JSON, an address that does not exist and a method an endpoint does not take included.
@@ -15,7 +15,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from . import otlp, views
 from .answers import error
-from .endpoints import NOT_FOUND, api
+from .ninja_api import NOT_FOUND, api
 
 
 def _json_refusals(view):
