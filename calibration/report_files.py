@@ -6,7 +6,7 @@ import csv
 import io
 import json
 
-from evals.record_fields import csv_safe
+from evals.csv_cells import csv_safe
 
 from . import probes
 from .metrics import fmt

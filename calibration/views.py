@@ -24,8 +24,8 @@ from evals.access import (
     has_role,
     role_required,
 )
+from evals.downloads import attachment_header
 from evals.models import Criterion, EvalSet, Output, Role, RubricVersion
-from evals.record_fields import attachment_header
 from judging.models import JudgeConfig
 from labeling.models import GoldDispute
 
