@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from calibration import frame_reading as calibration_reading
-from calibration import frames as data
+from calibration import frames
 from judging import current_verdicts as reading
 from judging.models import JudgeConfig, JudgeConfigLocked, JudgeRun, Verdict
 from judging.sample_majority import majority
@@ -109,7 +109,7 @@ def test_the_judge_pages_and_calibration_read_the_same_current_verdict_from_stor
         item: expected[:2] for item, expected in EXPECTED.items()
     }
     # The calibration side, from its frames.
-    frame = calibration_reading.current_verdicts(data.load_verdicts(data.Scope(eval_set, rv), judge))
+    frame = calibration_reading.current_verdicts(frames.load_verdicts(frames.Scope(eval_set, rv), judge))
     read = {
         (output_name[row.output], criterion_key[row.criterion]): (
             row.judge,

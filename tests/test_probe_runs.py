@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from calibration import frames as data
+from calibration import frames
 from evals.transcript import Transcript
 from judging.backends import Misconfigured
 from judging.current_verdicts import current_verdicts
@@ -99,7 +99,7 @@ def test_probe_verdicts_never_count_for_calibration_or_the_gate(instrumented):
     probe_in_process(instrumented, ["padding", "wrong_amount"])
     assert Verdict.objects.exclude(probe="").count() == 120  # the probe run did write (3 arms x 40)
     assert sorted(current_verdicts(**scope).values_list("pk", "outcome")) == before
-    frame = data.load_verdicts(data.Scope(es, rv), judge)
+    frame = frames.load_verdicts(frames.Scope(es, rv), judge)
     assert len(frame) == 40 and set(frame["run_rank"]) == {-current_verdicts(**scope).first().run_id}
 
 
@@ -194,7 +194,7 @@ def test_a_judge_that_passes_whatever_carries_the_injection_line_is_caught(fake_
     assert counts(cell) == (0, 3, 4, 4)  # every failing output passed once the line was there
     assert results.criterion("correct_amount").warning_codes == ["fooled_by_injection"]
     assert counts(results.criterion("correct_amount").cell("sycophancy")) == (0, 3, 0, 4)
-    # The line reached the judge inside the RESPONSE block, its markers broken up: it stayed data.
+    # The line reached the judge inside the RESPONSE block, its markers broken up: it stayed frames.
     injected = [r for r in fake_llm.requests if transforms.INJECTION_LINE in str(r.body)]
     assert len(injected) == 7
     text = str(injected[0].body)

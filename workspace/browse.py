@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from django.db.models import Q, QuerySet
 
-from calibration import frames as data
+from calibration import frames
 from calibration.drilldown import CELLS
 from calibration.frame_reading import KEY, current_verdicts
 from evals.models import Criterion, EvalSet, Output, RubricVersion
@@ -52,15 +52,15 @@ def matching_outputs(
         return set(verdicts.values_list("output_id", flat=True).distinct())
     if rubric_version is None:
         return set()
-    scope = data.Scope(eval_set, rubric_version)
-    labels, adjudicated = data.load_labels(scope), data.load_adjudicated(scope)
+    scope = frames.Scope(eval_set, rubric_version)
+    labels, adjudicated = frames.load_labels(scope), frames.load_adjudicated(scope)
     policies = gold_policies(rubric_version)  # gold by each criterion's policy (labeling/gold.py)
     if show in NEEDS_JUDGE:
         if judge is None:
             return set()
         judge_outcome, gold_outcome = CELLS[show]
         gold = derive_gold(labels, adjudicated, policies)
-        both = current_verdicts(data.load_verdicts(scope, judge)).merge(gold, on=KEY)
+        both = current_verdicts(frames.load_verdicts(scope, judge)).merge(gold, on=KEY)
         hits = both[(both["judge"] == judge_outcome) & (both["gold"] == gold_outcome)]
         return {int(x) for x in hits["output"]}
     states = item_states(labels, adjudicated, policies)
@@ -202,7 +202,7 @@ def output_view(output: Output, rubric_version: RubricVersion) -> OutputView:
         [(output.pk, label.criterion_id, label.outcome) for label in labels], columns=["output", "criterion", "outcome"]
     )
     adjudicated = pd.DataFrame(
-        [(output.pk, g.criterion_id, g.outcome) for g in golds if g.is_current], columns=data.GOLD_COLUMNS
+        [(output.pk, g.criterion_id, g.outcome) for g in golds if g.is_current], columns=frames.GOLD_COLUMNS
     )
     policies = {c.pk: c.gold_policy for c in criteria}
     derived = derive_gold(label_frame, adjudicated, policies)
