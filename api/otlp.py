@@ -50,7 +50,7 @@ DATABASE_RETRY_AFTER_S = 5
 LOCK_TIMEOUT_MS = 3000
 NO_TOKEN = (
     "send a traces token as OTEL_EXPORTER_OTLP_HEADERS='Authorization=Bearer icw_...' "
-    "(a lead creates one with the traces scope on the gate page, /calibration/gates/)"
+    "(a lead creates one with the traces scope on the gate page, /api/gates/)"
 )
 
 
