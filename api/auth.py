@@ -19,13 +19,13 @@ from ninja.security import HttpBearer
 
 from .models import GateToken, TokenScope, hash_token
 
-NO_TOKEN = "send a token as 'Authorization: Bearer <token>' (a lead creates one on the gate page, /calibration/gates/)"
+NO_TOKEN = "send a token as 'Authorization: Bearer <token>' (a lead creates one on the gate page, /api/gates/)"
 
 
 def no_token(scope: str) -> str:
     return (
         f"send a valid {scope} token as 'Authorization: Bearer <token>' (a lead creates one on the gate page, "
-        "/calibration/gates/)"
+        "/api/gates/)"
     )
 
 
@@ -50,7 +50,7 @@ class TokenAuth(HttpBearer):
     openapi_bearerFormat = "icw_..."
     openapi_description = (
         "Send 'Authorization: Bearer <token>', e.g. 'Authorization: Bearer icw_...': a token a lead creates on the "
-        "gate page (/calibration/gates/, Gate tokens for CI) with the endpoint's scope (push, judge, report, audit or "
+        "gate page (/api/gates/, Gate tokens for CI) with the endpoint's scope (push, judge, report, audit or "
         "gate). Here, paste the token itself (icw_...) without the word Bearer."
     )
 

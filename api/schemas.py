@@ -62,6 +62,10 @@ class ErrorOut(Schema):
     problems: list[ProblemOut] = Field(description="the problems behind it; empty when the error says it all")
 
 
+# The error answers every operation declares (each adds those of its own, such as 409 or 413).
+ERRORS = {400: ErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 405: ErrorOut, 500: ErrorOut}
+
+
 class PushOut(Schema):
     summary: str
     notes: list[str]

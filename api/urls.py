@@ -1,8 +1,9 @@
-"""/api/: the JSON API (api/endpoints.py), with its browsable docs at /api/docs and schema at /api/openapi.json;
-and the gate's first address, /calibration/api/gate, the same operation as /api/gate.
+"""/api/: the JSON API (api/ninja_api.py, its operations in api/endpoints/), with its browsable docs at /api/docs
+and schema at /api/openapi.json; and the gate's first address, /calibration/api/gate, the same operation as /api/gate.
 
-Tokens are made on the gate page (calibration:gates), where a lead gives each its scopes. Every answer under
-/api/ is JSON, an address that does not exist and a method an endpoint does not take included.
+Tokens are made on the gate page (calibration:gates, /api/gates/), where a lead gives each its scopes. Every answer
+under /api/ is JSON (the gate page aside), an address that does not exist and a method an endpoint does not take
+included.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from . import otlp, views
 from .answers import error
-from .endpoints import NOT_FOUND, api
+from .ninja_api import NOT_FOUND, api
 
 
 def _json_refusals(view):
@@ -57,13 +58,17 @@ urlpatterns = [
     path("", include((_patterns, _ninja_app), namespace=_namespace)),
     re_path(r"^(?P<rest>.*)$", not_found),
 ]
-# In the calibration namespace, under /calibration/ (config/urls.py): the gate page with its token panel, and the
-# gate's first address (docs/api.md), the operation of /api/gate itself, so one token check, one body Schema and one
-# answer for both.
-calibration_patterns = [
+# The gate page with its token panel (api/views.py), under /api/ in the calibration namespace (config/urls.py), whose
+# names the templates use; config/urls.py puts them before /api/'s own patterns, whose last answers every other
+# address with a JSON 404. Their first addresses were under /calibration/ and redirect here.
+token_panel_patterns = [
     path("gates/", views.gates, name="gates"),
     path("gates/tokens", views.create_token, name="create_token"),
     path("gates/tokens/<int:token>/revoke", views.revoke_token, name="revoke_token"),
+]
+# In the calibration namespace, under /calibration/ (config/urls.py): the gate's first address (docs/api.md), the
+# operation of /api/gate itself, so one token check, one body Schema and one answer for both.
+calibration_patterns = [
     path(
         "api/gate",
         next(p.callback for p in _patterns if isinstance(p, URLPattern) and p.name == "gate"),

@@ -1,6 +1,6 @@
-"""The gate page (/calibration/gates/): every decision of the release gate, and the panel where leads create and
-revoke the API's tokens. It reads calibration's gate results and the tokens, so it lives here, above both; its
-addresses stay in the calibration namespace (api/urls.py calibration_patterns)."""
+"""The gate page (/api/gates/): every decision of the release gate, and the panel where leads create and revoke the
+API's tokens. It reads calibration's gate results and the tokens, so it lives here, above both, at an address of
+this room; its URL names stay in the calibration namespace (api/urls.py token_panel_patterns)."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from calibration import audit_strata  # noqa: E402
+from calibration.stats import audit_strata  # noqa: E402
 from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS, _decide, labels_per_decision  # noqa: E402
 
 DISTANCES = (0.02, 0.05, 0.10)

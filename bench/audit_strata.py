@@ -36,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from calibration import audit_strata  # noqa: E402
+from calibration.stats import audit_strata  # noqa: E402
 from calibration.stats.audit_stats import MIN_GOLD, _decide  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_audit", ROOT / "bench" / "audit.py")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 
 from calibration.audits import urls as audit_urls
 from calibration.gate import urls as gate_urls
@@ -11,7 +11,7 @@ from calibration.workbench import urls as workbench_urls
 
 app_name = "calibration"
 
-urlpatterns = [
+urlpatterns: list[URLPattern | URLResolver] = [
     path("", include(report_urls)),
     path("", include(gate_urls)),
     path("workbench/", include(workbench_urls)),

@@ -1,5 +1,5 @@
 """A limit on failed token attempts per client address, for the JSON API (/api/) and the HTTP gate
-(/calibration/api/).
+(/calibration/api/): config/api_paths.py, which leaves out the gate page under /api/gates/.
 
 Tokens are 256 random bits, so guessing one is hopeless; what the limit stops is a client hammering the
 token check (each attempt is a database lookup) and a scanner learning anything from the answers' speed.
@@ -22,14 +22,13 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from evals.problems import error_body
 
+from .api_paths import is_json_api
 from .client_ip import client_ip
-
-TOKEN_PATHS = ("/api/", "/calibration/api/")
 
 
 def failed_token_throttle(get_response):
     def middleware(request: HttpRequest) -> HttpResponse:
-        if not request.path.startswith(TOKEN_PATHS):
+        if not is_json_api(request.path):
             return get_response(request)
         window = settings.API_TOKEN_FAILURE_WINDOW
         now = time.time()

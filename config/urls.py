@@ -5,10 +5,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from api.urls import calibration_patterns as calibration_api
+from api.urls import token_panel_patterns
 from calibration import urls as calibration_urls
 from workspace.home import home
 
 from .login import LoginView
+from .moved_addresses import moved
 
 handler400 = "config.errors.bad_request"
 handler403 = "config.errors.permission_denied"
@@ -20,11 +22,31 @@ urlpatterns = [
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("judging/", include("judging.urls")),
-    # calibration's pages, and the gate's first address (/calibration/api/gate), which the API serves.
-    path("calibration/", include((calibration_urls.urlpatterns + calibration_api, "calibration"))),
-    path("calibration/", include("workspace.urls")),
+    # The calibration namespace: calibration's pages and the gate's first address (/calibration/api/gate), which the
+    # API serves; and the gate page with its token panel, which the API's room serves under /api/, before /api/'s
+    # own patterns (the last of which answers any other address there with a JSON 404).
+    path(
+        "",
+        include(
+            (
+                [
+                    path("calibration/", include([*calibration_urls.urlpatterns, *calibration_api])),
+                    path("api/", include(token_panel_patterns)),
+                ],
+                "calibration",
+            )
+        ),
+    ),
+    # Pages that moved to the room their address names: their first addresses redirect (301, 308 for a POST).
+    moved("calibration/progress/", "workspace:progress"),
+    moved("calibration/sets/<int:eval_set>/", "workspace:eval_set"),
+    moved("calibration/outputs/<int:output>/", "workspace:output"),
+    moved("calibration/gates/", "calibration:gates"),
+    moved("calibration/gates/tokens", "calibration:create_token"),
+    moved("calibration/gates/tokens/<int:token>/revoke", "calibration:revoke_token"),
     path("api/", include("api.urls")),
     path("", home, name="home"),
+    path("", include("workspace.urls")),
     path("", include("formats.urls")),
     path("", include("labeling.urls")),
 ]

@@ -12,10 +12,8 @@ import json
 import math
 import re
 from typing import Any
-from urllib.parse import quote
 
 import orjson
-from django.utils.http import content_disposition_header
 
 from evals.validators import name_problem
 
@@ -355,47 +353,3 @@ def json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, int | float) and isinstance(b, int | float):
         return a == b
     return type(a) is type(b) and a == b
-
-
-# --- CSV cells and spreadsheets ----------------------------------------------------------------------------
-
-# A spreadsheet runs a cell that starts with one of these as a formula (OWASP "CSV injection": =, +, -, @, and
-# tab and carriage return, which some spreadsheets skip before looking). Spreadsheets also skip spaces and line
-# breaks before the formula character (" =1+1", "\n=HYPERLINK(...)" run too), so a cell whose first character
-# after any whitespace is one of them counts as well. Exports put a single quote before such a cell, which
-# spreadsheets show as text; a cell that itself starts with a quote gets one more, so that the importers can
-# take exactly one quote away again and every value comes back as it was.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-_FORMULA_CHARACTERS = ("=", "+", "-", "@")
-
-
-def needs_quote(cell: str) -> bool:
-    """True for a cell a spreadsheet could run (or one that starts with a quote): csv_safe puts a quote before it."""
-    return cell.startswith((*FORMULA_STARTS, "'")) or cell.lstrip().startswith(_FORMULA_CHARACTERS)
-
-
-def csv_safe(cell: str) -> str:
-    """The cell as an export writes it: "'" before a cell that needs_quote."""
-    return "'" + cell if needs_quote(cell) else cell
-
-
-def csv_unsafe(cell: str) -> str:
-    """What csv_safe undoes: one leading quote comes off when what follows it needs_quote (a formula character,
-    perhaps after whitespace, or another quote).
-
-    A cell such as "'tis" (a quote before anything else) is left alone, so a file from elsewhere reads as written.
-    """
-    return cell[1:] if cell.startswith("'") and needs_quote(cell[1:]) else cell
-
-
-# A download's name is a field we write: the same care as a CSV cell above.
-def attachment_header(file_name: str) -> str:
-    """The Content-Disposition of a download whose name holds user-chosen names (eval set, rubric, judge).
-
-    Control characters (a CR/LF would end the header), quotes and path separators become "_"; a name that
-    is still not plain ASCII gets an ASCII stand-in in `filename` and the exact name in `filename*` (RFC 6266).
-    """
-    clean = "".join("_" if not c.isprintable() or c in '"\\/' else c for c in file_name)
-    ascii_name = "".join(c if " " <= c <= "~" else "_" for c in clean)
-    header = content_disposition_header(as_attachment=True, filename=ascii_name)
-    return header if ascii_name == clean else f"{header}; filename*=utf-8''{quote(clean)}"

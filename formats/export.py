@@ -21,8 +21,8 @@ from typing import IO, Any
 
 from django.db.models import Prefetch
 
+from evals.csv_cells import csv_safe
 from evals.models import EvalSet, Output, RubricVersion
-from evals.record_fields import csv_safe
 from evals.validators import UnknownName
 from labeling.models import GoldLabel, Label
 

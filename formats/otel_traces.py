@@ -22,8 +22,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from evals.json_body import BodyRefused, parse_json_body
-
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
@@ -71,22 +69,21 @@ class ReadSpans:
 # --- the request -------------------------------------------------------------------------------------------
 
 
-def parse_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
-    """The export request in either OTLP/HTTP encoding; RequestRefused when it cannot be read."""
+def parse_protobuf(body: bytes) -> ExportTraceServiceRequest:
+    """The export request of an OTLP/HTTP protobuf body; RequestRefused when it cannot be read."""
     request = ExportTraceServiceRequest()
-    if content_type == PROTOBUF:
-        try:
-            request.ParseFromString(body)
-        except (DecodeError, RecursionError) as exc:
-            raise RequestRefused(f"the body is not an OTLP ExportTraceServiceRequest in protobuf ({exc})") from None
-        return request
     try:
-        # The API's one reader of JSON bodies: a key twice is refused (json.loads keeps the last, and protobuf's
-        # parser never sees the first), and so is nesting past 64 levels, before any parser recurses. A NUL is
-        # left to _no_nul, as in protobuf bodies: a trace's texts are replaced, not its batch refused.
-        value = parse_json_body(body, keep_nul=True)
-    except BodyRefused as exc:
-        raise RequestRefused(f"the body was refused: {exc}") from None
+        request.ParseFromString(body)
+    except (DecodeError, RecursionError) as exc:
+        raise RequestRefused(f"the body is not an OTLP ExportTraceServiceRequest in protobuf ({exc})") from None
+    return request
+
+
+def parse_json(value: Any) -> ExportTraceServiceRequest:
+    """The export request of an OTLP/JSON body, given as the JSON value the API's one reader of JSON bodies made
+    of it (api/strict_json.py, NUL kept: a trace's texts are replaced by _no_nul, not its batch refused);
+    RequestRefused when it is not one."""
+    request = ExportTraceServiceRequest()
     if not isinstance(value, dict):
         raise RequestRefused('an OTLP/JSON body is an object, {"resourceSpans": [...]}')
     try:

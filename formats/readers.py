@@ -25,6 +25,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
+from evals.csv_cells import csv_unsafe
 from evals.problems import Problems
 from evals.record_fields import (
     DUPLICATE_KEY,
@@ -33,7 +34,6 @@ from evals.record_fields import (
     RepeatedKey,
     ShapeError,
     check_nesting,
-    csv_unsafe,
     encodable,
     find_shape_error,
     finite_float,
@@ -157,7 +157,7 @@ def iter_csv(
     """(line the record starts on, {column: cell}) per record; the first record is the header.
 
     `check_header(columns, line)` runs as soon as the header is read, so a bad header is reported
-    even when no record follows it. Cells come back as exported values were (fields.csv_unsafe).
+    even when no record follows it. Cells come back as exported values were (evals.csv_cells.csv_unsafe).
     """
     last = [0]
 

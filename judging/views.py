@@ -17,8 +17,7 @@ from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, checked_query, h
 from evals.models import Role
 from labeling.labeling_pages import full_url
 
-from . import judge_pages as pages
-from . import runner
+from . import judge_pages, runner
 from .backends import Misconfigured
 from .forms import JudgeConfigForm, StartRunForm
 from .models import JudgeConfig, JudgeRun, Verdict
@@ -29,7 +28,7 @@ from .run_progress import progress_of
 def index(request: AuthenticatedHttpRequest) -> HttpResponse:
     # A link from another page (an import, a report) may pick the eval set and rubric version to start with.
     initial = {k: request.GET[k] for k in ("eval_set", "rubric_version", "judge_config") if request.GET.get(k)}
-    return render(request, "judging/index.html", pages.index_context(request.user, StartRunForm(initial=initial)))
+    return render(request, "judging/index.html", judge_pages.index_context(request.user, StartRunForm(initial=initial)))
 
 
 @role_required(Role.LEAD)
@@ -51,7 +50,7 @@ def start_run(request: AuthenticatedHttpRequest) -> HttpResponse:
             else:
                 messages.success(request, f"Judge run {run.pk} queued: {run.total_items} items.")
             return redirect("judging:run", run_id=run.pk)
-    return render(request, "judging/index.html", pages.index_context(request.user, form), status=400)
+    return render(request, "judging/index.html", judge_pages.index_context(request.user, form), status=400)
 
 
 @role_required(Role.LEAD)
@@ -112,9 +111,10 @@ def run_verdicts(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse
     run = get_object_or_404(
         JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
     )
-    filters = pages.VerdictFilters.from_query(checked_query(request.GET), run)
-    page = Paginator(filters.apply(pages.verdict_rows(run)), pages.VERDICTS_PER_PAGE).get_page(request.GET.get("page"))
-    context = {"run": run, "page": page, "filters": filters, **pages.filter_choices(run)}
+    filters = judge_pages.VerdictFilters.from_query(checked_query(request.GET), run)
+    rows = filters.apply(judge_pages.verdict_rows(run))
+    page = Paginator(rows, judge_pages.VERDICTS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {"run": run, "page": page, "filters": filters, **judge_pages.filter_choices(run)}
     return render(request, "judging/verdicts.html", context)
 
 
@@ -124,6 +124,6 @@ def verdict_detail(request: AuthenticatedHttpRequest, verdict_id: int) -> HttpRe
         Verdict.objects.select_related("run", "output__case", "criterion", "judge_config", "rubric_version__rubric"),
         pk=verdict_id,
     )
-    context = pages.verdict_context(verdict, full=request.GET.get("full") == "1")
+    context = judge_pages.verdict_context(verdict, full=request.GET.get("full") == "1")
     context["full_url"] = full_url(request)
     return render(request, "judging/verdict.html", context)

@@ -1,6 +1,6 @@
 """JSON bodies of the API are read with the import files' rules, and every API path answers JSON.
 
-One parser (evals/json_body.py) for every JSON body: /api/outputs and /api/verdicts ({"records"}),
+One parser (api/strict_json.py) for every JSON body: /api/outputs and /api/verdicts ({"records"}),
 /api/judge-runs, /api/gate and /calibration/api/gate. A key twice, nesting deeper than 64, a lone surrogate or a
 NUL character is a 400 that says where, never a 500 and never a silently kept last value.
 """
@@ -190,8 +190,8 @@ def test_a_server_error_is_json_and_logged_with_its_traceback(
     def broken(**kwargs):
         raise RuntimeError("the database went away")
 
-    monkeypatch.setattr("api.endpoints.calibration_report", broken)
-    monkeypatch.setattr("api.endpoints.gate_and_record", lambda *a, **k: broken())
+    monkeypatch.setattr("api.endpoints.report.calibration_report", broken)
+    monkeypatch.setattr("api.endpoints.gate.gate_and_record", lambda *a, **k: broken())
     method = "GET" if "report" in address else "POST"
     with caplog.at_level(logging.ERROR, logger="django.request"):
         response = call(client, method, address, token, None if method == "GET" else ASK, **ASK)

@@ -122,7 +122,7 @@ def answers(client, token, settings, monkeypatch) -> list:
     found.append(call(client, "POST", "/api/judge-runs", token, {**ASK, "judge": ok.name}))  # 503
     settings.ICEWATER_UPLOAD_MAX_BYTES = 10
     found.append(call(client, "POST", "/api/outputs", token, {"records": [{"case_id": "x" * 20}]}, eval_set="rc-4"))
-    monkeypatch.setattr("api.endpoints.calibration_report", lambda **kw: 1 / 0)
+    monkeypatch.setattr("api.endpoints.report.calibration_report", lambda **kw: 1 / 0)
     found.append(call(client, "GET", "/api/calibration-report", token, **ASK))  # 500
     settings.API_TOKEN_FAILURE_LIMIT = 2  # the third unknown token from this address is refused unread
     found += [call(client, "GET", "/api/calibration-report", "icw_nope", **ASK) for _ in range(3)]  # 401, 401, 429

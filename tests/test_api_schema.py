@@ -213,3 +213,39 @@ def test_real_success_answers_are_what_their_schemas_say(client, schema, token, 
     gate = answers[-1][2].json()
     wrong = {**gate, "passed": "yes"}  # the negative control: the schema is not "anything goes"
     assert not jsonschema.Draft202012Validator(answer_schema(schema, "post", "/api/gate", 200)).is_valid(wrong)
+
+
+# Every operation of the API, as clients generated from the schema know it: the operations live in one module per
+# concern (api/endpoints/), and a module that is no longer mounted, or an operation renamed, fails here.
+OPERATIONS = [
+    ("GET", "/api/audit-plans", "api_endpoints_list_audit_plans"),
+    ("GET", "/api/audit-plans/{plan_id}", "api_endpoints_show_audit_plan"),
+    ("GET", "/api/calibration-report", "api_endpoints_report"),
+    ("GET", "/api/gold-split", "api_endpoints_read_split"),
+    ("GET", "/api/judge-guidance", "api_endpoints_read_guidance"),
+    ("GET", "/api/judge-runs/{run_id}", "api_endpoints_judge_run_progress"),
+    ("POST", "/api/audit-plans", "api_endpoints_create_audit_plan"),
+    ("POST", "/api/audit-plans/{plan_id}/close", "api_endpoints_close_audit_plan"),
+    ("POST", "/api/audit-plans/{plan_id}/next", "api_endpoints_release_audit_plan_next"),
+    ("POST", "/api/gate", "api_endpoints_gate"),
+    ("POST", "/api/judge-guidance", "api_endpoints_derive_guidance"),
+    ("POST", "/api/judge-runs", "api_endpoints_start_judge_run"),
+    ("POST", "/api/outputs", "api_endpoints_push_outputs"),
+    ("POST", "/api/verdicts", "api_endpoints_push_verdicts"),
+]
+
+
+def test_every_operation_keeps_its_method_path_and_operation_id(schema):
+    found = sorted(
+        (method.upper(), path, operation["operationId"])
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+    )
+    assert found == OPERATIONS
+
+
+def test_a_lost_operation_would_be_seen(schema):
+    """Negative control: the comparison above fails when one operation is missing from the document."""
+    del schema["paths"]["/api/gold-split"]
+    found = sorted((m.upper(), p, o["operationId"]) for p, ops in schema["paths"].items() for m, o in ops.items())
+    assert found != OPERATIONS and len(found) == len(OPERATIONS) - 1

@@ -173,8 +173,8 @@ def test_the_output_page_runs_a_bounded_number_of_queries(client, world, reviewe
 
 def test_bad_output_ids_and_versions_are_handled(client, world, reviewer):
     client.force_login(reviewer)
-    assert client.get("/calibration/outputs/999999/").status_code == 404
-    assert client.get("/calibration/sets/999999/").status_code == 404
+    assert client.get("/outputs/999999/").status_code == 404
+    assert client.get("/sets/999999/").status_code == 404
     url = reverse("workspace:output", args=[world["outputs"][0].pk])
     response = client.get(url + "?rubric_version=abc")
     assert response.status_code == 200 and "does not exist" in response.content.decode()

@@ -81,4 +81,4 @@ def test_swaggers_auth_text_shows_how_to_send_the_token(client):
     (scheme,) = schemes.values()
     assert scheme["scheme"] == "bearer" and scheme["bearerFormat"] == "icw_..."
     assert "Authorization: Bearer <token>" in scheme["description"]
-    assert "/calibration/gates/" in scheme["description"]
+    assert "/api/gates/" in scheme["description"]

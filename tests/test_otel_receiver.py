@@ -299,7 +299,7 @@ def test_a_malformed_json_body_is_a_400_in_json(client, lead, body):
     assert not TraceSpan.objects.exists()
 
 
-# OTLP/JSON is read by the one reader of the API's JSON bodies (evals/json_body.py): a key twice and nesting
+# OTLP/JSON is read by the one reader of the API's JSON bodies (api/strict_json.py): a key twice and nesting
 # deeper than 64 are refused in its words, not kept last (json.loads) or left to a RecursionError.
 TWICE = (
     "this key appears twice in the same object; most readers would silently keep only the last value, so write it once"

@@ -194,7 +194,7 @@ def test_a_judge_that_passes_whatever_carries_the_injection_line_is_caught(fake_
     assert counts(cell) == (0, 3, 4, 4)  # every failing output passed once the line was there
     assert results.criterion("correct_amount").warning_codes == ["fooled_by_injection"]
     assert counts(results.criterion("correct_amount").cell("sycophancy")) == (0, 3, 0, 4)
-    # The line reached the judge inside the RESPONSE block, its markers broken up: it stayed data.
+    # The line reached the judge inside the RESPONSE block, its markers broken up: it stayed frames.
     injected = [r for r in fake_llm.requests if transforms.INJECTION_LINE in str(r.body)]
     assert len(injected) == 7
     text = str(injected[0].body)

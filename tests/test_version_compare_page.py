@@ -70,7 +70,7 @@ def test_a_lead_sees_both_versions_the_paired_test_and_the_flips_false_passes_fi
     assert "10 items compared" in page and "A: ERROR 1" in page
     assert "B fixed 3, broke 2" in page and "McNemar's exact p = 1.000" in page
     assert "0.23" in page and "0.40" in page and "+0.17" in page  # kappa A 3/13, B 0.4, delta 11/65
-    linked = re.findall(r'href="/calibration/outputs/(\d+)/"', page)
+    linked = re.findall(r'href="/outputs/(\d+)/"', page)
     assert linked == [
         str(outputs[i].pk) for i in (6, 7, 9, 3, 2)
     ]  # A's two false passes fixed, B's new one, then the rest
@@ -121,7 +121,7 @@ def held_out_post(client, es, rv, a, b):
 
 
 def flipped_links(page: str) -> list[int]:
-    return [int(x) for x in re.findall(r'href="/calibration/outputs/(\d+)/"', page)]
+    return [int(x) for x in re.findall(r'href="/outputs/(\d+)/"', page)]
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from labeling.labeling_pages import full_url, transcript_parts
 from labeling.queue import current_queue
 from workspace.browse_forms import CaseFilterForm
 
-from . import browse as cases
+from . import browse
 
 # Rows per page of the eval set page: a screen or two, and the per-page lookups stay small.
 CASES_PAGE_SIZE = 50
@@ -38,13 +38,13 @@ def eval_set_page(request: AuthenticatedHttpRequest, eval_set: int) -> HttpRespo
         agent_versions=agent_versions,
         rubric_versions=versions,
         judges=JudgeConfig.objects.filter(runs__eval_set=es).distinct().order_by("name"),
-        show_choices=cases.SHOW_CHOICES,
+        show_choices=browse.SHOW_CHOICES,
     )
     filters = form.cleaned_data if form.is_bound and form.is_valid() else {}
     queue = current_queue(es.pk)
     rv = filters.get("rubric_version") or (queue.rubric_version if queue else None)
-    keep = cases.matching_outputs(es, rubric_version=rv, show=filters.get("show", ""), judge=filters.get("judge"))
-    outputs = cases.search_outputs(
+    keep = browse.matching_outputs(es, rubric_version=rv, show=filters.get("show", ""), judge=filters.get("judge"))
+    outputs = browse.search_outputs(
         es, q=filters.get("q", ""), agent_version=filters.get("agent_version", ""), keep=keep
     )
     page = Paginator(outputs, CASES_PAGE_SIZE).get_page(request.GET.get("page"))
@@ -65,7 +65,7 @@ def eval_set_page(request: AuthenticatedHttpRequest, eval_set: int) -> HttpRespo
 
 def _rows(outputs, rv: RubricVersion | None) -> list[dict]:
     ids = [o.pk for o in outputs]
-    names, counts = output_names(ids), cases.label_counts(ids, rv)
+    names, counts = output_names(ids), browse.label_counts(ids, rv)
     return [{"output": o, "name": names.get(o.pk, o.case.case_id), "annotations": counts.get(o.pk, 0)} for o in outputs]
 
 
@@ -77,8 +77,8 @@ def output_page(request: AuthenticatedHttpRequest, output: int) -> HttpResponse:
     rv = None
     if wanted.isdigit():
         rv = RubricVersion.objects.select_related("rubric").filter(pk=int(wanted)).first()
-    rv = rv or cases.default_rubric_version(out)
-    view = cases.output_view(out, rv) if rv else None
+    rv = rv or browse.default_rubric_version(out)
+    view = browse.output_view(out, rv) if rv else None
     quotes = view.quotes() if view else {}
     context = {
         "output": out,

@@ -6,7 +6,8 @@ from . import browse_views, progress_views
 
 app_name = "workspace"
 
-# Served under calibration/ (config/urls.py), where these pages have always been.
+# At the site's root (config/urls.py); their first addresses under /calibration/ redirect here
+# (config/moved_addresses.py).
 urlpatterns = [
     path("progress/", progress_views.progress_page, name="progress"),
     path("sets/<int:eval_set>/", browse_views.eval_set_page, name="eval_set"),

@@ -9,7 +9,7 @@ import json
 from calibration.report import robustness
 from calibration.report.compose import REPORT_KEYS, CalibrationReport, CriterionReport, SegmentedReport
 from calibration.stats.metrics import fmt
-from evals.record_fields import csv_safe
+from evals.csv_cells import csv_safe
 
 # CSV cannot hold a pair, so each interval becomes two columns; warnings become one cell.
 CSV_COLUMNS = []

@@ -31,8 +31,8 @@ from evals.access import (
     has_role,
     role_required,
 )
+from evals.downloads import attachment_header
 from evals.models import Criterion, EvalSet, Output, Role, RubricVersion, User
-from evals.record_fields import attachment_header
 from labeling.disputes import DisputeRefused, raise_dispute
 from labeling.models import GoldDispute
 

@@ -78,7 +78,7 @@ def test_a_lead_records_that_nothing_gates_and_the_decision_is_listed(live_serve
 def test_a_new_token_is_shown_once_in_the_panel(live_server, new_page, calibrated):
     page = new_page()
     log_in(page, live_server.url)
-    page.goto(live_server.url + "/calibration/gates/")
+    page.goto(live_server.url + "/api/gates/")
     panel = page.locator("#token-panel")
     panel.get_by_label("Project").fill("   ")  # passes the browser's "required", not the server
     panel.get_by_label("Rubric version").select_option(label="refund@1")

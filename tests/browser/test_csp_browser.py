@@ -84,7 +84,7 @@ def test_the_main_pages_of_every_role_show_no_policy_violation(live_server, watc
     visit(page, base, "/adjudication/")
     page.get_by_role("link", name="Adjudicate").first.click()
     expect(page.locator("form").first).to_be_visible()
-    visit(page, base, "/calibration/progress/")
+    visit(page, base, "/progress/")
 
     # The lead: calibration (and its agent-version picker, which submits from static JS), judging,
     # imports, queues, the admin and its lockouts.
@@ -94,7 +94,7 @@ def test_the_main_pages_of_every_role_show_no_policy_violation(live_server, watc
         "/calibration/",
         report,
         "/calibration/compare/",
-        "/calibration/gates/",
+        "/api/gates/",
         "/calibration/gates/run",
         "/judging/",
         f"/judging/runs/{run.pk}/",
@@ -105,7 +105,7 @@ def test_the_main_pages_of_every_role_show_no_policy_violation(live_server, watc
         f"/judging/probes/{probe_run.pk}/padding/concise/?show=missed",
         "/import/",
         "/queues/",
-        "/calibration/progress/",
+        "/progress/",
         "/admin/",
         "/admin/axes/accessattempt/",
     ]:

@@ -20,7 +20,7 @@ def test_the_new_token_and_its_command_are_copied_to_the_clipboard(live_server, 
     page = new_page(1366, 768)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
     log_in(page, live_server.url, "lee")
-    page.goto(live_server.url + "/calibration/gates/")
+    page.goto(live_server.url + "/api/gates/")
     form = page.locator("form[hx-post]")
     form.get_by_label("Project").fill("checkout")
     form.get_by_label("Rubric version").select_option(label="refund@1")

@@ -209,7 +209,7 @@ def test_two_annotators_disagree_a_reviewer_adjudicates_and_gold_is_exported(liv
     gold = GoldLabel.objects.get()
     assert (gold.outcome, gold.decided_by.username) == ("FAIL", "rex")
 
-    reviewer.goto(live_server.url + f"/calibration/progress/?eval_set={eval_set.pk}&rubric_version={rv.pk}")
+    reviewer.goto(live_server.url + f"/progress/?eval_set={eval_set.pk}&rubric_version={rv.pk}")
     expect(reviewer.get_by_role("heading", name="Per criterion")).to_be_visible()
     screenshot(reviewer, "progress_page")
 

@@ -50,7 +50,7 @@ def test_the_traces_summary_and_the_token_panel_fit_the_screen(live_server, new_
     page.get_by_label("Password").fill("pw-for-tests-1")
     page.get_by_role("button", name="Log in").click()
 
-    page.goto(f"{live_server.url}/calibration/sets/{es.pk}/")
+    page.goto(f"{live_server.url}/sets/{es.pk}/")
     summary = page.locator("#trace-summary")
     expect(summary).to_contain_text("31 finished · 3 made outputs · 27 sampled out · 1 refused")
     expect(summary).to_contain_text("1 refused: the trace gives no input and final response")
@@ -60,7 +60,7 @@ def test_the_traces_summary_and_the_token_panel_fit_the_screen(live_server, new_
     assert page.evaluate(OVERFLOW) == 0
     screenshot(page, f"otel-eval-set-{size[0]}")
 
-    page.goto(live_server.url + "/calibration/gates/")
+    page.goto(live_server.url + "/api/gates/")
     expect(page.locator("#token-panel")).to_contain_text("traces into support-traces, root span support-agent")
     expect(page.get_by_label("Traces go into")).to_be_visible()
     expect(page.get_by_label("Root span name")).to_be_visible()

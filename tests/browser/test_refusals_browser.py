@@ -51,7 +51,7 @@ def test_a_lead_signed_out_elsewhere_is_told_so_above_the_form_they_sent(live_se
     make_user("lee", Role.LEAD)
     page = new_page()
     log_in(page, live_server.url, "lee")
-    page.goto(live_server.url + "/calibration/gates/")
+    page.goto(live_server.url + "/api/gates/")
     form = page.locator("form[hx-post]")
     form.get_by_label("Project").fill("checkout")
     Session.objects.all().delete()

@@ -68,7 +68,7 @@ def walk(ids: dict) -> dict[str, list[str]]:
     report = f"/calibration/report/{ids['es']}/{ids['rv']}/{ids['judge']}/"
     return {
         "ana": ["/", "NEXT", "/annotations/"],
-        "rita": ["/", "/adjudication/", "ADJUDICATE", "/calibration/progress/"],
+        "rita": ["/", "/adjudication/", "ADJUDICATE", "/progress/"],
         "lee": [
             "/",
             "/calibration/",
@@ -76,7 +76,7 @@ def walk(ids: dict) -> dict[str, list[str]]:
             report + "correct_amount/false-pass/",
             report + "concise/false-fail/",
             "/calibration/compare/",
-            "/calibration/gates/",
+            "/api/gates/",
             "/calibration/gates/run",
             "GATE",
             "/judging/",
@@ -91,9 +91,9 @@ def walk(ids: dict) -> dict[str, list[str]]:
             "/queues/",
             f"/rubrics/{ids['rv']}/",
             f"/rubrics/{ids['rv']}/new",
-            f"/calibration/sets/{ids['es']}/",
-            f"/calibration/outputs/{ids['output']}/",
-            "/calibration/progress/",
+            f"/sets/{ids['es']}/",
+            f"/outputs/{ids['output']}/",
+            "/progress/",
             "/adjudication/",
         ],
     }

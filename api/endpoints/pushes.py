@@ -1,9 +1,10 @@
-"""Pushes: a request body handed to the importers as if it were a file, and their answer as JSON.
+"""Pushes (POST /api/outputs, /api/verdicts): a request body handed to the importers as if it were a file, and
+their answer as JSON.
 
 The body is either a file in any import format (JSONL, CSV, ADK, an Inspect AI log), named by
 the `filename` parameter so that its suffix picks the format as on the command line, or a JSON
 object {"records": [...]} whose records are read as JSON Lines (line N is records[N-1]); that body is
-read with the file rules first (evals/json_body.py), so a key twice in a record is refused as
+read with the file rules first (api/strict_json.py), so a key twice in a record is refused as
 it is in a file. Either way the importer is the one the commands run: same checks, same
 all-or-nothing, same messages.
 """
@@ -15,16 +16,27 @@ import json
 
 import pydantic
 from django.conf import settings
+from django.db import transaction
 from django.http import HttpRequest
+from ninja import Query, Router, Status
 from pydantic_core import ErrorDetails
 
-from evals.json_body import BodyRefused, parse_json_body
+from api.auth import ApiError, TokenAuth, TokenHttpRequest, check_judge, check_scope
+from api.models import TokenScope, VerdictPush
+from api.schemas import ERRORS, ErrorOut, PushOut, RecordsIn
+from api.strict_json import BodyRefused, parse_json_body
 from evals.problems import ImportFailed
+from formats.case_import import import_cases
 from formats.import_summary import ImportReport
+from formats.inspect_scores import ScoreMapping
 from formats.readers import Source
+from formats.verdicts import import_verdicts
+from judging.models import JudgeRun
 
-from .auth import ApiError
-from .schemas import RecordsIn
+from .names import EvalSetName, JudgeName, RubricRef
+
+router = Router()
+PUSH = TokenAuth(TokenScope.PUSH)
 
 
 def max_push_bytes() -> int:
@@ -96,3 +108,74 @@ def run_import(importer, source: Source, **kwargs) -> tuple[int, dict]:
         ) from None
     body = {"summary": report.summary, "notes": report.notes, "counts": report.counts}
     return (201 if report.changed else 200), body
+
+
+PUSH_BODY = {
+    "requestBody": {
+        "description": 'An import file (?filename picks its format by suffix), or JSON {"records": [...]}.',
+        "content": {
+            "application/json": {"schema": RecordsIn.model_json_schema()},
+            "application/x-ndjson": {"schema": {"type": "string"}},
+            "text/csv": {"schema": {"type": "string"}},
+            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+        },
+    }
+}
+
+
+@router.post(
+    "/outputs", auth=PUSH, response={200: PushOut, 201: PushOut, 413: ErrorOut, **ERRORS}, openapi_extra=PUSH_BODY
+)
+def push_outputs(
+    request: TokenHttpRequest,
+    eval_set: EvalSetName,
+    agent_version: str | None = None,
+    filename: str = "outputs.jsonl",
+):
+    """Push cases and outputs into an eval set (created if missing), as `import_cases` does: all or nothing."""
+    check_scope(request, eval_set=eval_set)
+    return Status(
+        *run_import(
+            import_cases, body_source(request, filename), eval_set_name=eval_set, default_agent_version=agent_version
+        )
+    )
+
+
+@router.post(
+    "/verdicts", auth=PUSH, response={200: PushOut, 201: PushOut, 413: ErrorOut, **ERRORS}, openapi_extra=PUSH_BODY
+)
+def push_verdicts(
+    request: TokenHttpRequest,
+    eval_set: EvalSetName,
+    rubric: RubricRef,
+    judge: JudgeName,
+    agent_version: str = "",
+    filename: str = "verdicts.jsonl",
+    scorer: list[str] = Query([]),  # noqa: B008 - ninja's way to declare a repeated query parameter
+    score: list[str] = Query([]),  # noqa: B008
+    skip_scorer: list[str] = Query([]),  # noqa: B008
+):
+    """Push verdicts judged elsewhere, as `import_verdicts` does (scorer/score/skip_scorer: Inspect AI logs), into
+    an imported judge config the token names; the run records the token."""
+    check_scope(request, eval_set=eval_set, rubric=rubric)
+    check_judge(request, judge=judge)
+    try:
+        mapping = ScoreMapping.parse(scorer, score, skip_scorer, via_api=True)
+    except ValueError as exc:
+        raise ApiError(400, str(exc)) from None
+    source = body_source(request, filename)
+    # One transaction for the run and its record of the token: a pushed run never exists without its provenance.
+    with transaction.atomic():
+        status, body = run_import(
+            import_verdicts,
+            source,
+            eval_set_name=eval_set,
+            rubric_ref=rubric,
+            judge_name=judge,
+            default_agent_version=agent_version,
+            score_mapping=mapping,
+            via=JudgeRun.ImportedVia.PUSH,
+        )
+        if "run" in body["counts"]:
+            VerdictPush.objects.create(run_id=body["counts"]["run"], token=request.auth)
+    return Status(status, body)

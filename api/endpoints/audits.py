@@ -1,0 +1,153 @@
+"""Audit plans (issue 22; POST and GET /api/audit-plans, GET /api/audit-plans/{plan_id}, POST .../next and
+.../close): the same domain functions as manage.py audit_plan (calibration/audits/plans.py), in the name of the lead who
+made the token: an audit plan is a lead's act, so a token whose maker is no longer a lead may not act for one."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from django.http import JsonResponse
+from ninja import Field, Router
+
+from api.auth import ApiError, TokenAuth, TokenHttpRequest, check_scope
+from api.models import TokenScope
+from api.schemas import (
+    ERRORS,
+    MAX_AUDIT_K,
+    AuditFiguresOut,
+    AuditNextIn,
+    AuditPlanIn,
+    AuditPlanListOut,
+    AuditPlanSummaryOut,
+    ErrorOut,
+)
+from calibration.audits.plans import (
+    AuditPlanError,
+    close_plan,
+    plan_figures,
+    plan_record,
+    release_plan_next,
+    start_plan,
+)
+from calibration.models import AuditPlan
+from evals.lookup import eval_set_named
+from evals.models import Role
+from evals.validators import UnknownName
+
+from .names import EvalSetName, named
+
+router = Router()
+AUDIT = TokenAuth(TokenScope.AUDIT)
+
+
+AUDIT_ERRORS = {**ERRORS, 409: ErrorOut, 411: ErrorOut, 413: ErrorOut}
+ForecastK = Annotated[int, Field(ge=1, le=MAX_AUDIT_K, description="forecast after this many more labels")]
+
+
+def _lead_of(request: TokenHttpRequest):
+    maker = request.auth.created_by
+    if maker.role != Role.LEAD:
+        raise ApiError(
+            403,
+            f"this token was made by {maker.username}, who is no longer a lead; audit plans are a lead's: "
+            "a lead can create a token with the audit scope",
+        )
+    return maker
+
+
+def _plan_in_scope(request: TokenHttpRequest, plan_id: int) -> AuditPlan:
+    """The plan, if the token's scope covers its eval set and rubric version; else the answer a missing plan gets
+    (a 403 would tell a token holder which plan ids exist)."""
+    plan = AuditPlan.objects.for_figures().select_related("created_by").filter(pk=plan_id).first()
+    try:
+        if plan is not None:
+            check_scope(request, eval_set=plan.eval_set.name, rubric=plan.criterion.rubric_version.ref)
+    except ApiError:
+        plan = None
+    if plan is None:
+        raise ApiError(404, f"there is no audit plan {plan_id}")
+    return plan
+
+
+def _refused(exc: AuditPlanError) -> ApiError:
+    return ApiError(409, str(exc))
+
+
+@router.post("/audit-plans", auth=AUDIT, response={201: AuditFiguresOut, **AUDIT_ERRORS})
+def create_audit_plan(request: TokenHttpRequest, payload: AuditPlanIn):
+    """Start an audit plan on a release candidate, as `audit_plan create` does; answers with its figures.
+
+    404 for a name that matches nothing (the criterion included), 409 when the plan cannot start (the queue is not
+    open under the rubric version, the criterion does not gate with the judge, a plan is open, looser thresholds).
+    """
+    check_scope(request, eval_set=payload.eval_set, rubric=payload.rubric)
+    lead = _lead_of(request)
+    eval_set, rubric_version, judge_config = named(payload.eval_set, payload.rubric, payload.judge)
+    criterion = rubric_version.criteria.filter(key=payload.criterion).first()
+    if criterion is None:
+        raise ApiError(404, f"{rubric_version.ref} has no criterion {payload.criterion!r}")
+    try:
+        plan = start_plan(
+            criterion=criterion,
+            eval_set=eval_set,
+            judge_config=judge_config,
+            by=lead,
+            agent_version=payload.agent_version,
+            seed=payload.seed,
+            min_pass_rate=payload.min_pass_rate,
+            confidence=payload.confidence,
+            design=payload.design,
+        )
+    except AuditPlanError as exc:
+        raise _refused(exc) from None
+    return JsonResponse(plan_figures(plan).as_dict(), status=201)
+
+
+@router.get("/audit-plans", auth=AUDIT, response={200: AuditPlanListOut, **ERRORS})
+def list_audit_plans(request: TokenHttpRequest, eval_set: EvalSetName):
+    """The audit plans of an eval set under the token's rubric version, newest first, open and closed."""
+    check_scope(request, eval_set=eval_set)
+    try:
+        found = eval_set_named(eval_set, say_known=False)
+    except UnknownName as exc:
+        raise ApiError(404, str(exc)) from None
+    plans = (
+        AuditPlan.objects.filter(eval_set=found, criterion__rubric_version=request.auth.rubric_version)
+        .select_related("criterion__rubric_version__rubric", "eval_set", "judge_config", "created_by")
+        .order_by("-created_at", "-id")
+    )
+    records = [plan_record(plan) for plan in plans]
+    return JsonResponse(
+        {"eval_set": found.name, "plans": records, "open": sum(r["closed_at"] is None for r in records)}
+    )
+
+
+@router.get("/audit-plans/{plan_id}", auth=AUDIT, response={200: AuditFiguresOut, **ERRORS})
+def show_audit_plan(request: TokenHttpRequest, plan_id: int, k: ForecastK = 25):
+    """The plan's figures now: the same JSON as `audit_plan show PLAN --format json` (k: the forecast's next k)."""
+    plan = _plan_in_scope(request, plan_id)
+    return JsonResponse(plan_figures(plan, k=k).as_dict())
+
+
+@router.post("/audit-plans/{plan_id}/next", auth=AUDIT, response={200: AuditFiguresOut, **AUDIT_ERRORS})
+def release_audit_plan_next(request: TokenHttpRequest, plan_id: int, payload: AuditNextIn):
+    """'Label these k next', as `audit_plan next PLAN -k K`: the queue may hand out k more outputs of the order;
+    answers with the figures and the forecast for those k. 409 if the plan is closed."""
+    plan = _plan_in_scope(request, plan_id)
+    lead = _lead_of(request)
+    try:
+        release_plan_next(plan=plan, by=lead, k=payload.k)
+    except AuditPlanError as exc:
+        raise _refused(exc) from None
+    return JsonResponse(plan_figures(plan, k=payload.k).as_dict())
+
+
+@router.post("/audit-plans/{plan_id}/close", auth=AUDIT, response={200: AuditPlanSummaryOut, **AUDIT_ERRORS})
+def close_audit_plan(request: TokenHttpRequest, plan_id: int):
+    """Close a plan (kept for the record; closing a closed plan changes nothing); another may then be started."""
+    plan = _plan_in_scope(request, plan_id)
+    try:
+        close_plan(plan=plan, by=_lead_of(request))
+    except AuditPlanError as exc:
+        raise _refused(exc) from None
+    return JsonResponse(plan_record(plan))

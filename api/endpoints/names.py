@@ -1,0 +1,35 @@
+"""The names a call gives (eval set, rubric version, judge config) as query parameters, and finding them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from ninja import Field
+
+from api.auth import ApiError
+from evals.lookup import eval_set_named
+from evals.models import EvalSet, RubricVersion
+from evals.validators import RUBRIC_REF_PATTERN, UnknownName
+from judging.judge_lookup import judge_named
+from judging.models import JudgeConfig
+
+# Names in query parameters: never empty (the schema says so, as the server does), at most a name's length.
+EvalSetName = Annotated[str, Field(min_length=1, max_length=200)]
+RubricRef = Annotated[str, Field(min_length=3, max_length=310, pattern=RUBRIC_REF_PATTERN, description="NAME@VERSION")]
+JudgeName = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+def named(eval_set: str, rubric: str, judge: str) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
+    """The eval set, rubric version and judge config by name; ApiError 404 naming what was asked.
+
+    As at the HTTP gate, the message does not list the names that exist: a token holder learns
+    nothing beyond what it named and its token's scope.
+    """
+    try:
+        return (
+            eval_set_named(eval_set, say_known=False),
+            RubricVersion.objects.by_ref(rubric, say_known=False),
+            judge_named(judge, say_known=False),
+        )
+    except UnknownName as exc:
+        raise ApiError(404, str(exc)) from None
