@@ -23,14 +23,8 @@ from ninja import Field, NinjaAPI, Query, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 
-from calibration.audits.plans import (
-    AuditPlanError,
-    close_plan,
-    plan_figures,
-    plan_record,
-    release_plan_next,
-    start_plan,
-)
+from calibration.audits.figures import plan_figures
+from calibration.audits.plans import AuditPlanError, close_plan, plan_record, release_plan_next, start_plan
 from calibration.gate.release_gate import GateOutcome, GateRequest, gate_and_record
 from calibration.models import AuditPlan, GateResult
 from calibration.report.compose import calibration_report, segmented_report
@@ -480,8 +474,9 @@ def gate(request: TokenHttpRequest, payload: GateIn):
 
 
 # -- audit plans (issue 22) -------------------------------------------------------------------------------
-# The same domain functions as manage.py audit_plan (calibration/audits/plans.py), in the name of the lead who made the
-# token: an audit plan is a lead's act, so a token whose maker is no longer a lead may not act for one.
+# The same domain functions as manage.py audit_plan (calibration/audits/plans.py and figures.py), in the name of the
+# lead who made the token: an audit plan is a lead's act, so a token whose maker is no longer a lead may not act for
+# one.
 
 AUDIT_ERRORS = {**ERRORS, 409: ErrorOut, 411: ErrorOut, 413: ErrorOut}
 ForecastK = Annotated[int, Field(ge=1, le=MAX_AUDIT_K, description="forecast after this many more labels")]

@@ -38,7 +38,8 @@ from pathlib import PurePath
 
 import pandas as pd
 
-from calibration.audits.plans import AuditFigures, open_plan_for, plan_figures
+from calibration.audits.figures import AuditFigures, plan_figures
+from calibration.audits.plans import open_plan_for
 from calibration.data import frames
 from calibration.data.frame_reading import confusion_cells, current_runs, current_verdicts
 from calibration.models import GateResult, GatingMark
