@@ -25,7 +25,9 @@ from ninja.parser import Parser
 
 from calibration.audits.figures import plan_figures
 from calibration.audits.plans import AuditPlanError, close_plan, plan_record, release_plan_next, start_plan
-from calibration.gate.release_gate import GateOutcome, GateRequest, gate_and_record
+from calibration.gate.answers import GateOutcome
+from calibration.gate.release_gate import gate_and_record
+from calibration.gate.request import GateRequest
 from calibration.models import AuditPlan, GateResult
 from calibration.report.compose import calibration_report, segmented_report
 from calibration.report.files import to_json
