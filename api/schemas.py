@@ -192,7 +192,7 @@ class AuditKeptOut(Schema):
 
 
 class AuditFiguresOut(Schema):
-    """An audit plan's figures now, as `audit_plan show PLAN --format json` prints them (calibration.audits.plans)."""
+    """An audit plan's figures now, as `audit_plan show PLAN --format json` prints them (calibration.audits.figures)."""
 
     plan: int
     criterion: str
@@ -280,7 +280,7 @@ class GatingPriceOut(Schema):
 
 
 class AuditPlanInReportOut(Schema):
-    """An audit plan on the report's eval set (calibration.audits.AuditFigures.summary)."""
+    """An audit plan on the report's eval set (calibration.audits.figures.AuditFigures.summary)."""
 
     plan: int
     criterion: str

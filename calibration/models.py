@@ -146,7 +146,7 @@ class AuditPlanQuerySet(models.QuerySet):
         return self.filter(closed_at__isnull=True)
 
     def for_figures(self) -> AuditPlanQuerySet:
-        """With what `audits.plan_figures` reads of the plan itself, its kept decision included."""
+        """With what `audits.figures.plan_figures` reads of the plan itself, its kept decision included."""
         return self.select_related(
             "criterion__rubric_version__rubric", "eval_set", "judge_config", "order", "kept_decision"
         )
@@ -154,7 +154,7 @@ class AuditPlanQuerySet(models.QuerySet):
 
 class AuditPlan(models.Model):
     """A lead's audit of one gating criterion on a release candidate (issue 22): gold on a random prefix of
-    the candidate's own outputs, combined with the judge's verdicts on all of them (calibration/audits/plans.py).
+    the candidate's own outputs, combined with the judge's verdicts on all of them (calibration/audits/).
 
     It follows the audit order of the candidate's labeling queue (labeling.AuditOrder; several plans on one
     eval set share it), restricted to `agent_version`'s outputs when one is set. The figures (estimate,

@@ -15,7 +15,8 @@ from __future__ import annotations
 import pytest
 from scipy.stats import fisher_exact
 
-from calibration.audits.plans import plan_figures, release_plan_next, start_plan
+from calibration.audits.figures import plan_figures
+from calibration.audits.plans import release_plan_next, start_plan
 from evals.models import Role
 from labeling.models import AuditOrderItem, Label
 from labeling.queue import claim_next, current_queue

@@ -21,7 +21,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from calibration.audits import kept
-from calibration.audits.plans import AuditPlanError, plan_figures, release_plan_next
+from calibration.audits.figures import plan_figures
+from calibration.audits.plans import AuditPlanError, release_plan_next
 from calibration.models import AuditPlanDecision, GateResult
 from calibration.stats import audit_stats
 from labeling.models import AuditOrderItem

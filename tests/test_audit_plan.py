@@ -6,7 +6,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from calibration.audits.plans import AuditPlanError, close_plan, plan_figures, release_plan_next, start_plan
+from calibration.audits.figures import plan_figures
+from calibration.audits.plans import AuditPlanError, close_plan, release_plan_next, start_plan
 from calibration.models import AuditPlan
 from evals.models import Role
 from labeling.audit_order import seeded_order
@@ -293,7 +294,7 @@ def test_the_statistics_run_once_per_gold_and_a_new_label_runs_them_again(monkey
 
 
 def test_large_candidates_get_fewer_forecast_simulations():
-    from calibration.audits.plans import forecast_sims
+    from calibration.audits.figures import forecast_sims
 
     # 4 million simulated labels in all, 1,000 simulations at most, 200 at least.
     assert [forecast_sims(N) for N in (1, 300, 4000, 5000, 20_000, 1_000_000)] == [1000, 1000, 1000, 800, 200, 200]

@@ -1,4 +1,4 @@
-"""Stratified audit plans (issue 22; stats/audit_strata.py wired into audits/plans.py): the judge's
+"""Stratified audit plans (issue 22; stats/audit_strata.py wired into audits/plans.py and figures.py): the judge's
 verdicts split the candidate when the plan starts, each release takes the plan's next outputs in the order whatever
 their strata (issue 41: tests/test_audit_blind_releases.py), Next hands out exactly those, and the figures read them
 in release order."""
@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from calibration.audits.plans import AuditPlanError, close_plan, plan_figures, release_plan_next, start_plan
+from calibration.audits.figures import plan_figures
+from calibration.audits.plans import AuditPlanError, close_plan, release_plan_next, start_plan
 from calibration.models import AuditPlan
 from evals.models import Role, User
 from judging.models import Verdict

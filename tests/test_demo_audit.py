@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from calibration.audits.plans import plan_figures
+from calibration.audits.figures import plan_figures
 from calibration.models import AuditPlan, GatingMark
 from evals.models import Output, RubricVersion, User
 from workspace.demo import audit

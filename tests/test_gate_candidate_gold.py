@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from calibration.gate.release_gate import EXIT_FAILED, EXIT_UNDECIDED, Gating, evaluate
+from calibration.gate.criterion_bounds import Gating
+from calibration.gate.release_gate import evaluate
+from calibration.gate.request import EXIT_FAILED, EXIT_UNDECIDED
 from calibration.stats.candidate_evidence import NOT_KNOWN_RANDOM, gold_bound
 from calibration.stats.policy import GateThresholds, Tightening
 

@@ -107,7 +107,8 @@ def test_the_report_json_prices_each_criterion_for_a_candidate_its_size_and_leav
 @pytest.mark.django_db
 def test_the_calibrations_report_prices_the_newest_candidate_gated_not_its_own_size():
     # Issue 40: a 40-output calibration priced a 400-output candidate at 40. The candidate gated since is the size.
-    from calibration.gate.release_gate import GateRequest, gate_and_record
+    from calibration.gate.release_gate import gate_and_record
+    from calibration.gate.request import GateRequest
     from calibration.models import GateResult
     from calibration.stats.policy import Tightening
 

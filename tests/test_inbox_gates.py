@@ -10,7 +10,8 @@ import pytest
 from django.urls import reverse
 
 from api.models import GateToken
-from calibration.gate.release_gate import GateRequest, gate_and_record
+from calibration.gate.release_gate import gate_and_record
+from calibration.gate.request import GateRequest
 from calibration.models import GateResult
 from calibration.stats.policy import Tightening
 

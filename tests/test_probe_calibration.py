@@ -11,7 +11,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from calibration.gate.release_gate import CannotDecide, run_gate
+from calibration.gate.release_gate import run_gate
+from calibration.gate.request import CannotDecide
 from calibration.models import GatingMark
 from calibration.report.compose import REPORT_KEYS, calibration_report
 from calibration.report.files import CSV_COLUMNS, to_text

@@ -13,7 +13,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from api.models import GateToken, VerdictPush
-from calibration.gate.release_gate import GateRequest, gate_and_record
+from calibration.gate.release_gate import gate_and_record
+from calibration.gate.request import GateRequest
 from calibration.models import GateResult
 from calibration.stats.policy import Tightening
 from judging.checks import imported_verdicts_of_run_configs

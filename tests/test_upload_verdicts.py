@@ -8,7 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
-from calibration.gate.release_gate import verdict_sources
+from calibration.gate.verdict_sources import verdict_sources
 from evals.models import RubricVersion
 from formats.case_import import import_cases
 from formats.readers import open_source

@@ -40,7 +40,7 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from calibration.audits.plans import AuditFigures, plan_figures
+from calibration.audits.figures import AuditFigures, plan_figures
 from calibration.data.holdout import held_out_split
 from calibration.models import AuditPlan, GateResult, GatingMark, GatingReview
 from calibration.report.compose import criterion_tiers

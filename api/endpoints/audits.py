@@ -21,14 +21,8 @@ from api.schemas import (
     AuditPlanSummaryOut,
     ErrorOut,
 )
-from calibration.audits.plans import (
-    AuditPlanError,
-    close_plan,
-    plan_figures,
-    plan_record,
-    release_plan_next,
-    start_plan,
-)
+from calibration.audits.figures import plan_figures
+from calibration.audits.plans import AuditPlanError, close_plan, plan_record, release_plan_next, start_plan
 from calibration.models import AuditPlan
 from evals.lookup import eval_set_named
 from evals.models import Role

@@ -9,7 +9,9 @@ from ninja import Router
 from api.auth import ApiError, TokenAuth, TokenHttpRequest
 from api.models import TokenScope
 from api.schemas import ERRORS, ErrorOut, GateIn, GateOut
-from calibration.gate.release_gate import GateOutcome, GateRequest, gate_and_record
+from calibration.gate.answers import GateOutcome
+from calibration.gate.release_gate import gate_and_record
+from calibration.gate.request import GateRequest
 from calibration.models import GateResult
 from calibration.stats.policy import PolicyRefused, Tightening
 

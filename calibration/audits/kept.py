@@ -1,6 +1,6 @@
 """An audit plan's decision, kept when first reached, and read against today's gold (issue 41).
 
-The figures are read from the labels whenever asked (calibration/audits/plans.py), so without a record a gold
+The figures are read from the labels whenever asked (calibration/audits/figures.py), so without a record a gold
 correction after a plan decided (a dispute, a reviewer's overrule) would move or undo the decision with no trace,
 possibly after the gate passed a release on it. The first read that finds the plan decided at its own thresholds
 keeps the decision (models.AuditPlanDecision, claimed once); from then on it is the plan's decision, and a later

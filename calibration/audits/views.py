@@ -1,9 +1,9 @@
 """The audit plan pages (issue 22): the list of plans, starting one, a plan's figures as labels arrive,
 "label these k next" and closing.
 
-Thin views over calibration/audits/plans.py, the same functions as `manage.py audit_plan`. Leads start, release and
-close; reviewers may read (as they read the gate results). Annotators get 403: the figures come from gold and
-the judge's verdicts, which they must not see.
+Thin views over calibration/audits/plans.py and figures.py, the same functions as `manage.py audit_plan`. Leads
+start, release and close; reviewers may read (as they read the gate results). Annotators get 403: the figures come
+from gold and the judge's verdicts, which they must not see.
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
+from calibration.audits.figures import AuditFigures, plan_figures
 from calibration.audits.forms import AuditPlanForm, AuditReleaseForm
 from calibration.audits.plans import (
-    AuditFigures,
     AuditPlanError,
     close_plan,
     left_to_release,
-    plan_figures,
     release_plan_next,
     released_words,
     start_plan,

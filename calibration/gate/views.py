@@ -24,7 +24,8 @@ from calibration.gate.approvals import (
     revoke_gating,
 )
 from calibration.gate.forms import GateRunForm, GatingForm, ReasonForm
-from calibration.gate.release_gate import GateRequest, gate_and_record
+from calibration.gate.release_gate import gate_and_record
+from calibration.gate.request import GateRequest
 from calibration.models import GateResult, GatingMark
 from calibration.nav import safe_next
 from calibration.report.compose import calibration_report

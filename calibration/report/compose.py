@@ -32,7 +32,8 @@ import pandas as pd
 from django.db.models import Count
 from django.utils import timezone
 
-from calibration.audits.plans import plan_figures, plans_to_report
+from calibration.audits.figures import plan_figures
+from calibration.audits.plans import plans_to_report
 from calibration.data import content_cache, frames
 from calibration.data.frame_reading import (
     KEY,

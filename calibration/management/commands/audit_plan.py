@@ -19,14 +19,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration.audits.plans import (
-    AuditFigures,
-    AuditPlanError,
-    plan_figures,
-    release_plan_next,
-    released_words,
-    start_plan,
-)
+from calibration.audits.figures import AuditFigures, plan_figures
+from calibration.audits.plans import AuditPlanError, release_plan_next, released_words, start_plan
 from calibration.models import AuditPlan
 from evals.lookup import eval_set_named
 from evals.models import RubricVersion, User

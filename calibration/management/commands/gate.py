@@ -15,7 +15,9 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration.gate.release_gate import EXIT_UNDECIDED, GateRequest, gate_and_record, render_text, undecided_dict
+from calibration.gate.answers import render_text, undecided_dict
+from calibration.gate.release_gate import gate_and_record
+from calibration.gate.request import EXIT_UNDECIDED, GateRequest
 from calibration.models import GateResult
 from calibration.stats.policy import PolicyRefused, Tightening
 

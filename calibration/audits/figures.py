@@ -1,0 +1,334 @@
+"""An audit plan's figures now (`plan_figures` -> `AuditFigures`): its labels and the judge's verdicts, read at query
+time and handed to the pure statistics of calibration/stats/audit_stats.py and audit_strata.py for the decision
+and the forecast of the labels still to come. The pages, the API, the CLI and the gate all show what it returns.
+
+The plan stores its parts, and its decision once first reached (kept.py): from then on that is the plan's
+decision, and later gold is read beside it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from calibration.audits import kept
+from calibration.audits.plan_outputs import (
+    by_output,
+    gold_of,
+    gold_value,
+    population_of,
+    stratified_reading,
+    verdict_value,
+)
+from calibration.data import content_cache, frames
+from calibration.data.frame_reading import current_verdicts
+from calibration.models import AuditPlan
+from calibration.stats import audit_stats, audit_strata
+from calibration.stats.metrics import ABSTAIN
+from evals.models import Output
+from labeling.audit_order import DEFAULT_RELEASE
+from labeling.models import AuditOrder
+
+# Forecasts are Monte Carlo; a fixed seed keeps the figures the same on every read of the same labels.
+FORECAST_SIMS = 1000
+FORECAST_SEED = 0
+# Each simulation may replay the order up to N labels, so on large candidates fewer simulations: about this
+# many simulated labels in all, and never fewer than FORECAST_MIN_SIMS (a chance read to within about
+# +-3.5 points). 1,000 simulations up to 4,000 outputs, 200 from 20,000 (about 5 s near the minimum).
+FORECAST_CELLS = 4_000_000
+FORECAST_MIN_SIMS = 200
+
+
+def forecast_sims(N: int) -> int:
+    """The simulations a forecast of a plan of N outputs runs (FORECAST_CELLS)."""
+    return max(FORECAST_MIN_SIMS, min(FORECAST_SIMS, FORECAST_CELLS // max(N, 1)))
+
+
+@dataclass(frozen=True)
+class AuditFigures:
+    """Everything a page, the API, the CLI or the gate shows of a plan, read now."""
+
+    plan: int
+    criterion: str
+    eval_set: str
+    rubric: str
+    judge: str
+    agent_version: str
+    design: str  # "uniform" or "stratified"
+    seed: int
+    min_pass_rate: float
+    confidence: float
+    order: tuple[str, ...]  # case ids of the population, in the plan's order
+    N: int
+    # Stratified only (else None): the outputs the judge passed and the rest, and the labels in each so far.
+    strata_sizes: tuple[int, int] | None
+    strata_labeled: tuple[int, int] | None
+    released: int  # positions of the population the queue may hand out
+    n_labeled: int  # the labeled prefix (pending items in it included)
+    n_gold: int
+    n_pending: int  # no gold yet, or gold Can't tell, in the labeled prefix: counted against either decision
+    n_gold_cant_tell: int  # of n_pending: gold Can't tell (settled, yet no pass or fail to count)
+    # Their outputs, in the order: each counts against either decision until a reviewer overrules the Can't tell.
+    cant_tell_outputs: tuple[int, ...]
+    n_not_applicable: int  # gold N/A: outside the pass rate (passes / (passes + fails), as in the gate)
+    estimate: float | None  # the PPI++ estimate of the pass rate (fixed-n; for reading, not deciding)
+    lower: float  # the anytime-valid interval: what the decision rests on
+    upper: float
+    # The plan's decision: the kept one once kept (kept.py), else today's reading. At thresholds other than
+    # the plan's (a gate's stricter ones) it is always today's reading at those thresholds.
+    decided: str | None  # PASS, FAIL or None (not yet)
+    decided_at: int | None  # the label it came at
+    decided_by: str | None  # "exact" or "test"
+    min_gold: int
+    forecast: audit_stats.AuditForecast
+    labels_saved: int  # outputs of the population that were not labeled (so far, if undecided)
+    outputs_outside_order: int  # outputs of the candidate made after the order: the audit does not cover them
+    reads_now: str | None  # today's reading at these thresholds (what `decided` was before decisions were kept)
+    kept: kept.KeptDecision | None  # the plan's kept decision against today's gold, once decided
+
+    @property
+    def n_settled(self) -> int:
+        """Gold items the tests' minimum counts: PASS, FAIL and N/A."""
+        return self.n_gold + self.n_not_applicable
+
+    @property
+    def n_awaiting_gold(self) -> int:
+        """Outputs of the labeled prefix whose gold has yet to come (a second label or an adjudication)."""
+        return self.n_pending - self.n_gold_cant_tell
+
+    @property
+    def expected_more_labels(self) -> int:
+        """The forecast's expected labels to a decision, rounded up (0 once decided)."""
+        return int(math.ceil(self.forecast.expected_labels))
+
+    def as_dict(self) -> dict:
+        """The JSON of `audit_plan show --format json` and of GET /api/audit-plans/{id}: one dict for both."""
+        figures = asdict(self)
+        figures["order"] = list(self.order)
+        figures["cant_tell_outputs"] = list(self.cant_tell_outputs)
+        figures["kept"] = self.kept.as_dict() if self.kept else None
+        figures["saved_share"] = self.labels_saved / self.N if self.N else None
+        return figures
+
+    def summary(self, *, is_open: bool) -> dict:
+        """The plan's figures without its order, as the candidate's calibration report holds them."""
+        return {
+            "plan": self.plan,
+            "criterion": self.criterion,
+            "judge": self.judge,
+            "agent_version": self.agent_version,
+            "open": is_open,
+            "min_pass_rate": self.min_pass_rate,
+            "confidence": self.confidence,
+            "n_labeled": self.n_labeled,
+            "N": self.N,
+            "estimate": self.estimate,
+            "interval": [self.lower, self.upper],
+            "decided": self.decided,
+            "forecast": asdict(self.forecast),
+        }
+
+
+def decided_words(f: AuditFigures) -> str:
+    """Why a decided plan takes no more labels, said the same on the page, the API and the command."""
+    return (
+        f"Audit plan {f.plan} is decided: {f.decided} at label {f.decided_at} of {f.N}. Its labels are no longer "
+        "needed; close it to keep it for the record."
+    )
+
+
+def plan_figures(
+    plan: AuditPlan, *, k: int = DEFAULT_RELEASE, minimum: float | None = None, confidence: float | None = None
+) -> AuditFigures:
+    """The plan's figures from the labels and verdicts as they are now; a few queries, whatever N.
+
+    `minimum` and `confidence` override the plan's (the gate decides at its own, never looser, thresholds).
+    The population is the order's outputs (of the plan's agent version, if any), in position order. A uniform
+    plan's labeled prefix runs to the last released position holding a label or gold of the criterion; a
+    stratified plan's labels are the outputs it released, in release order, up to the last one holding either.
+    Within them an item without gold is pending (counted against whichever decision it would help;
+    audit_stats); gold Can't tell stays pending too, since a pass rate needs PASS or FAIL (a reviewer may settle
+    it). Gold N/A leaves the pass rate, which is the gate's: passes / (passes + fails).
+
+    The first read that finds the plan decided at its own thresholds keeps the decision (kept.py); from then
+    on `decided` is the kept one, and `kept` says how today's gold reads against it.
+    """
+    minimum = plan.min_pass_rate if minimum is None else minimum
+    confidence = plan.confidence if confidence is None else confidence
+    at_plan = (minimum, confidence) == (plan.min_pass_rate, plan.confidence)
+    criterion = plan.criterion
+    agent_version = plan.agent_version or None
+    population = population_of(plan.order_id, plan.agent_version)
+    outputs = Output.objects.filter(case__eval_set=plan.eval_set)
+    if agent_version:
+        outputs = outputs.filter(agent_version=agent_version)
+    outside = outputs.exclude(audit_positions__order_id=plan.order_id).count()
+    scope = frames.Scope(plan.eval_set, criterion.rubric_version, agent_version)
+    labels = frames.load_labels(scope)
+    gold = gold_of(plan, labels)
+    touched = set(labels.loc[labels["criterion"] == criterion.pk, "output"]) | set(gold)
+    ids = [output_id for output_id, _, _ in population]
+    sizes: tuple[int, int] | None = None
+    counts: tuple[int, int] | None = None
+    if plan.design == AuditPlan.Design.STRATIFIED:
+        reading = stratified_reading(plan, gold, population)
+        released = len(reading.released)
+        n_labeled = max((i + 1 for i, output_id in enumerate(reading.released) if output_id in touched), default=0)
+        labeled = reading.released[:n_labeled]
+        path = reading.path[:n_labeled]
+        gold_values = reading.gold_released[:n_labeled]
+        sizes = reading.sizes
+        counts = (int(np.sum(path == 0)), int(np.sum(path == 1)))
+        # The labels still to come, in the order the test will count them: the released ones not labeled yet, then
+        # the rest in order position (what the next releases will be).
+        ahead = reading.path[n_labeled:].tolist() + [h for _, h in reading.unreleased]
+        decision, forecast = content_cache.computed(
+            "audit-stratified",
+            (gold_values, path.tolist(), ahead, sizes, minimum, confidence, k, FORECAST_SEED),
+            lambda: _stratified_statistics(
+                gold_values, path, ahead, sizes, minimum=minimum, confidence=confidence, k=k
+            ),
+        )
+
+        def at_plans_thresholds() -> audit_stats.AuditDecision:
+            return audit_strata.stratified_decision(
+                gold=gold_values, path=path, sizes=sizes, minimum=plan.min_pass_rate, confidence=plan.confidence
+            )
+    else:
+        order_released = AuditOrder.objects.filter(pk=plan.order_id).values_list("released", flat=True).get()
+        open_positions = [i for i, (_, position, _) in enumerate(population) if position <= order_released]
+        released = len(open_positions)
+        n_labeled = max((i + 1 for i in open_positions if ids[i] in touched), default=0)
+        labeled = ids[:n_labeled]
+        judge = by_output(current_verdicts(frames.load_verdicts(scope, plan.judge_config)), criterion.pk, "judge")
+        verdict_values = [verdict_value(judge.get(output_id)) for output_id in ids]
+        gold_values = [gold_value(gold.get(output_id)) for output_id in labeled]
+        # The plan page re-reads these every few seconds while labels arrive slowly, and on a large candidate near
+        # its minimum the forecast runs for seconds: computed once per gold, verdicts and thresholds.
+        decision, forecast = content_cache.computed(
+            "audit",
+            (gold_values, verdict_values, minimum, confidence, k, forecast_sims(len(ids)), FORECAST_SEED),
+            lambda: _statistics(gold_values, verdict_values, minimum=minimum, confidence=confidence, k=k),
+        )
+
+        def at_plans_thresholds() -> audit_stats.AuditDecision:
+            return audit_stats.audit_decision(
+                gold=gold_values, verdicts=verdict_values, minimum=plan.min_pass_rate, confidence=plan.confidence
+            )
+
+    kept = _kept(plan, decision if at_plan else None, at_plans_thresholds, labeled, gold)
+    shown = kept if kept is not None and at_plan else None
+    cant_tell = tuple(output_id for output_id in labeled if gold.get(output_id) == ABSTAIN)
+    return AuditFigures(
+        plan=plan.pk,
+        criterion=criterion.key,
+        eval_set=plan.eval_set.name,
+        rubric=criterion.rubric_version.ref,
+        judge=plan.judge_config.name,
+        agent_version=plan.agent_version,
+        design=plan.design,
+        seed=plan.order.seed,
+        min_pass_rate=minimum,
+        confidence=confidence,
+        order=tuple(case_id for _, _, case_id in population),
+        N=len(population),
+        strata_sizes=sizes,
+        strata_labeled=counts,
+        released=released,
+        n_labeled=n_labeled,
+        n_gold=decision.n_gold,
+        n_pending=decision.n_pending,
+        n_gold_cant_tell=len(cant_tell),
+        cant_tell_outputs=cant_tell,
+        n_not_applicable=decision.n_not_applicable,
+        estimate=decision.estimate.estimate,
+        lower=decision.lower,
+        upper=decision.upper,
+        decided=shown.decided if shown else decision.decided,
+        decided_at=shown.at_label if shown else decision.decided_at,
+        decided_by=shown.decided_by if shown else decision.decided_by,
+        min_gold=decision.min_gold,
+        forecast=forecast,
+        labels_saved=len(population) - n_labeled,
+        outputs_outside_order=outside,
+        reads_now=decision.decided,
+        kept=kept,
+    )
+
+
+def _kept(
+    plan: AuditPlan,
+    decision: audit_stats.AuditDecision | None,
+    at_plans_thresholds: Callable[[], audit_stats.AuditDecision],
+    labeled: list[int],
+    gold: dict[int, str],
+) -> kept.KeptDecision | None:
+    """The plan's kept decision read against today's gold, keeping `decision` (read at the plan's thresholds, None
+    at others) if it decides and none is kept yet. Today's reading at the plan's thresholds is `decision`'s, or
+    computed (without a forecast) where the figures were asked at other thresholds."""
+    row = kept.stored(plan)
+    if row is None:
+        if decision is None or decision.decided is None:
+            return None
+        row = kept.keep(plan, decision, kept.gold_pairs(labeled, gold))
+    reads_now = decision.decided if decision is not None else at_plans_thresholds().decided
+    return kept.read(row, gold, reads_now)
+
+
+# A stratified forecast replays every simulation with its own tests: fewer simulations than a uniform one's, and
+# fewer still on large candidates (200 up to 2,000 outputs, then about 400,000 / N, at least 50).
+STRATIFIED_FORECAST_SIMS = 200
+
+
+def stratified_forecast_sims(N: int) -> int:
+    return max(50, min(STRATIFIED_FORECAST_SIMS, 400_000 // max(N, 1)))
+
+
+def _stratified_statistics(
+    gold: list[float],
+    path: np.ndarray,
+    ahead: list[int],
+    sizes: tuple[int, int],
+    *,
+    minimum: float,
+    confidence: float,
+    k: int,
+) -> tuple[audit_stats.AuditDecision, audit_stats.AuditForecast]:
+    decision = audit_strata.stratified_decision(
+        gold=gold, path=path, sizes=sizes, minimum=minimum, confidence=confidence
+    )
+    if decision.decided:
+        return decision, audit_stats.AuditForecast.settled(
+            k=k, decided=decision.decided, n_sims=stratified_forecast_sims(sizes[0] + sizes[1])
+        )
+    forecast = audit_strata.stratified_forecast(
+        gold=gold,
+        path=path,
+        ahead=ahead,
+        sizes=sizes,
+        minimum=minimum,
+        confidence=confidence,
+        k=k,
+        n_sims=stratified_forecast_sims(sizes[0] + sizes[1]),
+        seed=FORECAST_SEED,
+    )
+    return decision, forecast
+
+
+def _statistics(
+    gold: list[float], verdicts: list[float], *, minimum: float, confidence: float, k: int
+) -> tuple[audit_stats.AuditDecision, audit_stats.AuditForecast]:
+    decision = audit_stats.audit_decision(gold=gold, verdicts=verdicts, minimum=minimum, confidence=confidence)
+    forecast = audit_stats.audit_forecast(
+        gold=gold,
+        verdicts=verdicts,
+        minimum=minimum,
+        confidence=confidence,
+        k=k,
+        n_sims=forecast_sims(len(verdicts)),
+        seed=FORECAST_SEED,
+    )
+    return decision, forecast
