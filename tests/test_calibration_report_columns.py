@@ -18,16 +18,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from calibration.report.compose import (
-    CalibrationReport,
-    MarkedCalibration,
-    Segment,
-    SegmentedReport,
-    build_rows,
-    price_rows,
-    transport_rows,
-)
+from calibration.report.compose import CalibrationReport, Segment, SegmentedReport
 from calibration.report.files import to_csv, to_json, to_text
+from calibration.report.pricing import MarkedCalibration, price_rows, transport_rows
+from calibration.report.rows import build_rows
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "calibration_report"
 
