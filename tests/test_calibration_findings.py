@@ -11,8 +11,11 @@ from dataclasses import replace
 
 import pytest
 
-from calibration.report import compose
-from calibration.report.compose import Counts, GoldCounts, RowParts, SelfAgreement, findings
+from calibration.report import findings as rules
+from calibration.report.ceiling import SelfAgreement
+from calibration.report.findings import findings
+from calibration.report.gold_counts import GoldCounts
+from calibration.report.row_parts import Counts, RowParts
 from calibration.stats.metrics import Agreement, HumanAgreement, PairwiseKappa
 
 # A healthy row: 120 items, kappa 0.8 with a narrow interval, people agreeing, every item judged.
@@ -203,7 +206,7 @@ def test_a_healthy_row_has_no_warning():
 
 @pytest.mark.parametrize(("code", "fires", "sentence", "quiet"), CASES, ids=[c[0] for c in CASES])
 def test_each_rule_fires_with_its_sentence_and_not_short_of_its_threshold(code, fires, sentence, quiet):
-    rule = getattr(compose, code)
+    rule = getattr(rules, code)
     found = rule(fires)
     assert (found.code, found.message) == (code, sentence)
     assert rule(quiet) is None
@@ -211,7 +214,7 @@ def test_each_rule_fires_with_its_sentence_and_not_short_of_its_threshold(code, 
 
 
 def test_every_rule_of_the_table_is_tested_here():
-    assert {rule.__name__ for rule in compose.FINDINGS} == {case[0] for case in CASES}
+    assert {rule.__name__ for rule in rules.FINDINGS} == {case[0] for case in CASES}
 
 
 def test_warnings_come_in_the_tables_order():

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from calibration.report.compose import REPORT_KEYS
+from calibration.report.rows import REPORT_KEYS
 from evals.models import Output
 from labeling.models import Label
 

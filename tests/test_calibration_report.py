@@ -8,14 +8,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from calibration.report.compose import (
-    REPORT_KEYS,
-    calibration_report,
-    criterion_tiers,
-    human_agreement,
-    human_agreement_from_labels,
-    segmented_report,
-)
+from calibration.report.ceiling import human_agreement_from_labels
+from calibration.report.compose import calibration_report, criterion_tiers, human_agreement, segmented_report
+from calibration.report.rows import REPORT_KEYS
 from labeling.models import Annotation, GoldLabel, Label
 
 from .calibration_factories import (

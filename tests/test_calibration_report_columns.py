@@ -1,5 +1,7 @@
 """The calibration report's exports keep their shape: the JSON keys of a criterion, the CSV columns, their order
-and every byte of a worked report, as the report wrote them before its row was composed of its parts.
+and every byte of a worked report, as the report wrote them before its row was composed of its parts. The text
+file, the price of gating and the transport test are pinned as they were written before compose.py was split
+into its concepts (issue 35), so that the row's shape can change without the files changing.
 
 Programs read these files by name and by position (a spreadsheet, a CI step), so a key that moves is a break.
 The lists below are copied from the output of the report as it was (not from the code that makes them now).
@@ -9,14 +11,17 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from calibration.report.compose import CalibrationReport, Segment, SegmentedReport, build_rows
-from calibration.report.files import to_csv, to_json
+from calibration.report.compose import CalibrationReport, Segment, SegmentedReport
+from calibration.report.files import to_csv, to_json, to_text
+from calibration.report.pricing import MarkedCalibration, price_rows, transport_rows
+from calibration.report.rows import build_rows
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "calibration_report"
 
@@ -129,6 +134,21 @@ def worked_segments() -> SegmentedReport:
     )
 
 
+def worked_priced_report() -> CalibrationReport:
+    """The worked report as a release candidate: the price of gating and the transport test read the row's
+    confusion cells, so they are pinned too."""
+    report = worked_report()
+    marks = [
+        MarkedCalibration("correct_amount", 99, 0.9, 0.95, (40, 3, 5, 20)),
+        MarkedCalibration("tone", 99, 0.8, 0.9, (10, 2, 2, 10)),
+    ]
+    return replace(
+        report,
+        gating_prices=price_rows(report.rows, 200, {"correct_amount": 0.9}, "this eval set"),
+        transport=transport_rows(report.rows, marks, eval_set_id=1),
+    )
+
+
 def test_a_criterion_has_exactly_these_json_keys_in_this_order():
     data = json.loads(to_json(worked_report()))
     assert [list(c) for c in data["criteria"]] == [JSON_KEYS] * 3
@@ -146,6 +166,9 @@ def test_the_csv_has_exactly_these_columns_in_this_order():
         ("report.csv", lambda: to_csv(worked_report())),
         ("segments.json", lambda: to_json(worked_segments())),
         ("segments.csv", lambda: to_csv(worked_segments())),
+        ("report.txt", lambda: to_text(worked_report())),
+        ("segments.txt", lambda: to_text(worked_segments())),
+        ("priced.json", lambda: to_json(worked_priced_report())),
     ],
 )
 def test_a_worked_report_exports_byte_for_byte_as_before(name, render):

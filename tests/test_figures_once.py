@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from calibration.report import compose
+from calibration.report import ceiling
 from calibration.report.compose import calibration_report
 from calibration.stats import metrics
 
@@ -18,16 +18,16 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def human_calls(monkeypatch, settings):
-    """compose._human (the human ceiling), counting its calls, over a fresh in-memory cache."""
+    """ceiling._human (the human ceiling), counting its calls, over a fresh in-memory cache."""
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "once"}}
     calls = []
-    real = compose._human
+    real = ceiling._human
 
     def counting(labels):
         calls.append(1)
         return real(labels)
 
-    monkeypatch.setattr(compose, "_human", counting)
+    monkeypatch.setattr(ceiling, "_human", counting)
     return calls
 
 

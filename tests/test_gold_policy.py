@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from django.core.management import CommandError, call_command
 
-from calibration.report.compose import build_rows
+from calibration.report.rows import build_rows
 from evals.models import GoldPolicy, RubricVersion
 from formats.rubric_import import import_rubric
 from labeling.gold import AGREED, DISAGREED, derive_gold, gold_of_votes, item_states

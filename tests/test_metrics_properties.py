@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.proportion import proportion_confint
 
-from calibration.report.compose import build_rows
+from calibration.report.rows import build_rows
 from calibration.stats.metrics import wilson_interval
 
 P, F, NA, AB, ER = "PASS", "FAIL", "NOT_APPLICABLE", "ABSTAIN", "ERROR"

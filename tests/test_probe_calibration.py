@@ -14,8 +14,9 @@ from django.urls import reverse
 from calibration.gate.release_gate import run_gate
 from calibration.gate.request import CannotDecide
 from calibration.models import GatingMark
-from calibration.report.compose import REPORT_KEYS, calibration_report
+from calibration.report.compose import calibration_report
 from calibration.report.files import CSV_COLUMNS, to_text
+from calibration.report.rows import REPORT_KEYS
 from calibration.stats.policy import Tightening
 from evals.models import RubricVersion
 from evals.transcript import Transcript

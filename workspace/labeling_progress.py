@@ -16,7 +16,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from calibration.data.frames import Scope, load_adjudicated, load_labels, states_of
-from calibration.report.compose import human_agreement_from_labels
+from calibration.report.ceiling import human_agreement_from_labels
 from calibration.stats.metrics import HUMAN_MIN_KAPPA, MIN_N, HumanAgreement
 from evals.models import Criterion, EvalSet, HumanOutcome, Output, RubricVersion
 from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED

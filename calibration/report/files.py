@@ -7,7 +7,8 @@ import io
 import json
 
 from calibration.report import robustness
-from calibration.report.compose import REPORT_KEYS, CalibrationReport, CriterionReport, SegmentedReport
+from calibration.report.compose import CalibrationReport, SegmentedReport
+from calibration.report.rows import REPORT_KEYS, CriterionReport
 from calibration.stats.metrics import fmt
 from evals.csv_cells import csv_safe
 

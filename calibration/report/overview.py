@@ -20,7 +20,8 @@ from django.urls import reverse
 
 from calibration.data.holdout import held_out_split
 from calibration.models import GatingMark
-from calibration.report.compose import CriterionReport, calibration_report
+from calibration.report.compose import calibration_report
+from calibration.report.rows import CriterionReport
 from evals.models import EvalSet, RubricVersion
 from judging.models import GoldSplit, JudgeConfig, JudgeRun
 

@@ -2,7 +2,7 @@
 
 Everything here takes plain outcome strings ("PASS", "FAIL", ...) or counts and
 returns small frozen dataclasses, so it can be tested with hand-worked numbers
-and no database. `calibration/data/frames.py` builds the inputs; `calibration/report/compose.py`
+and no database. `calibration/data/frames.py` builds the inputs; `calibration/report/rows.py`
 and `calibration/gate/release_gate.py` arrange the outputs.
 """
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from calibration.data.holdout import held_out_split
-from calibration.report.compose import CriterionReport, rows_on_outputs
+from calibration.report.compose import rows_on_outputs
+from calibration.report.rows import CriterionReport
 from evals.models import EvalSet, RubricVersion, User
 from judging.gold_splits import look_count, part_outputs, record_look
 from judging.models import GoldSplit, JudgeConfig

@@ -5,12 +5,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration.report.compose import (
-    CalibrationReport,
-    SegmentedReport,
-    calibration_report,
-    segmented_report,
-)
+from calibration.report.compose import CalibrationReport, SegmentedReport, calibration_report, segmented_report
 from calibration.report.files import to_csv, to_json, to_text
 from calibration.workbench.holdout_looks import count_report_look
 from evals.lookup import eval_set_named

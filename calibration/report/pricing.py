@@ -1,0 +1,141 @@
+"""What the report says of an eval set as a release candidate, from its rows' confusion cells: the price of
+gating each criterion (issue 22, item 8), and the transport test of the judge's rates here against the
+calibration each gating mark relied on (issue 40)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from django.db.models import Count
+
+from calibration.report.rows import CriterionReport
+from calibration.stats.audit_stats import GatingPrice, gating_price
+from calibration.stats.candidate_evidence import TransportTest, calibration_cells, transport_test
+from calibration.stats.policy import DEFAULT_MIN_PASS_RATE
+from evals.models import EvalSet, RubricVersion
+from judging.models import JudgeConfig
+
+# --- The price of gating (issue 22, item 8) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PriceRow:
+    """One criterion's price of gating: the estimate, or why there is none."""
+
+    criterion: str
+    N: int
+    price: GatingPrice | None
+    candidate: str = ""  # which candidate N is the size of, in words
+
+    @property
+    def in_words(self) -> str:
+        if self.price is None:
+            return f"{self.criterion}: no estimate (no items where gold and the judge both say PASS or FAIL)"
+        return self.price.in_words
+
+    def as_dict(self) -> dict:
+        if self.price is not None:
+            return {**self.price.as_dict(), "candidate": self.candidate}
+        return {"criterion": self.criterion, "phi": None, "pass_rate": None, "N": self.N, "labels": None,
+                "in_words": self.in_words, "candidate": self.candidate}  # fmt: skip
+
+
+def price_rows(
+    rows: Iterable[CriterionReport], N: int, minimums: Mapping[str, float] | None = None, candidate: str = ""
+) -> tuple[PriceRow, ...]:
+    """The price of gating each criterion on a candidate of N outputs, from the report's confusion cells, on the
+    worse side of its minimum (`minimums`: a gating criterion's, DEFAULT_MIN_PASS_RATE for the others)."""
+    minimums = minimums or {}
+    return tuple(
+        PriceRow(
+            r.criterion,
+            N,
+            gating_price(
+                criterion=r.criterion,
+                cells=(r.true_pass, r.false_pass, r.false_fail, r.true_fail),
+                N=N,
+                minimum=minimums.get(r.criterion, DEFAULT_MIN_PASS_RATE),
+            ),
+            candidate,
+        )
+        for r in rows
+    )
+
+
+def priced_candidate(
+    *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, here: int
+) -> tuple[int, str]:
+    """The candidate the price of gating is about (issue 40): this eval set, unless it is the calibration a gating
+    mark relied on; then the newest candidate gated or audited with this rubric version and judge; without one, a
+    candidate the size of this calibration, said so. Two queries at most."""
+    from calibration.models import AuditPlan, GateResult, GatingMark
+
+    marks = GatingMark.objects.for_instrument(rubric_version, judge_config)
+    if not marks.filter(calibration_eval_set=eval_set).exists():
+        return here, "this eval set"
+    gated = (
+        GateResult.objects.filter(rubric_version=rubric_version, judge_config=judge_config, eval_set__isnull=False)
+        .exclude(eval_set=eval_set)
+        .values_list("created_at", "eval_set")
+        .order_by("-created_at")[:1]
+    )
+    audited = (
+        AuditPlan.objects.filter(criterion__rubric_version=rubric_version, judge_config=judge_config)
+        .exclude(eval_set=eval_set)
+        .values_list("created_at", "eval_set")
+        .order_by("-created_at")[:1]
+    )
+    newest = max([*gated, *audited], default=None)
+    if newest is None:
+        return here, "no candidate gated or audited yet: one the size of this calibration"
+    candidate = EvalSet.objects.annotate(outputs=Count("cases__outputs")).get(pk=newest[1])
+    return int(candidate.outputs), f"{candidate.name}, the newest candidate gated or audited with this judge"
+
+
+# --- The transport test of the gating marks' calibrations (issue 40) ----------------------------------------
+
+
+@dataclass(frozen=True)
+class MarkedCalibration:
+    """What a gating mark relied on, as the report of a candidate reads it: its minimum, its confidence, and the
+    calibration's confusion cells (None when the mark holds none)."""
+
+    key: str
+    eval_set_id: int
+    min_pass_rate: float
+    confidence: float
+    cells: tuple[int, int, int, int] | None
+
+
+def marked_calibrations(rubric_version: RubricVersion, judge_config: JudgeConfig) -> list[MarkedCalibration]:
+    """The active gating marks of this instrument (one query)."""
+    from calibration.models import GatingMark
+
+    marks = GatingMark.objects.for_instrument(rubric_version, judge_config).values_list(
+        "criterion__key", "calibration_eval_set_id", "min_pass_rate", "confidence", "figures"
+    )
+    return [
+        MarkedCalibration(key, eval_set_id, minimum, confidence, calibration_cells(figures or {}))
+        for key, eval_set_id, minimum, confidence, figures in marks
+    ]
+
+
+def transport_rows(
+    rows: Iterable[CriterionReport], marks: Iterable[MarkedCalibration], eval_set_id: int
+) -> tuple[tuple[str, TransportTest], ...]:
+    """Per gating criterion marked on another eval set: the judge's rates here (a candidate's gold) tested against
+    the calibration its mark relied on (candidate_evidence.transport_test, at the mark's confidence)."""
+    by_key = {r.criterion: r for r in rows}
+    return tuple(
+        (
+            m.key,
+            transport_test(
+                calibration=m.cells,
+                candidate=(r.true_pass, r.false_pass, r.false_fail, r.true_fail),
+                level=1.0 - m.confidence,
+            ),
+        )
+        for m in marks
+        if m.cells is not None and m.eval_set_id != eval_set_id and (r := by_key.get(m.key)) is not None
+    )
