@@ -9,6 +9,7 @@ from calibration.data import frames
 from judging import current_verdicts as reading
 from judging.models import JudgeConfig, JudgeConfigLocked, JudgeRun, Verdict
 from judging.sample_majority import majority
+from labeling import label_frames
 from tests.factories import make_eval_set, make_output, make_rubric_version
 
 
@@ -109,7 +110,7 @@ def test_the_judge_pages_and_calibration_read_the_same_current_verdict_from_stor
         item: expected[:2] for item, expected in EXPECTED.items()
     }
     # The calibration side, from its frames.
-    frame = calibration_reading.current_verdicts(frames.load_verdicts(frames.Scope(eval_set, rv), judge))
+    frame = calibration_reading.current_verdicts(frames.load_verdicts(label_frames.Scope(eval_set, rv), judge))
     read = {
         (output_name[row.output], criterion_key[row.criterion]): (
             row.judge,

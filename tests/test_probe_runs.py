@@ -17,6 +17,7 @@ from judging.probes import choose, transforms
 from judging.probes import runs as probe_runs
 from judging.probes.registry import MEANINGFUL, NEUTRAL
 from judging.probes.results import latest_complete, pairs_of, results_of
+from labeling import label_frames
 from tests.judging_helpers import RESPONSE, judge_in_process, make_judge, make_scope
 from tests.probe_helpers import make_instrumented, probe_in_process
 
@@ -99,7 +100,7 @@ def test_probe_verdicts_never_count_for_calibration_or_the_gate(instrumented):
     probe_in_process(instrumented, ["padding", "wrong_amount"])
     assert Verdict.objects.exclude(probe="").count() == 120  # the probe run did write (3 arms x 40)
     assert sorted(current_verdicts(**scope).values_list("pk", "outcome")) == before
-    frame = frames.load_verdicts(frames.Scope(es, rv), judge)
+    frame = frames.load_verdicts(label_frames.Scope(es, rv), judge)
     assert len(frame) == 40 and set(frame["run_rank"]) == {-current_verdicts(**scope).first().run_id}
 
 

@@ -15,12 +15,13 @@ import pandas as pd
 from django.db.models import Q, QuerySet
 
 from calibration.data import frames
-from calibration.data.frame_reading import KEY, current_verdicts
+from calibration.data.frame_reading import current_verdicts
 from calibration.report.drilldown import CELLS
 from evals.models import Criterion, EvalSet, Output, RubricVersion
 from evals.transcript import NONE_QUOTE, quotes_of
 from judging.models import JudgeConfig, Verdict, VerdictOutcome
-from labeling.gold import DISAGREED, derive_gold, item_states
+from labeling import label_frames
+from labeling.gold import DISAGREED, KEY, derive_gold, item_states
 from labeling.gold_loaders import gold_policies
 from labeling.models import Annotation, GoldLabel, Label, LabelingQueue
 
@@ -52,8 +53,8 @@ def matching_outputs(
         return set(verdicts.values_list("output_id", flat=True).distinct())
     if rubric_version is None:
         return set()
-    scope = frames.Scope(eval_set, rubric_version)
-    labels, adjudicated = frames.load_labels(scope), frames.load_adjudicated(scope)
+    scope = label_frames.Scope(eval_set, rubric_version)
+    labels, adjudicated = label_frames.load_labels(scope), label_frames.load_adjudicated(scope)
     policies = gold_policies(rubric_version)  # gold by each criterion's policy (labeling/gold.py)
     if show in NEEDS_JUDGE:
         if judge is None:
@@ -202,7 +203,7 @@ def output_view(output: Output, rubric_version: RubricVersion) -> OutputView:
         [(output.pk, label.criterion_id, label.outcome) for label in labels], columns=["output", "criterion", "outcome"]
     )
     adjudicated = pd.DataFrame(
-        [(output.pk, g.criterion_id, g.outcome) for g in golds if g.is_current], columns=frames.GOLD_COLUMNS
+        [(output.pk, g.criterion_id, g.outcome) for g in golds if g.is_current], columns=label_frames.GOLD_COLUMNS
     )
     policies = {c.pk: c.gold_policy for c in criteria}
     derived = derive_gold(label_frame, adjudicated, policies)

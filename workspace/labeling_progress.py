@@ -15,11 +15,12 @@ import pandas as pd
 from django.db.models import Count
 from django.utils import timezone
 
-from calibration.data.frames import Scope, load_adjudicated, load_labels, states_of
+from calibration.data.frames import states_of
 from calibration.report.ceiling import human_agreement_from_labels
 from calibration.stats.metrics import HUMAN_MIN_KAPPA, MIN_N, HumanAgreement
 from evals.models import Criterion, EvalSet, HumanOutcome, Output, RubricVersion
 from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED
+from labeling.label_frames import Scope, load_adjudicated, load_labels
 from labeling.models import Annotation
 
 

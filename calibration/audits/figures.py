@@ -29,6 +29,7 @@ from calibration.models import AuditPlan
 from calibration.stats import audit_stats, audit_strata
 from calibration.stats.metrics import ABSTAIN
 from evals.models import Output
+from labeling import label_frames
 from labeling.audit_order import DEFAULT_RELEASE
 from labeling.models import AuditOrder
 
@@ -166,8 +167,8 @@ def plan_figures(
     if agent_version:
         outputs = outputs.filter(agent_version=agent_version)
     outside = outputs.exclude(audit_positions__order_id=plan.order_id).count()
-    scope = frames.Scope(plan.eval_set, criterion.rubric_version, agent_version)
-    labels = frames.load_labels(scope)
+    scope = label_frames.Scope(plan.eval_set, criterion.rubric_version, agent_version)
+    labels = label_frames.load_labels(scope)
     gold = gold_of(plan, labels)
     touched = set(labels.loc[labels["criterion"] == criterion.pk, "output"]) | set(gold)
     ids = [output_id for output_id, _, _ in population]

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from calibration.data import frames
 from calibration.models import AuditPlan
 from calibration.stats import audit_stats
 from calibration.stats.metrics import FAIL, NOT_APPLICABLE, PASS
+from labeling import label_frames
 from labeling.gold import derive_gold
 from labeling.models import AuditOrderItem
 
@@ -70,9 +70,9 @@ def stratified_reading(
 def gold_of(plan: AuditPlan, labels: pd.DataFrame | None = None) -> dict[int, str]:
     """The gold of the plan's criterion on the candidate now, by output (`labels`: the scope's, if read already)."""
     criterion = plan.criterion
-    scope = frames.Scope(plan.eval_set, criterion.rubric_version, plan.agent_version or None)
-    labels = frames.load_labels(scope) if labels is None else labels
-    adjudicated = frames.load_adjudicated(scope)
+    scope = label_frames.Scope(plan.eval_set, criterion.rubric_version, plan.agent_version or None)
+    labels = label_frames.load_labels(scope) if labels is None else labels
+    adjudicated = label_frames.load_adjudicated(scope)
     return by_output(
         derive_gold(
             labels[labels["criterion"] == criterion.pk],

@@ -25,6 +25,7 @@ from calibration.stats import audit_strata
 from calibration.stats.policy import GateThresholds
 from evals.models import Criterion, EvalSet, Output, Role, User
 from judging.models import JudgeConfig
+from labeling import label_frames
 from labeling.audit_order import DEFAULT_RELEASE, release_next, release_outputs, start_audit_order
 from labeling.models import AuditOrder
 from labeling.queue import QueueError, current_queue
@@ -133,7 +134,7 @@ def _frozen_strata(order: AuditOrder, criterion: Criterion, judge_config: JudgeC
             f"A stratified audit is offered for candidates of up to {STRATIFIED_MAX_N:,} outputs, and this one has "
             f"{len(population):,}: its forecast would take minutes to read. Start a uniform audit."
         )
-    scope = frames.Scope(order.queue.eval_set, criterion.rubric_version, agent_version or None)
+    scope = label_frames.Scope(order.queue.eval_set, criterion.rubric_version, agent_version or None)
     judge = by_output(current_verdicts(frames.load_verdicts(scope, judge_config)), criterion.pk, "judge")
     verdicts = [verdict_value(judge.get(output_id)) for output_id, _, _ in population]
     if all(math.isnan(v) for v in verdicts):

@@ -1,4 +1,4 @@
-"""Where the ORM meets pandas: tidy DataFrames of labels, gold (labeling/label_frames.py's loaders) and verdicts.
+"""Where the ORM meets pandas for the judge: verdicts as tidy DataFrames (labels and gold are labeling/label_frames.py's).
 
 Each loader runs one query, whatever the number of outputs or criteria, so pages and commands
 built on them run a constant number of queries. Rows go from the database cursor straight into
@@ -13,9 +13,7 @@ import pandas as pd
 from evals.models import Criterion, Output, RubricVersion
 from judging.models import JudgeConfig, Verdict
 from labeling.gold import item_states
-
-# The human side's loaders are labeling's; they stand here too, so calibration reads all frames from one module.
-from labeling.label_frames import GOLD_COLUMNS, LABEL_COLUMNS, Scope, frame, load_adjudicated, load_labels  # noqa: F401
+from labeling.label_frames import GOLD_COLUMNS, LABEL_COLUMNS, Scope, frame, load_adjudicated, load_labels
 
 from calibration.data import content_cache
 

@@ -58,6 +58,7 @@ from evals.models import EvalSet, RubricVersion
 from evals.validators import UnknownName
 from judging.judge_lookup import judge_named
 from judging.models import JudgeConfig
+from labeling import label_frames
 from labeling.gold import derive_gold
 
 
@@ -208,7 +209,7 @@ def run_gate(
     unclean = robustness.gate_refusal(rubric_version, judge_config)
     if unclean:
         raise CannotDecide(f"gating criteria whose lead requires a clean probe run have none: {unclean}")
-    scope = frames.Scope(eval_set, rubric_version, agent_version)
+    scope = label_frames.Scope(eval_set, rubric_version, agent_version)
     stored = frames.load_verdicts(scope, judge_config)
     stored = stored[stored["criterion"].isin({g.criterion_id for g in gating})]
     sources = verdict_sources(current_runs(stored))
@@ -218,7 +219,7 @@ def run_gate(
     current = current_verdicts(stored)
     # The candidate's own gold (an audit's, or labels made for any other reason): its bound and the transport test.
     policies = {c.pk: c.gold_policy for c in frames.criteria_of(rubric_version)}
-    gold = derive_gold(frames.load_labels(scope), frames.load_adjudicated(scope), policies)
+    gold = derive_gold(label_frames.load_labels(scope), label_frames.load_adjudicated(scope), policies)
     cells = confusion_cells(current, gold)
     bounds = candidate_gold_bounds(
         gold,

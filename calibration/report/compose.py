@@ -40,6 +40,7 @@ from calibration.stats.metrics import HumanAgreement
 from evals.models import Criterion, EvalSet, RubricVersion
 from judging.models import JudgeConfig
 from judging.probes.results import ProbeResults
+from labeling import label_frames
 
 # --- The report objects ------------------------------------------------------------------------------------
 
@@ -199,9 +200,13 @@ def criterion_tiers(
 ) -> dict[str, str]:
     """criterion key -> tier on this calibration, at a fraction of the whole report's cost (Home's check of the
     gating marks), computed once per content like the report's rows."""
-    scope = frames.Scope(eval_set, rubric_version, agent_version)
+    scope = label_frames.Scope(eval_set, rubric_version, agent_version)
     criteria, policies = _criteria(rubric_version)
-    loaded = frames.load_labels(scope), frames.load_adjudicated(scope), frames.load_verdicts(scope, judge_config)
+    loaded = (
+        label_frames.load_labels(scope),
+        label_frames.load_adjudicated(scope),
+        frames.load_verdicts(scope, judge_config),
+    )
     parts = (criteria, *loaded, sorted((str(k), str(v)) for k, v in policies.items()))
     return content_cache.computed(
         "tiers",
@@ -221,12 +226,12 @@ def rows_on_outputs(
     *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, output_ids: frozenset[int]
 ) -> list[CriterionReport]:
     """The report's rows measured on these outputs only (one part of a gold split), whatever the judge's guidance."""
-    scope = frames.Scope(eval_set, rubric_version)
+    scope = label_frames.Scope(eval_set, rubric_version)
     criteria, policies = _criteria(rubric_version)
     return cached_rows(
         criteria=criteria,
-        labels=_only(frames.load_labels(scope), output_ids),
-        adjudicated=_only(frames.load_adjudicated(scope), output_ids),
+        labels=_only(label_frames.load_labels(scope), output_ids),
+        adjudicated=_only(label_frames.load_adjudicated(scope), output_ids),
         verdicts=_only(frames.load_verdicts(scope, judge_config), output_ids),
         gating=gating_keys(rubric_version, judge_config),
         gold_policies=policies,
@@ -249,15 +254,15 @@ def calibration_report(
     candidate it is about and the transport test of the gating marks' calibrations (up to five queries): what the
     report's page, its JSON export, the command and the API show; the overview grid and the approvals, which read
     only the rows, leave them out."""
-    scope = frames.Scope(eval_set, rubric_version, agent_version)
+    scope = label_frames.Scope(eval_set, rubric_version, agent_version)
     criteria, policies = _criteria(rubric_version)
     restriction = report_restriction(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
     only = restriction.output_ids if restriction else None
     verdicts = _only(frames.load_verdicts(scope, judge_config), only)
     rows = cached_rows(
         criteria=criteria,
-        labels=_only(frames.load_labels(scope), only),
-        adjudicated=_only(frames.load_adjudicated(scope), only),
+        labels=_only(label_frames.load_labels(scope), only),
+        adjudicated=_only(label_frames.load_adjudicated(scope), only),
         verdicts=verdicts,
         gating=gating_keys(rubric_version, judge_config),
         gold_policies=policies,
@@ -295,11 +300,14 @@ def calibration_report(
 
 def segmented_report(*, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig) -> SegmentedReport:
     """The report split by agent version: the frames are loaded once and cut in memory."""
-    scope = frames.Scope(eval_set, rubric_version)
+    scope = label_frames.Scope(eval_set, rubric_version)
     criteria, policies = _criteria(rubric_version)
     restriction = report_restriction(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
     only = restriction.output_ids if restriction else None
-    labels, adjudicated = _only(frames.load_labels(scope), only), _only(frames.load_adjudicated(scope), only)
+    labels, adjudicated = (
+        _only(label_frames.load_labels(scope), only),
+        _only(label_frames.load_adjudicated(scope), only),
+    )
     verdicts = _only(frames.load_verdicts(scope, judge_config), only)
     versions = frames.load_agent_versions(scope)
     gating = gating_keys(rubric_version, judge_config)
@@ -345,6 +353,6 @@ def human_agreement(
         eval_set = EvalSet.objects.get(pk=eval_set)
     if not isinstance(rubric_version, RubricVersion):
         rubric_version = RubricVersion.objects.get(pk=rubric_version)
-    labels = frames.load_labels(frames.Scope(eval_set, rubric_version, agent_version))
+    labels = label_frames.load_labels(label_frames.Scope(eval_set, rubric_version, agent_version))
     criteria = Criterion.objects.filter(rubric_version=rubric_version).order_by("order", "id").values_list("id", "key")
     return human_agreement_from_labels(labels, list(criteria))

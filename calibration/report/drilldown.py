@@ -15,13 +15,14 @@ import pandas as pd
 from django.utils.safestring import SafeString
 
 from calibration.data import frames
-from calibration.data.frame_reading import KEY, current_verdicts
+from calibration.data.frame_reading import current_verdicts
 from calibration.data.holdout import report_restriction
 from calibration.stats.metrics import FAIL, PASS
 from evals.models import Criterion, EvalSet, Output, RubricVersion
 from evals.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, quotes_of, render_json, show
 from judging.models import JudgeConfig, Verdict
-from labeling.gold import derive_gold
+from labeling import label_frames
+from labeling.gold import KEY, derive_gold
 from labeling.models import GoldDispute, GoldLabel, Label
 
 # URL slug -> (judge outcome, gold outcome)
@@ -160,8 +161,8 @@ def cell_output_ids(
     cell: str,
     agent_version: str | None = None,
 ) -> list[int]:
-    scope = frames.Scope(eval_set, rubric_version, agent_version)
-    labels, adjudicated = frames.load_labels(scope), frames.load_adjudicated(scope)
+    scope = label_frames.Scope(eval_set, rubric_version, agent_version)
+    labels, adjudicated = label_frames.load_labels(scope), label_frames.load_adjudicated(scope)
     verdicts = frames.load_verdicts(scope, judge_config)
     restriction = report_restriction(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
     if restriction is not None:

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from calibration.data.frame_reading import KEY
 from calibration.stats.metrics import BINARY, NOT_APPLICABLE
 from evals.models import GoldPolicy
-from labeling.gold import tied_items
+from labeling.gold import KEY, tied_items
 
 
 @dataclass(frozen=True)

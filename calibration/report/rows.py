@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibration.data.frame_reading import KEY, current_verdicts
+from calibration.data.frame_reading import current_verdicts
 from calibration.report.ceiling import (
     SelfAgreement,
     categorical,
@@ -33,7 +33,7 @@ from calibration.stats.metrics import (
     tier_for,
 )
 from evals.models import GoldPolicy
-from labeling.gold import derive_gold
+from labeling.gold import KEY, derive_gold
 
 # A row field that is not part of the report's JSON and CSV, only of the pages and approvals.
 PAGES_ONLY = {"exported": False}

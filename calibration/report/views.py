@@ -33,6 +33,7 @@ from evals.access import (
 )
 from evals.downloads import attachment_header
 from evals.models import Criterion, EvalSet, Output, Role, RubricVersion, User
+from labeling import label_frames
 from labeling.disputes import DisputeRefused, raise_dispute
 from labeling.models import GoldDispute
 
@@ -196,10 +197,10 @@ def dispute_gold(
 def annotator_agreement_page(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int) -> HttpResponse:
     es = get_object_or_404(EvalSet, pk=eval_set)
     rv = get_object_or_404(RubricVersion.objects.select_related("rubric"), pk=rubric_version)
-    scope, criteria = frames.Scope(es, rv), frames.criteria_of(rv)
+    scope, criteria = label_frames.Scope(es, rv), frames.criteria_of(rv)
     rows = annotator_agreement(
-        frames.load_labels(scope),
-        frames.load_adjudicated(scope, with_decider=True),
+        label_frames.load_labels(scope),
+        label_frames.load_adjudicated(scope, with_decider=True),
         {c.pk: c.gold_policy for c in criteria},
     )
     names = dict(User.objects.filter(pk__in={int(r.annotator) for r in rows}).values_list("pk", "username"))

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from calibration.data.frames import Scope, load_adjudicated, load_labels, states_of
+from calibration.data.frames import states_of
 from evals.models import EvalSet, Output, RubricVersion
 from labeling.disputes import open_dispute_counts
 from labeling.gold import AWAITING, DISAGREED
 from labeling.gold_loaders import gold_policies
+from labeling.label_frames import Scope, load_adjudicated, load_labels
 from labeling.models import LabelingQueue
 
 

@@ -22,6 +22,7 @@ from calibration.report.drilldown import items_in_cell
 from evals.models import Criterion, EvalSet, Output, RubricVersion
 from evals.transcript import find_quote, normalize_ws, quotes_of
 from judging.models import JudgeConfig
+from labeling import label_frames
 from labeling.models import Label
 
 # An excerpt is the quote with about this many characters around it: enough context for the judge to see
@@ -135,8 +136,8 @@ def suggest_examples(
     limit: int = SUGGESTED,
 ) -> Suggestions:
     """Up to `limit` suggestions for `criterion` from the items of `outputs` (the development split)."""
-    scope = frames.Scope(eval_set, rubric_version, None)
-    labels, adjudicated = frames.load_labels(scope), frames.load_adjudicated(scope)
+    scope = label_frames.Scope(eval_set, rubric_version, None)
+    labels, adjudicated = label_frames.load_labels(scope), label_frames.load_adjudicated(scope)
     verdicts = frames.load_verdicts(scope, judge_config)
     allowed = set(outputs)
     cells: list[tuple[int, str]] = []

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 import pandas as pd
 
 from calibration.data import frames
-from calibration.data.frame_reading import KEY, current_verdicts
+from calibration.data.frame_reading import current_verdicts
 from calibration.stats.judge_compare import JudgeComparison, compare_judges
 from evals.models import Criterion, EvalSet, RubricVersion
 from judging.gold_splits import look_count, part_outputs, split_for
 from judging.models import GoldSplit, HoldoutLook, JudgeConfig
-from labeling.gold import derive_gold
+from labeling import label_frames
+from labeling.gold import KEY, derive_gold
 
 
 @dataclass(frozen=True)
@@ -56,11 +57,11 @@ def compare_versions(
     outputs: Collection[int] | None = None,
 ) -> list[CriterionComparison]:
     """A against B per criterion of the rubric version, over the gold items of `outputs` (all when None)."""
-    scope = frames.Scope(eval_set, rubric_version, None)
+    scope = label_frames.Scope(eval_set, rubric_version, None)
     criteria = frames.criteria_of(rubric_version)
     items = paired_items(
-        frames.load_labels(scope),
-        frames.load_adjudicated(scope),
+        label_frames.load_labels(scope),
+        label_frames.load_adjudicated(scope),
         frames.load_verdicts(scope, judge_a),
         frames.load_verdicts(scope, judge_b),
         {c.pk: c.gold_policy for c in criteria},
