@@ -173,3 +173,21 @@ def private_redis(tmp_path):
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def gunicorn(tmp_path):
+    """`gunicorn(broker_url)` serves the app on the test database with that broker (tests/services.py); all are
+    stopped after the test."""
+    from .services import Gunicorn
+
+    started: list[Gunicorn] = []
+
+    def start(broker_url: str) -> Gunicorn:
+        server = Gunicorn(tmp_path, broker_url)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()

@@ -1,6 +1,7 @@
-"""Real processes the tests start and stop: a Celery worker on this run's queue, a redis-server of a test's own.
+"""Real processes the tests start and stop: a Celery worker on this run's queue, a redis-server of a test's own,
+the app on gunicorn; and threads that race each other as two processes would.
 
-The fixtures that hand them to tests (`workers`, `private_redis`) are in tests/conftest.py.
+The fixtures that hand them to tests (`workers`, `private_redis`, `gunicorn`) are in tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -9,19 +10,26 @@ import os
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 import uuid
 from pathlib import Path
 
 import redis
+import requests
 from django.conf import settings
+from django.db import connection
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from tests.judging_helpers import KEY_ENV, KEY_VALUE, celery_worker_argv
+from tests.otel_helpers import PROTOBUF, URL, export
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER_START_TIMEOUT_S = 120
-# Generous ceiling for a redis-server to start or stop; never reached when it works.
+# Generous ceilings for a redis-server or gunicorn to start or stop; never reached when it works.
 REDIS_WITHIN_S = 60
+GUNICORN_WITHIN_S = 90
 
 
 def database_url() -> str:
@@ -110,3 +118,82 @@ class PrivateRedis:
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()  # SIGTERM: it shuts down at once (nothing to save)
             self.process.wait(timeout=REDIS_WITHIN_S)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Gunicorn:
+    """The app on gunicorn (one sync worker), on the test database, with the broker it is given."""
+
+    def __init__(self, log_dir, broker_url: str) -> None:
+        self.port = free_port()
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "CELERY_BROKER_URL": broker_url,
+            "ICEWATER_CELERY_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE,
+            "ICEWATER_OTLP_QUIET_SECONDS": "1",
+        }
+        env.pop("ICEWATER_TEST_DB_NAME", None)
+        self.log = log_dir / "gunicorn.log"
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
+                 "--workers", "1", "--timeout", "60"],
+                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        deadline = time.monotonic() + GUNICORN_WITHIN_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"gunicorn exited:\n{self.log.read_text()[-3000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError("gunicorn did not start")
+
+    def export(self, token: str, spans: list) -> tuple[int, ExportTraceServiceResponse]:
+        # A new connection each time and the response read in full: nothing is left open when the test ends.
+        with requests.Session() as session:
+            answer = session.post(
+                f"http://127.0.0.1:{self.port}{URL}",
+                data=export(spans).SerializeToString(),
+                headers={"Content-Type": PROTOBUF, "Authorization": f"Bearer {token}", "Connection": "close"},
+                timeout=60,
+            )
+        reply = ExportTraceServiceResponse()
+        if answer.status_code == 200:
+            reply.ParseFromString(answer.content)
+        return answer.status_code, reply
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def race(*finishers) -> list:
+    """Run the finishers at the same moment, each in a thread with its own database connection (Django's are
+    per thread), as two processes would; their results, or the exception each raised."""
+    start = threading.Barrier(len(finishers))
+    results: list = [None] * len(finishers)
+
+    def run(i: int) -> None:
+        try:
+            start.wait()
+            results[i] = finishers[i]()
+        except Exception as exc:  # noqa: BLE001 - returned, for the test to assert on
+            results[i] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(finishers))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    return results
