@@ -1,7 +1,7 @@
-"""Real processes the tests start and stop: a Celery worker on this run's queue, a redis-server of a test's own,
-the app on gunicorn; and threads that race each other as two processes would.
+"""Real processes the tests start and stop: a Celery worker on this run's queue, Celery beat, a redis-server of a
+test's own, the app on gunicorn; and threads that race each other as two processes would.
 
-The fixtures that hand them to tests (`workers`, `private_redis`, `gunicorn`) are in tests/conftest.py.
+The fixtures that hand them to tests (`workers`, `beats`, `private_redis`, `gunicorn`) are in tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -76,6 +76,55 @@ class Worker:
 
     def kill(self) -> None:
         """SIGKILL, parent and pool children: no warm shutdown, no acks, no cleanup."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class Beat:
+    """One `celery -A config beat` process sending the periodic jobs every `period_s` seconds, with the schedule file
+    it is given (a beat started again on the same file reads what the last one wrote)."""
+
+    def __init__(self, log_dir: Path, broker_url: str, schedule: Path, period_s: int):
+        self.log = log_dir / f"beat-{uuid.uuid4().hex[:8]}.log"
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "ICEWATER_CELERY_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE,
+            "CELERY_BROKER_URL": broker_url,
+            "ICEWATER_TRACE_SWEEP_SECONDS": str(period_s),
+        }
+        env.pop("ICEWATER_TEST_DB_NAME", None)
+        argv = ["-m", "celery", "-A", "config", "beat", "--loglevel", "INFO", "--schedule", str(schedule)]
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, *argv], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        self.wait_sent(1)
+
+    def sent(self) -> int:
+        """How many runs of the trace sweep it has sent (or tried to: one sent while the broker is down fails)."""
+        return self.log.read_text(errors="replace").count("Sending due task finish-traces")
+
+    def wait_sent(self, n: int) -> None:
+        deadline = time.monotonic() + WORKER_START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"beat exited:\n{self.log.read_text()[-3000:]}")
+            if self.sent() >= n:
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"beat sent fewer than {n} runs:\n{self.log.read_text()[-3000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL: no goodbye, its schedule file left as it last wrote it."""
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=30)
 
