@@ -30,6 +30,7 @@ WORKER_START_TIMEOUT_S = 120
 # Generous ceilings for a redis-server or gunicorn to start or stop; never reached when it works.
 REDIS_WITHIN_S = 60
 GUNICORN_WITHIN_S = 90
+SWEEP_SENT = "Sending due task finish-traces"  # what beat logs (at INFO) for each run of the trace sweep it sends
 
 
 def database_url() -> str:
@@ -37,42 +38,36 @@ def database_url() -> str:
     return f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
 
 
-class Worker:
-    """One `celery -A config worker` process (its own process group, so a kill takes its pool too)."""
+class CeleryProcess:
+    """One `celery -A config ...` process on the test database and this run's queue, logging to `log`, in its own
+    process group (so a kill takes a worker's pool too)."""
 
-    def __init__(self, log_dir: Path, concurrency: int = 2, broker_url: str = ""):
-        self.name = f"judgetest-{uuid.uuid4().hex[:8]}"
-        self.log = log_dir / f"{self.name}.log"
+    def __init__(self, log: Path, argv: list[str], broker_url: str, extra_env: dict[str, str]):
+        self.log = log
         env = {
             **os.environ,
             "DATABASE_URL": database_url(),
             "ICEWATER_CELERY_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE,
             "CELERY_BROKER_URL": broker_url or settings.CELERY_BROKER_URL,
-            KEY_ENV: KEY_VALUE,
-            "ICEWATER_JUDGE_KEY_VARS": KEY_ENV,
+            **extra_env,
         }
         env.pop("ICEWATER_TEST_DB_NAME", None)
         # The child has its own copy of the file's descriptor: ours is closed once it started.
-        with self.log.open("wb") as log:
+        with self.log.open("wb") as out:
             self.process = subprocess.Popen(
-                celery_worker_argv(self.name, concurrency=concurrency, loglevel="INFO"),
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+                argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        self.wait_ready()
 
-    def wait_ready(self) -> None:
+    def wait_for(self, seen, what: str) -> None:
+        """Until `seen(log text)` is true; fails if the process exits first or WORKER_START_TIMEOUT_S passes."""
         deadline = time.monotonic() + WORKER_START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise AssertionError(f"the worker exited:\n{self.log.read_text()[-3000:]}")
-            if " ready." in self.log.read_text(errors="replace"):
+                raise AssertionError(f"{what}: the process exited:\n{self.log.read_text()[-3000:]}")
+            if seen(self.log.read_text(errors="replace")):
                 return
             time.sleep(0.2)
-        raise AssertionError(f"the worker did not start:\n{self.log.read_text()[-3000:]}")
+        raise AssertionError(f"{what}: not within {WORKER_START_TIMEOUT_S} s:\n{self.log.read_text()[-3000:]}")
 
     def kill(self) -> None:
         """SIGKILL, parent and pool children: no warm shutdown, no acks, no cleanup."""
@@ -88,53 +83,38 @@ class Worker:
                 self.kill()
 
 
-class Beat:
+class Worker(CeleryProcess):
+    """One `celery -A config worker` process, started and ready."""
+
+    def __init__(self, log_dir: Path, concurrency: int = 2, broker_url: str = ""):
+        self.name = f"judgetest-{uuid.uuid4().hex[:8]}"
+        argv = celery_worker_argv(self.name, concurrency=concurrency, loglevel="INFO")
+        super().__init__(
+            log_dir / f"{self.name}.log", argv, broker_url, {KEY_ENV: KEY_VALUE, "ICEWATER_JUDGE_KEY_VARS": KEY_ENV}
+        )
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        self.wait_for(lambda log: " ready." in log, "the worker's start")
+
+
+class Beat(CeleryProcess):
     """One `celery -A config beat` process sending the periodic jobs every `period_s` seconds, with the schedule file
-    it is given (a beat started again on the same file reads what the last one wrote)."""
+    it is given (a beat started again on the same file reads what the last one wrote); started and sending. Its kill
+    leaves the schedule file as it last wrote it."""
 
     def __init__(self, log_dir: Path, broker_url: str, schedule: Path, period_s: int):
-        self.log = log_dir / f"beat-{uuid.uuid4().hex[:8]}.log"
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url(),
-            "ICEWATER_CELERY_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE,
-            "CELERY_BROKER_URL": broker_url,
-            "ICEWATER_TRACE_SWEEP_SECONDS": str(period_s),
-        }
-        env.pop("ICEWATER_TEST_DB_NAME", None)
-        argv = ["-m", "celery", "-A", "config", "beat", "--loglevel", "INFO", "--schedule", str(schedule)]
-        with self.log.open("wb") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, *argv], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-            )
+        argv = [sys.executable, "-m", "celery", "-A", "config", "beat", "--loglevel", "INFO", "-s", str(schedule)]
+        log = log_dir / f"beat-{uuid.uuid4().hex[:8]}.log"
+        super().__init__(log, argv, broker_url, {"ICEWATER_TRACE_SWEEP_SECONDS": str(period_s)})
         self.wait_sent(1)
 
     def sent(self) -> int:
         """How many runs of the trace sweep it has sent (or tried to: one sent while the broker is down fails)."""
-        return self.log.read_text(errors="replace").count("Sending due task finish-traces")
+        return self.log.read_text(errors="replace").count(SWEEP_SENT)
 
     def wait_sent(self, n: int) -> None:
-        deadline = time.monotonic() + WORKER_START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"beat exited:\n{self.log.read_text()[-3000:]}")
-            if self.sent() >= n:
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"beat sent fewer than {n} runs:\n{self.log.read_text()[-3000:]}")
-
-    def kill(self) -> None:
-        """SIGKILL: no goodbye, its schedule file left as it last wrote it."""
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        self.wait_for(lambda log: log.count(SWEEP_SENT) >= n, f"beat's {n} sends")
 
 
 class PrivateRedis:
