@@ -133,6 +133,7 @@ INSTALLED_APPS = [
     "formats",
     "ninja",  # its templates and static files: the API docs page serves Swagger UI from here, no CDN
     "api",
+    "periodic",
     "workspace",
 ]
 
@@ -425,6 +426,13 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env_str("ICEWATER_CELERY_QUEUE", "icewater")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Periodic work (periodic/jobs.py): exactly one `celery -A config beat` sends each job once per slot of its period,
+# and a worker claims each run once, so a restarted or second beat neither skips nor doubles one. Its schedule file
+# (each job's last send) lives in the data folder. Every ICEWATER_TRACE_SWEEP_SECONDS the traces of every token
+# whose spans wait are finished (formats/trace_outputs.py), also those no export scheduled a finisher for.
+CELERY_BEAT_SCHEDULER = "periodic.scheduler:SlotScheduler"
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+ICEWATER_TRACE_SWEEP_SECONDS = env_int("ICEWATER_TRACE_SWEEP_SECONDS", 60, minimum=1)
 
 # What a judge config may read its API key from and send it to: operator allowlists (the rule, the
 # defaults and why: judging/allowlist.py; docs/judging.md). A reserved name listed here stops the start.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make run`: the app on the embedded defaults (SQLite, a Celery broker on the file system).
-# Installs into .venv, migrates, loads the demo, starts a Celery worker and the web server.
+# Installs into .venv, migrates, loads the demo, starts a Celery worker, Celery beat (the periodic jobs,
+# periodic/jobs.py) and the web server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HOST=${HOST:-127.0.0.1}
@@ -11,9 +12,13 @@ DATA=${ICEWATER_DATA_DIR:-data}
 mkdir -p "$DATA"
 .venv/bin/celery -A config worker --loglevel=WARNING --pool threads --concurrency 4 >"$DATA/worker.log" 2>&1 &
 worker=$!
-trap 'kill $worker 2>/dev/null || true' EXIT INT TERM
+# Exactly one beat per installation: its schedule file is in the data folder (settings.CELERY_BEAT_SCHEDULE_FILENAME).
+.venv/bin/celery -A config beat --loglevel=WARNING >"$DATA/beat.log" 2>&1 &
+beat=$!
+trap 'kill $worker $beat 2>/dev/null || true' EXIT INT TERM
 echo
-echo "Icewater is running at http://$HOST:$PORT/  (Celery worker pid $worker, log $DATA/worker.log)"
+echo "Icewater is running at http://$HOST:$PORT/  (Celery worker pid $worker, log $DATA/worker.log;"
+echo "Celery beat pid $beat, log $DATA/beat.log)"
 echo "Stop with Ctrl+C."
 # Two sync workers, no threads: SQLite takes one writer at a time, and writers that find it busy poll
 # with growing sleeps, so eight threads writing at once gave the slowest saves a long tail that people

@@ -165,6 +165,24 @@ def workers(tmp_path):
 
 
 @pytest.fixture
+def beats(tmp_path):
+    """`beats(broker_url, schedule_file, period_s=...)` starts a real Celery beat (tests/services.py) and waits for
+    its first send; all are stopped after the test."""
+    from .services import Beat
+
+    started: list[Beat] = []
+
+    def start(broker_url: str, schedule: Path, period_s: int) -> Beat:
+        beat = Beat(tmp_path, broker_url, schedule, period_s)
+        started.append(beat)
+        return beat
+
+    yield start
+    for beat in started:
+        beat.stop()
+
+
+@pytest.fixture
 def private_redis(tmp_path):
     """A redis-server of this test's own (tests/services.py): a test may stop and start it."""
     from .services import PrivateRedis
@@ -173,3 +191,21 @@ def private_redis(tmp_path):
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def gunicorn(tmp_path):
+    """`gunicorn(broker_url)` serves the app on the test database with that broker (tests/services.py); all are
+    stopped after the test."""
+    from .services import Gunicorn
+
+    started: list[Gunicorn] = []
+
+    def start(broker_url: str) -> Gunicorn:
+        server = Gunicorn(tmp_path, broker_url)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
+from evals.models import Output
+from formats.models import TraceOutcome
 from tests.api_helpers import create_token
 from tests.factories import make_rubric_version
 
@@ -17,6 +20,8 @@ URL = "/api/otlp/v1/traces"
 PROTOBUF = "application/x-protobuf"
 T0 = 1_767_000_000_000_000_000  # a start time in nanoseconds (late 2025)
 MS = 1_000_000
+# A generous ceiling for a worker to finish traces; never reached when it works.
+WITHIN_S = 90
 
 
 def traces_token(client, lead, eval_set, **fields) -> str:
@@ -139,3 +144,14 @@ def _b64_to_hex(text: str) -> str:
     import base64
 
     return base64.b64decode(text).hex()
+
+
+def wait_for_outputs(eval_set, n: int) -> None:
+    """Wait until the eval set has `n` outputs (a worker finishes its traces in the background)."""
+    deadline = time.monotonic() + WITHIN_S
+    while time.monotonic() < deadline:
+        if Output.objects.filter(case__eval_set=eval_set).count() >= n:
+            return
+        time.sleep(0.3)
+    outcomes = list(TraceOutcome.objects.values_list("trace_id", "status", "reason"))
+    raise AssertionError(f"fewer than {n} outputs within {WITHIN_S} s; outcomes {outcomes}")

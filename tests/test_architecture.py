@@ -1,10 +1,10 @@
 """The import graph of our apps (docs/architecture.md): one way between apps, no circle inside one.
 
 Apps, bottom to top: evals (the shared domain), labeling (the human side), judging (the judge), calibration
-(comparing the two, the gate), formats (data in and out), api (the HTTP surface), workspace (pages that read
-several apps), config (the project). An app imports only apps below it. Inside an app, no two modules import
-each other, directly or round a longer circle. Every import counts, also one inside a function: a lazy
-import is still a dependency, and a circle held together by one is still a circle.
+(comparing the two, the gate), formats (data in and out), api (the HTTP surface), periodic (the jobs Celery
+beat runs), workspace (pages that read several apps), config (the project). An app imports only apps below it.
+Inside an app, no two modules import each other, directly or round a longer circle. Every import counts, also
+one inside a function: a lazy import is still a dependency, and a circle held together by one is still a circle.
 
 Inside calibration, the sub-packages have an order of their own, bottom to top: stats (pure statistics: no
 Django, no other app, nothing of calibration outside stats), data (frames and how they are read), audits,
@@ -18,7 +18,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ("evals", "labeling", "judging", "calibration", "formats", "api", "workspace", "config")
+LAYERS = ("evals", "labeling", "judging", "calibration", "formats", "api", "periodic", "workspace", "config")
 
 CALIBRATION_ROOMS = ("stats", "data", "audits", "report", "gate", "workbench")
 PAGE_MODULES = {"views", "forms", "urls", "page"}

@@ -5,109 +5,17 @@ PostgreSQL. Nothing is mocked."""
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import threading
-import time
 
 import pytest
-import requests
-from django.conf import settings
-from django.db import connection
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from evals.models import Case, Output
 from formats.models import TraceBinding, TraceOutcome, TraceSpan
 from formats.trace_outputs import finish_ready_traces
 from tests.factories import make_eval_set
-from tests.otel_helpers import PROTOBUF, URL, export, post, refund_trace, traces_token
-from tests.services import ROOT, database_url
+from tests.otel_helpers import export, post, refund_trace, traces_token, wait_for_outputs
+from tests.services import race
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-# Generous ceilings for a server to start and a worker to finish traces; never reached when it works.
-WITHIN_S = 90
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class Gunicorn:
-    """The app on gunicorn (one sync worker), on the test database, with the broker it is given."""
-
-    def __init__(self, log_dir, broker_url: str) -> None:
-        self.port = free_port()
-        env = {
-            **os.environ,
-            "DATABASE_URL": database_url(),
-            "CELERY_BROKER_URL": broker_url,
-            "ICEWATER_CELERY_QUEUE": settings.CELERY_TASK_DEFAULT_QUEUE,
-            "ICEWATER_OTLP_QUIET_SECONDS": "1",
-        }
-        env.pop("ICEWATER_TEST_DB_NAME", None)
-        self.log = log_dir / "gunicorn.log"
-        with self.log.open("wb") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
-                 "--workers", "1", "--timeout", "60"],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        deadline = time.monotonic() + WITHIN_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"gunicorn exited:\n{self.log.read_text()[-3000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.1)
-        raise AssertionError("gunicorn did not start")
-
-    def export(self, token: str, spans: list) -> tuple[int, ExportTraceServiceResponse]:
-        # A new connection each time and the response read in full: nothing is left open when the test ends.
-        with requests.Session() as session:
-            answer = session.post(
-                f"http://127.0.0.1:{self.port}{URL}",
-                data=export(spans).SerializeToString(),
-                headers={"Content-Type": PROTOBUF, "Authorization": f"Bearer {token}", "Connection": "close"},
-                timeout=60,
-            )
-        reply = ExportTraceServiceResponse()
-        if answer.status_code == 200:
-            reply.ParseFromString(answer.content)
-        return answer.status_code, reply
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
-
-
-@pytest.fixture
-def gunicorn(tmp_path):
-    started: list[Gunicorn] = []
-
-    def start(broker_url: str) -> Gunicorn:
-        server = Gunicorn(tmp_path, broker_url)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
-
-
-def wait_for_outputs(eval_set, n: int) -> None:
-    deadline = time.monotonic() + WITHIN_S
-    while time.monotonic() < deadline:
-        if Output.objects.filter(case__eval_set=eval_set).count() >= n:
-            return
-        time.sleep(0.3)
-    outcomes = list(TraceOutcome.objects.values_list("trace_id", "status", "reason"))
-    raise AssertionError(f"fewer than {n} outputs within {WITHIN_S} s; outcomes {outcomes}")
 
 
 @pytest.mark.celery
@@ -173,29 +81,6 @@ def test_with_the_broker_down_and_no_later_export_manage_py_finish_traces_finish
 
 
 TRACES = 600  # three of finish_ready_traces' batches of 200
-
-
-def race(*finishers) -> list:
-    """Run the finishers at the same moment, each in a thread with its own database connection (Django's are
-    per thread), as two processes would; their results, or the exception each raised."""
-    start = threading.Barrier(len(finishers))
-    results: list = [None] * len(finishers)
-
-    def run(i: int) -> None:
-        try:
-            start.wait()
-            results[i] = finishers[i]()
-        except Exception as exc:  # noqa: BLE001 - returned, for the test to assert on
-            results[i] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(finishers))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    return results
 
 
 def test_two_finishers_racing_for_the_same_traces_make_each_output_once(client, lead):

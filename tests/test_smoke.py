@@ -167,10 +167,19 @@ def fetch(opener, url: str | urllib.request.Request) -> tuple[int, str, bytes]:
         return error.code, error.headers["Content-Type"], error.read()
 
 
+def sweeps_run(database: Path) -> int:
+    """The trace sweeps the worker has run, read from the embedded SQLite database as another process may."""
+    import sqlite3
+
+    with sqlite3.connect(database, timeout=20) as db:
+        query = "select count(*) from periodic_periodicrun where job = 'finish-traces' and finished_at is not null"
+        return db.execute(query).fetchone()[0]
+
+
 def test_make_run_serves_the_demo_safely_to_share_and_its_worker_takes_judge_runs(tmp_path):
-    """scripts/run.sh (what `make run` starts): migrate, the demo, gunicorn, and a Celery worker on the
-    file-system broker that a judge run queued from the command line reaches. One start of it serves every check
-    here: the demo takes most of a minute to load.
+    """scripts/run.sh (what `make run` starts): migrate, the demo, gunicorn, a Celery worker on the file-system
+    broker that a judge run queued from the command line reaches, and Celery beat whose sweep the worker runs.
+    One start of it serves every check here: the demo takes most of a minute to load.
 
     Safe to share (issue 41 item 5): `make run HOST=0.0.0.0` served Django's debug pages to the network (every
     URL pattern on a wrong address, a traceback with local variables on an error); now debug is off, the
@@ -217,6 +226,12 @@ def test_make_run_serves_the_demo_safely_to_share_and_its_worker_takes_judge_run
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
         assert "done" in done.stdout
+
+        # Celery beat runs too: its first trace sweep, sent at its start, was run by the worker.
+        deadline = time.monotonic() + 120
+        while not sweeps_run(tmp_path / "icewater.sqlite3") and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert sweeps_run(tmp_path / "icewater.sqlite3"), (tmp_path / "beat.log").read_text()
     finally:
         stop_group(app)
 
@@ -235,7 +250,7 @@ def test_make_run_serves_the_demo_safely_to_share_and_its_worker_takes_judge_run
         stop_group(app)
     assert kept.read_text() == key
     # Never printed: not by run.sh, migrate, load_demo, gunicorn or the worker.
-    for log in ["run.log", "run-again.log", "worker.log"]:
+    for log in ["run.log", "run-again.log", "worker.log", "beat.log"]:
         assert key not in (tmp_path / log).read_text()
 
 

@@ -1,4 +1,5 @@
-"""A bad or missing setting stops manage.py, gunicorn and the Celery worker with one line and exit status 2."""
+"""A bad or missing setting stops manage.py, gunicorn, the Celery worker and Celery beat with one line and exit
+status 2."""
 
 from __future__ import annotations
 
@@ -18,11 +19,14 @@ MANAGE = [sys.executable, "manage.py", "check"]
 # Port 0 and no control socket: should the check fail to stop it, this gunicorn touches nothing shared.
 GUNICORN = [str(BIN / "gunicorn"), "config.wsgi:application", "--bind", "127.0.0.1:0", "--no-control-socket"]
 CELERY = [str(BIN / "celery"), "-A", "config", "worker", "--pool", "solo", "--loglevel", "WARNING"]
+BEAT = [str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "WARNING"]
 # Another WSGI server imports config.wsgi without gunicorn.conf.py.
 WSGI_IMPORT = [sys.executable, "-c", "import config.wsgi"]
 
 NOT_A_BOOLEAN = ({"ICEWATER_DEBUG": "maybe"}, "icewater: ICEWATER_DEBUG='maybe' is not a boolean")
 NO_SECRET_KEY = ({"DATABASE_URL": "postgres://a@h/x"}, "icewater: ICEWATER_SECRET_KEY must be set when debug is off")
+NO_PERIOD = ({"ICEWATER_TRACE_SWEEP_SECONDS": "0"}, "icewater: ICEWATER_TRACE_SWEEP_SECONDS=0 must be at least 1")
+NOT_A_PERIOD = ({"ICEWATER_TRACE_SWEEP_SECONDS": "1m"}, "icewater: ICEWATER_TRACE_SWEEP_SECONDS='1m' is not a whole")
 NOT_A_DATABASE = (
     {"DATABASE_URL": "mysql://a@h/x", "ICEWATER_SECRET_KEY": "k"},
     "icewater: DATABASE_URL must point at PostgreSQL",
@@ -43,9 +47,20 @@ def run(command, env, tmp_path, timeout=120):
         (MANAGE, NOT_A_DATABASE),
         (GUNICORN, NO_SECRET_KEY),
         (CELERY, NOT_A_BOOLEAN),
+        (BEAT, NO_PERIOD),
+        (BEAT, NOT_A_PERIOD),
         (WSGI_IMPORT, NOT_A_DATABASE),
     ],
-    ids=["manage-debug", "manage-secret", "manage-database", "gunicorn-secret", "celery-debug", "wsgi-database"],
+    ids=[
+        "manage-debug",
+        "manage-secret",
+        "manage-database",
+        "gunicorn-secret",
+        "celery-debug",
+        "beat-zero-period",
+        "beat-period-not-a-number",
+        "wsgi-database",
+    ],
 )
 def test_a_bad_setting_is_one_line_on_stderr_saying_what_to_set_and_exit_status_2(tmp_path, command, bad):
     env, message = bad

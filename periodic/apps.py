@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PeriodicConfig(AppConfig):
+    name = "periodic"
+    verbose_name = "Periodic work"
