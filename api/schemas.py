@@ -72,7 +72,7 @@ class PushOut(Schema):
     counts: dict[str, int]
 
 
-# -- what a 2xx answer holds (served as the domain's JSON, unchanged; tests/test_api_schema.py checks real answers
+# -- what a 2xx answer holds (served as the domain's JSON, unchanged; tests/api/test_api_schema.py checks real answers
 # against these) ------------------------------------------------------------------------------------------------
 
 

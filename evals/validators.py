@@ -75,7 +75,7 @@ def split_rubric_ref(ref: str) -> tuple[str, str]:
 def name_problem(value: str) -> str | None:
     """Why `value` cannot be a name (one sentence, naming the character and where it is), or None."""
     # Every refused character is one str.isprintable() calls unprintable (all of Cc, Cf, Cs, Zl, Zp and Zs
-    # but the space; checked over every code point in tests/test_names.py), so a printable name, almost every
+    # but the space; checked over every code point in tests/evals/test_names.py), so a printable name, almost every
     # name, skips the walk below: one pass in C instead of a category lookup per character.
     if value.isprintable():
         return f"must not start or end with spaces: {value!r}" if value != value.strip(" ") else None

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 # judging.models.VerdictOutcome.ABSTAIN, written out: the models cannot be imported without Django
-# (tests/test_pure_imports.py checks that the two agree).
+# (tests/config/test_pure_imports.py checks that the two agree).
 ABSTAIN = "ABSTAIN"
 
 

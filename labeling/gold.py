@@ -7,7 +7,7 @@ annotations. Progress, adjudication, calibration, the gate's calibration and the
 is. Calibration imports this module, never the other way round.
 
 Pure: frames and values in, frames and values out; no Django, no queries (labeling/gold_loaders.py loads
-what it reads), so calibration's pure modules import it without settings (tests/test_pure_imports.py).
+what it reads), so calibration's pure modules import it without settings (tests/config/test_pure_imports.py).
 
 The gold policy is chosen per criterion in the rubric file and is part of the rubric version's content
 (evals.models.GoldPolicy, whose values are MAJORITY, ANY_FAIL and UNANIMOUS here):
@@ -40,7 +40,7 @@ MIN_LABELS_FOR_MAJORITY = 2
 
 FAIL = "FAIL"
 # The values of evals.models.GoldPolicy, written out: the models cannot be imported without Django
-# (tests/test_pure_imports.py checks that the two agree).
+# (tests/config/test_pure_imports.py checks that the two agree).
 MAJORITY, ANY_FAIL, UNANIMOUS = "majority", "any_fail", "unanimous"
 GOLD_COLUMNS = ["criterion", "output", "gold", "gold_source"]
 

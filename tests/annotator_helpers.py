@@ -1,4 +1,5 @@
-"""The hand-worked three-annotator table of tests/test_annotator_agreement.py (its docstring works it out),
+"""The hand-worked three-annotator table of tests/calibration/report/test_annotator_agreement.py (its docstring works
+it out),
 as frames for the pure math and in the database for the page."""
 
 from __future__ import annotations

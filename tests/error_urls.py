@@ -1,4 +1,5 @@
-"""The site's URLs plus one view that fails, for the error-page tests (ROOT_URLCONF in tests/test_error_pages.py)."""
+"""The site's URLs plus one view that fails, for the error-page tests (ROOT_URLCONF in
+tests/config/test_error_pages.py)."""
 
 from __future__ import annotations
 

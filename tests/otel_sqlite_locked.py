@@ -1,7 +1,7 @@
 """Run as a script, not collected: the traces receiver and finisher on the embedded default (SQLite, the broker on
 the file system) while another connection holds SQLite's write lock, as a long import or a second worker does.
 
-Prints one JSON line of what happened. Used by tests/test_otel_sqlite.py with
+Prints one JSON line of what happened. Used by tests/formats/test_otel_sqlite.py with
 DATABASE_URL=sqlite:///<file>?timeout=1 (a writer waits 1 s for the lock, not 20).
 """
 

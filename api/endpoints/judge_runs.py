@@ -43,7 +43,7 @@ def start_judge_run(request: TokenHttpRequest, payload: RunIn):
     run.refresh_from_db(fields=["status", "error"])
     if run.status == JudgeRun.Status.FAILED:
         raise ApiError(503, f"judge run {run.pk} could not start: {run.error}", run_id=run.pk)
-    # The progress as the domain words it (ProgressOut documents it; tests/test_api_schema.py holds it to that).
+    # The progress as the domain words it (ProgressOut documents it; tests/api/test_api_schema.py holds it to that).
     return JsonResponse(progress_body(progress_of(run)), status=202)
 
 

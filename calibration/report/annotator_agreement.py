@@ -1,6 +1,6 @@
 """Each annotator's agreement, per criterion: with gold their own label did not decide, and with the others.
 
-Pure pandas and numpy, no Django (tests/test_pure_imports.py): the labels and adjudicated frames of
+Pure pandas and numpy, no Django (tests/config/test_pure_imports.py): the labels and adjudicated frames of
 calibration/data/frames.py in, one small frozen dataclass per (criterion, annotator) out.
 
 Gold that does not lean on the person. Gold is read by labeling.gold.derive_gold, the product's one rule,
@@ -8,7 +8,8 @@ but never over the person's own label: for each label, the item's gold is what d
 OTHER annotators' labels and of the adjudications someone else decided. Otherwise the person is their own
 referee: with three annotators under a majority policy, every item where the other two split is settled
 by the person's vote, so they agree with "gold" there by construction, and a careless annotator looks
-better the more often the others disagree (tests/test_annotator_agreement.py works such a case by hand).
+better the more often the others disagree (tests/calibration/report/test_annotator_agreement.py works such a case by
+hand).
 The price: an item counts only where the others alone settle gold. Since a lone label is never gold
 (MIN_LABELS_FOR_MAJORITY), an item labeled by two people counts for either of them only once a reviewer
 has adjudicated it, and those are mostly the items they disagreed on, so with two annotators per item

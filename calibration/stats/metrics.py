@@ -79,7 +79,8 @@ JUDGE_SELF_MIN_ALPHA = TREND_MIN_KAPPA
 BOOTSTRAP_REPLICATES = 2000
 BOOTSTRAP_SEED = 20261130
 # The corrected pass rate's bound decides a release against a threshold, so its Monte Carlo error must be
-# far below the margins a lead sets. Measured (tests/test_gate_corrected.py): with a 100-item calibration,
+# far below the margins a lead sets. Measured (tests/calibration/gate/test_gate_corrected.py): with a 100-item
+# calibration,
 # the lower bound's spread over seeds is about 0.010 at 2,000 replicates, enough to flip a decision near
 # the threshold, and about 0.003 at 20,000 (it falls as 1/sqrt(B)). Each replicate is a handful of
 # numbers, so 20,000 cost tens of milliseconds, once per gating criterion per gate call.

@@ -7,8 +7,8 @@ import pytest
 from django.urls import reverse
 
 from calibration.models import GateResult
+from tests.calibration.gate.test_gate_transport import candidate, give_gold, run_gate
 
-from ..test_gate_transport import candidate, give_gold, run_gate
 from .browser_helpers import screenshot
 from .test_labeling_browser import log_in
 

@@ -106,7 +106,7 @@ RATIONALE = {
     "ABSTAIN": "The transcript does not settle {criterion} either way.",
 }
 # Per 100 outputs of v1.4 (v1.3 has FLAW_SCALE times as many). Chosen so each criterion lands in its
-# intended tier with room to spare (see the module docstring); tests/test_demo.py checks where they land.
+# intended tier with room to spare (see the module docstring); tests/workspace/test_demo.py checks where they land.
 FLAW_WEIGHTS = {
     "wrong_amount": 10,
     "ungrounded": 7,
