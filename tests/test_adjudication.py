@@ -10,11 +10,7 @@ from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED
 from labeling.gold_loaders import load_item_states
 from labeling.models import GoldLabel
 
-from .factories import make_output, make_user
-from .labeling_helpers import (
-    annotate_directly,
-    labeling_setup,
-)
+from .factories import annotate_directly, labeling_setup, make_output, make_user
 
 pytestmark = pytest.mark.django_db
 

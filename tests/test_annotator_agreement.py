@@ -21,7 +21,7 @@ from calibration.annotator_agreement import MIN_ITEMS_TO_FLAG, annotator_agreeme
 from labeling.gold import ANY_FAIL, derive_gold
 
 from .annotator_helpers import ADJUDICATED, TABLE, WORDS, A, B, C, build_world
-from .calibration_factories import annotator as annotator_named
+from .factories import annotator as annotator_named
 
 REVIEWER, CRITERION = 9, 7
 
@@ -195,7 +195,7 @@ def test_the_page_puts_the_flagged_person_and_their_false_passes_first(client, l
 
 @pytest.mark.django_db
 def test_reviewers_reach_it_from_the_report(client, reviewer):
-    from .calibration_factories import make_judge
+    from .factories import make_judge
 
     es, rv, _ = build_world()
     client.force_login(reviewer)

@@ -19,8 +19,15 @@ from judging.lane import work_lane
 from judging.models import JudgeRun, Verdict
 
 from .api_helpers import call, create_token
-from .calibration_factories import bulk_verdicts, calibration_set, make_judge, mark_as_gating
-from .factories import make_eval_set, make_output, make_rubric_version
+from .factories import (
+    bulk_verdicts,
+    calibration_set,
+    make_eval_set,
+    make_judge,
+    make_output,
+    make_rubric_version,
+    mark_as_gating,
+)
 from .inspect_helpers import INSPECT_MODEL
 from .io_helpers import jsonl, row_counts
 

@@ -24,8 +24,7 @@ from config.chunked import LENGTH_REQUIRED, ChunkedBodies
 from evals.models import Output
 
 from .api_helpers import create_token
-from .calibration_factories import bulk_verdicts, make_judge, mark_as_gating
-from .factories import make_eval_set, make_rubric_version
+from .factories import bulk_verdicts, make_eval_set, make_judge, make_rubric_version, mark_as_gating
 from .io_helpers import jsonl
 from .test_smoke import free_port
 

@@ -15,8 +15,7 @@ from evals.models import Output
 from judging.models import JudgeRun
 
 from .api_helpers import create_token
-from .calibration_factories import make_judge, mark_as_gating
-from .factories import make_eval_set, make_rubric_version
+from .factories import make_eval_set, make_judge, make_rubric_version, mark_as_gating
 from .io_helpers import jsonl
 
 pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]

@@ -14,8 +14,7 @@ from calibration.models import GateResult
 from evals.models import Output
 
 from .api_helpers import call, create_token
-from .calibration_factories import bulk_verdicts, make_judge, mark_as_gating
-from .factories import make_eval_set, make_rubric_version
+from .factories import bulk_verdicts, make_eval_set, make_judge, make_rubric_version, mark_as_gating
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,7 @@ from calibration.report import calibration_report
 from evals.models import Role, RubricVersion
 from judging.models import JudgeConfig
 
-from .calibration_factories import bulk_calibration, make_judge
-from .factories import make_eval_set, make_rubric_version, make_user
+from .factories import bulk_calibration, make_eval_set, make_judge, make_rubric_version, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,7 @@ from labeling.audit_order import DEFAULT_RELEASE, release_next, seeded_order, st
 from labeling.models import Annotation, AuditOrderItem
 from labeling.queue import QueueError, claim_next, current_queue, remaining_for
 
-from .factories import make_output, make_user
-from .labeling_helpers import all_answers, annotate_directly, labeling_setup
+from .factories import all_answers, annotate_directly, labeling_setup, make_output, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -13,9 +13,7 @@ from calibration.models import AuditPlan, GatingMark
 from labeling.models import AuditOrder
 
 from .audit_helpers import KEY, candidate, gold, in_order, one_pass_short, plan_on, settle
-from .calibration_factories import bulk_verdicts
-from .factories import make_eval_set, make_user
-from .labeling_helpers import open_queue
+from .factories import bulk_verdicts, make_eval_set, make_user, open_queue
 
 pytestmark = pytest.mark.django_db
 START = reverse("calibration:audit_plan_start")

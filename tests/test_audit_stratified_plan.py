@@ -17,9 +17,16 @@ from labeling.models import AuditOrderItem
 from labeling.queue import claim_next, current_queue
 
 from .audit_helpers import KEY, gold, in_order, one_label
-from .calibration_factories import annotator, bulk_verdicts, make_judge, mark_as_gating
-from .factories import make_eval_set, make_rubric_version, make_user
-from .labeling_helpers import open_queue
+from .factories import (
+    annotator,
+    bulk_verdicts,
+    make_eval_set,
+    make_judge,
+    make_rubric_version,
+    make_user,
+    mark_as_gating,
+    open_queue,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,18 @@ from calibration.report import REPORT_KEYS
 from evals.models import Output
 from labeling.models import Label
 
-from .calibration_factories import add_verdict, adjudicate, annotate, annotator, bulk_calibration, make_judge, make_run
-from .factories import make_eval_set, make_output, make_rubric_version
+from .factories import (
+    add_verdict,
+    adjudicate,
+    annotate,
+    annotator,
+    bulk_calibration,
+    make_eval_set,
+    make_judge,
+    make_output,
+    make_rubric_version,
+    make_run,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -283,7 +293,7 @@ def test_csv_report_cells_that_a_spreadsheet_would_run_start_with_a_quote(client
 def test_a_mark_whose_stored_figures_lack_a_key_shows_a_dash_not_a_server_error(client, world, lead):
     from calibration.models import GatingMark
 
-    from .calibration_factories import mark_as_gating
+    from .factories import mark_as_gating
 
     es, rv, judge = world
     bulk_calibration(es, rv, judge, {"correct_amount": (145, 15, 5, 35)})

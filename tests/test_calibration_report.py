@@ -18,17 +18,19 @@ from calibration.report import (
 )
 from labeling.models import Annotation, GoldLabel, Label
 
-from .calibration_factories import (
+from .factories import (
     add_verdict,
     adjudicate,
     annotate,
     annotator,
     bulk_calibration,
     calibration_set,
+    make_eval_set,
     make_judge,
+    make_output,
+    make_rubric_version,
     make_run,
 )
-from .factories import make_eval_set, make_output, make_rubric_version
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,17 @@ from django.urls import reverse
 from evals.models import EvalSet
 from labeling.models import GoldLabel, Label
 
-from .calibration_factories import add_verdict, adjudicate, annotate, annotator, make_judge, make_run
-from .factories import make_eval_set, make_output, make_rubric_version
+from .factories import (
+    add_verdict,
+    adjudicate,
+    annotate,
+    annotator,
+    make_eval_set,
+    make_judge,
+    make_output,
+    make_rubric_version,
+    make_run,
+)
 
 pytestmark = pytest.mark.django_db
 

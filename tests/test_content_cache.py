@@ -10,8 +10,7 @@ import pytest
 from calibration import content_cache, report
 from calibration.report import calibration_report
 
-from .calibration_factories import adjudicate, bulk_calibration, make_judge
-from .factories import make_eval_set, make_rubric_version, make_user
+from .factories import adjudicate, bulk_calibration, make_eval_set, make_judge, make_rubric_version, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -28,7 +28,7 @@ from evals.lookup import eval_set_named
 from evals.models import RubricVersion
 from judging.judge_lookup import judge_named
 
-from .calibration_factories import analyze
+from .factories import analyze
 
 DATASETS = Path(
     os.environ.get("ICEWATER_DATASETS_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
@@ -54,7 +54,7 @@ def run(command: str, *args) -> str:
     out = io.StringIO()
     call_command(command, *[str(a) for a in args], stdout=out)
     if command.startswith("import_"):
-        analyze()  # thousands of rows just arrived: let the planner know (see calibration_factories.analyze)
+        analyze()  # thousands of rows just arrived: let the planner know (see factories.analyze)
     return out.getvalue()
 
 

@@ -9,8 +9,15 @@ from django.urls import reverse
 from calibration import metrics, report
 from calibration.report import calibration_report
 
-from .calibration_factories import annotate, annotator, bulk_calibration, make_judge
-from .factories import make_eval_set, make_output, make_rubric_version
+from .factories import (
+    annotate,
+    annotator,
+    bulk_calibration,
+    make_eval_set,
+    make_judge,
+    make_output,
+    make_rubric_version,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -22,8 +22,7 @@ from calibration.policy import GateThresholds, Tightening
 from .audit_helpers import candidate as audit_candidate
 from .audit_helpers import gold as give_gold
 from .audit_helpers import in_order, plan_on
-from .calibration_factories import bulk_calibration, bulk_verdicts, make_judge, mark_as_gating
-from .factories import make_eval_set, make_rubric_version
+from .factories import bulk_calibration, bulk_verdicts, make_eval_set, make_judge, make_rubric_version, mark_as_gating
 
 KEY = "correct_amount"
 # (true_pass, false_pass, false_fail, true_fail): TPR 900 / 1000 = 0.90, TNR 57 / 250 = 0.228 on the calibration.

@@ -16,8 +16,15 @@ from calibration.metrics import corrected_pass_rate, rogan_gladen, wilson_interv
 from calibration.models import GateResult, GatingMark
 from calibration.policy import GateThresholds
 
-from .calibration_factories import bulk_calibration, bulk_verdicts, make_judge, mark_as_gating
-from .factories import make_eval_set, make_rubric_version, make_user
+from .factories import (
+    bulk_calibration,
+    bulk_verdicts,
+    make_eval_set,
+    make_judge,
+    make_rubric_version,
+    make_user,
+    mark_as_gating,
+)
 
 
 def judgy_inputs(cells: tuple[int, int, int, int], passes: int, n: int):

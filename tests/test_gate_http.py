@@ -13,8 +13,7 @@ from api.models import GateToken
 from calibration.models import GateResult
 
 from . import api_helpers
-from .calibration_factories import bulk_verdicts, make_judge, mark_as_gating
-from .factories import make_eval_set, make_rubric_version
+from .factories import bulk_verdicts, make_eval_set, make_judge, make_rubric_version, mark_as_gating
 
 pytestmark = pytest.mark.django_db
 API = "/calibration/api/gate"

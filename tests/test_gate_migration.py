@@ -6,8 +6,7 @@ import pytest
 
 from evals.models import RubricVersion
 
-from .calibration_factories import make_judge
-from .factories import make_eval_set, make_rubric_version, make_user
+from .factories import make_eval_set, make_judge, make_rubric_version, make_user
 
 BEFORE = [("calibration", "0001_initial")]
 AFTER = [("calibration", "0004_gate_token_rubric_version_only")]

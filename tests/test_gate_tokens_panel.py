@@ -14,8 +14,7 @@ from django.urls import reverse
 from judging.models import JudgeRun
 
 from .api_helpers import call
-from .calibration_factories import make_judge
-from .factories import make_eval_set, make_rubric_version
+from .factories import make_eval_set, make_judge, make_rubric_version
 
 pytestmark = pytest.mark.django_db
 

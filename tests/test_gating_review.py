@@ -14,8 +14,7 @@ from calibration.models import GatingReview
 from judging.models import JudgeRun
 from workspace.lead_inbox import uncalibrated_runs
 
-from .calibration_factories import bulk_calibration, make_judge, mark_as_gating
-from .factories import make_eval_set, make_rubric_version
+from .factories import bulk_calibration, make_eval_set, make_judge, make_rubric_version, mark_as_gating
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}

@@ -11,7 +11,8 @@ from evals.access import LABELING_REFUSED, SIGNED_OUT
 from evals.models import Role
 from labeling.models import Annotation, Label
 
-from .labeling_helpers import labeling_setup, next_url, save_url
+from .factories import labeling_setup
+from .labeling_helpers import next_url, save_url
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}

@@ -18,8 +18,9 @@ from formats.label_import import import_labels, strict_majority
 from formats.rubric_import import import_rubric
 from labeling.models import Annotation, GoldLabel, Label
 
-from .factories import make_user, password_login
+from .factories import make_user
 from .io_helpers import DATA, data_source, dump_gold, dump_labels, jsonl, row_counts, source
+from .login_helpers import password_login
 
 pytestmark = pytest.mark.django_db
 REF = "refund-support@1"

@@ -18,8 +18,16 @@ from labeling.queue import move_queue
 from workspace.lead_inbox import lead_inbox
 from workspace.review_inbox import adjudications_waiting
 
-from .calibration_factories import annotate, annotator, bulk_calibration, make_judge, mark_as_gating
-from .factories import make_eval_set, make_output, make_rubric_version
+from .factories import (
+    annotate,
+    annotator,
+    bulk_calibration,
+    make_eval_set,
+    make_judge,
+    make_output,
+    make_rubric_version,
+    mark_as_gating,
+)
 
 pytestmark = pytest.mark.django_db
 HOME = reverse("home")

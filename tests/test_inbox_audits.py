@@ -20,9 +20,7 @@ from labeling.audit_order import release_next
 from workspace.lead_inbox import MAX_AUDIT_CHECKS, audit_plans
 
 from .audit_helpers import KEY, candidate, gold, in_order, one_pass_short, plan_on
-from .calibration_factories import annotate, annotator, bulk_verdicts
-from .factories import make_eval_set, make_user
-from .labeling_helpers import open_queue
+from .factories import annotate, annotator, bulk_verdicts, make_eval_set, make_user, open_queue
 from .test_inbox import section
 
 pytestmark = pytest.mark.django_db

@@ -14,8 +14,7 @@ from calibration.gate import GateRequest, gate_and_record
 from calibration.models import GateResult
 from calibration.policy import Tightening
 
-from .calibration_factories import make_judge
-from .factories import make_eval_set, make_rubric_version
+from .factories import make_eval_set, make_judge, make_rubric_version
 
 pytestmark = pytest.mark.django_db
 HOME = reverse("home")

@@ -14,15 +14,8 @@ from evals.models import Criterion
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from labeling.models import Annotation, GoldLabel, Label
 
-from .factories import make_user
-from .labeling_helpers import (
-    annotate_directly,
-    labeling_setup,
-    next_url,
-    page_url,
-    save_url,
-    submit_url,
-)
+from .factories import annotate_directly, labeling_setup, make_user
+from .labeling_helpers import next_url, page_url, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
 

@@ -15,11 +15,8 @@ from django.test import Client
 from labeling.models import Annotation
 from labeling.queue import claim_next, current_queue
 
-from .factories import make_user
-from .labeling_helpers import (
-    labeling_setup,
-    next_url,
-)
+from .factories import labeling_setup, make_user
+from .labeling_helpers import next_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

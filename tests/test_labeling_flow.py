@@ -6,14 +6,8 @@ import pytest
 
 from labeling.models import Annotation, Label
 
-from .factories import make_output
-from .labeling_helpers import (
-    labeling_setup,
-    next_url,
-    page_url,
-    save_url,
-    submit_url,
-)
+from .factories import labeling_setup, make_output
+from .labeling_helpers import next_url, page_url, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
 

@@ -6,15 +6,8 @@ import pytest
 
 from labeling.models import Annotation, Label
 
-from .factories import make_rubric_version
-from .labeling_helpers import (
-    annotate_directly,
-    labeling_setup,
-    next_url,
-    page_url,
-    save_url,
-    submit_url,
-)
+from .factories import annotate_directly, labeling_setup, make_rubric_version
+from .labeling_helpers import next_url, page_url, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
 

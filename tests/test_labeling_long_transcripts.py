@@ -13,14 +13,8 @@ from evals.models import Criterion
 from evals.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS
 from labeling.models import Annotation, Label
 
-from .factories import make_output
-from .labeling_helpers import (
-    annotate_directly,
-    labeling_setup,
-    next_url,
-    page_url,
-    save_url,
-)
+from .factories import annotate_directly, labeling_setup, make_output
+from .labeling_helpers import next_url, page_url, save_url
 from .test_labeling_queries import PAGE_AT_MOST
 
 pytestmark = pytest.mark.django_db

@@ -11,17 +11,8 @@ from django.urls import reverse
 from evals.models import Criterion
 from labeling.models import Annotation
 
-from .factories import make_user
-from .labeling_helpers import (
-    all_answers,
-    annotate_directly,
-    labeling_setup,
-    next_url,
-    page_url,
-    save_url,
-    six_criteria,
-    submit_url,
-)
+from .factories import all_answers, annotate_directly, labeling_setup, make_user, six_criteria
+from .labeling_helpers import next_url, page_url, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
 

@@ -13,16 +13,8 @@ from evals.models import Role, RubricVersion
 from labeling.models import Annotation, Label, LabelingQueue
 from labeling.queue import RESERVATION, claim_next, current_queue
 
-from .factories import make_rubric_version, make_user
-from .labeling_helpers import (
-    all_answers,
-    annotate_directly,
-    labeling_setup,
-    next_url,
-    page_url,
-    save_url,
-    six_criteria,
-)
+from .factories import all_answers, annotate_directly, labeling_setup, make_rubric_version, make_user, six_criteria
+from .labeling_helpers import next_url, page_url, save_url
 
 pytestmark = pytest.mark.django_db
 

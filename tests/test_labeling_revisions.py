@@ -6,13 +6,8 @@ import pytest
 
 from labeling.models import Annotation, Label
 
-from .labeling_helpers import (
-    labeling_setup,
-    next_url,
-    page_url,
-    save_url,
-    submit_url,
-)
+from .factories import labeling_setup
+from .labeling_helpers import next_url, page_url, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from evals.models import User
 
-from .factories import password_login
+from .login_helpers import password_login
 
 pytestmark = pytest.mark.django_db
 

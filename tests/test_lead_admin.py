@@ -13,8 +13,7 @@ from evals.role_groups import LEAD_GROUP
 from judging.models import JudgeConfig
 from workspace.lead_permissions import LEAD_PERMISSIONS, sync_lead_group
 
-from .calibration_factories import make_judge
-from .factories import make_user
+from .factories import make_judge, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,8 @@ from django.urls import reverse
 from evals.models import User
 from judging.models import JudgeConfig
 
-from .labeling_helpers import claim_via_next, labeling_setup, save_url, submit_url
+from .factories import labeling_setup
+from .labeling_helpers import claim_via_next, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,7 @@ from formats.case_import import import_cases
 from formats.rubric_import import import_rubric
 from judging.models import JudgeRun
 
-from .calibration_factories import make_judge
-from .factories import make_eval_set, make_rubric_version
+from .factories import make_eval_set, make_judge, make_rubric_version
 from .io_helpers import DATA, data_source
 
 pytestmark = pytest.mark.django_db

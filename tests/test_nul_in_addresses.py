@@ -10,8 +10,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from .calibration_factories import calibration_set, make_judge, make_run
-from .factories import make_eval_set, make_rubric_version
+from .factories import calibration_set, make_eval_set, make_judge, make_rubric_version, make_run
 
 pytestmark = pytest.mark.django_db
 

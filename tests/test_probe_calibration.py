@@ -21,8 +21,7 @@ from evals.transcript import Transcript
 from judging.models import JudgeConfig
 from judging.probes import Declaration, Probe
 
-from .calibration_factories import bulk_calibration
-from .factories import make_eval_set, make_rubric_version
+from .factories import bulk_calibration, make_eval_set, make_rubric_version
 from .probe_helpers import probe_in_process
 
 pytestmark = pytest.mark.django_db(transaction=True)

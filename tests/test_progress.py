@@ -14,12 +14,8 @@ from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED, item_states
 from labeling.models import GoldLabel
 from workspace.labeling_progress import annotation_buckets, criterion_counts, progress
 
-from .factories import make_output, make_user
-from .labeling_helpers import (
-    annotate_directly,
-    labeling_setup,
-    next_url,
-)
+from .factories import annotate_directly, labeling_setup, make_output, make_user
+from .labeling_helpers import next_url
 
 # --- Pure functions ---------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from django.urls import reverse
 from evals.access import has_role
 from evals.models import Role, User
 
-from .factories import password_login
+from .login_helpers import password_login
 
 
 def test_anonymous_users_are_sent_to_log_in(client):

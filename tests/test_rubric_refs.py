@@ -12,8 +12,7 @@ from django.core.management import CommandError, call_command
 from evals.models import Rubric, RubricVersion
 from evals.validators import RUBRIC_REF_PATTERN, UnknownName, split_rubric_ref
 
-from .calibration_factories import make_judge
-from .factories import make_eval_set, make_rubric_version
+from .factories import make_eval_set, make_judge, make_rubric_version
 
 
 @pytest.mark.parametrize(

@@ -19,8 +19,7 @@ from evals.role_groups import LEAD_GROUP
 from judging.models import JudgeRun
 from workspace.lead_permissions import sync_lead_group
 
-from .calibration_factories import make_judge
-from .factories import make_eval_set, make_rubric_version, make_user
+from .factories import make_eval_set, make_judge, make_rubric_version, make_user
 from .migration_helpers import migrate_to_latest
 
 BEFORE = [("calibration", "0011_shared_models_in_evals")]

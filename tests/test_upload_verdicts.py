@@ -14,8 +14,7 @@ from formats.case_import import import_cases
 from formats.readers import open_source
 from judging.models import JudgeConfig, JudgeRun, Verdict
 
-from .calibration_factories import make_judge
-from .factories import make_eval_set, make_output, make_rubric_version
+from .factories import make_eval_set, make_judge, make_output, make_rubric_version
 from .io_helpers import jsonl
 
 pytestmark = pytest.mark.django_db

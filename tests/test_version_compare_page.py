@@ -12,8 +12,7 @@ from calibration.version_comparison import compare_versions
 from judging.gold_splits import start_split
 from judging.models import GoldSplit, HoldoutLook, JudgeConfig
 
-from .calibration_factories import add_verdict, calibration_set, make_judge, make_run
-from .factories import make_eval_set, make_rubric_version
+from .factories import add_verdict, calibration_set, make_eval_set, make_judge, make_rubric_version, make_run
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,7 @@ from django.urls import reverse
 from evals.models import Role
 from evals.templatetags.outcomes import outcome_words
 
-from .calibration_factories import annotate, annotator
-from .factories import make_eval_set, make_output, make_rubric_version, make_user
+from .factories import annotate, annotator, make_eval_set, make_output, make_rubric_version, make_user
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
