@@ -308,23 +308,22 @@ def add_verdict(
     raw_output: str = "",
 ) -> Verdict:
     criterion = Criterion.objects.get(rubric_version=run.rubric_version, key=key)
-    return Verdict.objects.create(
-        run=run,
-        output=output,
-        rubric_version=run.rubric_version,
-        criterion=criterion,
-        judge_config=run.judge_config,
-        judge_config_hash=run.judge_config.content_hash,
-        model_id=run.judge_config.model_id,
+    verdict = _verdict(
+        run,
+        output,
+        criterion,
+        outcome,
         sample=sample,
-        outcome=outcome,
         evidence=evidence,
         evidence_found=evidence_found,
         raw_output=raw_output or f'{{"criterion": "{key}", "verdict": "{outcome}"}}',
     )
+    verdict.save(force_insert=True)
+    return verdict
 
 
-def _verdict(run: JudgeRun, output: Output, criterion: Criterion, outcome: str) -> Verdict:
+def _verdict(run: JudgeRun, output: Output, criterion: Criterion, outcome: str, **fields) -> Verdict:
+    """An unsaved verdict of `run` (for bulk_create): no evidence quoted unless `fields` say otherwise."""
     return Verdict(
         run=run,
         output=output,
@@ -334,8 +333,7 @@ def _verdict(run: JudgeRun, output: Output, criterion: Criterion, outcome: str) 
         judge_config_hash=run.judge_config.content_hash,
         model_id=run.judge_config.model_id,
         outcome=outcome,
-        evidence="NONE",
-        evidence_found=True,
+        **{"evidence": "NONE", "evidence_found": True, **fields},
     )
 
 
