@@ -38,6 +38,7 @@ if os.environ.get("CI") and not DATASETS.is_dir():
     raise RuntimeError(f"CI run without the public datasets at {DATASETS}; set ICEWATER_DATASETS_DIR")
 
 pytestmark = [
+    pytest.mark.slow,  # reproduces published figures from the public datasets
     pytest.mark.django_db,
     pytest.mark.skipif(not DATASETS.is_dir(), reason=f"public datasets not found at {DATASETS}"),
 ]

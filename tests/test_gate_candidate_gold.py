@@ -132,6 +132,7 @@ def test_the_same_gold_without_a_plan_is_held_back_not_failed():
     assert row["held_back"].startswith("the candidate's gold would refute the minimum 0.5 if its labeled outputs")
 
 
+@pytest.mark.slow
 def test_the_gate_never_passes_where_the_candidates_gold_refutes_the_minimum_by_simulation():
     # Known truth, 400 random candidates: a judge whose TNR on the candidate moved anywhere from the calibration's,
     # gold on a uniformly random share of the outputs. Wherever that gold refutes the minimum, the gate must not

@@ -8,6 +8,8 @@ from evals.models import RubricVersion
 
 from .factories import make_eval_set, make_judge, make_rubric_version, make_user
 
+pytestmark = pytest.mark.slow  # migrates from an old schema with data
+
 BEFORE = [("calibration", "0001_initial")]
 AFTER = [("calibration", "0004_gate_token_rubric_version_only")]
 

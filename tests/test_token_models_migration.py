@@ -22,6 +22,8 @@ from workspace.lead_permissions import sync_lead_group
 from .factories import make_eval_set, make_judge, make_rubric_version, make_user
 from .migration_helpers import migrate_to_latest
 
+pytestmark = pytest.mark.slow  # migrates from an old schema with data
+
 BEFORE = [("calibration", "0011_shared_models_in_evals")]
 AFTER = [("api", "0001_initial"), ("calibration", "0012_token_models_moved_to_api")]
 
