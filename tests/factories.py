@@ -9,7 +9,7 @@ state its data in one readable literal.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from itertools import count
 
 from django.utils import timezone
@@ -151,8 +151,9 @@ def annotate(
     outcomes: dict[str, str],
     evidence: dict[str, str] | None = None,
     submitted: bool = True,
+    reserved_until: datetime | None = None,
 ) -> Annotation:
-    """An annotation in `slot` with one label per criterion key of `outcomes` (a draft has no reservation)."""
+    """An annotation in `slot` with one label per criterion key of `outcomes` (a draft unreserved unless told)."""
     ann = Annotation.objects.create(
         output=output,
         rubric_version=rubric_version,
@@ -160,6 +161,7 @@ def annotate(
         slot=slot,
         status=Annotation.Status.SUBMITTED if submitted else Annotation.Status.DRAFT,
         submitted_at=timezone.now() if submitted else None,
+        reserved_until=reserved_until,
     )
     criteria = {c.key: c for c in rubric_version.criteria.all()}
     for key, outcome in outcomes.items():
@@ -182,19 +184,16 @@ def annotate_directly(
     free slot unless given; a draft is reserved for 30 minutes, as the queue would."""
     if slot is None:
         slot = Annotation.objects.filter(output=output, rubric_version=rubric_version).count() + 1
-    annotation = Annotation.objects.create(
-        output=output,
-        rubric_version=rubric_version,
-        annotator=annotator,
-        slot=slot,
-        status=Annotation.Status.SUBMITTED if submit else Annotation.Status.DRAFT,
-        submitted_at=timezone.now() if submit else None,
+    return annotate(
+        output,
+        rubric_version,
+        annotator,
+        slot,
+        {key: outcome for key, (outcome, _) in answers.items()},
+        evidence={key: evidence for key, (_, evidence) in answers.items()},
+        submitted=submit,
         reserved_until=None if submit else timezone.now() + timedelta(minutes=30),
     )
-    criteria = {c.key: c for c in Criterion.objects.filter(rubric_version=rubric_version)}
-    for key, (outcome, evidence) in answers.items():
-        Label.objects.create(annotation=annotation, criterion=criteria[key], outcome=outcome, evidence=evidence)
-    return annotation
 
 
 def all_answers(rubric_version: RubricVersion, outcome: str = "PASS", evidence: str = "NONE") -> dict:
