@@ -1,5 +1,5 @@
 # Two commands matter: `make run` (the app on embedded defaults) and `make test` (the suite on real services).
-# `make test-fast` is the quick lane: the suite without browser, Celery-worker and subprocess tests, in parallel.
+# `make test-fast` is the quick lane: the suite without browser, Celery-worker, subprocess and slow tests, in parallel.
 VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
@@ -25,7 +25,7 @@ test:
 WORKERS ?= auto
 test-fast:
 	ICEWATER_NO_BROWSER=1 bash scripts/test.sh -p tests.xdist_isolation -n $(WORKERS) --dist loadfile \
-		-m "not browser and not celery and not subprocess"
+		-m "not browser and not celery and not subprocess and not slow"
 
 demo: venv
 	$(PY) manage.py migrate --noinput

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from evals.models import Role
 
-from .calibration_factories import adjudicate, annotate
-from .calibration_factories import annotator as annotator_named
-from .factories import make_eval_set, make_output, make_rubric_version, make_user
+from .factories import adjudicate, annotate, make_eval_set, make_output, make_rubric_version, make_user
+from .factories import annotator as annotator_named
 
 A, B, C = 1, 2, 3
 TABLE = {

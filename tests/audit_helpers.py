@@ -9,9 +9,18 @@ from evals.models import EvalSet, Output, Role, RubricVersion, User
 from labeling.audit_order import release_next
 from labeling.models import AuditOrderItem
 
-from .calibration_factories import adjudicate, annotate, annotator, bulk_verdicts, make_judge, mark_as_gating
-from .factories import make_eval_set, make_rubric_version, make_user
-from .labeling_helpers import open_queue
+from .factories import (
+    adjudicate,
+    annotate,
+    annotator,
+    bulk_verdicts,
+    make_eval_set,
+    make_judge,
+    make_rubric_version,
+    make_user,
+    mark_as_gating,
+    open_queue,
+)
 
 KEY = "correct_amount"
 

@@ -1,7 +1,7 @@
 """Every fixture the tests share, defined once; browser fixtures are in tests/browser/conftest.py.
 
-Builders that are plain functions stay in helper modules (factories.py, judging_helpers.py, ...) and are
-imported like any function; a test takes a fixture only by naming it as an argument.
+Builders that write model rows are plain functions in factories.py, other helpers (pages, runs, files) in the
+*_helpers.py modules; both are imported like any function. A test takes a fixture only by naming it as an argument.
 """
 
 from __future__ import annotations

@@ -9,9 +9,16 @@ from judging.gold_splits import start_split
 from judging.guidance import derive_config
 from judging.models import GoldSplit, JudgeConfig
 
-from .calibration_factories import add_verdict, adjudicate, make_run
-from .factories import make_eval_set, make_output, make_rubric_version, make_user
-from .judging_helpers import make_judge
+from .factories import (
+    add_verdict,
+    adjudicate,
+    make_eval_set,
+    make_llm_judge,
+    make_output,
+    make_rubric_version,
+    make_run,
+    make_user,
+)
 
 
 def reviewer() -> User:
@@ -70,7 +77,7 @@ def held_out_world(lead: User) -> HeldOutWorld:
     gold = {o.pk: g["next_step"] for o, g in zip(outputs, HELD_OUT_GOLDS, strict=True)}
     dev = [o for o in outputs if o.pk in split.development]
     v2 = derive_config(
-        base=make_judge(name="support-judge"),
+        base=make_llm_judge(name="support-judge"),
         guidance={
             "rubric": rubric.ref,
             "criteria": {"next_step": {"examples": [example(dev[0], gold[dev[0].pk])]}},

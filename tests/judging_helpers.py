@@ -1,19 +1,17 @@
-"""Builders for the judging tests: judge configs, run scopes, the worker command (their fixtures: tests/conftest.py)."""
+"""Helpers for the judging tests: the test key, the judge config form, running a scope in process and the worker
+command (their fixtures: tests/conftest.py; judge configs and scopes: tests/factories.py)."""
 
 from __future__ import annotations
 
 import sys
 
 from judging import runner
-from judging.models import JudgeConfig, JudgeRun
-from tests.factories import make_eval_set, make_output, make_rubric_version
-from tests.fake_llm import FakeLLM
+from judging.models import JudgeRun
 
 # A key that must never show up anywhere but in the Authorization header the fake server sees. Its
 # variable is on the tests' key allowlist (conftest.py; the Celery worker gets it in its environment).
 KEY_ENV = "JUDGE_TEST_API_KEY"
 KEY_VALUE = "sk-test-7Hq2-NEVER-STORE-THIS-a91f"
-RESPONSE = "I have issued a refund of $40.00. You will see it within 5 business days."
 
 # The judge config form as the lead's page posts it (every field, the model's defaults).
 CONFIG_FORM = {
@@ -32,31 +30,6 @@ CONFIG_FORM = {
     "prompt_template_version": "v1",
     "instruments": "{}",
 }
-
-
-def make_judge(fake: FakeLLM | None = None, name: str = "judge", backend: str = "openai", **fields) -> JudgeConfig:
-    defaults: dict = {"model_id": "judge-model-2026-01", "api_key_env": KEY_ENV, "timeout_s": 5.0, "max_retries": 2}
-    if fake is not None:
-        defaults["base_url"] = fake.openai_base_url if backend == "openai" else fake.anthropic_base_url
-    if backend in ("instrument", "imported"):
-        defaults = {"model_id": "", "api_key_env": ""}
-    defaults.update(fields)
-    return JudgeConfig.objects.create(name=name, backend=backend, **defaults)
-
-
-def make_scope(
-    judge: JudgeConfig,
-    *,
-    responses: list[str] | None = None,
-    rubric=None,
-    eval_set=None,
-    agent_version: str = "default",
-) -> runner.Scope:
-    eval_set = eval_set or make_eval_set()
-    rubric = rubric or make_rubric_version()
-    for i, response in enumerate(responses or [RESPONSE]):
-        make_output(eval_set, case_id=f"case-{i + 1:03d}", response=response, agent_version=agent_version)
-    return runner.Scope(eval_set, rubric, judge, "")
 
 
 def judge_in_process(scope: runner.Scope, **kwargs) -> JudgeRun:

@@ -2,7 +2,7 @@
 
 Each writer opens transactions that read and then write, as a label save does (read the annotation,
 write its labels). Prints one JSON line: the errors the writers met, the rows written, the journal mode.
-Used by tests/test_sqlite_url.py with DATABASE_URL=sqlite:///<file>.
+Used by tests/config/test_sqlite_concurrency.py with DATABASE_URL=sqlite:///<file>.
 """
 
 from __future__ import annotations

@@ -39,9 +39,17 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
+
+# The arrays: gold, judge scores, capitals and bounds are floats (gold 1, 0, -1 N/A, NaN pending); label counts
+# and row indices integers; decisions ("PASS", "FAIL", "") and how they came, Python strings.
+Floats = NDArray[np.float64]
+Ints = NDArray[np.integer[Any]]
+Objects = NDArray[np.object_]
+Bools = NDArray[np.bool_]
 
 PASS = "PASS"
 FAIL = "FAIL"
@@ -79,7 +87,7 @@ PRIOR_WEIGHT = 4.0
 EDGES = np.geomspace(0.02, 0.20, 8)
 
 
-def _as_float_array(values: Iterable[float | None], *, name: str, allow_na: bool = False) -> np.ndarray:
+def _as_float_array(values: Iterable[float | None], *, name: str, allow_na: bool = False) -> Floats:
     array = np.array([np.nan if v is None else v for v in values], dtype=float).ravel()
     usable = array[~np.isnan(array)]
     known = {0.0, 1.0, NOT_APPLICABLE} if allow_na else {0.0, 1.0}
@@ -89,7 +97,7 @@ def _as_float_array(values: Iterable[float | None], *, name: str, allow_na: bool
     return array
 
 
-def judge_scores(*, verdicts: Iterable[float | None]) -> np.ndarray:
+def judge_scores(*, verdicts: Iterable[float | None]) -> Floats:
     """The judge's score f for each output: its verdict, and for outputs without a usable verdict the
     judge's pass rate on the rest.
 
@@ -108,7 +116,7 @@ def judge_scores(*, verdicts: Iterable[float | None]) -> np.ndarray:
 
 def _check(
     *, gold: Iterable[float | None], verdicts: Iterable[float | None], confidence: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[Floats, Floats, Floats]:
     raw = _as_float_array(verdicts, name="verdicts")
     g = _as_float_array(gold, name="gold", allow_na=True)
     if raw.size == 0:
@@ -120,7 +128,7 @@ def _check(
     return g, raw, judge_scores(verdicts=raw)
 
 
-def power_tuned_lambda(*, y: np.ndarray, f: np.ndarray) -> float:
+def power_tuned_lambda(*, y: Floats, f: Floats) -> float:
     """lambda = Cov(y, f) / Var(f) on the labeled items, clipped to [0, 1]; 0 when f does not vary there."""
     if y.size < 2:
         return 0.0
@@ -183,7 +191,7 @@ def ppi_estimate(
     return PPIEstimate(estimate, lower, upper, std_error, lam, n, N, fpc)
 
 
-def _ratio_estimate(*, g: np.ndarray, f: np.ndarray, fpc: bool) -> PPIEstimate:
+def _ratio_estimate(*, g: Floats, f: Floats, fpc: bool) -> PPIEstimate:
     """With N/A gold among the labels: theta_hat = P_hat / A_hat, the PPI++ estimates of the share of
     passes and of the share the criterion applies to (N/A counts 0 in the first and 0 in the second, a pass
     or fail 1 in the second), each with its own lambda. Consistent, not unbiased; no fixed-n interval (the
@@ -201,7 +209,7 @@ def _ratio_estimate(*, g: np.ndarray, f: np.ndarray, fpc: bool) -> PPIEstimate:
     return PPIEstimate(estimate, None, None, None, 0.0, int(labeled.size), N, fpc)
 
 
-def betting_log_capital(*, y: np.ndarray, f: np.ndarray, m: ArrayLike, bet_share: float = BET_SHARE) -> np.ndarray:
+def betting_log_capital(*, y: Floats, f: Floats, m: ArrayLike, bet_share: float = BET_SHARE) -> Floats:
     """log K_t of the test of "theta <= m" (bets >= 0), after each of the first T draws.
 
     y: (S, T) gold of the first T draws (0/1) of S sequences; f: (S, N) the judge's scores of all N outputs
@@ -280,14 +288,14 @@ def betting_log_capital(*, y: np.ndarray, f: np.ndarray, m: ArrayLike, bet_share
 
 @dataclass(frozen=True)
 class _Decisions:
-    decided: np.ndarray  # (S,) "PASS", "FAIL" or ""
-    at: np.ndarray  # (S,) the number of labels (prefix length) when decided, -1 if not
-    by: np.ndarray  # (S,) "exact", "test" or ""
-    log_k_pass: np.ndarray  # (S, T)
-    log_k_fail: np.ndarray  # (S, T)
+    decided: Objects  # (S,) "PASS", "FAIL" or ""
+    at: Ints  # (S,) the number of labels (prefix length) when decided, -1 if not
+    by: Objects  # (S,) "exact", "test" or ""
+    log_k_pass: Floats  # (S, T)
+    log_k_fail: Floats  # (S, T)
 
 
-def _decide(*, gold: np.ndarray, f: np.ndarray, minimum: float, confidence: float, min_gold: int) -> _Decisions:
+def _decide(*, gold: Floats, f: Floats, minimum: float, confidence: float, min_gold: int) -> _Decisions:
     """The first decision along each of S sequences; gold (S, T) with NaN for pending, f (S, N) or one
     order (N,) shared by all."""
     f = np.atleast_2d(f)
@@ -318,10 +326,10 @@ def _decide(*, gold: np.ndarray, f: np.ndarray, minimum: float, confidence: floa
 
 def first_decisions(
     *,
-    gold: np.ndarray,
+    gold: Floats,
     N: int,
-    log_k_pass: np.ndarray,
-    log_k_fail: np.ndarray,
+    log_k_pass: Floats,
+    log_k_fail: Floats,
     minimum: float,
     confidence: float,
     min_gold: int,
@@ -392,7 +400,7 @@ class AuditDecision:
     evidence_fail: float
 
 
-def _confidence_sequence(*, f: np.ndarray, gold: np.ndarray, confidence: float) -> tuple[float, float]:
+def _confidence_sequence(*, f: Floats, gold: Floats, confidence: float) -> tuple[float, float]:
     """The m not rejected by either test at any time so far (on the grid k/N, where theta lies without N/A
     gold; on a grid of 2,001 points widened to its neighbours otherwise), and the exact bounds (labeled
     passes / A, 1 - labeled fails / A, A the outputs not labeled N/A)."""
@@ -479,7 +487,7 @@ def audit_decision(
 def decision_of(
     d: _Decisions,
     *,
-    gold: np.ndarray,
+    gold: Floats,
     N: int,
     bounds: tuple[float, float],
     estimate: PPIEstimate,
@@ -613,8 +621,8 @@ _CELLS = 2_000_000
 
 
 def _first_decisions(
-    *, drawn: np.ndarray, f: np.ndarray, n: int, k: int, minimum: float, confidence: float, min_gold: int
-) -> tuple[np.ndarray, np.ndarray]:
+    *, drawn: Ints, f: Floats, n: int, k: int, minimum: float, confidence: float, min_gold: int
+) -> tuple[Objects, Ints]:
     """The first decision along each simulated order and its label, replayed only as far as it needs.
 
     Most simulations decide long before label N, a few only at N (the exact rule), so the rule runs to a
@@ -745,7 +753,7 @@ class GatingPrice:
             f"release of {self.N:,} outputs, on the worse side: {said}; {judge}"
         )
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "criterion": self.criterion,
             "phi": self.phi,

@@ -33,8 +33,9 @@ Nothing about the judge: a poor one costs labels, never validity.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -48,6 +49,10 @@ from calibration.stats.audit_stats import (
     PRIOR_WEIGHT,
     AuditDecision,
     AuditForecast,
+    Bools,
+    Floats,
+    Ints,
+    Objects,
     PPIEstimate,
     decision_of,
     first_decisions,
@@ -63,7 +68,7 @@ FLOOR = 0.10
 SPLIT_POINTS = 400
 
 
-def strata_of(verdicts: Sequence[float | None] | np.ndarray) -> np.ndarray:
+def strata_of(verdicts: Sequence[float | None] | Floats) -> Ints:
     """The stratum of each output from the judge's verdict (1 PASS, 0 FAIL, None/NaN none): 0 for PASS, else 1."""
     raw = np.array([np.nan if v is None else v for v in verdicts], dtype=float).ravel()
     return np.where(raw == 1.0, JUDGE_PASS, JUDGE_REST).astype(np.int8)
@@ -74,7 +79,7 @@ def strata_of(verdicts: Sequence[float | None] | np.ndarray) -> np.ndarray:
 REFUTED = 1e9
 
 
-def stratum_log_capital(*, y: np.ndarray, nulls: np.ndarray, size: int, shared: int = 0) -> np.ndarray:
+def stratum_log_capital(*, y: Floats, nulls: Floats, size: int, shared: int = 0) -> Floats:
     """log K of the test "the stratum's total <= s", for each null total s in `nulls` (G,) or one row per sequence
     (S, G), before and after each draw of S sequences y (S, T) of values in [0, 1] from one stratum of `size`
     outputs: (S, G, T + 1). `shared`: the first draws are the same in every sequence (a forecast's settled
@@ -112,10 +117,10 @@ class _Capital:
     not sums of logs: a log and an exp per cell and step fewer; rescaled before they could overflow or
     underflow), and the sums of the draws and of their squares so far."""
 
-    capital: np.ndarray
-    scale: np.ndarray
-    s_y: np.ndarray
-    s_yy: np.ndarray
+    capital: Floats
+    scale: Floats
+    s_y: Floats
+    s_yy: Floats
 
     @classmethod
     def fresh(cls, S: int, G: int) -> _Capital:
@@ -129,7 +134,7 @@ class _Capital:
             np.repeat(self.s_yy, S),
         )
 
-    def run(self, y: np.ndarray, nulls: np.ndarray, size: int, start: int, end: int, out: np.ndarray) -> None:
+    def run(self, y: Floats, nulls: Floats, size: int, start: int, end: int, out: Floats) -> None:
         """Draws start..end - 1 of y, writing log K after each into out[:, :, t + 1]."""
         for t in range(start, end):
             c = (nulls - self.s_y[:, None]) / (size - t)
@@ -153,7 +158,7 @@ class _Capital:
             out[:, :, t + 1] = np.where(self.s_y[:, None] > nulls + 1e-9, REFUTED, out[:, :, t + 1])
 
 
-def split_grid(total: float, sizes: tuple[int, int], points: int = SPLIT_POINTS) -> np.ndarray:
+def split_grid(total: float, sizes: tuple[int, int], points: int = SPLIT_POINTS) -> Floats:
     """A grid of stratum 0's null total s_0 over its range under s_0 + s_1 = total, 0 <= s_h <= N_h: every integer
     inside it and both ends (at most `points` + 1 evenly spaced points on large strata)."""
     n0, n1 = sizes
@@ -165,7 +170,7 @@ def split_grid(total: float, sizes: tuple[int, int], points: int = SPLIT_POINTS)
     return np.linspace(lo, hi, points + 1)
 
 
-def refine(grid: np.ndarray, around: np.ndarray, *, width: float = 10.0, step: float = 0.1) -> np.ndarray:
+def refine(grid: Floats, around: Floats, *, width: float = 10.0, step: float = 0.1) -> Floats:
     """Per sequence, `grid` (G,) with points `step` apart added within `width` of around[s] (S,): (S, G') sorted,
     padded with the grid's end. The pairs' slack is a grid step, and the hardest split is where it counts."""
     lo, hi = grid[0], grid[-1]
@@ -176,7 +181,7 @@ def refine(grid: np.ndarray, around: np.ndarray, *, width: float = 10.0, step: f
     return np.stack([np.concatenate([r, np.full(longest - r.size, hi)]) for r in rows])
 
 
-def _pairs(total: float, grid: np.ndarray, n1: int) -> tuple[np.ndarray, np.ndarray]:
+def _pairs(total: float, grid: Floats, n1: int) -> tuple[Floats, Floats]:
     """The null totals (stratum 0's, stratum 1's), one pair per grid step, whose products lie below the product at
     every split s_0 + s_1 = total: for s_0 in [g_i, g_(i+1)], (g_(i+1), total - g_i) (each capital falls as its
     null total rises). grid (G,) or one row per sequence (S, G); pairs (..., G - 1)."""
@@ -187,27 +192,27 @@ def _pairs(total: float, grid: np.ndarray, n1: int) -> tuple[np.ndarray, np.ndar
 class _Side:
     """One side's test: each stratum's log capital at each pair and count (S, P, T_h + 1), and the pairs (S, P)."""
 
-    tables: tuple[np.ndarray, np.ndarray]
-    pairs: tuple[np.ndarray, np.ndarray]
+    tables: tuple[Floats, Floats]
+    pairs: tuple[Floats, Floats]
 
-    def products(self, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    def products(self, rows: Ints, counts: Ints) -> Floats:
         """log of each pair's product for sequences `rows` at their counts (len(rows), 2): (len(rows), P)."""
         return self.tables[0][rows, :, counts[:, 0]] + self.tables[1][rows, :, counts[:, 1]]
 
-    def at(self, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    def at(self, rows: Ints, counts: Ints) -> Floats:
         """The smallest product over the pairs: the test's log capital (len(rows),)."""
-        return self.products(rows, counts).min(axis=1)
+        return cast(Floats, self.products(rows, counts).min(axis=1))
 
-    def hardest(self, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    def hardest(self, rows: Ints, counts: Ints) -> Floats:
         """Stratum 0's null total at the pair with the smallest product (len(rows),)."""
-        return self.pairs[0][rows, self.products(rows, counts).argmin(axis=1)]
+        return cast(Floats, self.pairs[0][rows, self.products(rows, counts).argmin(axis=1)])
 
 
 def _side(
-    ys: tuple[np.ndarray, np.ndarray],
+    ys: tuple[Floats, Floats],
     sizes: tuple[int, int],
     total: float,
-    grid: np.ndarray,
+    grid: Floats,
     shared: tuple[int, int] = (0, 0),
 ) -> _Side:
     S = ys[0].shape[0]
@@ -225,15 +230,15 @@ class Tests:
     pass_side: _Side
     fail_side: _Side
     # Per stratum, the prefix sums of the values each test reads (S, T_h + 1): for the allocation.
-    sums_pass: tuple[np.ndarray, np.ndarray]
-    sums_fail: tuple[np.ndarray, np.ndarray]
+    sums_pass: tuple[Floats, Floats]
+    sums_fail: tuple[Floats, Floats]
 
 
 def build_tests(
-    gold: tuple[np.ndarray, np.ndarray],
+    gold: tuple[Floats, Floats],
     sizes: tuple[int, int],
     minimum: float,
-    grids: tuple[np.ndarray, np.ndarray] | None = None,
+    grids: tuple[Floats, Floats] | None = None,
     shared: tuple[int, int] = (0, 0),
 ) -> Tests:
     """The tests on per-stratum gold sequences ((S, T_0), (S, T_1): 1, 0, -1 N/A, NaN pending), each in its stratum's
@@ -254,9 +259,7 @@ def build_tests(
     )
 
 
-def next_batch(
-    tests: Tests, rows: np.ndarray, counts: np.ndarray, sizes: tuple[int, int], minimum: float, k: int
-) -> np.ndarray:
+def next_batch(tests: Tests, rows: Ints, counts: Ints, sizes: tuple[int, int], minimum: float, k: int) -> Ints:
     """The stratum of each of the next k labels (len(rows), k) of sequences `rows` at their counts (len(rows), 2).
 
     The side served is the one the labels point to (the stratified estimate against the minimum). At that side's
@@ -300,7 +303,7 @@ def next_batch(
     return out
 
 
-def _prefix_sums(values: np.ndarray) -> np.ndarray:
+def _prefix_sums(values: Floats | Bools) -> Floats:
     """(S, T) -> (S, T + 1): the sum of the first n values for n = 0..T."""
     return np.concatenate([np.zeros((values.shape[0], 1)), np.cumsum(values, axis=1)], axis=1)
 
@@ -309,14 +312,14 @@ def _prefix_sums(values: np.ndarray) -> np.ndarray:
 class _Counters:
     """Per stratum, the prefix sums a decision reads at any counts: passes, fails, N/A and settled gold."""
 
-    passes: tuple[np.ndarray, np.ndarray]
-    fails: tuple[np.ndarray, np.ndarray]
-    na: tuple[np.ndarray, np.ndarray]
-    settled: tuple[np.ndarray, np.ndarray]
+    passes: tuple[Floats, Floats]
+    fails: tuple[Floats, Floats]
+    na: tuple[Floats, Floats]
+    settled: tuple[Floats, Floats]
 
     @classmethod
-    def of(cls, gold: tuple[np.ndarray, np.ndarray]) -> _Counters:
-        def sums(test) -> tuple[np.ndarray, np.ndarray]:
+    def of(cls, gold: tuple[Floats, Floats]) -> _Counters:
+        def sums(test: Callable[[Floats], Bools]) -> tuple[Floats, Floats]:
             return (_prefix_sums(test(gold[0])), _prefix_sums(test(gold[1])))
 
         return cls(
@@ -327,20 +330,20 @@ class _Counters:
         )
 
     @staticmethod
-    def total(which: tuple[np.ndarray, np.ndarray], rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    def total(which: tuple[Floats, Floats], rows: Ints, counts: Ints) -> Floats:
         return which[0][rows, counts[:, 0]] + which[1][rows, counts[:, 1]]
 
 
 def _decide_at(
     tests: Tests,
     counters: _Counters,
-    rows: np.ndarray,
-    counts: np.ndarray,
+    rows: Ints,
+    counts: Ints,
     N: int,
     minimum: float,
     threshold: float,
     min_gold: int,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[Objects, Objects]:
     """The decision of sequences `rows` at their counts (len(rows), 2): "PASS", "FAIL" or "", and how ("exact",
     "test" or ""). The exact rule first (it cannot err), then the tests once min_gold items are settled."""
     passes = counters.total(counters.passes, rows, counts)
@@ -361,15 +364,15 @@ def _allocate(
     tests: Tests,
     counters: _Counters,
     sizes: tuple[int, int],
-    start: np.ndarray,
+    start: Ints,
     minimum: float,
     threshold: float,
     k: int,
     first_k: int | None,
     min_gold: int,
     limits: tuple[int, int],
-    path: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    path: Ints | None = None,
+) -> tuple[Ints, Ints, Objects, Ints, Bools]:
     """S audits from counts `start`, along `path` or in batches from `next_batch`, until each decides on `tests`
     (whose tables reach `limits` labels per stratum): the labels' strata (S, N; -1 after the decision), the counts
     then (S, 2), the decisions (S,), the labels in all then (S,), and which audits stopped at a limit undecided
@@ -415,17 +418,17 @@ FIRST_HORIZON = 64
 
 def _run(
     *,
-    gold: tuple[np.ndarray, np.ndarray],
-    start: np.ndarray,
+    gold: tuple[Floats, Floats],
+    start: Ints,
     minimum: float,
     threshold: float,
     k: int,
     first_k: int | None,
     min_gold: int,
-    grids: tuple[np.ndarray, np.ndarray] | None = None,
+    grids: tuple[Floats, Floats] | None = None,
     shared: tuple[int, int] = (0, 0),
-    path: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    path: Ints | None = None,
+) -> tuple[Ints, Ints, Objects, Ints, Floats]:
     """_allocate on tables that grow as far as the audits need: the same results as tables of whole strata (each
     audit's labels depend only on the gold before them, so one stopped at a limit is replayed from its start with
     longer tables). Also each side's hardest split (stratum 0's null total) at each audit's end (S,), (S,)."""
@@ -467,15 +470,15 @@ def _run(
 
 def replay(
     *,
-    gold: tuple[np.ndarray, np.ndarray],
-    start: np.ndarray,
+    gold: tuple[Floats, Floats],
+    start: Ints,
     minimum: float,
     confidence: float = 0.95,
     k: int = 25,
     first_k: int | None = None,
     min_gold: int = MIN_GOLD,
-    path: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+    path: Ints | None = None,
+) -> tuple[Objects, Ints]:
     """The first decision, and the labels in all when it came, of S simulated audits going on from per-sequence
     counts `start` (S, 2). gold ((S, N_0), (S, N_1)): every output's gold in its stratum's order (1, 0, -1 N/A,
     NaN pending). The labels are counted along `path` (S, N), the stratum of every label from the first, as a plan
@@ -521,12 +524,12 @@ def replay(
 # --- A plan's figures: one audit, read along its path (the strata of its labels, in the order) ---------------------
 
 
-def per_stratum(gold: np.ndarray, path: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def per_stratum(gold: Floats, path: Ints) -> tuple[Floats, Floats]:
     """The gold of a plan's labels (in release order, `path` their strata) split into each stratum's own order."""
     return gold[path == 0][None, :], gold[path == 1][None, :]
 
 
-def _counts_along(path: np.ndarray) -> np.ndarray:
+def _counts_along(path: Ints) -> Ints:
     """(T + 1, 2): the labels in each stratum before and after each label of the path."""
     steps = np.zeros((path.size + 1, 2), dtype=int)
     steps[1:, 0] = np.cumsum(path == 0)
@@ -534,7 +537,7 @@ def _counts_along(path: np.ndarray) -> np.ndarray:
     return steps
 
 
-def _along(tests: Tests, path: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _along(tests: Tests, path: Ints) -> tuple[Floats, Floats, Floats, Floats]:
     """Each side's log capital after each label of one plan's path (T,), and stratum 0's null total at its hardest
     pair then (T,)."""
     counts = _counts_along(path)[1:]
@@ -550,8 +553,8 @@ def _along(tests: Tests, path: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def _plan_tests(
-    gold: np.ndarray, path: np.ndarray, sizes: tuple[int, int], minimum: float, threshold: float
-) -> tuple[Tests, np.ndarray, np.ndarray]:
+    gold: Floats, path: Ints, sizes: tuple[int, int], minimum: float, threshold: float
+) -> tuple[Tests, Floats, Floats]:
     """The tests of one plan on a grid refined around the hardest split wherever a side came within a factor e^2
     of deciding, and at the last label (the refinement only raises the lower bounds, and the same labels always
     get the same grid). Each side's log capital along the path."""
@@ -571,7 +574,7 @@ def _plan_tests(
     return fine, k_pass, k_fail
 
 
-def _estimate(stratum_gold: tuple[np.ndarray, np.ndarray], sizes: tuple[int, int]) -> float | None:
+def _estimate(stratum_gold: tuple[Floats, Floats], sizes: tuple[int, int]) -> float | None:
     """The stratified estimate of the pass rate: each stratum's share of passes and of applicable outputs among
     its settled gold, weighted by its size; passes / applicable. None until both are estimable."""
     passes = applicable = 0.0
@@ -587,7 +590,9 @@ def _estimate(stratum_gold: tuple[np.ndarray, np.ndarray], sizes: tuple[int, int
     return min(1.0, max(0.0, passes / applicable)) if applicable > 0 else None
 
 
-def _check_plan(gold, path, sizes) -> tuple[np.ndarray, np.ndarray]:
+def _check_plan(
+    gold: Sequence[float | None] | Floats, path: Sequence[int] | Ints, sizes: tuple[int, int]
+) -> tuple[Floats, Ints]:
     g = np.array([np.nan if v is None else v for v in gold], dtype=float).ravel()
     p = np.asarray(path, dtype=np.int8).ravel()
     if g.size != p.size:
@@ -605,8 +610,8 @@ def _check_plan(gold, path, sizes) -> tuple[np.ndarray, np.ndarray]:
 
 def stratified_decision(
     *,
-    gold: Sequence[float | None] | np.ndarray,
-    path: Sequence[int] | np.ndarray,
+    gold: Sequence[float | None] | Floats,
+    path: Sequence[int] | Ints,
     sizes: tuple[int, int],
     minimum: float,
     confidence: float = 0.95,
@@ -647,7 +652,7 @@ def stratified_decision(
     return decision_of(d, gold=g, N=N, bounds=(lower, upper), estimate=estimate, rule=(minimum, confidence, min_gold))
 
 
-def _rejected(g: np.ndarray, p: np.ndarray, sizes: tuple[int, int], m: float, threshold: float) -> tuple[bool, bool]:
+def _rejected(g: Floats, p: Ints, sizes: tuple[int, int], m: float, threshold: float) -> tuple[bool, bool]:
     """Whether "pass rate <= m" and "pass rate >= m" are rejected at the last label, on split_grid's grid (a lower
     bound at every split like any grid: the interval it gives is a little wider than a refined grid's, and
     valid)."""
@@ -658,7 +663,7 @@ def _rejected(g: np.ndarray, p: np.ndarray, sizes: tuple[int, int], m: float, th
     )
 
 
-def _bounds(g: np.ndarray, p: np.ndarray, sizes: tuple[int, int], threshold: float) -> tuple[float, float]:
+def _bounds(g: Floats, p: Ints, sizes: tuple[int, int], threshold: float) -> tuple[float, float]:
     """The anytime-valid interval now, to 1/N (or 1/1000 on larger candidates), within the exact bounds."""
     N = sizes[0] + sizes[1]
     applicable = N - int(np.sum(g == NOT_APPLICABLE))
@@ -696,9 +701,9 @@ FORECAST_POINTS = 60
 
 def stratified_forecast(
     *,
-    gold: Sequence[float | None] | np.ndarray,
-    path: Sequence[int] | np.ndarray,
-    ahead: Sequence[int] | np.ndarray,
+    gold: Sequence[float | None] | Floats,
+    path: Sequence[int] | Ints,
+    ahead: Sequence[int] | Ints,
     sizes: tuple[int, int],
     minimum: float,
     confidence: float = 0.95,
@@ -765,7 +770,7 @@ def stratified_forecast(
     )
 
 
-def _forecast_grids(sizes: tuple[int, int], minimum: float) -> tuple[np.ndarray, np.ndarray]:
+def _forecast_grids(sizes: tuple[int, int], minimum: float) -> tuple[Floats, Floats]:
     N = sizes[0] + sizes[1]
     return (
         split_grid(minimum * N, sizes, FORECAST_POINTS),

@@ -17,7 +17,9 @@ has gold on some of its outputs, two questions come before any pass:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from scipy.stats import binom, fisher_exact, hypergeom
 from statsmodels.stats.proportion import power_proportions_2indep
@@ -125,7 +127,7 @@ class GoldBound:
             "if every other output passes"
         )
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "passes": self.passes,
             "fails": self.fails,
@@ -161,7 +163,7 @@ def gold_bound(
 CALIBRATION_CELLS = ("true_pass", "false_pass", "false_fail", "true_fail")
 
 
-def calibration_cells(figures: dict) -> tuple[int, int, int, int] | None:
+def calibration_cells(figures: Mapping[str, Any]) -> tuple[int, int, int, int] | None:
     """The cells a mark's figures hold, or None where any is missing or not a count (a mark made without them)."""
     cells = [figures.get(name) for name in CALIBRATION_CELLS]
     if not all(isinstance(c, int) and c >= 0 for c in cells):
@@ -195,7 +197,7 @@ class RateMove:
     def moved(self) -> bool:
         return self.p_value is not None and self.p_value < self.level
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "calibration": self.calibration,
             "calibration_n": self.calibration_n,
@@ -306,7 +308,7 @@ class TransportTest:
             f"{POWER_MOVES[0]:.2f} in either rate would be caught at least {MEANINGFUL_POWER:.0%} of the time)"
         )
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "candidate_gold_n": self.candidate_n,
             "level": self.level,

@@ -27,9 +27,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 from statsmodels.stats.contingency_tables import mcnemar
 
 from calibration.stats.metrics import (
@@ -158,7 +160,9 @@ def mcnemar_exact(*, both_right: int, broken: int, fixed: int, both_wrong: int) 
 _PATTERNS = [(g, a, b) for g in (1, 0) for a in (1, 0) for b in (1, 0)]
 
 
-def _cells(pass_gold: np.ndarray, pass_rater: np.ndarray, weights: np.ndarray) -> list[np.ndarray]:
+def _cells(
+    pass_gold: NDArray[np.integer[Any]], pass_rater: NDArray[np.integer[Any]], weights: NDArray[np.integer[Any]]
+) -> list[NDArray[np.int64]]:
     """(true pass, false pass, false fail, true fail) counts per row of pattern weights."""
     masks = [(pass_rater == 1) & (pass_gold == 1), (pass_rater == 1) & (pass_gold == 0)]
     masks += [(pass_rater == 0) & (pass_gold == 1), (pass_rater == 0) & (pass_gold == 0)]
@@ -166,9 +170,9 @@ def _cells(pass_gold: np.ndarray, pass_rater: np.ndarray, weights: np.ndarray) -
 
 
 def paired_delta_kappa_ci(
-    gold: np.ndarray,
-    a: np.ndarray,
-    b: np.ndarray,
+    gold: NDArray[np.object_],
+    a: NDArray[np.object_],
+    b: NDArray[np.object_],
     *,
     replicates: int = DELTA_REPLICATES,
     seed: int = DELTA_SEED,

@@ -12,10 +12,12 @@ import math
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import krippendorff
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike, NDArray
 from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.proportion import proportion_confint
 
@@ -95,7 +97,7 @@ class Finding:
     code: str
     message: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, str]:
         return {"code": self.code, "message": self.message}
 
 
@@ -187,7 +189,12 @@ class WilsonBound:
     upper: float | None
 
 
-def kappa_from_cells(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndarray) -> np.ndarray:
+def kappa_from_cells(
+    tp: NDArray[np.integer[Any]],
+    fp: NDArray[np.integer[Any]],
+    fn: NDArray[np.integer[Any]],
+    tn: NDArray[np.integer[Any]],
+) -> NDArray[np.float64]:
     """Cohen's kappa for arrays of 2x2 cell counts (NaN where undefined).
 
     Written in integer arithmetic as (n * agree - S) / (n^2 - S), S = sum over outcomes of the
@@ -203,8 +210,8 @@ def kappa_from_cells(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray, tn: np.ndar
 
 
 def resample_patterns(
-    counts: np.ndarray, *, replicates: int = BOOTSTRAP_REPLICATES, seed: int = BOOTSTRAP_SEED
-) -> np.ndarray:
+    counts: NDArray[np.integer[Any]], *, replicates: int = BOOTSTRAP_REPLICATES, seed: int = BOOTSTRAP_SEED
+) -> NDArray[np.integer[Any]]:
     """Bootstrap draws over items, given how many items show each distinct pattern: (replicates, patterns).
 
     Items with the same pattern (a 2x2 cell, a PASS/FAIL count, a set of annotator-pair cells) are
@@ -217,7 +224,7 @@ def resample_patterns(
     return rng.multinomial(n, counts / n, size=replicates)
 
 
-def percentile_interval(values: np.ndarray, confidence: float = CI_CONFIDENCE) -> tuple[float, float] | None:
+def percentile_interval(values: NDArray[np.float64], confidence: float = CI_CONFIDENCE) -> tuple[float, float] | None:
     """The two-sided percentile interval of bootstrap replicates, NaN (undefined) replicates left out."""
     values = np.asarray(values, dtype=float)
     values = values[~np.isnan(values)]
@@ -268,7 +275,7 @@ def sklearn_kappa(tp: int, fp: int, fn: int, tn: int) -> float:
         )
 
 
-def cohen_agreement(rater: pd.Series | np.ndarray, reference: pd.Series | np.ndarray) -> Agreement:
+def cohen_agreement(rater: pd.Series | NDArray[np.object_], reference: pd.Series | NDArray[np.object_]) -> Agreement:
     """Kappa with its bootstrap interval, both agreements, pass rates and the confusion cells.
 
     Both inputs hold only PASS or FAIL (the caller filters the other outcomes out and counts them).
@@ -317,7 +324,7 @@ class Rates:
     f1_ci: tuple[float, float] | None
 
 
-def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+def _ratio(numerator: ArrayLike, denominator: ArrayLike) -> NDArray[np.float64]:
     numerator, denominator = np.asarray(numerator, dtype=float), np.asarray(denominator, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(denominator == 0, np.nan, numerator / denominator)
@@ -327,10 +334,16 @@ def _none_if_nan(x: float) -> float | None:
     return None if math.isnan(x) else float(x)
 
 
+# A cell count, or one per bootstrap draw.
+_Counts = int | NDArray[np.integer[Any]]
+
+
 def classification_rates(tp: int, fp: int, fn: int, tn: int, *, confidence: float = CI_CONFIDENCE) -> Rates:
     """TPR, TNR, balanced accuracy and F1 of a judge against gold, with intervals (see Rates)."""
 
-    def rates(tp, fp, fn, tn):
+    def rates(
+        tp: _Counts, fp: _Counts, fn: _Counts, tn: _Counts
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         tpr, tnr = _ratio(tp, tp + fn), _ratio(tn, tn + fp)
         return tpr, tnr, (tpr + tnr) / 2.0, _ratio(2 * tp, 2 * tp + fp + fn)
 
@@ -349,7 +362,7 @@ def classification_rates(tp: int, fp: int, fn: int, tn: int, *, confidence: floa
     return Rates(tpr, wilson(tp, tp + fn), tnr, wilson(tn, tn + fp), ba, ba_ci, f1, f1_ci)
 
 
-def krippendorff_alpha_nominal(value_counts: np.ndarray) -> float | None:
+def krippendorff_alpha_nominal(value_counts: NDArray[np.integer[Any]]) -> float | None:
     """Krippendorff's alpha (nominal) from a units x values matrix of counts (any number of coders).
 
     Units with fewer than two values are not pairable and drop out, as in Krippendorff's definition.
@@ -365,7 +378,9 @@ def krippendorff_alpha_nominal(value_counts: np.ndarray) -> float | None:
     return float(krippendorff.alpha(value_counts=pairable, level_of_measurement="nominal"))
 
 
-def alpha_from_counts(pass_counts: np.ndarray, fail_counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def alpha_from_counts(
+    pass_counts: NDArray[np.integer[Any]], fail_counts: NDArray[np.integer[Any]], weights: NDArray[np.integer[Any]]
+) -> NDArray[np.float64]:
     """Krippendorff's nominal alpha for two values, vectorized over rows of `weights` (NaN: undefined).
 
     `pass_counts`, `fail_counts`: per pattern of a unit (how many coders said PASS, FAIL; at least two in
@@ -385,7 +400,7 @@ def alpha_from_counts(pass_counts: np.ndarray, fail_counts: np.ndarray, weights:
 
 
 def bootstrap_alpha_ci(
-    value_counts: np.ndarray, *, seed: int = BOOTSTRAP_SEED, confidence: float = CI_CONFIDENCE
+    value_counts: NDArray[np.integer[Any]], *, seed: int = BOOTSTRAP_SEED, confidence: float = CI_CONFIDENCE
 ) -> tuple[float, float] | None:
     """Percentile bootstrap interval of nominal alpha over units (items): a units x (PASS, FAIL) matrix.
 
@@ -410,9 +425,9 @@ _PAIRWISE_CHUNK_CELLS = 5_000_000
 
 
 def mean_pairwise_kappa(
-    items: np.ndarray,
-    pairs: np.ndarray,
-    cells: np.ndarray,
+    items: NDArray[np.integer[Any]],
+    pairs: NDArray[np.integer[Any]],
+    cells: NDArray[np.integer[Any]],
     *,
     replicates: int = BOOTSTRAP_REPLICATES,
     seed: int = BOOTSTRAP_SEED,
@@ -450,7 +465,7 @@ def mean_pairwise_kappa(
     starts = np.flatnonzero(np.r_[True, sorted_column[1:] != sorted_column[:-1]])
     columns = sorted_column[starts]
 
-    def kappas(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def kappas(weights: NDArray[np.integer[Any]]) -> tuple[NDArray[np.float64], NDArray[np.integer[Any]]]:
         """Mean pairwise kappa per row of pattern weights (NaN where no pair is defined), and how many
         pairs were defined."""
         tables = np.zeros((weights.shape[0], n_pairs * 4), dtype=np.int64)
@@ -521,7 +536,7 @@ class CorrectedPassRate:
     reason: str = ""
 
 
-def rogan_gladen(observed, tpr, tnr) -> np.ndarray:
+def rogan_gladen(observed: ArrayLike | None, tpr: ArrayLike, tnr: ArrayLike) -> NDArray[np.float64]:
     """(observed + tnr - 1) / (tpr + tnr - 1), clipped to [0, 1]; NaN where tpr + tnr <= 1 (a judge no
     better than chance, whose verdicts say nothing about the truth) or an input is undefined."""
     observed, tpr, tnr = (np.asarray(x, dtype=float) for x in (observed, tpr, tnr))

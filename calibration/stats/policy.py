@@ -69,7 +69,7 @@ class GateThresholds:
         if self.decide_on not in DECIDE_ON:
             raise ValueError(f"decide-on must be one of {', '.join(DECIDE_ON)}, got {self.decide_on!r}")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, float | str]:
         return {name: getattr(self, name) for name in (*FIELDS, "decide_on")}
 
 

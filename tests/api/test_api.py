@@ -18,8 +18,15 @@ from judging import runner
 from judging.lane import work_lane
 from judging.models import JudgeRun, Verdict
 from tests.api_helpers import call, create_token
-from tests.calibration_factories import bulk_verdicts, calibration_set, make_judge, mark_as_gating
-from tests.factories import make_eval_set, make_output, make_rubric_version
+from tests.factories import (
+    bulk_verdicts,
+    calibration_set,
+    make_eval_set,
+    make_judge,
+    make_output,
+    make_rubric_version,
+    mark_as_gating,
+)
 from tests.inspect_helpers import INSPECT_MODEL
 from tests.io_helpers import jsonl, row_counts
 

@@ -23,9 +23,8 @@ from calibration.models import GateResult
 from config.chunked import LENGTH_REQUIRED, ChunkedBodies
 from evals.models import Output
 from tests.api_helpers import create_token
-from tests.calibration_factories import bulk_verdicts, make_judge, mark_as_gating
 from tests.config.test_smoke import free_port
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import bulk_verdicts, make_eval_set, make_judge, make_rubric_version, mark_as_gating
 from tests.io_helpers import jsonl
 
 pytestmark = pytest.mark.django_db(transaction=True)  # gunicorn reads what the test wrote: it must be committed

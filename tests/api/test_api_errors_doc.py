@@ -15,8 +15,7 @@ import pytest
 
 from judging import run_status, runner
 from tests.api_helpers import call, create_token
-from tests.calibration_factories import bulk_verdicts, make_judge, mark_as_gating
-from tests.factories import make_eval_set, make_output, make_rubric_version
+from tests.factories import bulk_verdicts, make_eval_set, make_judge, make_output, make_rubric_version, mark_as_gating
 from tests.io_helpers import jsonl
 
 pytestmark = pytest.mark.django_db

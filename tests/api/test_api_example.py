@@ -14,8 +14,7 @@ from calibration.models import GateResult
 from evals.models import Output
 from judging.models import JudgeRun
 from tests.api_helpers import create_token
-from tests.calibration_factories import make_judge, mark_as_gating
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import make_eval_set, make_judge, make_rubric_version, mark_as_gating
 from tests.io_helpers import jsonl
 
 pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]

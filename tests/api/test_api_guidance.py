@@ -8,8 +8,8 @@ import pytest
 from judging.gold_splits import start_split
 from judging.models import GoldSplit, JudgeConfig
 from tests.api_helpers import call, create_token
+from tests.factories import make_llm_judge
 from tests.guidance_helpers import example, gold_set
-from tests.judging_helpers import make_judge
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +23,7 @@ def world(client, lead):
     gold = {o.pk: g["next_step"] for o, g in zip(outputs, GOLDS, strict=True)}
     dev = next(o for o in outputs if o.pk in split.development)
     held = next(o for o in outputs if o.pk in split.held_out)
-    make_judge(name="api-judge")
+    make_llm_judge(name="api-judge")
     token = create_token(client, lead, ["guidance"], rubric)
     return eval_set, rubric, split, gold, dev, held, token
 

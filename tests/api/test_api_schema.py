@@ -13,8 +13,7 @@ import pytest
 from calibration.models import GateResult
 from evals.models import Output
 from tests.api_helpers import call, create_token
-from tests.calibration_factories import bulk_verdicts, make_judge, mark_as_gating
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import bulk_verdicts, make_eval_set, make_judge, make_rubric_version, mark_as_gating
 
 pytestmark = pytest.mark.django_db
 

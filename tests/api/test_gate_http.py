@@ -12,8 +12,7 @@ from django.urls import reverse
 from api.models import GateToken
 from calibration.models import GateResult
 from tests import api_helpers
-from tests.calibration_factories import bulk_verdicts, make_judge, mark_as_gating
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import bulk_verdicts, make_eval_set, make_judge, make_rubric_version, mark_as_gating
 
 pytestmark = pytest.mark.django_db
 API = "/calibration/api/gate"

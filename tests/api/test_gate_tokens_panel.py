@@ -13,8 +13,7 @@ from django.urls import reverse
 
 from judging.models import JudgeRun
 from tests.api_helpers import call
-from tests.calibration_factories import make_judge
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import make_eval_set, make_judge, make_rubric_version
 
 pytestmark = pytest.mark.django_db
 

@@ -23,9 +23,9 @@ from evals.models import Output
 from formats.models import TraceOutcome
 from judging import runner
 from judging.models import JudgeRun
-from tests.factories import make_eval_set, make_rubric_version
-from tests.judging_helpers import judge_in_process, make_judge
-from tests.labeling_helpers import claim_via_next, open_queue
+from tests.factories import make_eval_set, make_llm_judge, make_rubric_version, open_queue
+from tests.judging_helpers import judge_in_process
+from tests.labeling_helpers import claim_via_next
 from tests.otel_helpers import as_otlp_json, traces_token
 
 pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]
@@ -169,7 +169,7 @@ def test_the_sdks_protobuf_exporter_sends_an_agent_run_that_becomes_an_output_to
     open_queue(es, rubric, lead)
     assert claim_via_next(client, annotator, es).output == output
     # Judged like any other: a run over the eval set completes with a verdict per criterion.
-    run = judge_in_process(runner.Scope(es, rubric, make_judge(fake_llm), ""))
+    run = judge_in_process(runner.Scope(es, rubric, make_llm_judge(fake_llm), ""))
     assert run.status == JudgeRun.Status.DONE
     assert run.verdicts.filter(output=output).count() == rubric.criteria.count()
 

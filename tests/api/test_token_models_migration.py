@@ -17,10 +17,11 @@ from api.models import GateToken, VerdictPush
 from calibration.models import GateResult
 from evals.role_groups import LEAD_GROUP
 from judging.models import JudgeRun
-from tests.calibration_factories import make_judge
-from tests.factories import make_eval_set, make_rubric_version, make_user
+from tests.factories import make_eval_set, make_judge, make_rubric_version, make_user
 from tests.migration_helpers import migrate_to_latest
 from workspace.lead_permissions import sync_lead_group
+
+pytestmark = pytest.mark.slow  # migrates from an old schema with data
 
 BEFORE = [("calibration", "0011_shared_models_in_evals")]
 AFTER = [("api", "0001_initial"), ("calibration", "0012_token_models_moved_to_api")]

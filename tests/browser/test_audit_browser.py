@@ -15,8 +15,7 @@ from evals.models import Role
 from labeling.models import Annotation, GoldLabel
 
 from ..audit_helpers import KEY, candidate, in_order
-from ..calibration_factories import annotate, annotator
-from ..factories import make_user
+from ..factories import annotate, annotator, make_user
 from .browser_helpers import screenshot
 from .test_labeling_browser import criterion, log_in
 

@@ -10,8 +10,7 @@ from calibration.gate.approvals import approve_rubric_version
 from calibration.models import GatingMark
 from evals.models import Role
 
-from ..calibration_factories import bulk_calibration, make_judge
-from ..factories import make_eval_set, make_rubric_version, make_user
+from ..factories import bulk_calibration, make_eval_set, make_judge, make_rubric_version, make_user
 from .browser_helpers import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -16,8 +16,17 @@ from evals.role_groups import sync_role_group
 from judging.models import JudgeConfig, JudgeRun
 from labeling.models import GoldDispute, LabelingQueue
 
-from ..calibration_factories import bulk_calibration, bulk_verdicts, calibration_set, make_judge, mark_as_gating
-from ..factories import make_eval_set, make_output, make_rubric_version, make_user
+from ..factories import (
+    bulk_calibration,
+    bulk_verdicts,
+    calibration_set,
+    make_eval_set,
+    make_judge,
+    make_output,
+    make_rubric_version,
+    make_user,
+    mark_as_gating,
+)
 from .browser_helpers import screenshot
 from .test_labeling_browser import log_in
 

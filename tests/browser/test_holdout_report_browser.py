@@ -10,10 +10,8 @@ from evals.models import Role, RubricVersion
 from judging.gold_splits import look_count, start_split
 from judging.guidance import derive_config
 
-from ..calibration_factories import add_verdict, make_run
-from ..factories import make_user
+from ..factories import add_verdict, make_llm_judge, make_run, make_user
 from ..guidance_helpers import example, gold_set
-from ..judging_helpers import make_judge
 from .browser_helpers import screenshot
 from .test_labeling_browser import log_in
 
@@ -30,7 +28,7 @@ def test_the_report_of_a_version_with_examples_says_held_out_only_at_both_sizes(
     gold = {o.pk: g["next_step"] for o, g in zip(outputs, GOLDS, strict=True)}
     dev = next(o for o in outputs if o.pk in split.development)
     v2 = derive_config(
-        base=make_judge(name="support-judge"),
+        base=make_llm_judge(name="support-judge"),
         guidance={"rubric": rubric.ref, "criteria": {"next_step": {"examples": [example(dev, gold[dev.pk])]}}},
         by=lee,
     )

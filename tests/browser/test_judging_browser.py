@@ -10,8 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from judging.models import JudgeRun, RunItem, Verdict
-from tests.factories import make_eval_set, make_output, make_rubric_version, make_user
-from tests.judging_helpers import make_judge
+from tests.factories import make_eval_set, make_llm_judge, make_output, make_rubric_version, make_user
 
 from .browser_helpers import launch_chromium
 
@@ -41,7 +40,7 @@ def test_the_progress_panel_follows_the_run_and_stops_polling_when_it_ends(live_
     lead = make_user("lead-b", "lead")
     eval_set = make_eval_set("support")
     rv = make_rubric_version(name="refund", version="1")
-    judge = make_judge(name="inst", backend="instrument", instruments={"x": {"kind": "max_length", "max_chars": 9}})
+    judge = make_llm_judge(name="inst", backend="instrument", instruments={"x": {"kind": "max_length", "max_chars": 9}})
     outputs = [make_output(eval_set, case_id=f"c{i}") for i in range(2)]
     run = JudgeRun.objects.create(
         eval_set=eval_set, rubric_version=rv, judge_config=judge, status="running", total_items=2, expected_verdicts=4

@@ -9,8 +9,7 @@ from playwright.sync_api import expect
 
 from labeling.models import Annotation, Label
 
-from ..factories import make_user
-from ..labeling_helpers import labeling_setup
+from ..factories import labeling_setup, make_user
 from .browser_helpers import screenshot
 from .test_labeling_browser import FOUR, criterion, keys_ready, wait_saved
 

@@ -12,8 +12,7 @@ from playwright.sync_api import expect
 
 from labeling.models import Annotation, GoldLabel, Label
 
-from ..factories import make_user
-from ..labeling_helpers import labeling_setup
+from ..factories import labeling_setup, make_user
 from .browser_helpers import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -232,7 +231,7 @@ def test_two_annotators_disagree_a_reviewer_adjudicates_and_gold_is_exported(liv
 
 
 def test_a_submitted_annotation_is_corrected_as_a_new_revision(live_server, new_page):
-    from ..labeling_helpers import annotate_directly
+    from ..factories import annotate_directly
 
     eval_set, rv, (output,) = labeling_setup(n_outputs=1)
     mia = make_user("mia")
@@ -289,7 +288,7 @@ def test_gold_saved_in_another_tab_is_not_overwritten_unseen(live_server, new_pa
     """Issue 20 item 8: a page that shows the item undecided (a tab left open, or Back after Save gold label
     when the browser shows the page from before) must not replace the gold saved since without a confirmation.
     (Chromium here reloads on Back, so two tabs of one reviewer give the same page deterministically.)"""
-    from ..labeling_helpers import annotate_directly
+    from ..factories import annotate_directly
 
     eval_set, rv, (output,) = labeling_setup(n_outputs=1)
     annotate_directly(output, rv, make_user("ada"), {"correct_amount": ("PASS", "NONE"), "next_step": ("PASS", "NONE")})

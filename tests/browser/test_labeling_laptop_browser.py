@@ -8,8 +8,7 @@ from playwright.sync_api import expect
 
 from labeling.models import Annotation
 
-from ..factories import make_user
-from ..labeling_helpers import labeling_setup
+from ..factories import labeling_setup, make_user
 from .browser_helpers import screenshot
 from .test_labeling_browser import criterion, keys_ready, log_in, wait_saved
 

@@ -10,8 +10,7 @@ from evals.access import LABELING_REFUSED, SIGNED_OUT
 from evals.models import Role, User
 from labeling.models import Label
 
-from ..factories import make_user
-from ..labeling_helpers import labeling_setup
+from ..factories import labeling_setup, make_user
 from .browser_helpers import screenshot
 from .test_labeling_browser import keys_ready, log_in, wait_saved
 

@@ -9,8 +9,7 @@ from playwright.sync_api import expect
 from evals.models import Role, RubricVersion
 from labeling.models import LabelingQueue
 
-from ..factories import make_user
-from ..labeling_helpers import labeling_setup
+from ..factories import labeling_setup, make_user
 from .browser_helpers import screenshot
 from .test_labeling_browser import log_in
 

@@ -15,10 +15,19 @@ from evals.models import Output, Role
 from judging import runner
 from judging.models import GoldSplit, HoldoutLook, JudgeConfig, JudgeRun
 
-from ..calibration_factories import annotate, annotator, bulk_calibration, make_judge, rejudge
-from ..factories import make_eval_set, make_output, make_rubric_version, make_user
+from ..factories import (
+    annotate,
+    annotator,
+    bulk_calibration,
+    make_eval_set,
+    make_judge,
+    make_llm_judge,
+    make_output,
+    make_rubric_version,
+    make_user,
+    rejudge,
+)
 from ..judging_helpers import judge_in_process
-from ..judging_helpers import make_judge as make_llm_judge
 from .browser_helpers import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

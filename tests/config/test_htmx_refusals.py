@@ -10,7 +10,8 @@ from config.errors import CSRF_REFUSED
 from evals.access import LABELING_REFUSED, SIGNED_OUT
 from evals.models import Role
 from labeling.models import Annotation, Label
-from tests.labeling_helpers import labeling_setup, next_url, save_url
+from tests.factories import labeling_setup
+from tests.labeling_helpers import next_url, save_url
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}

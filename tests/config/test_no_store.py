@@ -12,8 +12,8 @@ from django.urls import reverse
 
 from api.models import GateToken
 from evals.models import Criterion
-from tests.calibration_factories import make_judge
-from tests.labeling_helpers import all_answers, annotate_directly, claim_via_next, labeling_setup, page_url
+from tests.factories import all_answers, annotate_directly, labeling_setup, make_judge
+from tests.labeling_helpers import claim_via_next, page_url
 
 pytestmark = pytest.mark.django_db
 

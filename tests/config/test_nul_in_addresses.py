@@ -10,8 +10,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from tests.calibration_factories import calibration_set, make_judge, make_run
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import calibration_set, make_eval_set, make_judge, make_rubric_version, make_run
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,15 @@ from django.utils import timezone
 
 from judging.models import JudgeRun, Verdict
 from labeling.models import Annotation, GoldDispute, GoldLabel, Label, LabelingQueue
-from tests.calibration_factories import add_verdict, make_judge, make_run
-from tests.factories import make_eval_set, make_output, make_rubric_version, make_user
+from tests.factories import (
+    add_verdict,
+    make_eval_set,
+    make_judge,
+    make_output,
+    make_rubric_version,
+    make_run,
+    make_user,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from evals.access import has_role
 from evals.models import Role, User
-from tests.factories import password_login
+from tests.login_helpers import password_login
 
 
 def test_anonymous_users_are_sent_to_log_in(client):

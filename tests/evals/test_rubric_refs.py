@@ -11,8 +11,7 @@ from django.core.management import CommandError, call_command
 
 from evals.models import Rubric, RubricVersion
 from evals.validators import RUBRIC_REF_PATTERN, UnknownName, split_rubric_ref
-from tests.calibration_factories import make_judge
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import make_eval_set, make_judge, make_rubric_version
 
 
 @pytest.mark.parametrize(

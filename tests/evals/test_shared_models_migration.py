@@ -22,6 +22,8 @@ from evals.models import Case, Criterion, EvalSet, Output, Rubric, RubricVersion
 from judging.models import Verdict
 from labeling.models import GoldLabel, Label
 
+pytestmark = pytest.mark.slow  # migrates from an old schema with data
+
 BEFORE_THE_MOVE = [
     ("evals", "0001_initial"),
     ("labeling", "0010_import_job"),

@@ -10,8 +10,7 @@ from django.urls import reverse
 
 from evals.models import Role
 from evals.templatetags.outcomes import outcome_words
-from tests.calibration_factories import annotate, annotator
-from tests.factories import make_eval_set, make_output, make_rubric_version, make_user
+from tests.factories import annotate, annotator, make_eval_set, make_output, make_rubric_version, make_user
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 

@@ -8,6 +8,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 from tests.factories import make_user
 
+pytestmark = pytest.mark.slow  # migrates from an old schema with data
+
 BEFORE = [("labeling", "0011_shared_models_in_evals")]
 AFTER = [("labeling", "0012_import_job_to_formats"), ("formats", "0001_initial")]
 

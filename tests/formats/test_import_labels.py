@@ -17,8 +17,9 @@ from formats.case_import import import_cases
 from formats.label_import import import_labels, strict_majority
 from formats.rubric_import import import_rubric
 from labeling.models import Annotation, GoldLabel, Label
-from tests.factories import make_user, password_login
+from tests.factories import make_user
 from tests.io_helpers import DATA, data_source, dump_gold, dump_labels, jsonl, row_counts, source
+from tests.login_helpers import password_login
 
 pytestmark = pytest.mark.django_db
 REF = "refund-support@1"

@@ -63,6 +63,7 @@ def test_with_the_broker_down_and_no_later_export_a_worker_that_starts_finishes_
     assert not TraceSpan.objects.exists()
 
 
+@pytest.mark.slow
 def test_with_the_broker_down_and_no_later_export_manage_py_finish_traces_finishes_the_kept_spans(
     client, lead, gunicorn, private_redis
 ):

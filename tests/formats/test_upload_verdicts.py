@@ -13,8 +13,7 @@ from evals.models import RubricVersion
 from formats.case_import import import_cases
 from formats.readers import open_source
 from judging.models import JudgeConfig, JudgeRun, Verdict
-from tests.calibration_factories import make_judge
-from tests.factories import make_eval_set, make_output, make_rubric_version
+from tests.factories import make_eval_set, make_judge, make_output, make_rubric_version
 from tests.io_helpers import jsonl
 
 pytestmark = pytest.mark.django_db

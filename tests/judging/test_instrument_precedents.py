@@ -12,8 +12,9 @@ from judging.backends.instruments import evaluate, with_precedents
 from judging.gold_splits import start_split
 from judging.guidance import GuidanceRefused, derive_config
 from judging.models import GoldSplit, JudgeConfig
+from tests.factories import make_llm_judge
 from tests.guidance_helpers import example, gold_set
-from tests.judging_helpers import judge_in_process, make_judge
+from tests.judging_helpers import judge_in_process
 
 NO_VOUCHER = {"kind": "regex_must_not_match", "pattern": "voucher", "ignore_case": True}
 QUIET = "I've also waived the return shipping fee for you."
@@ -67,7 +68,7 @@ def test_an_instrument_judge_takes_examples_as_precedents_and_refuses_instructio
         "correct_amount": {"kind": "regex_must_match", "pattern": "\\$40\\.00"},
         "next_step": {"kind": "regex_must_not_match", "pattern": "voucher"},
     }
-    base = make_judge(name="rules", backend="instrument", instruments=instruments)
+    base = make_llm_judge(name="rules", backend="instrument", instruments=instruments)
     configs = JudgeConfig.objects.count()
     notes = {"instructions": "Fail a refund without a next step.", "examples": []}
     with pytest.raises(GuidanceRefused, match="deterministic .* reads no instructions; give it examples only"):

@@ -11,10 +11,9 @@ from judging.gold_splits import start_split
 from judging.guidance import GuidanceRefused, derive_config
 from judging.models import GoldSplit, JudgeConfig, JudgeConfigLocked, JudgeRun
 from judging.prompt import CriterionSpec, GuidanceExample, Subject, build_request
-from tests.calibration_factories import make_run
-from tests.factories import make_rubric_version, make_user
+from tests.factories import make_llm_judge, make_rubric_version, make_run, make_user
 from tests.guidance_helpers import example, gold_set
-from tests.judging_helpers import judge_in_process, make_judge
+from tests.judging_helpers import judge_in_process
 from workspace.lead_permissions import sync_lead_group
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +28,7 @@ def setup(lead):
     by_id = {o.pk: o for o in outputs}
     dev = [by_id[i] for i in split.development]
     held = [by_id[i] for i in split.held_out]
-    return eval_set, rubric, dev, held, make_judge(name="support-judge")
+    return eval_set, rubric, dev, held, make_llm_judge(name="support-judge")
 
 
 def gold_of(output, key="next_step"):
@@ -60,7 +59,7 @@ def test_a_derived_version_is_a_new_row_named_family_v2_and_the_base_is_unchange
 
 def test_hash_and_cache_key_change_with_guidance_and_not_without(setup, lead):
     _, rubric, dev, _, base = setup
-    twin = make_judge(name="twin")  # the same settings under another name, no guidance
+    twin = make_llm_judge(name="twin")  # the same settings under another name, no guidance
     v2 = derive_config(base=base, guidance=doc(rubric, next_step={"instructions": "A date counts."}), by=lead)
     assert twin.content_hash == base.content_hash
     assert v2.content_hash != base.content_hash
@@ -118,7 +117,7 @@ def test_a_config_in_use_never_changes_its_guidance(setup, lead):
 
 def test_a_run_sends_the_guidance_to_the_model(setup, lead, fake_llm, judge_key):
     eval_set, rubric, dev, _, _ = setup
-    base = make_judge(fake_llm, name="wired")
+    base = make_llm_judge(fake_llm, name="wired")
     outcome = gold_of(dev[0])
     v2 = derive_config(
         base=base,
@@ -173,17 +172,19 @@ def test_bad_guidance_is_refused_with_a_clear_message_and_nothing_written(setup,
         lead,
         doc(rubric, next_step={"instructions": "x"}),
         "no prompt",
-        base=make_judge(name="imp", backend="imported"),
+        base=make_llm_judge(name="imp", backend="imported"),
     )
     # A model judge whose next_step is measured by an instrument: that criterion reads no prompt either.
-    mixed = make_judge(name="mixed", instruments={"next_step": {"kind": "max_length", "max_words": 9}})
+    mixed = make_llm_judge(name="mixed", instruments={"next_step": {"kind": "max_length", "max_words": 9}})
     refused(setup, lead, doc(rubric, next_step={"instructions": "x"}), "graded by an instrument", base=mixed)
     refused(
         setup,
         lead,
         doc(rubric, next_step={"instructions": "x"}),
         "reads no instructions",
-        base=make_judge(name="rules", backend="instrument", instruments={"x": {"kind": "max_length", "max_words": 9}}),
+        base=make_llm_judge(
+            name="rules", backend="instrument", instruments={"x": {"kind": "max_length", "max_words": 9}}
+        ),
     )
 
 
@@ -209,7 +210,7 @@ def test_the_first_derive_with_an_example_fixes_the_split(lead, monkeypatch):
     monkeypatch.setattr("judging.gold_splits.secrets.randbelow", lambda bound: 5)
     # Which outputs seed 5 puts in development is the split rule's business (tests/judging/test_judge_splits.py):
     # try each output until one is accepted; every refusal must leave no split behind.
-    base = make_judge(name="first")
+    base = make_llm_judge(name="first")
     for output in outputs:
         try:
             derive_config(
@@ -254,7 +255,7 @@ def test_the_admin_shows_guidance_and_splits_but_never_edits_them(setup, client)
 
 def test_a_version_name_taken_before_or_meanwhile_is_refused(setup, lead, monkeypatch):
     _, rubric, dev, _, base = setup
-    make_judge(name="support-judge-v2")  # not of the family, but it holds the name
+    make_llm_judge(name="support-judge-v2")  # not of the family, but it holds the name
     refused(setup, lead, doc(rubric, next_step={"instructions": "x"}), "exists already")
     JudgeConfig.objects.filter(name="support-judge-v2").delete()
     from judging import guidance
@@ -263,7 +264,7 @@ def test_a_version_name_taken_before_or_meanwhile_is_refused(setup, lead, monkey
 
     def meanwhile(*args, **kwargs):
         # Another lead's derive commits the same name while this one checks its examples.
-        make_judge(name="support-judge-v2")
+        make_llm_judge(name="support-judge-v2")
         return checked(*args, **kwargs)
 
     monkeypatch.setattr(guidance, "_check_example", meanwhile)

@@ -11,8 +11,8 @@ from django.core.management import CommandError, call_command
 
 from judging.gold_splits import look_count, start_split
 from judging.models import GoldSplit, JudgeConfig
+from tests.factories import make_llm_judge
 from tests.guidance_helpers import example, gold_set
-from tests.judging_helpers import make_judge
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +32,7 @@ def world(lead):
     gold = {o.pk: g["next_step"] for o, g in zip(outputs, GOLDS, strict=True)}
     dev = next(o for o in outputs if o.pk in split.development)
     held = next(o for o in outputs if o.pk in split.held_out)
-    make_judge(name="cli-judge")
+    make_llm_judge(name="cli-judge")
     return eval_set, rubric, split, gold, dev, held
 
 

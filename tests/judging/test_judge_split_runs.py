@@ -11,8 +11,8 @@ from judging.backends import Misconfigured
 from judging.gold_splits import start_split
 from judging.guidance import derive_config
 from judging.models import GoldSplit, JudgeRun, RunItem
+from tests.factories import make_llm_judge
 from tests.guidance_helpers import example, gold_set
-from tests.judging_helpers import make_judge
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +29,7 @@ def test_a_dev_split_rerun_asks_only_what_the_cache_cannot_answer_and_the_count_
     first = next(o for o in outputs if o.pk == dev[0])
     first_gold = GOLDS[outputs.index(first)]["next_step"]
     v2 = derive_config(
-        base=make_judge(fake_llm, name="rerun"),
+        base=make_llm_judge(fake_llm, name="rerun"),
         guidance={"rubric": rubric.ref, "criteria": {"next_step": {"examples": [example(first, first_gold)]}}},
         by=lead,
     )
@@ -57,7 +57,7 @@ def test_a_dev_split_rerun_asks_only_what_the_cache_cannot_answer_and_the_count_
 
 def test_a_split_run_needs_a_split(lead):
     eval_set, rubric, _ = gold_set(GOLDS)
-    scope = runner.Scope(eval_set, rubric, make_judge(name="nosplit"))
+    scope = runner.Scope(eval_set, rubric, make_llm_judge(name="nosplit"))
     with pytest.raises(Misconfigured, match="has no gold split"):
         runner.create_split_run(scope, part=GoldSplit.DEVELOPMENT, mode=JudgeRun.Mode.IN_PROCESS, check_api_key=False)
     start_split(eval_set=eval_set, rubric_version=rubric, by=lead, seed=1)
@@ -73,7 +73,7 @@ def test_run_judge_split_development_judges_only_that_part(lead, fake_llm, judge
 
     eval_set, rubric, _ = gold_set(GOLDS)
     split = start_split(eval_set=eval_set, rubric_version=rubric, by=lead, seed=2)
-    make_judge(fake_llm, name="cli-run")
+    make_llm_judge(fake_llm, name="cli-run")
     call_command(
         "run_judge",
         "--eval-set",

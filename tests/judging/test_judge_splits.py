@@ -15,10 +15,8 @@ from judging.gold_splits import (
 )
 from judging.models import GoldSplit
 from judging.split_rule import DEVELOPMENT, HELD_OUT, later_part, split_outputs
-from tests.calibration_factories import adjudicate
-from tests.factories import make_output
+from tests.factories import adjudicate, make_llm_judge, make_output
 from tests.guidance_helpers import gold_set, reviewer
-from tests.judging_helpers import make_judge
 
 # Outputs 1-4 have no FAIL gold, 5-6 one, 7-9 two: strata of 4, 2 and 3.
 STRATA = {1: 0, 2: 0, 3: 0, 4: 0, 5: 1, 6: 1, 7: 2, 8: 2, 9: 2}
@@ -98,7 +96,7 @@ def test_a_split_needs_gold_and_a_valid_seed(lead):
 def test_each_look_at_the_held_out_figures_is_counted_with_who_and_which_versions(lead):
     eval_set, rubric, _ = gold_set([{"next_step": "PASS"}, {"next_step": "FAIL"}])
     split = start_split(eval_set=eval_set, rubric_version=rubric, by=lead, seed=1)
-    a, b = make_judge(name="a"), make_judge(name="b")
+    a, b = make_llm_judge(name="a"), make_llm_judge(name="b")
     assert look_count(split) == 0 and describe(split)["held_out_looks"] == 0
     record_look(split=split, by=lead, configs=[a, b], via="api")
     look = record_look(split=split, by=None, configs=[b], via="command")

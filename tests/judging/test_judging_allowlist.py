@@ -23,7 +23,8 @@ from judging.backends.factory import backend_for
 from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
 from judging.prompt import CriterionSpec, Subject, build_request
 from tests.config.test_settings import ROOT, load_settings
-from tests.judging_helpers import CONFIG_FORM, KEY_ENV, KEY_VALUE, make_judge, make_scope
+from tests.factories import make_llm_judge, make_scope
+from tests.judging_helpers import CONFIG_FORM, KEY_ENV, KEY_VALUE
 
 ATTACK = {"api_key_env": "DATABASE_URL", "base_url": "http://attacker.example/v1"}
 DB_SECRET = "postgres://icewater:db-password-31337@db.internal/icewater"
@@ -252,7 +253,7 @@ def test_add_judge_refuses_a_malformed_base_url_and_writes_nothing(tmp_path, url
 
 @pytest.mark.django_db
 def test_a_legacy_config_with_a_crlf_base_url_cannot_start_a_run(fake_llm, judge_key):
-    judge = make_judge(fake_llm, name="legacy")
+    judge = make_llm_judge(fake_llm, name="legacy")
     scope = make_scope(judge)
     JudgeConfig.objects.filter(pk=judge.pk).update(base_url=f"{fake_llm.openai_base_url}\r\nX-Injected: 1")
     scope.judge_config.refresh_from_db()
@@ -296,7 +297,7 @@ def test_a_stored_config_naming_another_host_never_sends_the_key(judge_key, sett
 def test_a_queued_run_on_a_config_refused_at_call_time_fails_saying_why_and_sends_nothing(
     fake_llm, judge_key, settings, narrowed
 ):
-    judge = make_judge(fake_llm)
+    judge = make_llm_judge(fake_llm)
     scope = make_scope(judge, responses=["$40 back.", "Refunded $40."])
     run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
     if narrowed == "crlf":  # a row stored before the rule (update() skips every check), as a legacy one is
@@ -320,7 +321,7 @@ def test_a_queued_run_on_a_config_refused_at_call_time_fails_saying_why_and_send
 @pytest.mark.django_db
 def test_a_run_cannot_start_on_a_config_the_allowlists_refuse(fake_llm, judge_key, monkeypatch, tmp_path):
     monkeypatch.setenv("DATABASE_URL", DB_SECRET)
-    judge = make_judge(fake_llm, name="exfil")
+    judge = make_llm_judge(fake_llm, name="exfil")
     scope = make_scope(judge)
     JudgeConfig.objects.filter(pk=judge.pk).update(api_key_env="DATABASE_URL")  # stored before the rule
     scope.judge_config.refresh_from_db()

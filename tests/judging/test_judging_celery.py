@@ -16,8 +16,8 @@ from django.db.models import Count
 
 from judging import runner
 from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
-from tests.factories import make_rubric_version
-from tests.judging_helpers import KEY_VALUE, RESPONSE, make_judge, make_scope
+from tests.factories import RESPONSE, make_llm_judge, make_rubric_version, make_scope
+from tests.judging_helpers import KEY_VALUE
 
 pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ def wait_for(run: JudgeRun, timeout: float = RUN_TIMEOUT_S) -> JudgeRun:
 
 def test_a_run_on_a_worker_is_bounded_cached_and_followed_by_run_judge(fake_llm, judge_key, workers):
     fake_llm.latency_s = 0.1
-    judge = make_judge(fake_llm, max_concurrency=3)
+    judge = make_llm_judge(fake_llm, max_concurrency=3)
     scope = make_scope(
         judge,
         responses=[f"Reply {i}: refund of $40.00." for i in range(20)]
@@ -77,7 +77,7 @@ def test_a_run_on_a_worker_is_bounded_cached_and_followed_by_run_judge(fake_llm,
 
 def test_a_worker_killed_mid_run_loses_nothing(fake_llm, workers):
     fake_llm.latency_s = 0.3
-    judge = make_judge(fake_llm, max_concurrency=2, timeout_s=2.0)
+    judge = make_llm_judge(fake_llm, max_concurrency=2, timeout_s=2.0)
     scope = make_scope(judge, responses=[f"Reply number {i}." for i in range(40)])
     first = workers(concurrency=2)
     run = runner.start_run(scope, check_api_key=False)
@@ -110,7 +110,7 @@ def test_a_worker_killed_mid_run_loses_nothing(fake_llm, workers):
     ],
 )
 def test_a_lane_that_breaks_on_a_worker_fails_the_run_with_the_reason(fake_llm, workers, breakage, reason):
-    judge = make_judge(fake_llm, instruments={"correct_amount": {"kind": "max_length", "max_chars": 500}})
+    judge = make_llm_judge(fake_llm, instruments={"correct_amount": {"kind": "max_length", "max_chars": 500}})
     scope = make_scope(judge, responses=["$40 back.", "Refunded $40."])
     run = runner.start_run(scope, check_api_key=False)
     field, value = next(iter(breakage.items()))
@@ -126,7 +126,7 @@ def test_a_lane_that_breaks_on_a_worker_fails_the_run_with_the_reason(fake_llm, 
 def test_a_redis_restart_mid_run_on_a_worker_leaves_no_error_verdict(fake_llm, workers, private_redis):
     """The worker's broker and limiter are one private Redis, stopped mid-run and started again."""
     fake_llm.latency_s = 0.2
-    judge = make_judge(fake_llm, max_concurrency=2)
+    judge = make_llm_judge(fake_llm, max_concurrency=2)
     scope = make_scope(judge, responses=[f"Reply {i}: a refund of $40.00." for i in range(30)])
     # Planned, not queued here: the worker's start-up hook (resume_runs) queues its lanes on its own broker.
     run = runner.create_run(scope, mode=JudgeRun.Mode.CELERY, check_api_key=False)

@@ -13,8 +13,8 @@ from django.urls import reverse
 from formats.verdicts import EXPORT_COLUMNS, export_verdicts
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from judging.run_progress import progress_of
-from tests.factories import make_eval_set, make_output, make_rubric_version
-from tests.judging_helpers import KEY_ENV, RESPONSE, judge_in_process, make_judge, make_scope
+from tests.factories import RESPONSE, make_eval_set, make_llm_judge, make_output, make_rubric_version, make_scope
+from tests.judging_helpers import KEY_ENV, judge_in_process
 
 INSTRUMENTS = {
     "correct_amount": {"kind": "reference_values_contained", "pattern": r"\$\d+\.\d{2}"},
@@ -120,7 +120,7 @@ def test_add_judge_names_a_missing_file():
 
 
 def instrument_scope():
-    judge = make_judge(name="inst", backend="instrument", instruments=INSTRUMENTS)
+    judge = make_llm_judge(name="inst", backend="instrument", instruments=INSTRUMENTS)
     return make_scope(judge, responses=[RESPONSE, "No idea."], rubric=make_rubric_version(name="refund", version="1"))
 
 
@@ -137,7 +137,7 @@ def test_run_judge_in_process_exits_zero_when_every_item_has_a_verdict():
 
 @pytest.mark.django_db(transaction=True)
 def test_run_judge_counts_error_verdicts_as_verdicts(judge_key, fake_llm):
-    judge = make_judge(fake_llm, max_retries=0)
+    judge = make_llm_judge(fake_llm, max_retries=0)
     scope = make_scope(judge, responses=[f"{RESPONSE} [[fake:500]]"], rubric=make_rubric_version("refund", "1"))
     out = run_command(
         "run_judge", "--eval-set", scope.eval_set.name, "--rubric", "refund@1", "--judge", "judge", "--in-process"
@@ -161,8 +161,8 @@ def test_run_judge_counts_error_verdicts_as_verdicts(judge_key, fake_llm):
 def test_run_judge_refuses_a_misconfiguration_with_exit_code_2(monkeypatch, args, message):
     monkeypatch.delenv(KEY_ENV, raising=False)
     scope = instrument_scope()
-    make_judge(name="keyless", backend="openai", base_url="http://127.0.0.1:9/v1")
-    make_judge(name="imported-one", backend="imported")
+    make_llm_judge(name="keyless", backend="openai", base_url="http://127.0.0.1:9/v1")
+    make_llm_judge(name="imported-one", backend="imported")
     defaults = {"--eval-set": scope.eval_set.name, "--rubric": "refund@1", "--judge": "inst"}
     given = dict(zip(args[::2], args[1::2], strict=True))
     argv = [x for k, v in {**defaults, **given}.items() for x in (k, v)]

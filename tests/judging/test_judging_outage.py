@@ -23,7 +23,8 @@ from judging import limiter as limiter_module
 from judging import runner
 from judging.limiter import RedisLimiter
 from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
-from tests.judging_helpers import KEY_VALUE, make_judge, make_scope
+from tests.factories import make_llm_judge, make_scope
+from tests.judging_helpers import KEY_VALUE
 
 # Lane threads use their own database connections: the data must be committed for them to see it.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -56,7 +57,7 @@ def start_mid_run(fake_llm, private_redis):
     """A run of OUTPUTS outputs (2 criteria each) on a bound of 2 whose slots live in the private Redis,
     working in the background; returns once 4 items are written."""
     fake_llm.latency_s = 0.2
-    judge = make_judge(fake_llm, max_concurrency=2)
+    judge = make_llm_judge(fake_llm, max_concurrency=2)
     scope = make_scope(judge, responses=[f"Reply {i}: a refund of $40.00." for i in range(OUTPUTS)])
     run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
     limiter = RedisLimiter(redis.Redis.from_url(private_redis.url), name=f"outage-{run.pk}", limit=2, lease_s=5)
@@ -125,7 +126,7 @@ def test_an_unexpected_exception_in_a_pool_thread_fails_the_run_and_makes_no_ver
         raise RuntimeError(f"parser bug, key {KEY_VALUE}")
 
     monkeypatch.setattr(lane_module.parse, "parse_answer", broken)
-    scope = make_scope(make_judge(fake_llm), responses=["$40 back.", "Refunded $40."])
+    scope = make_scope(make_llm_judge(fake_llm), responses=["$40 back.", "Refunded $40."])
     run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
     assert runner.run_in_process(run) == "failed"  # the old code: "done", every verdict ERROR (internal)
     run.refresh_from_db()
@@ -138,7 +139,7 @@ def test_an_unexpected_exception_in_a_pool_thread_fails_the_run_and_makes_no_ver
 
 
 def test_an_unexpected_exception_in_the_lanes_own_thread_fails_the_run(fake_llm, judge_key):
-    judge = make_judge(fake_llm, instruments={"correct_amount": {"kind": "max_length", "max_chars": 500}})
+    judge = make_llm_judge(fake_llm, instruments={"correct_amount": {"kind": "max_length", "max_chars": 500}})
     scope = make_scope(judge, responses=["$40 back.", "Refunded $40."])
     run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
     # Written after the run was checked, past every rule (update() validates nothing): no kind to evaluate.
@@ -153,7 +154,7 @@ def test_an_unexpected_exception_in_the_lanes_own_thread_fails_the_run(fake_llm,
 @pytest.mark.subprocess
 def test_a_run_without_trouble_still_ends_done(fake_llm, judge_key, private_redis):
     """The negative control: the same run, Redis limiter and all, when nothing breaks."""
-    scope = make_scope(make_judge(fake_llm, max_concurrency=2), responses=["$40 back.", "Refunded $40."])
+    scope = make_scope(make_llm_judge(fake_llm, max_concurrency=2), responses=["$40 back.", "Refunded $40."])
     run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
     limiter = RedisLimiter(redis.Redis.from_url(private_redis.url), name=f"calm-{run.pk}", limit=2, lease_s=5)
     assert runner.run_in_process(run, limiter=limiter) == "done"

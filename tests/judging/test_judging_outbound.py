@@ -21,8 +21,9 @@ from judging.backends.factory import backend_for
 from judging.forms import JudgeConfigForm
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from judging.prompt import CriterionSpec, Subject, build_request
+from tests.factories import make_llm_judge, make_scope
 from tests.fake_llm import FakeLLM
-from tests.judging_helpers import CONFIG_FORM, KEY_ENV, KEY_VALUE, make_judge, make_scope
+from tests.judging_helpers import CONFIG_FORM, KEY_ENV, KEY_VALUE
 
 BACKENDS = ["openai", "anthropic"]
 TRANSCRIPT_SECRET = "customer card ending 4242"
@@ -135,7 +136,7 @@ def test_without_the_redirect_the_same_client_answers(fake_llm, judge_key, backe
 def test_a_run_against_a_redirecting_server_records_error_verdicts_that_say_so(
     redirector, elsewhere, judge_key, backend
 ):
-    judge = make_judge(None, backend=backend, base_url=redirecting_config(redirector, backend).base_url)
+    judge = make_llm_judge(None, backend=backend, base_url=redirecting_config(redirector, backend).base_url)
     run = runner.create_run(make_scope(judge, responses=["$40 back.", "Refunded $40."]), mode=JudgeRun.Mode.IN_PROCESS)
     assert runner.run_in_process(run) == JudgeRun.Status.DONE
     verdicts = list(Verdict.objects.filter(run=run))
@@ -200,7 +201,7 @@ def test_a_legacy_anthropic_config_without_a_key_variable_sends_nothing(fake_llm
 @pytest.mark.django_db
 def test_a_run_cannot_start_on_a_legacy_anthropic_config_without_a_key_variable(fake_llm, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", AMBIENT["ANTHROPIC_AUTH_TOKEN"])
-    judge = make_judge(fake_llm, name="old", backend="anthropic", api_key_env="")
+    judge = make_llm_judge(fake_llm, name="old", backend="anthropic", api_key_env="")
     with pytest.raises(Misconfigured, match="judge old: the anthropic backend needs api_key_env"):
         runner.create_run(make_scope(judge), mode=JudgeRun.Mode.IN_PROCESS)
     assert not JudgeRun.objects.exists() and fake_llm.calls == 0

@@ -22,7 +22,8 @@ from judging.backends import Misconfigured
 from judging.backends.instruments import evaluate, validate_instruments
 from judging.models import JudgeConfig, JudgeRun
 from tests.config.test_settings import ROOT
-from tests.judging_helpers import CONFIG_FORM, make_judge, make_scope
+from tests.factories import make_llm_judge, make_scope
+from tests.judging_helpers import CONFIG_FORM
 
 CATASTROPHIC = "^(a+)+$"
 # Python-valid patterns RE2 has no way to run: a backreference, lookarounds, \Z.
@@ -110,7 +111,7 @@ def test_the_admin_refuses_it(admin_client):
 
 @pytest.mark.django_db
 def test_a_config_stored_before_the_rule_cannot_start_a_run():
-    judge = make_judge(
+    judge = make_llm_judge(
         None, name="old", backend="instrument", instruments={"a": {"kind": "max_length", "max_words": 9}}
     )
     scope = make_scope(judge)

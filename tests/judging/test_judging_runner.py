@@ -21,8 +21,8 @@ from judging.backends import Misconfigured
 from judging.lane import work_lane
 from judging.models import JudgeRun, RunItem, Verdict
 from judging.run_progress import progress_of
-from tests.factories import make_eval_set, make_output, make_rubric_version
-from tests.judging_helpers import KEY_ENV, KEY_VALUE, RESPONSE, Sleeps, judge_in_process, make_judge, make_scope
+from tests.factories import RESPONSE, make_eval_set, make_llm_judge, make_output, make_rubric_version, make_scope
+from tests.judging_helpers import KEY_ENV, KEY_VALUE, Sleeps, judge_in_process
 
 # Lane threads use their own database connections: the data must be committed for them to see it.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -46,7 +46,7 @@ def by_case(run) -> dict[str, list[tuple[str, str]]]:
 
 
 def test_every_criterion_gets_a_verdict_with_its_provenance(fake_llm, judge_key):
-    judge = make_judge(fake_llm)
+    judge = make_llm_judge(fake_llm)
     scope = make_scope(judge, responses=[RESPONSE, "No refund for you. [[fake:all=FAIL]]"])
     run = judge_in_process(scope)
     assert run.status == "done" and run.started_at and run.finished_at
@@ -80,7 +80,7 @@ def test_every_criterion_gets_a_verdict_with_its_provenance(fake_llm, judge_key)
 )
 @pytest.mark.parametrize("backend", ["openai", "anthropic"])
 def test_what_the_judge_answers_becomes_one_of_five_outcomes(fake_llm, judge_key, backend, token, expected, reason):
-    run = judge_in_process(make_scope(make_judge(fake_llm, backend=backend), responses=[f"{RESPONSE} {token}"]))
+    run = judge_in_process(make_scope(make_llm_judge(fake_llm, backend=backend), responses=[f"{RESPONSE} {token}"]))
     assert run.status == "done"
     assert by_case(run)["case-001"] == expected
     for v in verdicts(run):
@@ -92,7 +92,7 @@ def test_what_the_judge_answers_becomes_one_of_five_outcomes(fake_llm, judge_key
 
 
 def test_a_quote_that_is_not_in_the_transcript_is_flagged_and_counted(fake_llm, judge_key):
-    run = judge_in_process(make_scope(make_judge(fake_llm), responses=[RESPONSE, f"{RESPONSE} [[fake:badquote]]"]))
+    run = judge_in_process(make_scope(make_llm_judge(fake_llm), responses=[RESPONSE, f"{RESPONSE} [[fake:badquote]]"]))
     flags = {(v.output.case.case_id, v.criterion.key): v.evidence_found for v in verdicts(run)}
     assert flags == {
         ("case-001", "correct_amount"): True,
@@ -104,14 +104,14 @@ def test_a_quote_that_is_not_in_the_transcript_is_flagged_and_counted(fake_llm, 
 
 
 def test_a_nul_character_in_the_answer_is_stored_replaced_not_refused(fake_llm, judge_key):
-    run = judge_in_process(make_scope(make_judge(fake_llm), responses=[f"{RESPONSE} [[fake:nul]]"]))
+    run = judge_in_process(make_scope(make_llm_judge(fake_llm), responses=[f"{RESPONSE} [[fake:nul]]"]))
     assert run.status == "done" and fake_llm.calls == 1
     v = verdicts(run)[0]
     assert v.outcome == "PASS" and v.evidence == "refund\ufffdof" and v.evidence_found is False
 
 
 def test_an_item_that_keeps_failing_to_be_written_fails_the_run_saying_so(fake_llm, judge_key):
-    scope = make_scope(make_judge(fake_llm), responses=[RESPONSE])
+    scope = make_scope(make_llm_judge(fake_llm), responses=[RESPONSE])
     run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
     RunItem.objects.filter(run=run).update(claims=5)  # five lanes took it and none ever wrote it
     assert runner.run_in_process(run) == "failed"
@@ -129,7 +129,7 @@ def test_an_item_that_keeps_failing_to_be_written_fails_the_run_saying_so(fake_l
 def test_429_is_retried_after_retry_after_then_succeeds(fake_llm, judge_key):
     fake_llm.retry_after = "0.5"
     sleeps = Sleeps()
-    run = judge_in_process(make_scope(make_judge(fake_llm), responses=[f"{RESPONSE} [[fake:429x2]]"]), sleep=sleeps)
+    run = judge_in_process(make_scope(make_llm_judge(fake_llm), responses=[f"{RESPONSE} [[fake:429x2]]"]), sleep=sleeps)
     assert by_case(run)["case-001"] == [("correct_amount", "PASS"), ("next_step", "PASS")]
     assert fake_llm.calls == 3
     assert verdicts(run)[0].attempts == 3
@@ -142,7 +142,7 @@ def test_429_is_retried_after_retry_after_then_succeeds(fake_llm, judge_key):
 
 def test_500_and_timeouts_are_retried_with_growing_backoff_then_error(fake_llm, judge_key):
     sleeps = Sleeps()
-    judge = make_judge(fake_llm, max_retries=3)
+    judge = make_llm_judge(fake_llm, max_retries=3)
     run = judge_in_process(make_scope(judge, responses=[f"{RESPONSE} [[fake:500]]"]), sleep=sleeps)
     assert [o for _, o in by_case(run)["case-001"]] == ["ERROR", "ERROR"]
     v = verdicts(run)[0]
@@ -155,7 +155,7 @@ def test_500_and_timeouts_are_retried_with_growing_backoff_then_error(fake_llm, 
 
 def test_a_slow_judge_times_out_into_error(fake_llm, judge_key):
     fake_llm.slow_s = 2.0
-    judge = make_judge(fake_llm, timeout_s=0.3, max_retries=1)
+    judge = make_llm_judge(fake_llm, timeout_s=0.3, max_retries=1)
     run = judge_in_process(
         make_scope(judge, responses=[f"{RESPONSE} [[fake:slowx1]]", f"{RESPONSE} [[fake:slow]]"]), sleep=Sleeps()
     )
@@ -171,7 +171,7 @@ def test_a_slow_judge_times_out_into_error(fake_llm, judge_key):
 def test_a_retry_after_longer_than_a_run_waits_is_error_at_once(fake_llm, judge_key):
     fake_llm.retry_after = "3600"
     sleeps = Sleeps()
-    run = judge_in_process(make_scope(make_judge(fake_llm), responses=[f"{RESPONSE} [[fake:429]]"]), sleep=sleeps)
+    run = judge_in_process(make_scope(make_llm_judge(fake_llm), responses=[f"{RESPONSE} [[fake:429]]"]), sleep=sleeps)
     v = verdicts(run)[0]
     assert v.outcome == "ERROR" and v.error_kind == "rate_limit"
     assert "asked to wait 3600 s, longer than the 120 s a run waits" in v.error_reason
@@ -195,7 +195,7 @@ def test_backoff_delay_bounds():
 
 
 def test_an_unchanged_rerun_makes_no_model_call(fake_llm, judge_key):
-    judge = make_judge(fake_llm)
+    judge = make_llm_judge(fake_llm)
     scope = make_scope(judge, responses=[RESPONSE, f"{RESPONSE} [[fake:all=FAIL]]", f"{RESPONSE} [[fake:missing]]"])
     first = judge_in_process(scope)
     assert fake_llm.calls == 3
@@ -211,12 +211,12 @@ def test_an_unchanged_rerun_makes_no_model_call(fake_llm, judge_key):
 
 
 def test_a_changed_judge_or_rubric_or_output_never_hits_an_old_entry(fake_llm, judge_key):
-    judge = make_judge(fake_llm)
+    judge = make_llm_judge(fake_llm)
     scope = make_scope(judge, responses=[RESPONSE, "Another reply."])
     judge_in_process(scope)
     fake_llm.reset()
     # Another model id: another judge config hash.
-    other_model = make_judge(fake_llm, name="judge-b", model_id="judge-model-2026-02")
+    other_model = make_llm_judge(fake_llm, name="judge-b", model_id="judge-model-2026-02")
     judge_in_process(runner.Scope(scope.eval_set, scope.rubric_version, other_model))
     assert fake_llm.calls == 2
     fake_llm.reset()
@@ -234,7 +234,7 @@ def test_a_changed_judge_or_rubric_or_output_never_hits_an_old_entry(fake_llm, j
 
 
 def test_transport_failures_are_not_cached(fake_llm, judge_key):
-    judge = make_judge(fake_llm, max_retries=0)
+    judge = make_llm_judge(fake_llm, max_retries=0)
     scope = make_scope(judge, responses=[f"{RESPONSE} [[fake:500]]"])
     judge_in_process(scope)
     fake_llm.reset()
@@ -246,7 +246,7 @@ def test_transport_failures_are_not_cached(fake_llm, judge_key):
 
 
 def test_per_criterion_mode_asks_one_question_per_call(fake_llm, judge_key):
-    run = judge_in_process(make_scope(make_judge(fake_llm, mode="per_criterion"), responses=[RESPONSE]))
+    run = judge_in_process(make_scope(make_llm_judge(fake_llm, mode="per_criterion"), responses=[RESPONSE]))
     assert fake_llm.calls == 2
     asked = [
         r.body["response_format"]["json_schema"]["schema"]["properties"]["criteria"]["items"]["properties"][
@@ -259,7 +259,7 @@ def test_per_criterion_mode_asks_one_question_per_call(fake_llm, judge_key):
 
 
 def test_every_sample_is_stored(fake_llm, judge_key):
-    run = judge_in_process(make_scope(make_judge(fake_llm, samples=3, temperature=0.7), responses=[RESPONSE]))
+    run = judge_in_process(make_scope(make_llm_judge(fake_llm, samples=3, temperature=0.7), responses=[RESPONSE]))
     assert fake_llm.calls == 3
     assert [(v.criterion.key, v.sample) for v in verdicts(run)] == [
         ("correct_amount", 0),
@@ -279,7 +279,7 @@ INSTRUMENTS = {
 
 def test_an_instrument_judge_runs_with_no_model_at_all(monkeypatch):
     monkeypatch.delenv(KEY_ENV, raising=False)
-    judge = make_judge(name="instruments", backend="instrument", instruments=INSTRUMENTS)
+    judge = make_llm_judge(name="instruments", backend="instrument", instruments=INSTRUMENTS)
     run = judge_in_process(make_scope(judge, responses=[RESPONSE, "I refunded $45.00.", "Refund done. $40.00"]))
     assert by_case(run) == {
         "case-001": [("correct_amount", "PASS"), ("next_step", "PASS")],
@@ -293,7 +293,7 @@ def test_an_instrument_judge_runs_with_no_model_at_all(monkeypatch):
 
 def test_instruments_and_a_model_share_one_config(fake_llm, judge_key):
     # The least interpretive instrument first: the model is asked only about what no instrument covers.
-    judge = make_judge(fake_llm, instruments={"correct_amount": INSTRUMENTS["correct_amount"]})
+    judge = make_llm_judge(fake_llm, instruments={"correct_amount": INSTRUMENTS["correct_amount"]})
     run = judge_in_process(make_scope(judge, responses=["I refunded $45.00."]))
     assert by_case(run)["case-001"] == [("correct_amount", "FAIL"), ("next_step", "PASS")]
     schema = fake_llm.requests[0].body["response_format"]["json_schema"]["schema"]
@@ -306,7 +306,7 @@ def test_instruments_and_a_model_share_one_config(fake_llm, judge_key):
 
 def test_calls_in_flight_never_exceed_the_bound(fake_llm, judge_key):
     fake_llm.latency_s = 0.15
-    judge = make_judge(fake_llm, max_concurrency=3)
+    judge = make_llm_judge(fake_llm, max_concurrency=3)
     run = judge_in_process(make_scope(judge, responses=[f"Reply {i}." for i in range(12)]))
     assert run.status == "done" and fake_llm.calls == 12
     assert 2 <= fake_llm.max_in_flight <= 3
@@ -316,7 +316,7 @@ def test_the_redis_limiter_bounds_calls_across_lanes(fake_llm, judge_key):
     from judging.limiter import RedisLimiter, limiter_for
 
     fake_llm.latency_s = 0.15
-    judge = make_judge(fake_llm, max_concurrency=2)
+    judge = make_llm_judge(fake_llm, max_concurrency=2)
     scope = make_scope(judge, responses=[f"Reply {i}." for i in range(10)])
     run = runner.create_run(scope, mode=JudgeRun.Mode.CELERY)
     JudgeRun.objects.filter(pk=run.pk).update(status="running")
@@ -341,7 +341,7 @@ def test_the_redis_limiter_bounds_calls_across_lanes(fake_llm, judge_key):
 
 
 def test_an_item_whose_lane_died_is_taken_again_and_written_once(fake_llm, judge_key):
-    judge = make_judge(fake_llm)
+    judge = make_llm_judge(fake_llm)
     scope = make_scope(judge, responses=[RESPONSE, "Second reply."])
     run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
     first = RunItem.objects.filter(run=run).order_by("pk").first()
@@ -371,7 +371,7 @@ def test_a_group_that_cannot_be_written_goes_back_to_pending_and_is_judged_again
         return real_bulk_create(objs, **kwargs)
 
     monkeypatch.setattr(VerdictModel.objects, "bulk_create", fail_once)
-    run = judge_in_process(make_scope(make_judge(fake_llm), responses=[RESPONSE]))
+    run = judge_in_process(make_scope(make_llm_judge(fake_llm), responses=[RESPONSE]))
     assert failures == [2]  # the first write (both verdicts of the item) failed, and nothing of it stayed
     assert run.status == "done" and len(verdicts(run)) == 2 and fake_llm.calls == 2  # asked again, written once
     item = RunItem.objects.get(run=run)
@@ -397,7 +397,7 @@ def test_a_lane_that_loses_the_database_is_run_again_by_celery(monkeypatch):
 
 
 def test_an_item_worked_twice_writes_its_verdicts_once(fake_llm, judge_key):
-    scope = make_scope(make_judge(fake_llm), responses=[RESPONSE])
+    scope = make_scope(make_llm_judge(fake_llm), responses=[RESPONSE])
     run = judge_in_process(scope)
     before = [(v.pk, v.outcome, v.raw_output) for v in verdicts(run)]
     # A second delivery of the same work (a lane that lost its lease while its call was in flight):
@@ -412,7 +412,7 @@ def test_an_item_worked_twice_writes_its_verdicts_once(fake_llm, judge_key):
 
 def test_cancelling_stops_the_run_and_keeps_what_was_written(fake_llm, judge_key):
     fake_llm.latency_s = 0.2
-    judge = make_judge(fake_llm, max_concurrency=1)
+    judge = make_llm_judge(fake_llm, max_concurrency=1)
     scope = make_scope(judge, responses=[f"Reply {i}." for i in range(30)])
     run = runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
 
@@ -442,17 +442,17 @@ def test_cancelling_stops_the_run_and_keeps_what_was_written(fake_llm, judge_key
 
 def test_misconfigurations_are_refused_before_anything_is_written(fake_llm, monkeypatch):
     monkeypatch.delenv(KEY_ENV, raising=False)
-    judge = make_judge(fake_llm)
+    judge = make_llm_judge(fake_llm)
     scope = make_scope(judge)
     with pytest.raises(Misconfigured, match=f"{KEY_ENV} that should hold its API key is not set"):
         runner.create_run(scope, mode=JudgeRun.Mode.IN_PROCESS)
-    partial = make_judge(name="partial", backend="instrument", instruments={"next_step": INSTRUMENTS["next_step"]})
+    partial = make_llm_judge(name="partial", backend="instrument", instruments={"next_step": INSTRUMENTS["next_step"]})
     with pytest.raises(Misconfigured, match="has none for correct_amount"):
         runner.create_run(runner.Scope(scope.eval_set, scope.rubric_version, partial), mode="in_process")
-    imported = make_judge(name="elsewhere", backend="imported")
+    imported = make_llm_judge(name="elsewhere", backend="imported")
     with pytest.raises(Misconfigured, match="imported from elsewhere and cannot run"):
         runner.create_run(runner.Scope(scope.eval_set, scope.rubric_version, imported), mode="in_process")
-    complete = make_judge(name="complete", backend="instrument", instruments=INSTRUMENTS)
+    complete = make_llm_judge(name="complete", backend="instrument", instruments=INSTRUMENTS)
     with pytest.raises(Misconfigured, match="has no outputs to judge"):
         runner.create_run(runner.Scope(make_eval_set(), scope.rubric_version, complete), mode="in_process")
     with pytest.raises(Misconfigured, match="no outputs of agent version 'v9' \\(known: default\\)"):
@@ -463,7 +463,7 @@ def test_misconfigurations_are_refused_before_anything_is_written(fake_llm, monk
 def test_names_are_resolved_with_helpful_messages():
     rv = make_rubric_version(name="refund", version="1")
     make_eval_set("set-a")
-    make_judge(name="j1", backend="instrument", instruments={"x": {"kind": "max_length", "max_chars": 5}})
+    make_llm_judge(name="j1", backend="instrument", instruments={"x": {"kind": "max_length", "max_chars": 5}})
     with pytest.raises(Misconfigured, match="no eval set named 'nope' \\(known: set-a\\)"):
         runner.resolve(eval_set="nope", rubric="refund@1", judge="j1")
     with pytest.raises(Misconfigured, match="must be written NAME@VERSION"):
@@ -476,7 +476,7 @@ def test_names_are_resolved_with_helpful_messages():
 
 
 def test_a_worker_without_the_key_fails_the_run_with_a_clear_message(fake_llm, monkeypatch):
-    judge = make_judge(fake_llm)
+    judge = make_llm_judge(fake_llm)
     run = runner.create_run(make_scope(judge), mode=JudgeRun.Mode.CELERY, check_api_key=False)
     monkeypatch.delenv(KEY_ENV, raising=False)
     assert work_lane(run.pk) == "failed"
@@ -488,7 +488,7 @@ def test_the_key_never_reaches_verdicts_or_logs(fake_llm, judge_key, caplog):
     caplog.set_level(logging.DEBUG)
     responses = [RESPONSE, f"{RESPONSE} [[fake:401echo]]", f"{RESPONSE} [[fake:malformed]]", "x [[fake:429x1]]"]
     fake_llm.retry_after = "0"
-    run = judge_in_process(make_scope(make_judge(fake_llm), responses=responses), sleep=Sleeps())
+    run = judge_in_process(make_scope(make_llm_judge(fake_llm), responses=responses), sleep=Sleeps())
     assert any(KEY_VALUE in r.headers.get("authorization", "") for r in fake_llm.requests)  # it was used
     rejected = [v for v in verdicts(run) if v.error_kind == "rejected"]
     assert rejected and "[redacted]" in rejected[0].error_reason
@@ -502,5 +502,5 @@ def test_criteria_are_read_in_rubric_order_even_when_created_out_of_order(fake_l
     rv = make_rubric_version(criteria=[])
     Criterion.objects.create(rubric_version=rv, key="second", definition="b", order=2)
     Criterion.objects.create(rubric_version=rv, key="first", definition="a", order=1)
-    run = judge_in_process(make_scope(make_judge(fake_llm), rubric=rv, responses=[f"{RESPONSE} [[fake:missing]]"]))
+    run = judge_in_process(make_scope(make_llm_judge(fake_llm), rubric=rv, responses=[f"{RESPONSE} [[fake:missing]]"]))
     assert by_case(run)["case-001"] == [("first", "PASS"), ("second", "ERROR")]

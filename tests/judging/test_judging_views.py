@@ -10,17 +10,8 @@ from django.urls import URLPattern, reverse
 from judging import urls as judging_urls
 from judging.models import JudgeConfig, JudgeRun, ProbeRun, RunItem, Verdict
 from judging.nav import nav_items
-from tests.factories import make_eval_set, make_output, make_rubric_version
-from tests.judging_helpers import (
-    CONFIG_FORM,
-    KEY_ENV,
-    KEY_VALUE,
-    RESPONSE,
-    Sleeps,
-    judge_in_process,
-    make_judge,
-    make_scope,
-)
+from tests.factories import RESPONSE, make_eval_set, make_llm_judge, make_output, make_rubric_version, make_scope
+from tests.judging_helpers import CONFIG_FORM, KEY_ENV, KEY_VALUE, Sleeps, judge_in_process
 
 pytestmark = pytest.mark.django_db
 XSS = "<script>alert('x')</script>"
@@ -31,7 +22,7 @@ def judged(db):
     """A finished run with one verdict per outcome kind, built directly (no model needed for pages)."""
     eval_set = make_eval_set("support")
     rv = make_rubric_version(name="refund", version="1")
-    judge = make_judge(name="gpt-judge", base_url="http://127.0.0.1:9/v1")
+    judge = make_llm_judge(name="gpt-judge", base_url="http://127.0.0.1:9/v1")
     output = make_output(eval_set, case_id="c1", response=f"Refund of $40.00 issued. {XSS}")
     run = JudgeRun.objects.create(
         eval_set=eval_set, rubric_version=rv, judge_config=judge, status="done", total_items=1, expected_verdicts=2
@@ -230,7 +221,7 @@ def test_a_lead_starts_a_run_and_its_lanes_are_queued_after_commit(client, lead,
     eval_set = make_eval_set("support")
     make_output(eval_set, case_id="c1")
     rv = make_rubric_version(name="refund", version="1")
-    judge = make_judge(
+    judge = make_llm_judge(
         name="inst",
         backend="instrument",
         instruments={
@@ -260,10 +251,10 @@ def test_starting_a_misconfigured_run_explains_why_and_creates_nothing(client, l
     eval_set = make_eval_set("support")
     make_output(eval_set, case_id="c1")
     rv = make_rubric_version(name="refund", version="1")
-    partial = make_judge(
+    partial = make_llm_judge(
         name="partial", backend="instrument", instruments={"next_step": {"kind": "max_length", "max_words": 100}}
     )
-    imported = make_judge(name="elsewhere", backend="imported")
+    imported = make_llm_judge(name="elsewhere", backend="imported")
     client.force_login(lead)
     data = {"eval_set": "support", "rubric_version": rv.pk, "judge_config": partial.pk}
     response = client.post(reverse("judging:start_run"), data)
@@ -271,7 +262,7 @@ def test_starting_a_misconfigured_run_explains_why_and_creates_nothing(client, l
     assert "uses instruments only, and has none for correct_amount" in response.content.decode()
     response = client.post(reverse("judging:start_run"), {**data, "judge_config": imported.pk})
     assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
-    complete = make_judge(
+    complete = make_llm_judge(
         name="complete",
         backend="instrument",
         instruments={
@@ -307,7 +298,7 @@ def test_no_page_ever_shows_the_api_key(client, judge_key, fake_llm):
     from tests.factories import make_user
 
     lead = make_user("lead-k", "lead")
-    scope = make_scope(make_judge(fake_llm), responses=[RESPONSE, f"{RESPONSE} [[fake:401echo]]"])
+    scope = make_scope(make_llm_judge(fake_llm), responses=[RESPONSE, f"{RESPONSE} [[fake:401echo]]"])
     run = judge_in_process(scope, sleep=Sleeps())
     client.force_login(lead)
     pages = [

@@ -6,8 +6,7 @@ import pytest
 from django.urls import reverse
 
 from evals.transcript import PREVIEW_CHARS
-from tests.calibration_factories import add_verdict, make_judge, make_run
-from tests.factories import make_eval_set, make_output, make_rubric_version
+from tests.factories import add_verdict, make_eval_set, make_judge, make_output, make_rubric_version, make_run
 
 pytestmark = pytest.mark.django_db
 

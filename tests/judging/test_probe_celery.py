@@ -15,9 +15,8 @@ from judging.models import ProbeRun
 from judging.probes import runs as probe_runs
 from judging.probes.results import results_of
 from judging.probes.transforms import INJECTION_LINE
-from tests.factories import make_rubric_version
+from tests.factories import RESPONSE, make_llm_judge, make_rubric_version, make_scope
 from tests.judging.test_judging_celery import RUN_TIMEOUT_S
-from tests.judging_helpers import RESPONSE, make_judge, make_scope
 
 pytestmark = [pytest.mark.celery, pytest.mark.django_db(transaction=True)]
 
@@ -41,7 +40,7 @@ def test_a_probe_run_started_on_the_page_runs_on_workers_within_the_bound_and_ca
 ):
     fake_llm.latency_s = 0.1
     fake_llm.gullible = INJECTION_LINE
-    judge = make_judge(fake_llm, max_concurrency=3)
+    judge = make_llm_judge(fake_llm, max_concurrency=3)
     rubric = make_rubric_version(name="refund", version="1")
     scope = make_scope(judge, responses=[RESPONSE] * 4 + [f"{RESPONSE} [[fake:all=FAIL]]"] * 4, rubric=rubric)
     workers(concurrency=2)

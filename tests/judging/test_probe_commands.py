@@ -9,8 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from judging.models import JudgeRun, ProbedOutput, ProbeRun, RunItem
-from tests.judging_helpers import make_judge
-from tests.probe_helpers import make_instrumented
+from tests.factories import make_instrumented, make_llm_judge
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -77,7 +76,7 @@ def test_without_a_flag_the_probe_run_is_queued_on_celery(instrumented, monkeypa
     ],
 )
 def test_bad_arguments_exit_2_saying_why_and_write_nothing(instrumented, args, message):
-    make_judge(name="elsewhere", backend="imported")
+    make_llm_judge(name="elsewhere", backend="imported")
     argv = dict(zip(SCOPE[::2], SCOPE[1::2], strict=True))
     extra = []
     for flag, value in zip(args[::2], args[1::2], strict=True):

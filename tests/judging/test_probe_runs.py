@@ -18,8 +18,9 @@ from judging.probes import runs as probe_runs
 from judging.probes.registry import MEANINGFUL, NEUTRAL
 from judging.probes.results import latest_complete, pairs_of, results_of
 from labeling import label_frames
-from tests.judging_helpers import RESPONSE, judge_in_process, make_judge, make_scope
-from tests.probe_helpers import make_instrumented, probe_in_process
+from tests.factories import RESPONSE, make_instrumented, make_llm_judge, make_scope
+from tests.judging_helpers import judge_in_process
+from tests.probe_helpers import probe_in_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -186,7 +187,7 @@ def test_cancelling_a_probe_run_cancels_every_arm_still_going(instrumented):
 @pytest.mark.parametrize("backend", ["openai", "anthropic"])
 def test_a_judge_that_passes_whatever_carries_the_injection_line_is_caught(fake_llm, judge_key, backend):
     fake_llm.gullible = transforms.INJECTION_LINE
-    judge = make_judge(fake_llm, backend=backend)
+    judge = make_llm_judge(fake_llm, backend=backend)
     failing = [f"{RESPONSE} [[fake:all=FAIL]]"] * 4
     scope = make_scope(judge, responses=[RESPONSE] * 3 + failing)
     probe_run = probe_in_process(scope, ["injection", "sycophancy"])
@@ -204,7 +205,7 @@ def test_a_judge_that_passes_whatever_carries_the_injection_line_is_caught(fake_
 
 def test_a_judge_that_ignores_the_injection_line_is_not_flagged(fake_llm, judge_key):
     # Negative control of the test above: the same data, a judge the line does not move.
-    judge = make_judge(fake_llm)
+    judge = make_llm_judge(fake_llm)
     scope = make_scope(judge, responses=[RESPONSE] * 3 + [f"{RESPONSE} [[fake:all=FAIL]]"] * 4)
     results = results_of(probe_in_process(scope, ["injection"]))
     assert counts(results.criterion("correct_amount").cell("injection")) == (0, 3, 0, 4)
@@ -212,7 +213,7 @@ def test_a_judge_that_ignores_the_injection_line_is_not_flagged(fake_llm, judge_
 
 
 def test_a_probed_transcript_is_a_new_request_and_an_unchanged_probe_run_calls_no_model(fake_llm, judge_key):
-    judge = make_judge(fake_llm)
+    judge = make_llm_judge(fake_llm)
     scope = make_scope(judge, responses=[f"Reply {i}: a refund of $40.00 is on its way." for i in range(4)])
     judge_in_process(scope)
     assert fake_llm.calls == 4
@@ -228,7 +229,7 @@ def test_a_probed_transcript_is_a_new_request_and_an_unchanged_probe_run_calls_n
 
 def test_the_judges_quote_is_checked_against_the_transcript_it_was_shown(fake_llm, judge_key):
     # The fake quotes the first words of the RESPONSE block: in the padding arm, words only the padded text has.
-    scope = make_scope(make_judge(fake_llm), responses=[RESPONSE])
+    scope = make_scope(make_llm_judge(fake_llm), responses=[RESPONSE])
     probe_run = probe_in_process(scope, ["padding"])
     padded = Verdict.objects.filter(run__probe_run=probe_run, probe="padding").first()
     assert padded.evidence == "Thank you so much for reaching" and padded.evidence_found is True
@@ -236,7 +237,7 @@ def test_the_judges_quote_is_checked_against_the_transcript_it_was_shown(fake_ll
 
 def test_the_concurrency_bound_holds_for_a_probe_run(fake_llm, judge_key):
     fake_llm.latency_s = 0.1
-    scope = make_scope(make_judge(fake_llm, max_concurrency=2), responses=[f"Reply {i}." for i in range(6)])
+    scope = make_scope(make_llm_judge(fake_llm, max_concurrency=2), responses=[f"Reply {i}." for i in range(6)])
     probe_run = probe_in_process(scope, ["padding", "sycophancy"])
     assert probe_runs.status_of(probe_run) == "done" and fake_llm.calls == 18
     assert fake_llm.max_in_flight <= 2

@@ -11,8 +11,8 @@ from django.urls import reverse
 from judging.models import JudgeRun, ProbedOutput, ProbeRun, Verdict
 from judging.probes import runs as probe_runs
 from judging.probes.transforms import PADDING_BEFORE
-from tests.factories import make_eval_set, make_output
-from tests.probe_helpers import make_instrumented, probe_in_process
+from tests.factories import make_eval_set, make_instrumented, make_output
+from tests.probe_helpers import probe_in_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,11 +9,7 @@ from evals.models import Criterion
 from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED
 from labeling.gold_loaders import load_item_states
 from labeling.models import GoldLabel
-from tests.factories import make_output, make_user
-from tests.labeling_helpers import (
-    annotate_directly,
-    labeling_setup,
-)
+from tests.factories import annotate_directly, labeling_setup, make_output, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from labeling.audit_order import DEFAULT_RELEASE, release_next, seeded_order, start_audit_order
 from labeling.models import Annotation, AuditOrderItem
 from labeling.queue import QueueError, claim_next, current_queue, remaining_for
-from tests.factories import make_output, make_user
-from tests.labeling_helpers import all_answers, annotate_directly, labeling_setup
+from tests.factories import all_answers, annotate_directly, labeling_setup, make_output, make_user
 
 pytestmark = pytest.mark.django_db
 

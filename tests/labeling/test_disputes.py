@@ -9,8 +9,7 @@ from django.urls import reverse
 
 from labeling.adjudicate import pending_items
 from labeling.models import GoldDispute, GoldLabel
-from tests.calibration_factories import adjudicate, calibration_set, make_judge
-from tests.factories import make_eval_set, make_output, make_rubric_version
+from tests.factories import adjudicate, calibration_set, make_eval_set, make_judge, make_output, make_rubric_version
 
 pytestmark = pytest.mark.django_db
 REASON = "The reply says $45 but the tool result says $40: the amount is wrong, so gold FAIL is right; no wait, PASS."

@@ -6,6 +6,8 @@ import pytest
 
 from tests.factories import make_eval_set, make_output, make_rubric_version, make_user
 
+pytestmark = pytest.mark.slow  # migrates from an old schema with data
+
 BEFORE = [("labeling", "0007_label_more_evidence")]
 AFTER = [("labeling", "0008_label_quotes_outside_response")]
 

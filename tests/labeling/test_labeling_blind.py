@@ -13,15 +13,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from evals.models import Criterion
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from labeling.models import Annotation, GoldLabel, Label
-from tests.factories import make_user
-from tests.labeling_helpers import (
-    annotate_directly,
-    labeling_setup,
-    next_url,
-    page_url,
-    save_url,
-    submit_url,
-)
+from tests.factories import annotate_directly, labeling_setup, make_user
+from tests.labeling_helpers import next_url, page_url, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
 

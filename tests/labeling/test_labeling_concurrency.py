@@ -14,11 +14,8 @@ from django.test import Client
 
 from labeling.models import Annotation
 from labeling.queue import claim_next, current_queue
-from tests.factories import make_user
-from tests.labeling_helpers import (
-    labeling_setup,
-    next_url,
-)
+from tests.factories import labeling_setup, make_user
+from tests.labeling_helpers import next_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,15 +5,8 @@ from __future__ import annotations
 import pytest
 
 from labeling.models import Annotation, Label
-from tests.factories import make_rubric_version
-from tests.labeling_helpers import (
-    annotate_directly,
-    labeling_setup,
-    next_url,
-    page_url,
-    save_url,
-    submit_url,
-)
+from tests.factories import annotate_directly, labeling_setup, make_rubric_version
+from tests.labeling_helpers import next_url, page_url, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
 

@@ -12,15 +12,9 @@ from django.urls import reverse
 from evals.models import Criterion
 from evals.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS
 from labeling.models import Annotation, Label
-from tests.factories import make_output
+from tests.factories import annotate_directly, labeling_setup, make_output
 from tests.labeling.test_labeling_queries import PAGE_AT_MOST
-from tests.labeling_helpers import (
-    annotate_directly,
-    labeling_setup,
-    next_url,
-    page_url,
-    save_url,
-)
+from tests.labeling_helpers import next_url, page_url, save_url
 
 pytestmark = pytest.mark.django_db
 

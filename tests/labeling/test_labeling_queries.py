@@ -10,17 +10,8 @@ from django.urls import reverse
 
 from evals.models import Criterion
 from labeling.models import Annotation
-from tests.factories import make_user
-from tests.labeling_helpers import (
-    all_answers,
-    annotate_directly,
-    labeling_setup,
-    next_url,
-    page_url,
-    save_url,
-    six_criteria,
-    submit_url,
-)
+from tests.factories import all_answers, annotate_directly, labeling_setup, make_user, six_criteria
+from tests.labeling_helpers import next_url, page_url, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
 

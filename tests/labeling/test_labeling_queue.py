@@ -12,16 +12,8 @@ from django.utils import timezone
 from evals.models import Role, RubricVersion
 from labeling.models import Annotation, Label, LabelingQueue
 from labeling.queue import RESERVATION, claim_next, current_queue
-from tests.factories import make_rubric_version, make_user
-from tests.labeling_helpers import (
-    all_answers,
-    annotate_directly,
-    labeling_setup,
-    next_url,
-    page_url,
-    save_url,
-    six_criteria,
-)
+from tests.factories import all_answers, annotate_directly, labeling_setup, make_rubric_version, make_user, six_criteria
+from tests.labeling_helpers import next_url, page_url, save_url
 
 pytestmark = pytest.mark.django_db
 

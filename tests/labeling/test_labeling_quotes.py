@@ -6,11 +6,8 @@ import pytest
 
 from evals.transcript import MAX_QUOTES, Transcript
 from labeling.models import Annotation, Label
-from tests.labeling_helpers import (
-    labeling_setup,
-    next_url,
-    save_url,
-)
+from tests.factories import labeling_setup
+from tests.labeling_helpers import next_url, save_url
 
 pytestmark = pytest.mark.django_db
 
@@ -210,7 +207,7 @@ def test_the_reviewer_sees_every_quote_highlighted_and_where_it_was_found(client
     from django.urls import reverse
 
     from evals.models import Criterion
-    from tests.labeling_helpers import annotate_directly
+    from tests.factories import annotate_directly
 
     eval_set, rv, (output,) = labeling_setup()
     annotate_directly(output, rv, annotator, {"correct_amount": ("PASS", RESPONSE)})

@@ -5,13 +5,8 @@ from __future__ import annotations
 import pytest
 
 from labeling.models import Annotation, Label
-from tests.labeling_helpers import (
-    labeling_setup,
-    next_url,
-    page_url,
-    save_url,
-    submit_url,
-)
+from tests.factories import labeling_setup
+from tests.labeling_helpers import next_url, page_url, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from evals.models import User
-from tests.factories import password_login
+from tests.login_helpers import password_login
 
 pytestmark = pytest.mark.django_db
 

@@ -11,10 +11,7 @@ from django.urls import reverse
 
 from evals.models import Criterion
 from labeling.models import GoldDispute, GoldLabel
-from tests.labeling_helpers import (
-    annotate_directly,
-    labeling_setup,
-)
+from tests.factories import annotate_directly, labeling_setup
 
 pytestmark = pytest.mark.django_db
 
@@ -224,11 +221,10 @@ def test_draft_saves_are_unchanged(client, annotator):
 def test_a_dispute_from_a_page_that_showed_an_older_gold_is_refused(client, lead, reviewer):
     """A dispute names the gold it doubts: if a reviewer decided again since the page was loaded, the lead
     has not read the gold they would be disputing."""
-    from tests.calibration_factories import calibration_set, make_judge
-    from tests.factories import make_eval_set, make_rubric_version
+    from tests.factories import calibration_set, make_eval_set, make_judge, make_rubric_version
 
     es, rv, judge = make_eval_set("cal"), make_rubric_version("refund", "1"), make_judge("gpt-judge")
-    # Labels PASS, FAIL adjudicated FAIL, the judge says PASS: a false pass (tests/calibration_factories.py).
+    # Labels PASS, FAIL adjudicated FAIL, the judge says PASS: a false pass (tests/factories.py).
     (_, adjudicated) = calibration_set(
         es,
         rv,

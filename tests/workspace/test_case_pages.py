@@ -9,8 +9,17 @@ from django.urls import reverse
 
 from evals.models import EvalSet
 from labeling.models import GoldLabel, Label
-from tests.calibration_factories import add_verdict, adjudicate, annotate, annotator, make_judge, make_run
-from tests.factories import make_eval_set, make_output, make_rubric_version
+from tests.factories import (
+    add_verdict,
+    adjudicate,
+    annotate,
+    annotator,
+    make_eval_set,
+    make_judge,
+    make_output,
+    make_rubric_version,
+    make_run,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from judging.models import JudgeConfig, JudgeRun
 from labeling.models import LabelingQueue
 from workspace.management.commands.load_demo import DEMO_DIR, EVAL_SET, JUDGE, LLM_JUDGE
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]  # slow: each test loads the whole demo
 
 # Where each demo criterion is meant to land (workspace/demo/generate.py says why).
 INTENDED_TIERS = {"correct_amount": "gate", "within_policy": "trend", "concise": "unusable", "grounded": "unusable"}

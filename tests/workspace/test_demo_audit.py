@@ -14,7 +14,7 @@ from calibration.models import AuditPlan, GatingMark
 from evals.models import Output, RubricVersion, User
 from workspace.demo import audit
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]  # slow: each test loads the whole demo
 
 
 def test_load_demo_without_audit_makes_no_plan_and_leaves_the_walks_decisions_to_the_lead():

@@ -68,6 +68,7 @@ def test_an_account_with_its_own_password_or_deactivated_drops_out_and_the_last_
     assert notice(client) == ""
 
 
+@pytest.mark.slow
 def test_loading_the_demo_again_keeps_the_password_and_the_deactivation_someone_gave_a_demo_account(client):
     # `make run` loads the demo at every start: it used to give every demo account the public password back.
     make_demo_accounts()

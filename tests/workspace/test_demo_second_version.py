@@ -15,7 +15,7 @@ from judging.gold_splits import look_count, part_outputs, split_for
 from judging.models import GoldSplit, JudgeConfig, JudgeRun, Verdict
 from workspace.management.commands.load_demo import EVAL_SET, IMPROVED, JUDGE, JUDGE_V2, RUBRIC
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]  # slow: each test loads the whole demo
 
 
 @pytest.fixture

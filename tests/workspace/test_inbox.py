@@ -15,8 +15,16 @@ from calibration.models import GateResult, GatingMark
 from judging.models import JudgeRun
 from labeling.disputes import raise_dispute
 from labeling.queue import move_queue
-from tests.calibration_factories import annotate, annotator, bulk_calibration, make_judge, mark_as_gating
-from tests.factories import make_eval_set, make_output, make_rubric_version
+from tests.factories import (
+    annotate,
+    annotator,
+    bulk_calibration,
+    make_eval_set,
+    make_judge,
+    make_output,
+    make_rubric_version,
+    mark_as_gating,
+)
 from workspace.lead_inbox import lead_inbox
 from workspace.review_inbox import adjudications_waiting
 

@@ -18,9 +18,7 @@ from evals.models import Role
 from judging.models import JudgeRun
 from labeling.audit_order import release_next
 from tests.audit_helpers import KEY, candidate, gold, in_order, one_pass_short, plan_on
-from tests.calibration_factories import annotate, annotator, bulk_verdicts
-from tests.factories import make_eval_set, make_user
-from tests.labeling_helpers import open_queue
+from tests.factories import annotate, annotator, bulk_verdicts, make_eval_set, make_user, open_queue
 from tests.workspace.test_inbox import section
 from workspace.lead_inbox import MAX_AUDIT_CHECKS, audit_plans
 

@@ -14,8 +14,7 @@ from calibration.gate.release_gate import gate_and_record
 from calibration.gate.request import GateRequest
 from calibration.models import GateResult
 from calibration.stats.policy import Tightening
-from tests.calibration_factories import make_judge
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import make_eval_set, make_judge, make_rubric_version
 
 pytestmark = pytest.mark.django_db
 HOME = reverse("home")

@@ -11,8 +11,7 @@ from django.urls import reverse
 from evals.models import Role, User
 from evals.role_groups import LEAD_GROUP
 from judging.models import JudgeConfig
-from tests.calibration_factories import make_judge
-from tests.factories import make_user
+from tests.factories import make_judge, make_user
 from workspace.lead_permissions import LEAD_PERMISSIONS, sync_lead_group
 
 pytestmark = pytest.mark.django_db

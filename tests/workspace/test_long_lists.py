@@ -7,8 +7,7 @@ from django.urls import reverse
 
 from calibration.models import GateResult
 from labeling.models import Annotation
-from tests.calibration_factories import annotate
-from tests.factories import make_eval_set, make_output, make_rubric_version
+from tests.factories import annotate, make_eval_set, make_output, make_rubric_version
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,8 @@ from django.urls import reverse
 
 from evals.models import User
 from judging.models import JudgeConfig
-from tests.labeling_helpers import claim_via_next, labeling_setup, save_url, submit_url
+from tests.factories import labeling_setup
+from tests.labeling_helpers import claim_via_next, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
 
@@ -43,6 +44,7 @@ def approve(client, rv) -> None:
     client.post(reverse("calibration:approve_rubric", args=[rv.pk]), {"reason": "the definitions are right"})
 
 
+@pytest.mark.slow
 def test_the_decision_says_a_trend_tier_criterions_interval_and_people_who_disagree_once(demo, lee):
     page = lee.get(report_url(*demo)).content.decode()
     trend = verdict_line(page, "within_policy")
@@ -56,6 +58,7 @@ def test_the_decision_says_a_trend_tier_criterions_interval_and_people_who_disag
     assert "1 annotator pairs" not in page
 
 
+@pytest.mark.slow
 def test_the_overview_gives_people_who_disagree_a_pill_of_their_own(demo, lee):
     page = lee.get(reverse("calibration:index")).content.decode()
     rows = {
@@ -66,6 +69,7 @@ def test_the_overview_gives_people_who_disagree_a_pill_of_their_own(demo, lee):
     assert 'class="pill tier-unusable"' in rows["concise"] and "people-disagree" not in rows["concise"]
 
 
+@pytest.mark.slow
 def test_a_criterion_that_gates_is_listed_as_gating_not_as_may_gate(demo, lee):
     es, rv, judge = demo
     approve(lee, rv)
@@ -79,6 +83,7 @@ def test_a_criterion_that_gates_is_listed_as_gating_not_as_may_gate(demo, lee):
     assert "1 gates now (correct_amount)" in after
 
 
+@pytest.mark.slow
 def test_approve_on_the_report_lands_back_on_the_approval_panel(demo, lee):
     es, rv, judge = demo
     page = lee.get(report_url(*demo)).content.decode()
@@ -90,6 +95,7 @@ def test_approve_on_the_report_lands_back_on_the_approval_panel(demo, lee):
     assert 'id="approval-panel"' in lee.get(response["Location"]).content.decode()
 
 
+@pytest.mark.slow
 def test_a_dispute_lands_back_on_the_disputed_item(demo, lee):
     es, rv, judge = demo
     drilldown = reverse("calibration:drilldown", args=[es.pk, rv.pk, judge.pk, "concise", "false-fail"])
@@ -104,6 +110,7 @@ def test_a_dispute_lands_back_on_the_disputed_item(demo, lee):
     assert "data-disputed" in item
 
 
+@pytest.mark.slow
 def test_a_first_rubric_version_shows_its_rubric_not_a_diff(demo, lee):
     _, rv, _ = demo
     page = lee.get(reverse("labeling:rubric_version", args=[rv.pk])).content.decode()
@@ -114,6 +121,7 @@ def test_a_first_rubric_version_shows_its_rubric_not_a_diff(demo, lee):
     assert rv.criteria.get(key="correct_amount").definition.split(".")[0] in rubric
 
 
+@pytest.mark.slow
 def test_the_rubric_editor_speaks_of_gold_not_of_source_files(demo, lee):
     _, rv, _ = demo
     page = lee.get(reverse("labeling:rubric_edit", args=[rv.pk])).content.decode()
@@ -121,6 +129,7 @@ def test_the_rubric_editor_speaks_of_gold_not_of_source_files(demo, lee):
     assert "become gold when no reviewer decided" in page
 
 
+@pytest.mark.slow
 def test_imported_judges_show_no_content_hash_that_would_read_the_same(demo, lee):
     es, rv, judge = demo
     first = JudgeConfig.objects.create(name="inspect-a", backend=JudgeConfig.Backend.IMPORTED)
@@ -135,6 +144,7 @@ def test_imported_judges_show_no_content_hash_that_would_read_the_same(demo, lee
     assert f"#{judge.content_hash[:8]}" in lee.get(report_url(*demo)).content.decode()
 
 
+@pytest.mark.slow
 def test_a_judge_without_verdicts_on_a_criterion_is_said_so_on_the_report(demo, lee):
     es, rv, _ = demo
     imported = JudgeConfig.objects.create(name="inspect-partial", backend=JudgeConfig.Backend.IMPORTED)

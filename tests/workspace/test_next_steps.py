@@ -10,8 +10,7 @@ from evals.models import EvalSet, RubricVersion
 from formats.case_import import import_cases
 from formats.rubric_import import import_rubric
 from judging.models import JudgeRun
-from tests.calibration_factories import make_judge
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import make_eval_set, make_judge, make_rubric_version
 from tests.io_helpers import DATA, data_source
 
 pytestmark = pytest.mark.django_db

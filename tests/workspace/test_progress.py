@@ -12,12 +12,8 @@ from django.urls import reverse
 from evals.models import Criterion
 from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED, item_states
 from labeling.models import GoldLabel
-from tests.factories import make_output, make_user
-from tests.labeling_helpers import (
-    annotate_directly,
-    labeling_setup,
-    next_url,
-)
+from tests.factories import annotate_directly, labeling_setup, make_output, make_user
+from tests.labeling_helpers import next_url
 from workspace.labeling_progress import annotation_buckets, criterion_counts, progress
 
 # --- Pure functions ---------------------------------------------------------------------------------

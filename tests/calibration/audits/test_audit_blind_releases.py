@@ -21,9 +21,16 @@ from evals.models import Role
 from labeling.models import AuditOrderItem, Label
 from labeling.queue import claim_next, current_queue
 from tests.audit_helpers import KEY
-from tests.calibration_factories import annotator, bulk_verdicts, make_judge, mark_as_gating
-from tests.factories import make_eval_set, make_rubric_version, make_user
-from tests.labeling_helpers import open_queue
+from tests.factories import (
+    annotator,
+    bulk_verdicts,
+    make_eval_set,
+    make_judge,
+    make_rubric_version,
+    make_user,
+    mark_as_gating,
+    open_queue,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -79,6 +86,7 @@ def walk(gating, name: str, seed: int, *, judge_right: bool, releases: int, k: i
     return plan, walked, {o.pk: i for i, o in enumerate(outputs)}
 
 
+@pytest.mark.slow
 def test_next_hands_out_the_same_outputs_whether_the_labels_point_to_pass_or_to_fail(gating):
     for seed in (3, 11):
         plan, right, rank_of = walk(gating, f"rc-right-{seed}", seed, judge_right=True, releases=3, k=8)
@@ -101,6 +109,7 @@ def test_next_hands_out_the_same_outputs_whether_the_labels_point_to_pass_or_to_
             assert handed == order[8 * i : 8 * (i + 1)]
 
 
+@pytest.mark.slow
 def test_the_judge_pass_share_of_a_release_does_not_depend_on_the_side_the_labels_point_to(gating):
     # 8 seeded plans in each world, 3 releases of 10; the releases after the first (labels before them) are counted
     # by the side the labels pointed to then and by the judge's verdict on each output handed out.

@@ -12,9 +12,7 @@ from django.urls import reverse
 from calibration.models import AuditPlan, GatingMark
 from labeling.models import AuditOrder
 from tests.audit_helpers import KEY, candidate, gold, in_order, one_pass_short, plan_on, settle
-from tests.calibration_factories import bulk_verdicts
-from tests.factories import make_eval_set, make_user
-from tests.labeling_helpers import open_queue
+from tests.factories import bulk_verdicts, make_eval_set, make_user, open_queue
 
 pytestmark = pytest.mark.django_db
 START = reverse("calibration:audit_plan_start")

@@ -14,8 +14,7 @@ from labeling.audit_order import seeded_order
 from labeling.models import AuditOrder
 from labeling.queue import move_queue
 from tests.audit_helpers import KEY, candidate, gold, in_order, one_label, one_pass_short, plan_on, settle
-from tests.calibration_factories import bulk_verdicts
-from tests.factories import make_rubric_version, make_user
+from tests.factories import bulk_verdicts, make_rubric_version, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -90,7 +89,7 @@ def test_a_plan_that_cannot_start_says_why_and_writes_nothing(change, words):
         GatingMark.objects.update(revoked_at="2026-01-01T00:00:00Z")
     elif change == "calibration_set":
         c.eval_set = c.calibration
-        from tests.labeling_helpers import open_queue
+        from tests.factories import open_queue
 
         open_queue(c.calibration, c.rubric_version, c.lead)
     elif change == "looser":

@@ -51,7 +51,7 @@ def test_create_takes_stricter_thresholds_and_an_agent_version():
     ],
 )
 def test_create_refuses_with_clear_words_and_stores_nothing(args, words):
-    from tests.calibration_factories import annotator
+    from tests.factories import annotator
 
     candidate(n=4)
     annotator("amy")
@@ -126,7 +126,7 @@ def test_show_as_text_words_the_forecast_as_a_forecast():
     ],
 )
 def test_show_and_next_refuse_with_clear_words(args, words):
-    from tests.calibration_factories import annotator
+    from tests.factories import annotator
 
     candidate(n=4)
     annotator("amy")

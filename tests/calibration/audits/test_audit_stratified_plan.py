@@ -18,9 +18,16 @@ from labeling.audit_order import release_next
 from labeling.models import AuditOrderItem
 from labeling.queue import claim_next, current_queue
 from tests.audit_helpers import KEY, gold, in_order, one_label
-from tests.calibration_factories import annotator, bulk_verdicts, make_judge, mark_as_gating
-from tests.factories import make_eval_set, make_rubric_version, make_user
-from tests.labeling_helpers import open_queue
+from tests.factories import (
+    annotator,
+    bulk_verdicts,
+    make_eval_set,
+    make_judge,
+    make_rubric_version,
+    make_user,
+    mark_as_gating,
+    open_queue,
+)
 
 pytestmark = pytest.mark.django_db
 

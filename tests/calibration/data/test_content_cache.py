@@ -11,8 +11,7 @@ from calibration.data import content_cache
 from calibration.report import compose
 from calibration.report.compose import calibration_report
 
-from tests.calibration_factories import adjudicate, bulk_calibration, make_judge
-from tests.factories import make_eval_set, make_rubric_version, make_user
+from tests.factories import adjudicate, bulk_calibration, make_eval_set, make_judge, make_rubric_version, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,7 @@ from calibration.models import GatingMark
 from calibration.report.compose import calibration_report
 from evals.models import Role, RubricVersion
 from judging.models import JudgeConfig
-from tests.calibration_factories import bulk_calibration, make_judge
-from tests.factories import make_eval_set, make_rubric_version, make_user
+from tests.factories import bulk_calibration, make_eval_set, make_judge, make_rubric_version, make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -104,7 +104,7 @@ def test_the_gate_holds_the_audit_to_a_callers_stricter_minimum():
 
 
 def test_outputs_added_after_the_order_leave_the_gate_undecided():
-    from tests.calibration_factories import bulk_verdicts
+    from tests.factories import bulk_verdicts
 
     c = candidate(n=40, decide_on="audit")
     plan = plan_on(c, release=40)

@@ -12,8 +12,17 @@ from django.urls import reverse
 
 from labeling.models import LabelingQueue
 from labeling.queue import move_queue
-from tests.calibration_factories import annotate, annotator, bulk_calibration, make_judge, make_run
-from tests.factories import DEFAULT_CRITERIA, make_eval_set, make_output, make_rubric_version
+from tests.factories import (
+    DEFAULT_CRITERIA,
+    annotate,
+    annotator,
+    bulk_calibration,
+    make_eval_set,
+    make_judge,
+    make_output,
+    make_rubric_version,
+    make_run,
+)
 
 pytestmark = pytest.mark.django_db
 CONCISE = {"key": "concise", "definition": "At most 120 words.", "pass_example": "", "fail_example": ""}

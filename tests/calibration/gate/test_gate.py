@@ -16,8 +16,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from calibration.models import GateResult, GatingMark
 from judging.models import JudgeConfig
-from tests.calibration_factories import bulk_verdicts, make_judge, mark_as_gating
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import bulk_verdicts, make_eval_set, make_judge, make_rubric_version, mark_as_gating
 
 pytestmark = pytest.mark.django_db
 

@@ -23,8 +23,14 @@ from calibration.stats.policy import GateThresholds, Tightening
 from tests.audit_helpers import candidate as audit_candidate
 from tests.audit_helpers import gold as give_gold
 from tests.audit_helpers import in_order, plan_on
-from tests.calibration_factories import bulk_calibration, bulk_verdicts, make_judge, mark_as_gating
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import (
+    bulk_calibration,
+    bulk_verdicts,
+    make_eval_set,
+    make_judge,
+    make_rubric_version,
+    mark_as_gating,
+)
 
 KEY = "correct_amount"
 # (true_pass, false_pass, false_fail, true_fail): TPR 900 / 1000 = 0.90, TNR 57 / 250 = 0.228 on the calibration.
@@ -134,6 +140,7 @@ def test_the_same_gold_without_a_plan_is_held_back_not_failed():
     assert row["held_back"].startswith("the candidate's gold would refute the minimum 0.5 if its labeled outputs")
 
 
+@pytest.mark.slow
 def test_the_gate_never_passes_where_the_candidates_gold_refutes_the_minimum_by_simulation():
     # Known truth, 400 random candidates: a judge whose TNR on the candidate moved anywhere from the calibration's,
     # gold on a uniformly random share of the outputs. Wherever that gold refutes the minimum, the gate must not

@@ -15,8 +15,15 @@ from judgy import estimate_success_rate
 from calibration.models import GateResult, GatingMark
 from calibration.stats.metrics import corrected_pass_rate, rogan_gladen, wilson_interval
 from calibration.stats.policy import GateThresholds
-from tests.calibration_factories import bulk_calibration, bulk_verdicts, make_judge, mark_as_gating
-from tests.factories import make_eval_set, make_rubric_version, make_user
+from tests.factories import (
+    bulk_calibration,
+    bulk_verdicts,
+    make_eval_set,
+    make_judge,
+    make_rubric_version,
+    make_user,
+    mark_as_gating,
+)
 
 
 def judgy_inputs(cells: tuple[int, int, int, int], passes: int, n: int):
@@ -73,6 +80,7 @@ def simulate(rng, truth: float, tpr: float, tnr: float, cal_pass: int, cal_fail:
     return (tp, cal_fail - tn, cal_pass - tp, tn), passes
 
 
+@pytest.mark.slow
 def test_in_simulations_the_corrected_interval_covers_the_true_pass_rate_and_the_observed_one_does_not():
     # The judge passes 99% of good outputs and catches only 60% of failures: on a candidate whose true
     # pass rate is 0.80 it reports 0.8 * 0.99 + 0.2 * 0.40 = 0.872.
@@ -215,6 +223,7 @@ def test_marking_on_a_real_calibration_stores_the_cells_the_gate_corrects_with(w
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
 def test_marks_made_before_the_choice_keep_the_observed_bound_and_new_ones_get_the_default(migrator):
     before, after = (
         [("calibration", "0007_gate_result_web")],

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from evals.models import RubricVersion
-from tests.calibration_factories import make_judge
-from tests.factories import make_eval_set, make_rubric_version, make_user
+from tests.factories import make_eval_set, make_judge, make_rubric_version, make_user
+
+pytestmark = pytest.mark.slow  # migrates from an old schema with data
 
 BEFORE = [("calibration", "0001_initial")]
 AFTER = [("calibration", "0004_gate_token_rubric_version_only")]

@@ -13,8 +13,15 @@ from django.urls import reverse
 
 from calibration.models import GateResult
 from calibration.stats.candidate_evidence import TRANSPORT_WARNING
-from tests.calibration_factories import annotate, annotator, bulk_verdicts, make_judge, mark_as_gating
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import (
+    annotate,
+    annotator,
+    bulk_verdicts,
+    make_eval_set,
+    make_judge,
+    make_rubric_version,
+    mark_as_gating,
+)
 
 KEY = "correct_amount"
 # The calibration the mark relied on: (true_pass, false_pass, false_fail, true_fail) = 90, 20, 10, 80, so

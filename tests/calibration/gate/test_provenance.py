@@ -20,8 +20,15 @@ from calibration.stats.policy import Tightening
 from judging.checks import imported_verdicts_of_run_configs
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from tests.api_helpers import call, create_token
-from tests.calibration_factories import add_verdict, bulk_verdicts, make_judge, mark_as_gating
-from tests.factories import make_eval_set, make_output, make_rubric_version
+from tests.factories import (
+    add_verdict,
+    bulk_verdicts,
+    make_eval_set,
+    make_judge,
+    make_output,
+    make_rubric_version,
+    mark_as_gating,
+)
 from tests.io_helpers import jsonl
 
 pytestmark = pytest.mark.django_db

@@ -20,7 +20,7 @@ from django.urls import reverse
 from calibration.report.annotator_agreement import MIN_ITEMS_TO_FLAG, annotator_agreement, leave_one_out_gold
 from labeling.gold import ANY_FAIL, derive_gold
 from tests.annotator_helpers import ADJUDICATED, TABLE, WORDS, A, B, C, build_world
-from tests.calibration_factories import annotator as annotator_named
+from tests.factories import annotator as annotator_named
 
 REVIEWER, CRITERION = 9, 7
 
@@ -194,7 +194,7 @@ def test_the_page_puts_the_flagged_person_and_their_false_passes_first(client, l
 
 @pytest.mark.django_db
 def test_reviewers_reach_it_from_the_report(client, reviewer):
-    from tests.calibration_factories import make_judge
+    from tests.factories import make_judge
 
     es, rv, _ = build_world()
     client.force_login(reviewer)

@@ -14,16 +14,18 @@ from django.urls import reverse
 from calibration.report.rows import REPORT_KEYS
 from evals.models import Output
 from labeling.models import Label
-from tests.calibration_factories import (
+from tests.factories import (
     add_verdict,
     adjudicate,
     annotate,
     annotator,
     bulk_calibration,
+    make_eval_set,
     make_judge,
+    make_output,
+    make_rubric_version,
     make_run,
 )
-from tests.factories import make_eval_set, make_output, make_rubric_version
 
 pytestmark = pytest.mark.django_db
 
@@ -289,7 +291,7 @@ def test_csv_report_cells_that_a_spreadsheet_would_run_start_with_a_quote(client
 
 def test_a_mark_whose_stored_figures_lack_a_key_shows_a_dash_not_a_server_error(client, world, lead):
     from calibration.models import GatingMark
-    from tests.calibration_factories import mark_as_gating
+    from tests.factories import mark_as_gating
 
     es, rv, judge = world
     bulk_calibration(es, rv, judge, {"correct_amount": (145, 15, 5, 35)})

@@ -12,17 +12,19 @@ from calibration.report.ceiling import human_agreement_from_labels
 from calibration.report.compose import calibration_report, criterion_tiers, human_agreement, segmented_report
 from calibration.report.rows import REPORT_KEYS
 from labeling.models import Annotation, GoldLabel, Label
-from tests.calibration_factories import (
+from tests.factories import (
     add_verdict,
     adjudicate,
     annotate,
     annotator,
     bulk_calibration,
     calibration_set,
+    make_eval_set,
     make_judge,
+    make_output,
+    make_rubric_version,
     make_run,
 )
-from tests.factories import make_eval_set, make_output, make_rubric_version
 
 pytestmark = pytest.mark.django_db
 

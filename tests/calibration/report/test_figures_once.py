@@ -9,8 +9,15 @@ from django.urls import reverse
 from calibration.report import ceiling
 from calibration.report.compose import calibration_report
 from calibration.stats import metrics
-from tests.calibration_factories import annotate, annotator, bulk_calibration, make_judge
-from tests.factories import make_eval_set, make_output, make_rubric_version
+from tests.factories import (
+    annotate,
+    annotator,
+    bulk_calibration,
+    make_eval_set,
+    make_judge,
+    make_output,
+    make_rubric_version,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -110,8 +110,14 @@ def test_the_calibrations_report_prices_the_newest_candidate_gated_not_its_own_s
     from calibration.gate.request import GateRequest
     from calibration.models import GateResult
     from calibration.stats.policy import Tightening
-    from tests.calibration_factories import bulk_calibration, bulk_verdicts, make_judge, mark_as_gating
-    from tests.factories import make_eval_set, make_rubric_version
+    from tests.factories import (
+        bulk_calibration,
+        bulk_verdicts,
+        make_eval_set,
+        make_judge,
+        make_rubric_version,
+        mark_as_gating,
+    )
 
     rv, judge, cal = make_rubric_version(name="refund"), make_judge("gpt-judge"), make_eval_set("cal")
     bulk_calibration(cal, rv, judge, {KEY: (20, 5, 5, 10)})
@@ -139,8 +145,7 @@ def test_the_calibrations_report_prices_the_newest_candidate_gated_not_its_own_s
 def test_a_candidates_report_tests_the_marks_calibration_rates_on_its_gold(client):
     # The transport test on the candidate's report (issue 40): its gold catches 0 of 8 failures the calibration's
     # judge caught 80 of 100 times.
-    from tests.calibration_factories import bulk_calibration, make_judge, mark_as_gating
-    from tests.factories import make_eval_set, make_rubric_version
+    from tests.factories import bulk_calibration, make_eval_set, make_judge, make_rubric_version, mark_as_gating
 
     rv, judge = make_rubric_version(name="refund"), make_judge("gpt-judge")
     mark_as_gating(rv, judge, [KEY], make_eval_set("cal"), calibration=(90, 20, 10, 80), decide_on="wilson_lower")

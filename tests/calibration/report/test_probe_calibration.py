@@ -22,8 +22,7 @@ from evals.models import RubricVersion
 from evals.transcript import Transcript
 from judging.models import JudgeConfig
 from judging.probes import Declaration, Probe
-from tests.calibration_factories import bulk_calibration
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import bulk_calibration, make_eval_set, make_rubric_version
 from tests.probe_helpers import probe_in_process
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -450,6 +450,7 @@ def simulated():
 
 
 @pytest.mark.parametrize("distance", [-0.10, -0.05, -0.02, 0.02, 0.05, 0.10])
+@pytest.mark.slow
 def test_wrong_decisions_stay_below_alpha_over_2_on_both_sides_of_the_truth(simulated, distance):
     ys, fs = simulated
     minimum = THETA + distance
@@ -460,6 +461,7 @@ def test_wrong_decisions_stay_below_alpha_over_2_on_both_sides_of_the_truth(simu
     assert (decisions.decided == right).mean() == 1.0 - wrong  # every order decides by label N at the latest
 
 
+@pytest.mark.slow
 def test_the_anytime_valid_bounds_hold_the_truth_at_every_moment_in_95_percent_of_orders():
     # The bounds after T labels are the intersection over every moment up to T, so a miss at any moment
     # shows at T. 200 orders of 200 outputs, read after 120 labels.
@@ -472,6 +474,7 @@ def test_the_anytime_valid_bounds_hold_the_truth_at_every_moment_in_95_percent_o
     assert np.mean(missed) <= 0.05
 
 
+@pytest.mark.slow
 def test_peeking_at_a_fixed_n_interval_every_10_labels_is_wrong_too_often(simulated):
     """Negative control: the same simulation sees an invalid rule. Stop at the first look (every 10 labels
     from 20 on) where the fixed-n 95% PPI++ interval with the FPC clears the minimum."""
@@ -663,6 +666,7 @@ def simulated_with_na():
 
 
 @pytest.mark.parametrize("minimum", [0.85, 0.88, 0.92, 0.95])
+@pytest.mark.slow
 def test_wrong_decisions_with_na_gold_stay_below_alpha_over_2_by_simulation(simulated_with_na, minimum):
     ys, fs = simulated_with_na
     decisions = _decide(gold=ys, f=fs, minimum=minimum, confidence=0.95, min_gold=MIN_GOLD)
@@ -672,6 +676,7 @@ def test_wrong_decisions_with_na_gold_stay_below_alpha_over_2_by_simulation(simu
     assert (decisions.decided == right).mean() == 1.0 - wrong  # the exact rule decides by label N at the latest
 
 
+@pytest.mark.slow
 def test_a_release_passing_its_applicable_outputs_passes_although_na_would_hold_it_back(simulated_with_na):
     # At minimum 0.85 (theta 0.9): with N/A left out, most orders pass well before labeling everything; with
     # N/A as pending, passes alone are 306 of 400 = 0.765 and no order can ever pass.
@@ -683,6 +688,7 @@ def test_a_release_passing_its_applicable_outputs_passes_although_na_would_hold_
     assert not (held.decided == PASS).any()
 
 
+@pytest.mark.slow
 def test_the_bounds_with_na_gold_hold_the_true_pass_rate_in_95_percent_of_orders(simulated_with_na):
     ys, fs = simulated_with_na
     missed = [

@@ -130,6 +130,7 @@ def synthetic(N: int, theta: float, phi: float, judge_rate: float) -> tuple[np.n
 
 @pytest.mark.parametrize("design", ["order", "adaptive"])
 @pytest.mark.parametrize("distance", [-0.05, 0.0, 0.05])
+@pytest.mark.slow
 def test_wrong_decisions_stay_below_alpha_over_2_by_simulation_with_known_truth(distance, design):
     # 300 outputs, theta = 0.7, a judge with correlation 0.6 that passes 75%; 500 orders of each stratum, counted in
     # a uniformly random sequence of the strata (a plan: the order's own) or as the adaptive allocation chooses.
@@ -146,6 +147,7 @@ def test_wrong_decisions_stay_below_alpha_over_2_by_simulation_with_known_truth(
         assert np.median(at) < 300  # away from the boundary it decides before labeling everything
 
 
+@pytest.mark.slow
 def test_tables_that_grow_as_needed_give_what_whole_tables_give(monkeypatch):
     judge_pass, judge_rest = synthetic(400, 0.7, 0.6, 0.75)
     rng = np.random.default_rng(23)
@@ -238,6 +240,7 @@ def test_a_plans_decision_by_the_exact_rule_hand_worked():
     assert pending.decided is None and pending.n_pending == 1
 
 
+@pytest.mark.slow
 def test_the_bounds_hold_the_true_pass_rate_in_95_percent_of_audits_and_narrow():
     # 160 outputs, theta = 0.6; 100 audits read after 80 labels counted as a plan counts them.
     judge_pass, judge_rest = synthetic(160, 0.6, 0.7, 0.6)

@@ -69,6 +69,7 @@ def test_no_gold_bounds_nothing():
     assert bound.upper is None and not bound.refutes(0.99) and not bound.would_refute_if_random(0.99)
 
 
+@pytest.mark.slow
 def test_the_exact_upper_end_holds_the_truth_as_often_as_it_says_by_simulation():
     # Known truth: 200 outputs of which 90 pass; 2,000 random samples of 40 without replacement. The upper end of
     # the two-sided 95% interval may miss at most 2.5% of the time (it is exact, so at most, not about).
@@ -131,6 +132,7 @@ def test_too_little_gold_says_no_warning_means_little():
     assert ample.warning is None and ample.too_little_gold is None and "at least 80%" in ample.in_words()
 
 
+@pytest.mark.slow
 def test_the_stated_power_is_close_to_fishers_simulated_power():
     # Known truth: the calibration's TNR 0.80 on 500 failures; the candidate's 0.70 on 200. Simulate both samples
     # and Fisher's test at 0.025; the stated power (statsmodels' z-test) is an approximation of this.
@@ -159,6 +161,7 @@ def test_with_few_items_the_power_is_fishers_own_summed_exactly():
     assert approximate > 0.25  # the negative control: what the approximation alone would have said
 
 
+@pytest.mark.slow
 def test_the_check_warns_falsely_at_most_at_its_level_by_simulation():
     # Known truth: nothing moved (TPR 0.90 on 1,000 and TNR 0.23 on 800 gold outputs of the calibration, the same
     # rates on the candidate's 100 and 400 gold outputs). Both rates are tested, each at 0.025: at most 5% false

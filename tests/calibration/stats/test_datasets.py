@@ -27,7 +27,7 @@ from calibration.report.compose import calibration_report, human_agreement, segm
 from evals.lookup import eval_set_named
 from evals.models import RubricVersion
 from judging.judge_lookup import judge_named
-from tests.calibration_factories import analyze
+from tests.factories import analyze
 
 DATASETS = Path(
     os.environ.get("ICEWATER_DATASETS_DIR", Path(__file__).resolve().parents[3].parent / "shared" / "datasets")
@@ -37,6 +37,7 @@ if os.environ.get("CI") and not DATASETS.is_dir():
     raise RuntimeError(f"CI run without the public datasets at {DATASETS}; set ICEWATER_DATASETS_DIR")
 
 pytestmark = [
+    pytest.mark.slow,  # reproduces published figures from the public datasets
     pytest.mark.django_db,
     pytest.mark.skipif(not DATASETS.is_dir(), reason=f"public datasets not found at {DATASETS}"),
 ]
@@ -53,7 +54,7 @@ def run(command: str, *args) -> str:
     out = io.StringIO()
     call_command(command, *[str(a) for a in args], stdout=out)
     if command.startswith("import_"):
-        analyze()  # thousands of rows just arrived: let the planner know (see calibration_factories.analyze)
+        analyze()  # thousands of rows just arrived: let the planner know (see factories.analyze)
     return out.getvalue()
 
 

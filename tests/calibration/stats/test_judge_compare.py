@@ -150,6 +150,7 @@ def simulate(seed: int, runs: int, error_a: float, error_b: float, n: int = 150)
         yield compare_judges(frame(list(zip(range(n), gold, a, b, strict=True))), replicates=500)
 
 
+@pytest.mark.slow
 def test_by_simulation_the_interval_covers_the_true_delta_of_two_equally_good_judges():
     # Known truth: A and B err independently with the same rates, so their population kappas are equal
     # and the true delta is 0. About 95% of intervals should hold 0, and McNemar should reject at 5% at most
@@ -161,6 +162,7 @@ def test_by_simulation_the_interval_covers_the_true_delta_of_two_equally_good_ju
     assert rejected / len(results) <= 0.09
 
 
+@pytest.mark.slow
 def test_by_simulation_a_much_better_version_is_told_apart():
     # Negative control for the one above: B errs on 5% of items, A on 30%: intervals sit above 0 and
     # McNemar rejects nearly always.

@@ -120,6 +120,7 @@ def sk_kappa(y1: list[str], y2: list[str]) -> float | None:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(first=criterion_items, second=criterion_items)
+@pytest.mark.slow
 def test_report_counts_and_kappa_equal_scikit_learn(first, second):
     labels, adjudicated, verdicts = frames({1: first, 2: second})
     rows = build_rows(criteria=[(1, "one"), (2, "two")], labels=labels, adjudicated=adjudicated, verdicts=verdicts)
@@ -155,6 +156,7 @@ def test_report_counts_and_kappa_equal_scikit_learn(first, second):
 
 @settings(max_examples=100, deadline=None)
 @given(judge=st.lists(st.sampled_from([P, F]), min_size=1, max_size=40), data=st.data())
+@pytest.mark.slow
 def test_constant_sides_are_always_named(judge, data):
     gold = data.draw(st.lists(st.sampled_from([P, F]), min_size=len(judge), max_size=len(judge)))
     items = [{"a": g, "b": g, "adjudicated": None, "judge": j, "found": True} for j, g in zip(judge, gold, strict=True)]

@@ -32,9 +32,8 @@ from django.urls import reverse
 from judging.gold_splits import look_count
 from judging.models import JudgeConfig
 from tests.api_helpers import call, create_token
-from tests.calibration_factories import add_verdict, make_run
+from tests.factories import add_verdict, make_llm_judge, make_run
 from tests.guidance_helpers import HeldOutWorld, held_out_world
-from tests.judging_helpers import make_judge
 
 pytestmark = pytest.mark.django_db
 
@@ -159,7 +158,7 @@ PATHS: dict[str, Callable[[Visit, JudgeConfig], int]] = {
 @pytest.fixture
 def visit(client, lead) -> Visit:
     world = held_out_world(lead)
-    plain, other = make_judge(name="plain"), make_judge(name="other")
+    plain, other = make_llm_judge(name="plain"), make_llm_judge(name="other")
     for judge in (plain, other):
         run = make_run(world.eval_set, world.rubric, judge)
         for o in world.outputs:
@@ -270,7 +269,7 @@ def test_marking_gating_on_held_out_figures_from_the_command_counts_a_look(visit
 
 def test_home_reads_no_held_out_tier_for_a_tier_change(visit, lead):
     # Home's "tier changed" computed the held-out tier of a mark on every load: it now leaves held-out splits out.
-    from tests.calibration_factories import mark_as_gating
+    from tests.factories import mark_as_gating
 
     w = visit.world
     plain = JudgeConfig.objects.get(name="plain")

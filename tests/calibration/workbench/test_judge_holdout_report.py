@@ -16,9 +16,8 @@ from calibration.workbench.holdout_looks import look_at_held_out
 from evals.models import RubricVersion
 from judging.gold_splits import look_count
 from judging.models import JudgeConfig
-from tests.calibration_factories import add_verdict, make_run
+from tests.factories import add_verdict, make_llm_judge, make_run
 from tests.guidance_helpers import HELD_OUT_GOLDS, example, gold_set, held_out_world
-from tests.judging_helpers import make_judge
 
 pytestmark = pytest.mark.django_db
 
@@ -49,7 +48,7 @@ def test_the_report_of_a_version_with_examples_measures_the_held_out_split_only_
 def test_the_same_verdicts_under_a_judge_without_examples_are_measured_on_every_item(world):
     # Negative control: no examples, no restriction, and no split keys in the report.
     eval_set, rubric, split, _, outputs, gold = world
-    plain = make_judge(name="plain")
+    plain = make_llm_judge(name="plain")
     run = make_run(eval_set, rubric, plain)
     for o in outputs:
         add_verdict(run, o, "next_step", gold[o.pk] if o.pk in split.development else "PASS")
@@ -146,7 +145,7 @@ def test_the_report_page_says_held_out_only_and_counts_the_look(world, client, l
     assert page.status_code == 200
     assert 'id="split-note"' in page.content.decode() and "held-out split only (6 outputs)" in page.content.decode()
     assert look_count(split) == 1
-    plain = make_judge(name="plain")
+    plain = make_llm_judge(name="plain")
     page = client.get(reverse("calibration:report", args=[eval_set.pk, rubric.pk, plain.pk]))
     assert 'id="split-note"' not in page.content.decode() and look_count(split) == 1
 
@@ -163,7 +162,7 @@ def test_the_drilldown_behind_a_cell_lists_the_held_out_items_only(world):
     )
     held_fails = sorted(o.pk for o in outputs if o.pk in split.held_out and gold[o.pk] == "FAIL")
     assert ids == held_fails and len(ids) == 3
-    plain = make_judge(name="plain")
+    plain = make_llm_judge(name="plain")
     plain_run = make_run(eval_set, rubric, plain)
     for o in outputs:
         add_verdict(plain_run, o, "next_step", "PASS")
@@ -208,6 +207,6 @@ def test_development_rows_are_no_look_but_the_report_command_and_endpoint_count_
     assert answer.status_code == 200 and answer.json()["split"] == "held_out"
     assert look_count(split) == 2
     assert sorted(split.looks.values_list("via", flat=True)) == ["api", "command"]
-    plain = make_judge(name="plain")
+    plain = make_llm_judge(name="plain")
     call(client, "GET", "/api/calibration-report", token, eval_set=eval_set.name, rubric=rubric.ref, judge=plain.name)
     assert look_count(split) == 2  # the negative control: a report without the restriction is no look

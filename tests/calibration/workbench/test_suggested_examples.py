@@ -9,9 +9,16 @@ from calibration.workbench.suggested_examples import excerpt_around, suggest_exa
 from judging.gold_splits import start_split
 from judging.guidance import derive_config
 from judging.models import Verdict
-from tests.calibration_factories import add_verdict, annotate, annotator, make_run
-from tests.factories import make_eval_set, make_output, make_rubric_version
-from tests.judging_helpers import make_judge
+from tests.factories import (
+    add_verdict,
+    annotate,
+    annotator,
+    make_eval_set,
+    make_llm_judge,
+    make_output,
+    make_rubric_version,
+    make_run,
+)
 
 RESPONSE = "Hello. I have issued a refund of $45.00 to your card. It takes five days. Anything else?"
 
@@ -41,7 +48,7 @@ def world(db, lead):
     """Six outputs on correct_amount, both annotators agreeing (gold), each quoting the response; the judge
     is wrong on four: two false passes and two false fails."""
     es, rv = make_eval_set("cal"), make_rubric_version("refund", "1")
-    judge = make_judge(name="refund-judge")
+    judge = make_llm_judge(name="refund-judge")
     amy, bo = annotator("amy"), annotator("bo")
     run = make_run(es, rv, judge)
     plan = [("FAIL", "PASS"), ("PASS", "FAIL"), ("FAIL", "PASS"), ("PASS", "FAIL"), ("PASS", "PASS"), ("FAIL", "FAIL")]

@@ -11,8 +11,7 @@ from django.urls import reverse
 from calibration.workbench.version_comparison import compare_versions
 from judging.gold_splits import start_split
 from judging.models import GoldSplit, HoldoutLook, JudgeConfig
-from tests.calibration_factories import add_verdict, calibration_set, make_judge, make_run
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import add_verdict, calibration_set, make_eval_set, make_judge, make_rubric_version, make_run
 
 pytestmark = pytest.mark.django_db
 

@@ -9,9 +9,16 @@ from django.urls import reverse
 
 from judging.gold_splits import start_split
 from judging.models import GoldSplit, HoldoutLook, JudgeConfig, JudgeRun
-from tests.calibration_factories import add_verdict, annotate, annotator, make_run
-from tests.factories import make_eval_set, make_output, make_rubric_version
-from tests.judging_helpers import make_judge
+from tests.factories import (
+    add_verdict,
+    annotate,
+    annotator,
+    make_eval_set,
+    make_llm_judge,
+    make_output,
+    make_rubric_version,
+    make_run,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +30,7 @@ PLAN = [("FAIL", "PASS"), ("PASS", "FAIL")] * 4 + [("PASS", "PASS"), ("FAIL", "F
 @pytest.fixture
 def world(lead):
     es, rv = make_eval_set("cal"), make_rubric_version("refund", "1")
-    base = make_judge(name="refund-judge")
+    base = make_llm_judge(name="refund-judge")
     amy, bo = annotator("amy"), annotator("bo")
     run = make_run(es, rv, base)
     outputs = []
@@ -226,7 +233,7 @@ def test_the_report_of_a_model_judge_links_leads_to_its_workbench(client, world,
     client.force_login(reviewer)
     assert version_url(base, es, rv) not in client.get(report).content.decode()
     # Negative control: an imported judge has no prompt to improve.
-    imported = make_judge(name="imported", backend="imported")
+    imported = make_llm_judge(name="imported", backend="imported")
     client.force_login(lead)
     page = client.get(reverse("calibration:report", args=[es.pk, rv.pk, imported.pk])).content.decode()
     assert "Improve this judge" not in page
@@ -258,7 +265,9 @@ def test_transcript_text_in_suggestions_is_shown_as_text_never_as_markup(client,
 def test_the_report_of_an_instrument_judge_links_leads_to_its_workbench_too(client, world, lead):
     # Instruments take examples as precedents (docs/judging.md, "Precedent matching"), so they can be improved.
     es, rv, _, _ = world
-    rules = make_judge(name="rules", backend="instrument", instruments={"x": {"kind": "max_length", "max_words": 9}})
+    rules = make_llm_judge(
+        name="rules", backend="instrument", instruments={"x": {"kind": "max_length", "max_words": 9}}
+    )
     client.force_login(lead)
     page = client.get(reverse("calibration:report", args=[es.pk, rv.pk, rules.pk])).content.decode()
     assert version_url(rules, es, rv) in page
@@ -267,7 +276,9 @@ def test_the_report_of_an_instrument_judge_links_leads_to_its_workbench_too(clie
 def test_the_editor_offers_instructions_only_to_a_judge_that_reads_them(client, world, split, lead):
     # An instrument reads no text (a saved instruction would be refused); a model judge's editor has the field.
     es, rv, base, _ = world
-    rules = make_judge(name="rules", backend="instrument", instruments={"x": {"kind": "max_length", "max_words": 9}})
+    rules = make_llm_judge(
+        name="rules", backend="instrument", instruments={"x": {"kind": "max_length", "max_words": 9}}
+    )
     client.force_login(lead)
     instrument_page = client.get(edit_url(rules, es, rv)).content.decode()
     assert 'name="instructions"' not in instrument_page
