@@ -32,7 +32,7 @@ judge-gold correlation 0.3, 0.6 and 0.8.
 Prints per set and threshold the median and 90th percentile of the labels to a decision (% of N) and the
 wrong-decision rate, then the goals: wrong <= 2.5% per side everywhere; at distance 0.10 a median <= 25% of
 N; at 0.05 a median <= 50% of N when the judge-gold correlation is >= 0.6. It also prints the measured
-ratio of the median to the fixed-n sample size that calibration.audit_stats.labels_per_decision scales by.
+ratio of the median to the fixed-n sample size that calibration.audit_forecast.labels_per_decision scales by.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from calibration.stats import audit_strata  # noqa: E402
-from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS, _decide, labels_per_decision  # noqa: E402
+from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS, decide_each_label, labels_per_decision  # noqa: E402
 
 DISTANCES = (0.02, 0.05, 0.10)
 CONFIDENCE = 0.95
@@ -172,7 +172,7 @@ def run(
                 path = strata if design == "stratified" else None
                 decided, at = stratified_decisions(strata_gold, minimum, path)  # type: ignore[arg-type]
             else:
-                d = _decide(gold=ys, f=fs, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
+                d = decide_each_label(gold=ys, f=fs, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
                 decided, at = d.decided, d.at
             labels = at.astype(float)
             median, p90 = float(np.median(labels)), float(np.quantile(labels, 0.9))
@@ -239,7 +239,7 @@ def main() -> int:
     print(
         f"  median / fixed-n sample size at distances 0.05 and 0.10: median {np.median(ratios):.2f},"
         f" range {min(ratios):.2f}-{max(ratios):.2f} (labels_per_decision uses the factor"
-        " calibration.audit_stats.ANYTIME_FACTOR)"
+        " calibration.audit_forecast.ANYTIME_FACTOR)"
     )
     return 0
 

@@ -13,7 +13,7 @@ passes, P_h at most N_h), the product of one betting test per stratum (audit_sta
 without replacement, its variance shrink and bet cap; no control variate, the judge is constant inside a
 stratum), rejected once the smallest product over the splits reaches 2 / (1 - 0.95); the FAIL side on the
 complements. The exact rule and the minimum of 20 gold items as in audit_stats. It prints the median labels to
-a decision (% of N) beside the unstratified test's (audit_stats._decide on uniform orders): every fixed share
+a decision (% of N) beside the unstratified test's (audit_stats.decide_each_label on uniform orders): every fixed share
 on USR topical overall >= 4, where the audit needs most labels; the adaptive choice on eight sets; and the
 adaptive test's wrong decisions at the hardest null (known truth).
 
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from calibration.stats import audit_strata  # noqa: E402
-from calibration.stats.audit_stats import MIN_GOLD, _decide  # noqa: E402
+from calibration.stats.audit_stats import MIN_GOLD, decide_each_label  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_audit", ROOT / "bench" / "audit.py")
 assert _spec and _spec.loader
@@ -177,7 +177,7 @@ def batched(gold: np.ndarray, judge: np.ndarray, minimum: float, orders: int, se
 def unstratified_median(gold: np.ndarray, judge: np.ndarray, minimum: float, orders: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
     perm = np.argsort(rng.random((orders, gold.size)), axis=1)
-    d = _decide(gold=gold[perm], f=judge[perm], minimum=minimum, confidence=0.95, min_gold=MIN_GOLD)
+    d = decide_each_label(gold=gold[perm], f=judge[perm], minimum=minimum, confidence=0.95, min_gold=MIN_GOLD)
     return float(np.median(d.at)) / gold.size
 
 

@@ -26,7 +26,7 @@ from calibration.audits.plan_outputs import (
 from calibration.data import content_cache, frames
 from calibration.data.frame_reading import current_verdicts
 from calibration.models import AuditPlan
-from calibration.stats import audit_stats, audit_strata
+from calibration.stats import audit_forecast, audit_stats, strata_plan
 from calibration.stats.metrics import ABSTAIN
 from evals.models import Output
 from labeling import label_frames
@@ -84,7 +84,7 @@ class AuditFigures:
     decided_at: int | None  # the label it came at
     decided_by: str | None  # "exact" or "test"
     min_gold: int
-    forecast: audit_stats.AuditForecast
+    forecast: audit_forecast.AuditForecast
     labels_saved: int  # outputs of the population that were not labeled (so far, if undecided)
     outputs_outside_order: int  # outputs of the candidate made after the order: the audit does not cover them
     reads_now: str | None  # today's reading at these thresholds (what `decided` was before decisions were kept)
@@ -195,7 +195,7 @@ def plan_figures(
         )
 
         def at_plans_thresholds() -> audit_stats.AuditDecision:
-            return audit_strata.stratified_decision(
+            return strata_plan.stratified_decision(
                 gold=gold_values, path=path, sizes=sizes, minimum=plan.min_pass_rate, confidence=plan.confidence
             )
     else:
@@ -297,15 +297,15 @@ def _stratified_statistics(
     minimum: float,
     confidence: float,
     k: int,
-) -> tuple[audit_stats.AuditDecision, audit_stats.AuditForecast]:
-    decision = audit_strata.stratified_decision(
+) -> tuple[audit_stats.AuditDecision, audit_forecast.AuditForecast]:
+    decision = strata_plan.stratified_decision(
         gold=gold, path=path, sizes=sizes, minimum=minimum, confidence=confidence
     )
     if decision.decided:
-        return decision, audit_stats.AuditForecast.settled(
+        return decision, audit_forecast.AuditForecast.settled(
             k=k, decided=decision.decided, n_sims=stratified_forecast_sims(sizes[0] + sizes[1])
         )
-    forecast = audit_strata.stratified_forecast(
+    forecast = strata_plan.stratified_forecast(
         gold=gold,
         path=path,
         ahead=ahead,
@@ -321,9 +321,9 @@ def _stratified_statistics(
 
 def _statistics(
     gold: list[float], verdicts: list[float], *, minimum: float, confidence: float, k: int
-) -> tuple[audit_stats.AuditDecision, audit_stats.AuditForecast]:
+) -> tuple[audit_stats.AuditDecision, audit_forecast.AuditForecast]:
     decision = audit_stats.audit_decision(gold=gold, verdicts=verdicts, minimum=minimum, confidence=confidence)
-    forecast = audit_stats.audit_forecast(
+    forecast = audit_forecast.audit_forecast(
         gold=gold,
         verdicts=verdicts,
         minimum=minimum,

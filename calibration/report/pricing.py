@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from django.db.models import Count
 
 from calibration.report.rows import CriterionReport
-from calibration.stats.audit_stats import GatingPrice, gating_price
+from calibration.stats.audit_forecast import GatingPrice, gating_price
 from calibration.stats.candidate_evidence import TransportTest, calibration_cells, transport_test
 from calibration.stats.policy import DEFAULT_MIN_PASS_RATE
 from evals.models import EvalSet, RubricVersion

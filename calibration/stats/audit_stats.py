@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
@@ -114,7 +114,7 @@ def judge_scores(*, verdicts: Iterable[float | None]) -> Floats:
     return np.where(missing, fill, raw)
 
 
-def _check(
+def checked_inputs(
     *, gold: Iterable[float | None], verdicts: Iterable[float | None], confidence: float
 ) -> tuple[Floats, Floats, Floats]:
     raw = _as_float_array(verdicts, name="verdicts")
@@ -167,7 +167,7 @@ def ppi_estimate(
     decision counts them against itself instead); this interval is fixed-n: looking at it after every
     label and stopping when it clears a threshold is not valid, the decision uses `audit_decision`.
     """
-    g, _raw, f = _check(gold=gold, verdicts=verdicts, confidence=confidence)
+    g, _raw, f = checked_inputs(gold=gold, verdicts=verdicts, confidence=confidence)
     N = f.size
     if np.any(g == NOT_APPLICABLE):
         return _ratio_estimate(g=g, f=f, fpc=fpc)
@@ -287,7 +287,7 @@ def betting_log_capital(*, y: Floats, f: Floats, m: ArrayLike, bet_share: float 
 
 
 @dataclass(frozen=True)
-class _Decisions:
+class Decisions:
     decided: Objects  # (S,) "PASS", "FAIL" or ""
     at: Ints  # (S,) the number of labels (prefix length) when decided, -1 if not
     by: Objects  # (S,) "exact", "test" or ""
@@ -295,7 +295,7 @@ class _Decisions:
     log_k_fail: Floats  # (S, T)
 
 
-def _decide(*, gold: Floats, f: Floats, minimum: float, confidence: float, min_gold: int) -> _Decisions:
+def decide_each_label(*, gold: Floats, f: Floats, minimum: float, confidence: float, min_gold: int) -> Decisions:
     """The first decision along each of S sequences; gold (S, T) with NaN for pending, f (S, N) or one
     order (N,) shared by all."""
     f = np.atleast_2d(f)
@@ -303,7 +303,7 @@ def _decide(*, gold: Floats, f: Floats, minimum: float, confidence: float, min_g
     N = f.shape[1]
     if T == 0:  # nothing labeled yet (a plan just started): nothing to decide on, and argmax needs a column
         none = np.full(S, "", dtype=object)
-        return _Decisions(none, np.full(S, -1), none.copy(), np.zeros((S, 0)), np.zeros((S, 0)))
+        return Decisions(none, np.full(S, -1), none.copy(), np.zeros((S, 0)), np.zeros((S, 0)))
     pending = np.isnan(gold)
     na = gold == NOT_APPLICABLE
     # A pending item counts against the decision it would help; an N/A item counts as the minimum itself, so
@@ -333,14 +333,14 @@ def first_decisions(
     minimum: float,
     confidence: float,
     min_gold: int,
-) -> _Decisions:
+) -> Decisions:
     """The first decision along each of S label sequences (gold (S, T), NaN pending, N/A -1), given each test's
     log capital after each label (S, T): the test's threshold once min_gold items are settled, the exact rule
     always. Shared by the uniform audit and the stratified one (audit_strata.py), whose capitals differ."""
     S, T = gold.shape
     if T == 0:  # nothing labeled yet (a plan just started): nothing to decide on, and argmax needs a column
         none = np.full(S, "", dtype=object)
-        return _Decisions(none, np.full(S, -1), none.copy(), np.zeros((S, 0)), np.zeros((S, 0)))
+        return Decisions(none, np.full(S, -1), none.copy(), np.zeros((S, 0)), np.zeros((S, 0)))
     pending = np.isnan(gold)
     na = gold == NOT_APPLICABLE
     threshold = math.log(2 / (1 - confidence))
@@ -377,7 +377,7 @@ def first_decisions(
     if T:
         was_exact = np.where(is_pass, exact_pass[rows, idx], exact_fail[rows, idx])
         by[is_pass | is_fail] = np.where(was_exact, "exact", "test")[is_pass | is_fail]
-    return _Decisions(decided, at, by, log_k_pass, log_k_fail)
+    return Decisions(decided, at, by, log_k_pass, log_k_fail)
 
 
 @dataclass(frozen=True)
@@ -433,7 +433,7 @@ def _confidence_sequence(*, f: Floats, gold: Floats, confidence: float) -> tuple
     # every point to T.
     rejected = (grid < exact_lower - 1e-12) | (grid > exact_upper + 1e-12)
     todo = np.flatnonzero(~rejected)
-    for horizon in _horizons(start=0, first=64, end=T):
+    for horizon in horizons(start=0, first=64, end=T):
         if not todo.size:
             break
         k_pass = betting_log_capital(y=y_pass[todo, :horizon], f=f, m=grid[todo])
@@ -476,16 +476,16 @@ def audit_decision(
         raise ValueError(f"minimum must be between 0 and 1, got {minimum}")
     if min_gold < 1:
         raise ValueError("min_gold must be at least 1")
-    g, _raw, f = _check(gold=gold, verdicts=verdicts, confidence=confidence)
+    g, _raw, f = checked_inputs(gold=gold, verdicts=verdicts, confidence=confidence)
     N = f.size
-    d = _decide(gold=g[None, :], f=f, minimum=minimum, confidence=confidence, min_gold=min_gold)
+    d = decide_each_label(gold=g[None, :], f=f, minimum=minimum, confidence=confidence, min_gold=min_gold)
     lower, upper = _confidence_sequence(f=f, gold=g, confidence=confidence)
     estimate = ppi_estimate(gold=g, verdicts=verdicts, confidence=confidence)
     return decision_of(d, gold=g, N=N, bounds=(lower, upper), estimate=estimate, rule=(minimum, confidence, min_gold))
 
 
 def decision_of(
-    d: _Decisions,
+    d: Decisions,
     *,
     gold: Floats,
     N: int,
@@ -519,138 +519,10 @@ def decision_of(
     )
 
 
-@dataclass(frozen=True)
-class AuditForecast:
-    k: int
-    p_decided: float  # the chance of a decision within the next k labels
-    p_pass: float
-    p_fail: float
-    expected_labels: float  # more labels to a decision, mean over the simulations
-    p90_labels: int  # ... and its 90th percentile
-    n_sims: int
-
-    @classmethod
-    def settled(cls, *, k: int, decided: str, n_sims: int) -> AuditForecast:
-        """The forecast of an audit already decided: nothing more to forecast."""
-        return cls(k, 1.0, float(decided == PASS), float(decided == FAIL), 0.0, 0, n_sims)
+PASS_SIDE, FAIL_SIDE = "PASS", "FAIL"
 
 
-def audit_forecast(
-    *,
-    gold: Iterable[float | None],
-    verdicts: Iterable[float | None],
-    minimum: float,
-    confidence: float = 0.95,
-    k: int = 25,
-    n_sims: int = 1000,
-    seed: int = 0,
-    min_gold: int = MIN_GOLD,
-) -> AuditForecast:
-    """A Monte Carlo forecast of the decision from the posterior predictive. Seeded and deterministic.
-
-    The outputs fall in strata by the judge's verdict (PASS, FAIL, no usable verdict); the gold pass rate
-    of each stratum gets a Beta(1, 1) prior updated with the settled gold in it. Each simulation draws the
-    three rates, then the gold of every output without settled gold (pending ones included: they will
-    settle), runs the decision rule along the plan's remaining order, and notes when it decides. Once N/A
-    gold is among the labels, each stratum's share of N/A gets a Beta(1, 1) prior too and the simulated
-    gold may be N/A; without it, nothing is drawn for N/A (the forecast is what it was). A forecast:
-    it is as good as the strata describe the outputs, and it assumes the pending items settle before the
-    labels that follow them.
-    """
-    if k < 0 or n_sims < 1:
-        raise ValueError("k must be >= 0 and n_sims >= 1")
-    g, raw, f = _check(gold=gold, verdicts=verdicts, confidence=confidence)
-    N = f.size
-    n = g.size
-    # The decision alone (not audit_decision, whose bounds the forecast does not need).
-    current = _decide(gold=g[None, :], f=f, minimum=minimum, confidence=confidence, min_gold=min_gold).decided[0]
-    if current:
-        return AuditForecast.settled(k=k, decided=current, n_sims=n_sims)
-    rng = np.random.default_rng(seed)
-    strata = np.where(np.isnan(raw), 2, raw).astype(int)  # 0 judge FAIL, 1 judge PASS, 2 no verdict
-    known = np.concatenate([~np.isnan(g), np.zeros(N - n, dtype=bool)])
-    full = np.concatenate([g, np.full(N - n, np.nan)])
-    rates = []
-    for s in range(3):
-        in_s = strata == s
-        ones = int(np.sum(full[in_s & known] == 1))
-        zeros = int(np.sum(full[in_s & known] == 0))
-        rates.append(rng.beta(1 + ones, 1 + zeros, size=n_sims))
-    with_na = bool(np.any(g == NOT_APPLICABLE))
-    na_rates = []
-    if with_na:
-        for s in range(3):
-            in_s = strata == s
-            na_count = int(np.sum(full[in_s & known] == NOT_APPLICABLE))
-            rated = int(np.sum(np.isin(full[in_s & known], (0.0, 1.0))))
-            na_rates.append(rng.beta(1 + na_count, 1 + rated, size=n_sims))
-    # The simulated gold of every output, one row per simulation: int8 (1, 0, -1 for N/A), 1 byte a cell. Drawn
-    # in blocks of rows so the float temporaries stay near 2 million cells on large candidates.
-    chunk = max(1, _CELLS // N)
-    drawn = np.empty((n_sims, N), dtype=np.int8)
-    for start in range(0, n_sims, chunk):
-        sims = np.tile(full, (min(chunk, n_sims - start), 1))
-        for s in range(3):
-            todo = (strata == s) & ~known
-            rate = rates[s][start : start + sims.shape[0], None]
-            sims[:, todo] = (rng.random((sims.shape[0], int(todo.sum()))) < rate).astype(float)
-            if with_na:
-                na_rate = na_rates[s][start : start + sims.shape[0], None]
-                drawn_na = rng.random((sims.shape[0], int(todo.sum()))) < na_rate
-                sims[:, todo] = np.where(drawn_na, NOT_APPLICABLE, sims[:, todo])
-        drawn[start : start + sims.shape[0]] = sims
-    decisions, at_label = _first_decisions(
-        drawn=drawn, f=f, n=n, k=k, minimum=minimum, confidence=confidence, min_gold=min_gold
-    )
-    # With every gold known the exact rule decides, so each simulation decides by label N at the latest.
-    more = np.maximum(at_label - n, 0)
-    within = more <= k
-    return AuditForecast(
-        k=k,
-        p_decided=float(within.mean()),
-        p_pass=float((within & (decisions == PASS)).mean()),
-        p_fail=float((within & (decisions == FAIL)).mean()),
-        expected_labels=float(more.mean()),
-        p90_labels=int(np.ceil(np.quantile(more, 0.9))),
-        n_sims=n_sims,
-    )
-
-
-# The decision rule is replayed on blocks of about this many cells (simulations x labels).
-_CELLS = 2_000_000
-
-
-def _first_decisions(
-    *, drawn: Ints, f: Floats, n: int, k: int, minimum: float, confidence: float, min_gold: int
-) -> tuple[Objects, Ints]:
-    """The first decision along each simulated order and its label, replayed only as far as it needs.
-
-    Most simulations decide long before label N, a few only at N (the exact rule), so the rule runs to a
-    horizon that grows fourfold (n + max(k, 64), then further) on the simulations still undecided. A decision
-    depends only on the labels up to it (the tests, the exact rule and the minimum of gold are all read
-    along the order), so a decision found within a horizon is the one the whole order gives, and the result
-    is what one replay to N would give: on 20,000 outputs near the minimum, 200 simulations take 4.8 s, not 12.6.
-    """
-    S, N = drawn.shape
-    decisions = np.full(S, "", dtype=object)
-    at_label = np.full(S, -1)
-    undecided = np.arange(S)
-    for horizon in _horizons(start=n, first=max(k, 64), end=N):
-        if not undecided.size:
-            break
-        rows = max(1, _CELLS // horizon)
-        for start in range(0, undecided.size, rows):
-            idx = undecided[start : start + rows]
-            d = _decide(
-                gold=drawn[idx, :horizon].astype(float), f=f, minimum=minimum, confidence=confidence, min_gold=min_gold
-            )
-            decisions[idx] = d.decided
-            at_label[idx] = d.at
-        undecided = undecided[decisions[undecided] == ""]
-    return decisions, at_label
-
-
-def _horizons(*, start: int, first: int, end: int) -> Iterator[int]:
+def horizons(*, start: int, first: int, end: int) -> Iterator[int]:
     """The horizons a replay runs to: start + first, then fourfold steps, and `end` (always the last) as soon as
     the next would pass half of it: a replay of nearly `end` is not worth doing twice."""
     step = first
@@ -660,141 +532,3 @@ def _horizons(*, start: int, first: int, end: int) -> Iterator[int]:
         if horizon == end:
             return
         step = 4 * step if start + 4 * step <= end // 2 else end
-
-
-# The anytime-valid tests take more labels than a fixed-n test decided in advance: bench/audit.py measures
-# the median labels to a decision against the fixed-n sample size below (a one-sided test at
-# (1 - confidence)/2 with 50% power: the n at which the interval's half-width is the margin). Over its 34
-# cells at margins 0.05 and 0.10 (real and synthetic sets, N 300 to 1,848) the ratio had a median of 2.00
-# to 2.04 (seeds 0, 1, 2) and a range of 1.25 to 3.79 (the largest on the smallest sets, where the minimum
-# of gold items and the first bets weigh most). Measured 2026-12-03 with 500 orders per cell, with the
-# mixture of bets over EDGES (the plug-in bet before it measured 2.17).
-ANYTIME_FACTOR = 2.0
-
-
-@dataclass(frozen=True)
-class LabelCost:
-    margin: float
-    N: int
-    labels: int  # the estimate of labels per release decision, capped at N
-    fixed_n: int  # the fixed-n sample size it is based on
-    variance_share: float  # 1 - phi^2: the share of the variance the judge leaves
-
-
-def labels_per_decision(
-    *, phi: float, pass_rate: float, margin: float, N: int, confidence: float = 0.95, factor: float = ANYTIME_FACTOR
-) -> LabelCost:
-    """An estimate of the labels an audit takes to decide when theta is `margin` away from the minimum.
-
-    The variance of one label's contribution is p (1 - p) (1 - phi^2) (the judge, with correlation phi to
-    gold, explains phi^2 of it); a fixed-n test needs n0 = z^2 p (1 - p)(1 - phi^2) / margin^2 labels, z at
-    (1 - confidence)/2, and n0 / (1 + n0 / N) without replacement from N outputs. The anytime-valid test
-    takes about `factor` times that (measured, see bench/audit.py), at least MIN_GOLD, at most N. An
-    estimate: it assumes the judge keeps its calibration correlation on the candidate.
-    """
-    if not (-1 <= phi <= 1 and 0 <= pass_rate <= 1 and 0 < margin < 1 and N >= 1):
-        raise ValueError("phi in [-1, 1], pass_rate in [0, 1], margin in (0, 1), N >= 1")
-    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
-    share = 1 - phi**2
-    n0 = z**2 * pass_rate * (1 - pass_rate) * share / margin**2
-    fixed = n0 / (1 + n0 / N)
-    labels = min(N, max(min(MIN_GOLD, N), math.ceil(factor * fixed)))
-    return LabelCost(margin=margin, N=N, labels=int(labels), fixed_n=math.ceil(fixed), variance_share=share)
-
-
-def phi_coefficient(*, true_pass: int, false_pass: int, false_fail: int, true_fail: int) -> float | None:
-    """The correlation of the judge's PASS/FAIL with gold's (Pearson's r of two binary variables, the phi
-    coefficient): (tp tn - fp fn) / sqrt((tp + fp)(fn + tn)(tp + fn)(fp + tn)). None when either side never varies."""
-    tp, fp, fn, tn = true_pass, false_pass, false_fail, true_fail
-    denominator = (tp + fp) * (fn + tn) * (tp + fn) * (fp + tn)
-    if denominator == 0:
-        return None
-    return (tp * tn - fp * fn) / math.sqrt(denominator)
-
-
-# The margins the price of gating is quoted at (issue 22, item 8): a candidate 0.10 and 0.05 from the minimum.
-PRICE_MARGINS = (0.10, 0.05)
-# Below this share of the variance explained (phi^2), the judge's verdicts save few labels: "the judge adds little".
-LITTLE_HELP = 0.10
-
-
-@dataclass(frozen=True)
-class GatingPrice:
-    """An estimate of the labels an audit of a candidate takes per release decision, from a calibration's figures."""
-
-    criterion: str
-    phi: float  # the judge-gold correlation on the calibration (0 where undefined: the judge then adds nothing)
-    pass_rate: float  # the calibration's gold pass rate, taken as the candidate's where no minimum is given
-    N: int  # the candidate size assumed
-    costs: tuple[LabelCost, ...]  # one per margin of PRICE_MARGINS: the worse side where a minimum is given
-    minimum: float | None = None  # the minimum the audit decides at; None: the calibration's pass rate stands in
-    # Where a minimum is given, one per margin on each side: the candidate passing at minimum + margin ("PASS") and
-    # at minimum - margin ("FAIL"). A lead meets either side, so the price quoted is the worse.
-    sides: dict[str, tuple[LabelCost, ...]] = field(default_factory=dict)
-
-    @property
-    def in_words(self) -> str:
-        judge = (
-            "the judge adds little"
-            if self.phi**2 < LITTLE_HELP
-            else f"the judge's verdicts take {self.phi**2:.0%} off the variance"
-        )
-        if self.minimum is None or not self.sides:
-            head = f"gating {self.criterion} costs about {self.costs[0].labels} labels a release"
-            rest = ", ".join(f"{c.labels} at a margin of {c.margin:.2f}" for c in self.costs[1:])
-            return f"{head} when it is {self.costs[0].margin:.2f} from the minimum ({rest}); {judge}"
-        above, below = self.sides[PASS_SIDE], self.sides[FAIL_SIDE]
-        said = "; ".join(
-            f"{max(a.labels, b.labels)} at {a.margin:.2f} from it ({b.labels} below, {a.labels} above)"
-            for a, b in zip(above, below, strict=True)
-        )
-        return (
-            f"gating {self.criterion} at the minimum {self.minimum:g} costs about {self.costs[0].labels} labels a "
-            f"release of {self.N:,} outputs, on the worse side: {said}; {judge}"
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "criterion": self.criterion,
-            "phi": self.phi,
-            "pass_rate": self.pass_rate,
-            "N": self.N,
-            "minimum": self.minimum,
-            "labels": {f"{c.margin:.2f}": c.labels for c in self.costs},
-            "labels_by_side": {
-                side: {f"{c.margin:.2f}": c.labels for c in costs} for side, costs in self.sides.items()
-            },
-            "in_words": self.in_words,
-        }
-
-
-PASS_SIDE, FAIL_SIDE = "PASS", "FAIL"
-
-
-def gating_price(
-    *, criterion: str, cells: tuple[int, int, int, int], N: int, confidence: float = 0.95, minimum: float | None = None
-) -> GatingPrice | None:
-    """The price of gating one criterion (labels_per_decision at PRICE_MARGINS), from the calibration's confusion
-    cells (true_pass, false_pass, false_fail, true_fail) and a candidate of N outputs. None without gold PASS/FAIL
-    items judged PASS/FAIL, or N < 1. An estimate: it assumes the judge keeps its calibration correlation on the
-    candidate (an audit's validity does not need it). With `minimum`, the candidate's pass rate is taken at each
-    margin above and below it (issue 40: the side changes the variance, p (1 - p)), and the worse side is quoted;
-    without, at the calibration's gold pass rate."""
-    tp, fp, fn, tn = cells
-    n = tp + fp + fn + tn
-    if n == 0 or N < 1:
-        return None
-    phi = phi_coefficient(true_pass=tp, false_pass=fp, false_fail=fn, true_fail=tn) or 0.0
-    pass_rate = (tp + fn) / n
-
-    def cost(theta: float, margin: float) -> LabelCost:
-        return labels_per_decision(phi=phi, pass_rate=theta, margin=margin, N=N, confidence=confidence)
-
-    if minimum is None:
-        return GatingPrice(criterion, phi, pass_rate, N, tuple(cost(pass_rate, m) for m in PRICE_MARGINS))
-    sides = {
-        PASS_SIDE: tuple(cost(min(minimum + m, 1.0), m) for m in PRICE_MARGINS),
-        FAIL_SIDE: tuple(cost(max(minimum - m, 0.0), m) for m in PRICE_MARGINS),
-    }
-    worse = tuple(max(a, b, key=lambda c: c.labels) for a, b in zip(sides[PASS_SIDE], sides[FAIL_SIDE], strict=True))
-    return GatingPrice(criterion, phi, pass_rate, N, worse, minimum, sides)

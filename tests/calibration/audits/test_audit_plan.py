@@ -272,11 +272,11 @@ def test_plan_figures_runs_a_fixed_number_of_queries():
 
 def test_the_statistics_run_once_per_gold_and_a_new_label_runs_them_again(monkeypatch):
     # The page polls every few seconds; the decision and the forecast are cached under a digest of their inputs.
-    from calibration.stats import audit_stats
+    from calibration.stats import audit_forecast
 
     runs = []
-    forecast = audit_stats.audit_forecast
-    monkeypatch.setattr(audit_stats, "audit_forecast", lambda **kw: runs.append(1) or forecast(**kw))
+    forecast = audit_forecast.audit_forecast
+    monkeypatch.setattr(audit_forecast, "audit_forecast", lambda **kw: runs.append(1) or forecast(**kw))
     c = candidate(n=40)
     plan = plan_on(c, release=40)
     order = in_order(plan)

@@ -14,7 +14,7 @@ from django.urls import reverse
 from calibration.audits.plans import close_plan
 from calibration.report.compose import calibration_report
 from calibration.report.files import to_json
-from calibration.stats.audit_stats import gating_price, phi_coefficient
+from calibration.stats.audit_forecast import gating_price, phi_coefficient
 from evals.models import EvalSet
 from tests.audit_helpers import KEY, candidate, gold, in_order, plan_on
 

@@ -14,19 +14,17 @@ import numpy as np
 import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
+from calibration.stats.audit_forecast import _first_decisions, audit_forecast, labels_per_decision
 from calibration.stats.audit_stats import (
     FAIL,
     MIN_GOLD,
     NOT_APPLICABLE,
     PASS,
     _confidence_sequence,
-    _decide,
-    _first_decisions,
     audit_decision,
-    audit_forecast,
     betting_log_capital,
+    decide_each_label,
     judge_scores,
-    labels_per_decision,
     power_tuned_lambda,
     ppi_estimate,
 )
@@ -243,8 +241,8 @@ def test_a_wrong_decision_has_probability_at_most_alpha_over_2_per_side_exactly(
     ys, fs = distinct_orders(gold, f)
     assert ys.shape == (25200, 10)
     # theta = 0.5 < minimum = 0.6: PASS is wrong. theta = 0.5 = minimum: FAIL is wrong (and the boundary).
-    wrong_pass = _decide(gold=ys, f=fs, minimum=0.6, confidence=confidence, min_gold=1).decided == PASS
-    wrong_fail = _decide(gold=ys, f=fs, minimum=0.5, confidence=confidence, min_gold=1).decided == FAIL
+    wrong_pass = decide_each_label(gold=ys, f=fs, minimum=0.6, confidence=confidence, min_gold=1).decided == PASS
+    wrong_fail = decide_each_label(gold=ys, f=fs, minimum=0.5, confidence=confidence, min_gold=1).decided == FAIL
     assert wrong_pass.mean() <= alpha_half
     assert wrong_fail.mean() <= alpha_half
 
@@ -255,8 +253,12 @@ def test_wrong_decisions_by_exact_enumeration_of_all_orders_of_eight():
     for confidence in (0.5, 0.8):
         alpha_half = (1 - confidence) / 2
         # theta = 4/8: at minimum 5/8 PASS is wrong; at minimum 4/8 (boundary) FAIL is wrong.
-        wrong_pass = (_decide(gold=ys, f=fs, minimum=5 / 8, confidence=confidence, min_gold=1).decided == PASS).mean()
-        wrong_fail = (_decide(gold=ys, f=fs, minimum=4 / 8, confidence=confidence, min_gold=1).decided == FAIL).mean()
+        wrong_pass = (
+            decide_each_label(gold=ys, f=fs, minimum=5 / 8, confidence=confidence, min_gold=1).decided == PASS
+        ).mean()
+        wrong_fail = (
+            decide_each_label(gold=ys, f=fs, minimum=4 / 8, confidence=confidence, min_gold=1).decided == FAIL
+        ).mean()
         assert wrong_pass <= alpha_half
         assert wrong_fail <= alpha_half
         # At the boundary the PASS side's betting test alone (the exact rule is right there) is also bounded.
@@ -454,7 +456,7 @@ def simulated():
 def test_wrong_decisions_stay_below_alpha_over_2_on_both_sides_of_the_truth(simulated, distance):
     ys, fs = simulated
     minimum = THETA + distance
-    decisions = _decide(gold=ys, f=fs, minimum=minimum, confidence=0.95, min_gold=MIN_GOLD)
+    decisions = decide_each_label(gold=ys, f=fs, minimum=minimum, confidence=0.95, min_gold=MIN_GOLD)
     right = PASS if THETA >= minimum else FAIL
     wrong = ((decisions.decided != "") & (decisions.decided != right)).mean()
     assert wrong <= 0.025
@@ -539,14 +541,16 @@ def test_the_forecast_replays_each_order_only_as_far_as_it_decides_and_finds_the
     drawn[rng.random((60, N)) < 0.02] = NOT_APPLICABLE
     f = np.where(rng.random(N) < 0.8, drawn[0], 1 - drawn[0]).clip(0, 1).astype(float)
     for minimum in (0.62, 0.55, 0.7):
-        reference = _decide(gold=drawn.astype(float), f=f, minimum=minimum, confidence=0.95, min_gold=MIN_GOLD)
+        reference = decide_each_label(
+            gold=drawn.astype(float), f=f, minimum=minimum, confidence=0.95, min_gold=MIN_GOLD
+        )
         decisions, at = _first_decisions(drawn=drawn, f=f, n=n, k=25, minimum=minimum, confidence=0.95, min_gold=20)
         assert list(decisions) == list(reference.decided)
         assert list(at) == list(reference.at)
         assert len(set(at)) > 5  # decided at many different labels, not all at once
     # Negative control: a replay cut at a horizon misses the orders that decide after it.
-    cut = _decide(gold=drawn[:, :200].astype(float), f=f, minimum=0.62, confidence=0.95, min_gold=MIN_GOLD)
-    full = _decide(gold=drawn.astype(float), f=f, minimum=0.62, confidence=0.95, min_gold=MIN_GOLD)
+    cut = decide_each_label(gold=drawn[:, :200].astype(float), f=f, minimum=0.62, confidence=0.95, min_gold=MIN_GOLD)
+    full = decide_each_label(gold=drawn.astype(float), f=f, minimum=0.62, confidence=0.95, min_gold=MIN_GOLD)
     assert list(cut.decided) != list(full.decided)
 
 
@@ -640,8 +644,12 @@ def test_wrong_decisions_with_na_gold_by_exact_enumeration(confidence):
     f = judge_scores(verdicts=NINE_VERDICTS)
     ys, fs = distinct_orders(NINE_GOLD, f)
     # theta = 4/7 < 0.6: PASS is wrong; at the boundary 4/7 FAIL is wrong.
-    wrong_pass = (_decide(gold=ys, f=fs, minimum=0.6, confidence=confidence, min_gold=1).decided == PASS).mean()
-    wrong_fail = (_decide(gold=ys, f=fs, minimum=4 / 7, confidence=confidence, min_gold=1).decided == FAIL).mean()
+    wrong_pass = (
+        decide_each_label(gold=ys, f=fs, minimum=0.6, confidence=confidence, min_gold=1).decided == PASS
+    ).mean()
+    wrong_fail = (
+        decide_each_label(gold=ys, f=fs, minimum=4 / 7, confidence=confidence, min_gold=1).decided == FAIL
+    ).mean()
     assert wrong_pass <= alpha_half
     assert wrong_fail <= alpha_half
 
@@ -651,7 +659,10 @@ def test_counting_na_as_a_pass_would_be_wrong_too_often_negative_control():
     # applicable outputs pass 4 in 7.
     f = judge_scores(verdicts=NINE_VERDICTS)
     ys, fs = distinct_orders(NINE_GOLD, f)
-    wrong = _decide(gold=np.where(ys == NA, 1.0, ys), f=fs, minimum=0.6, confidence=0.5, min_gold=1).decided == PASS
+    wrong = (
+        decide_each_label(gold=np.where(ys == NA, 1.0, ys), f=fs, minimum=0.6, confidence=0.5, min_gold=1).decided
+        == PASS
+    )
     assert wrong.mean() > 0.25
 
 
@@ -669,7 +680,7 @@ def simulated_with_na():
 @pytest.mark.slow
 def test_wrong_decisions_with_na_gold_stay_below_alpha_over_2_by_simulation(simulated_with_na, minimum):
     ys, fs = simulated_with_na
-    decisions = _decide(gold=ys, f=fs, minimum=minimum, confidence=0.95, min_gold=MIN_GOLD)
+    decisions = decide_each_label(gold=ys, f=fs, minimum=minimum, confidence=0.95, min_gold=MIN_GOLD)
     right = PASS if 0.9 >= minimum else FAIL
     wrong = ((decisions.decided != "") & (decisions.decided != right)).mean()
     assert wrong <= 0.025
@@ -681,10 +692,12 @@ def test_a_release_passing_its_applicable_outputs_passes_although_na_would_hold_
     # At minimum 0.85 (theta 0.9): with N/A left out, most orders pass well before labeling everything; with
     # N/A as pending, passes alone are 306 of 400 = 0.765 and no order can ever pass.
     ys, fs = simulated_with_na
-    out = _decide(gold=ys, f=fs, minimum=0.85, confidence=0.95, min_gold=MIN_GOLD)
+    out = decide_each_label(gold=ys, f=fs, minimum=0.85, confidence=0.95, min_gold=MIN_GOLD)
     assert (out.decided == PASS).mean() >= 0.95
     assert np.median(out.at[out.decided == PASS]) < 400
-    held = _decide(gold=np.where(ys == NA, np.nan, ys), f=fs, minimum=0.85, confidence=0.95, min_gold=MIN_GOLD)
+    held = decide_each_label(
+        gold=np.where(ys == NA, np.nan, ys), f=fs, minimum=0.85, confidence=0.95, min_gold=MIN_GOLD
+    )
     assert not (held.decided == PASS).any()
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from calibration.stats import audit_strata as st
+from calibration.stats import strata_plan
 from calibration.stats.audit_stats import FAIL, NOT_APPLICABLE, PASS
 
 
@@ -162,7 +163,7 @@ def test_tables_that_grow_as_needed_give_what_whole_tables_give(monkeypatch):
 def test_the_adaptive_batch_keeps_a_tenth_for_each_side_and_none_for_a_full_one():
     def first_batch(gold, path, sizes, k):
         g, p = np.array(gold, dtype=float), np.array(path)
-        tests = st.build_tests(st.per_stratum(g, p), sizes, 0.5)
+        tests = st.build_tests(strata_plan.per_stratum(g, p), sizes, 0.5)
         counts = np.array([[int(np.sum(p == 0)), int(np.sum(p == 1))]])
         return st.next_batch(tests, np.zeros(1, dtype=int), counts, sizes, 0.5, k)[0].tolist()
 
@@ -228,7 +229,7 @@ def test_a_plans_decision_by_the_exact_rule_hand_worked():
     # 10 + 10 outputs at minimum 0.4: 8 gold passes (0.4 x 20) settle PASS whatever the other 12 are.
     gold = [1, 1, 1, 1, 1, 1, 1, 0, 1]
     path = [0, 0, 0, 0, 1, 0, 0, 1, 0]
-    d = st.stratified_decision(gold=gold, path=path, sizes=(10, 10), minimum=0.4, min_gold=100)
+    d = strata_plan.stratified_decision(gold=gold, path=path, sizes=(10, 10), minimum=0.4, min_gold=100)
     assert (d.decided, d.decided_at, d.decided_by) == (PASS, 9, "exact")
     assert (d.n_labeled, d.n_gold, d.n_pending) == (9, 9, 0)
     # The exact bounds: 8 passes of 20 at least, 1 fail of 20 at most.
@@ -236,7 +237,9 @@ def test_a_plans_decision_by_the_exact_rule_hand_worked():
     # The stratified estimate: the PASS side 7 of 7 passes, the rest 1 of 2, each weighted by its 10 outputs.
     assert d.estimate.estimate == pytest.approx((10 * 1.0 + 10 * 0.5) / 20)
     # A pending label counts against both: no exact PASS with one of the eight passes unsettled.
-    pending = st.stratified_decision(gold=[*gold[:-1], None], path=path, sizes=(10, 10), minimum=0.4, min_gold=100)
+    pending = strata_plan.stratified_decision(
+        gold=[*gold[:-1], None], path=path, sizes=(10, 10), minimum=0.4, min_gold=100
+    )
     assert pending.decided is None and pending.n_pending == 1
 
 
@@ -251,7 +254,9 @@ def test_the_bounds_hold_the_true_pass_rate_in_95_percent_of_audits_and_narrow()
         # The first 80 of a uniformly random order: its strata's sequence, each stratum in its own order.
         path = rng.permutation(np.r_[np.zeros(judge_pass.size, int), np.ones(judge_rest.size, int)])[:80].tolist()
         gold = [float(orders[h][path[:i].count(h)]) for i, h in enumerate(path)]
-        d = st.stratified_decision(gold=gold, path=path, sizes=(judge_pass.size, judge_rest.size), minimum=0.55)
+        d = strata_plan.stratified_decision(
+            gold=gold, path=path, sizes=(judge_pass.size, judge_rest.size), minimum=0.55
+        )
         held += d.lower <= 0.6 <= d.upper
         widths.append(d.upper - d.lower)
     assert held >= 95
@@ -262,10 +267,10 @@ def test_the_forecast_is_seeded_leans_to_the_labels_and_labeling_the_rest_decide
     gold = [1.0] * 18 + [0.0] * 2
     path = [0] * 12 + [1] * 8
     args = dict(gold=gold, path=path, ahead=[0] * 28 + [1] * 32, sizes=(40, 40), minimum=0.5, k=25, n_sims=100)
-    first, again = st.stratified_forecast(**args, seed=3), st.stratified_forecast(**args, seed=3)
+    first, again = strata_plan.stratified_forecast(**args, seed=3), strata_plan.stratified_forecast(**args, seed=3)
     assert first == again
     assert first.p_pass > first.p_fail
-    everything = st.stratified_forecast(**(args | {"k": 60}), seed=3)
+    everything = strata_plan.stratified_forecast(**(args | {"k": 60}), seed=3)
     assert everything.p_decided == 1.0 and everything.p90_labels <= 60
 
 
