@@ -52,7 +52,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from calibration.stats import audit_strata  # noqa: E402
-from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS, decide_each_label, labels_per_decision  # noqa: E402
+from calibration.stats.audit_forecast import labels_per_decision  # noqa: E402
+from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS, decide_each_label  # noqa: E402
 
 DISTANCES = (0.02, 0.05, 0.10)
 CONFIDENCE = 0.95

@@ -13,8 +13,8 @@ passes, P_h at most N_h), the product of one betting test per stratum (audit_sta
 without replacement, its variance shrink and bet cap; no control variate, the judge is constant inside a
 stratum), rejected once the smallest product over the splits reaches 2 / (1 - 0.95); the FAIL side on the
 complements. The exact rule and the minimum of 20 gold items as in audit_stats. It prints the median labels to
-a decision (% of N) beside the unstratified test's (audit_stats.decide_each_label on uniform orders): every fixed share
-on USR topical overall >= 4, where the audit needs most labels; the adaptive choice on eight sets; and the
+a decision (% of N) beside the unstratified test's (audit_stats.decide_each_label on uniform orders): every fixed
+share on USR topical overall >= 4, where the audit needs most labels; the adaptive choice on eight sets; and the
 adaptive test's wrong decisions at the hardest null (known truth).
 
 --batched measures calibration/stats/audit_strata.py, the design as a plan would run it: the stratum chosen per batch
