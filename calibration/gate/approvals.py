@@ -101,7 +101,7 @@ def mark_gating(
     rows = [report.row(k) for k in keys]
     refused = [r for r in rows if r.tier != "gate"]
     if refused and not override:
-        detail = "; ".join(f"{r.criterion} is {r.tier} (kappa {_kappa(r.kappa)}, n {r.n})" for r in refused)
+        detail = "; ".join(f"{r.criterion} is {r.tier} (kappa {_kappa(r.judge.kappa)}, n {r.judge.n})" for r in refused)
         raise ApprovalRefused(
             f"only gate-tier criteria can gate without an override: {detail}. "
             "Override only with a written reason that says why this judge may gate anyway."

@@ -125,8 +125,8 @@ class SegmentedReport:
         for seg in self.segments:
             for row in seg.rows:
                 entry = out.setdefault(row.criterion, {"kappas": []})
-                if row.kappa is not None:
-                    entry["kappas"].append(row.kappa)
+                if row.judge.kappa is not None:
+                    entry["kappas"].append(row.judge.kappa)
         return {
             key: {
                 "mean_kappa": float(np.mean(v["kappas"])) if v["kappas"] else None,

@@ -128,8 +128,8 @@ def _budget_words(b: LabelBudget) -> str:
 
 def criterion_verdict(row) -> CriterionVerdict:
     """The answer for one report row (calibration.report.CriterionReport or anything with its fields)."""
-    key, n, kappa = row.criterion, row.n, row.kappa
-    low = row.kappa_ci[0] if row.kappa_ci else None
+    key, n, kappa = row.criterion, row.judge.n, row.judge.kappa
+    low = row.judge.kappa_ci[0] if row.judge.kappa_ci else None
     codes = set(row.warning_codes)
     if getattr(row, "gating", False):
         # "here": the mark was made on its calibration set, which need not be the eval set this report is of.
@@ -151,10 +151,10 @@ def criterion_verdict(row) -> CriterionVerdict:
             + ", so gold is noisy and no judge can be calibrated on it; sharpen the definition and its examples "
             "in a new rubric version",
         )
-    if n == 0 and getattr(row, "judge_items", None) == 0 and getattr(row, "no_verdict", 0) > 0:
+    if n == 0 and getattr(row, "judge_items", None) == 0 and row.buckets.no_verdict > 0:
         # Labeled items wait for this judge, which gave no verdict at all on the criterion: it does not grade it
         # (a judge that grades only some criteria), so neither labeling nor waiting makes it comparable.
-        waiting = row.no_verdict
+        waiting = row.buckets.no_verdict
         return CriterionVerdict(
             key,
             CANNOT,

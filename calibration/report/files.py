@@ -65,28 +65,30 @@ def _text_rows(rows: tuple[CriterionReport, ...]) -> list[str]:
     )
     lines = [head, "-" * len(head)]
     for r in rows:
-        kappa = "no data" if r.n == 0 else fmt(r.kappa)
+        j, b, h, g, rates, itself = r.judge, r.buckets, r.human, r.gold, r.rates, r.self_agreement
+        kappa = "no data" if j.n == 0 else fmt(j.kappa)
         lines.append(
-            f"{r.criterion:<24} {r.n:>5} {kappa:>7} {_ci(r.kappa_ci):>16} {r.tier + ('*' if r.gating else ''):<12} "
-            f"{r.false_pass:>10} {r.false_fail:>10} {r.true_pass:>9} {r.true_fail:>9} {r.judge_error:>5} "
-            f"{r.judge_abstain:>4} {r.not_applicable:>4} {r.pending_gold:>4} {r.evidence_not_found:>5} "
-            f"{fmt(r.human_pairwise_kappa):>7} {r.human_pairs:>5} {fmt(r.human_alpha):>6} {fmt(r.human_kappa):>6} "
-            f"{r.human_n:>6}"
+            f"{r.criterion:<24} {j.n:>5} {kappa:>7} {_ci(j.kappa_ci):>16} {r.tier + ('*' if r.gating else ''):<12} "
+            f"{j.false_pass:>10} {j.false_fail:>10} {j.true_pass:>9} {j.true_fail:>9} {b.judge_error:>5} "
+            f"{b.judge_abstain:>4} {b.not_applicable:>4} {b.pending_gold:>4} {b.evidence_not_found:>5} "
+            f"{fmt(h.pairwise_kappa):>7} {h.pairs:>5} {fmt(h.alpha):>6} {fmt(h.kappa):>6} "
+            f"{h.n:>6}"
         )
         lines.append(
-            f"    gold policy {r.gold_policy}: {r.labeled_items} labeled items, {r.gold_ties} ties, "
-            f"{r.awaiting_gold} without gold yet; people's quotes found only outside the response (in the input "
+            f"    gold policy {r.gold_policy}: {g.labeled_items} labeled items, {g.gold_ties} ties, "
+            f"{g.awaiting_gold} without gold yet; people's quotes found only outside the response (in the input "
             f"or a tool call): {r.human_quotes_outside_response}"
         )
-        if r.n:
+        if j.n:
             lines.append(
-                f"    judge {r.in_words}; balanced accuracy {fmt(r.balanced_accuracy)} {_ci(r.balanced_accuracy_ci)}, "
-                f"F1 {fmt(r.f1)} {_ci(r.f1_ci)}; catches {_ci(r.tnr_ci)}, passes {_ci(r.tpr_ci)}"
+                f"    judge {r.in_words}; balanced accuracy {fmt(rates.balanced_accuracy)} "
+                f"{_ci(rates.balanced_accuracy_ci)}, "
+                f"F1 {fmt(rates.f1)} {_ci(rates.f1_ci)}; catches {_ci(rates.tnr_ci)}, passes {_ci(rates.tpr_ci)}"
             )
-        if r.judge_samples > 1:
+        if itself.samples > 1:
             lines.append(
-                f"    judge against itself ({r.judge_samples} samples, {r.judge_self_n} items): alpha "
-                f"{fmt(r.judge_self_alpha)} {_ci(r.judge_self_alpha_ci)}; against gold: kappa {fmt(r.kappa)}"
+                f"    judge against itself ({itself.samples} samples, {itself.n} items): alpha "
+                f"{fmt(itself.alpha)} {_ci(itself.alpha_ci)}; against gold: kappa {fmt(j.kappa)}"
             )
         for w in r.warnings:
             lines.append(f"    ! {w.message}")

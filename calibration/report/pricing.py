@@ -53,7 +53,7 @@ def price_rows(
             N,
             gating_price(
                 criterion=r.criterion,
-                cells=(r.true_pass, r.false_pass, r.false_fail, r.true_fail),
+                cells=(r.judge.true_pass, r.judge.false_pass, r.judge.false_fail, r.judge.true_fail),
                 N=N,
                 minimum=minimums.get(r.criterion, DEFAULT_MIN_PASS_RATE),
             ),
@@ -132,7 +132,7 @@ def transport_rows(
             m.key,
             transport_test(
                 calibration=m.cells,
-                candidate=(r.true_pass, r.false_pass, r.false_fail, r.true_fail),
+                candidate=(r.judge.true_pass, r.judge.false_pass, r.judge.false_fail, r.judge.true_fail),
                 level=1.0 - m.confidence,
             ),
         )

@@ -2,13 +2,14 @@
 
 `build_rows` is pure: DataFrames in (as calibration/data/frames.py makes them), frozen rows out. Per criterion it
 computes the parts of a row (the judge against gold, the buckets, the human ceiling, the gold counts, the
-judge against itself); `compose_row` makes the row of them, and its warnings are findings.py's rules.
+judge against itself); `compose_row` makes the row of them, holding each part as it is (no copy of its
+figures), and its warnings are findings.py's rules. REPORT_COLUMNS reads the report's keys from the parts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,8 +27,10 @@ from calibration.report.findings import findings
 from calibration.report.gold_counts import GoldCounts, gold_counts_by_criterion
 from calibration.report.row_parts import Counts, RowParts, bucket_counts, judge_agreements
 from calibration.stats.metrics import (
+    Agreement,
     Finding,
     HumanAgreement,
+    Rates,
     classification_rates,
     cohen_agreement,
     tier_for,
@@ -35,75 +38,33 @@ from calibration.stats.metrics import (
 from evals.models import GoldPolicy
 from labeling.gold import KEY, derive_gold
 
-# A row field that is not part of the report's JSON and CSV, only of the pages and approvals.
-PAGES_ONLY = {"exported": False}
-
 
 @dataclass(frozen=True)
 class CriterionReport:
-    """One criterion's row. Its fields, in this order, are the report's keys (REPORT_KEYS): the JSON keys of a
-    criterion and the CSV's columns (docs/calibration.md lists them), read by the same names on the pages.
-    build_rows composes a row of the parts it computes (RowParts); see compose_row."""
+    """One criterion's row, made of the parts build_rows computes (see compose_row): the judge against gold
+    (`judge`, with its classification `rates`), the `buckets` every item lands in, the `gold` counts, the
+    `human` ceiling and the judge against itself (`self_agreement`), plus what is the row's own. The report's
+    keys (REPORT_KEYS) are read from these parts through REPORT_COLUMNS."""
 
     criterion: str
     gold_policy: str
-    n: int
-    kappa: float | None
-    kappa_ci: tuple[float, float] | None
-    observed_agreement: float | None
-    expected_agreement: float | None
-    gold_pass_rate: float | None
-    judge_pass_rate: float | None
-    true_pass: int
-    false_pass: int
-    true_fail: int
-    false_fail: int
-    tpr: float | None
-    tpr_ci: tuple[float, float] | None
-    tnr: float | None
-    tnr_ci: tuple[float, float] | None
-    balanced_accuracy: float | None
-    balanced_accuracy_ci: tuple[float, float] | None
-    f1: float | None
-    f1_ci: tuple[float, float] | None
-    judge_error: int
-    judge_abstain: int
-    not_applicable: int
-    pending_gold: int
-    evidence_not_found: int
-    labeled_items: int
-    gold_ties: int
-    awaiting_gold: int
-    human_kappa: float | None
-    human_kappa_ci: tuple[float, float] | None
-    human_n: int
-    human_alpha: float | None
-    human_alpha_ci: tuple[float, float] | None
-    human_pairwise_kappa: float | None
-    human_pairwise_kappa_ci: tuple[float, float] | None
-    human_pairs: int
-    human_pairs_undefined: int
-    human_pair_median_items: float
-    human_items_over_two: int
-    human_ceiling: float | None
-    human_ceiling_ci: tuple[float, float] | None
-    human_ceiling_source: str
+    judge: Agreement
+    rates: Rates
+    buckets: Counts
+    gold: GoldCounts
+    human: HumanAgreement
     human_quotes_outside_response: int
-    judge_samples: int
-    judge_self_alpha: float | None
-    judge_self_alpha_ci: tuple[float, float] | None
-    judge_self_n: int
+    self_agreement: SelfAgreement
     tier: str
     warnings: tuple[Finding, ...]
     # Not part of the JSON: for pages and approvals.
-    criterion_id: int = field(default=0, compare=False, metadata=PAGES_ONLY)
-    no_verdict: int = field(default=0, compare=False, metadata=PAGES_ONLY)
-    gating: bool = field(default=False, compare=False, metadata=PAGES_ONLY)
+    criterion_id: int = field(default=0, compare=False)
+    gating: bool = field(default=False, compare=False)
 
     def as_dict(self) -> dict:
         out = {}
-        for key in REPORT_KEYS:
-            value = getattr(self, key)
+        for key, part, attribute in REPORT_COLUMNS:
+            value = getattr(getattr(self, part) if part else self, attribute)
             if key.endswith("_ci"):
                 value = list(value) if value is not None else None
             elif key == "warnings":
@@ -114,15 +75,14 @@ class CriterionReport:
     @property
     def in_words(self) -> str:
         """The judge's TNR and TPR as a lead says them (PASS is the positive class)."""
-        if self.n == 0:
+        j, r = self.judge, self.rates
+        if j.n == 0:
             return "no data"
-        failures = self.true_fail + self.false_pass
-        good = self.true_pass + self.false_fail
+        failures = j.true_fail + j.false_pass
+        good = j.true_pass + j.false_fail
         parts = [
-            f"catches {_pct(self.tnr)} of failures ({self.true_fail} of {failures})"
-            if failures
-            else "no failures to catch",
-            f"passes {_pct(self.tpr)} of good outputs ({self.true_pass} of {good})" if good else "no good outputs",
+            f"catches {_pct(r.tnr)} of failures ({j.true_fail} of {failures})" if failures else "no failures to catch",
+            f"passes {_pct(r.tpr)} of good outputs ({j.true_pass} of {good})" if good else "no good outputs",
         ]
         return ", ".join(parts)
 
@@ -133,71 +93,86 @@ class CriterionReport:
     @property
     def judge_items(self) -> int:
         """Every item with a current verdict of this judge."""
-        return self.n + self.judge_error + self.judge_abstain + self.not_applicable + self.pending_gold
+        b = self.buckets
+        return self.judge.n + b.judge_error + b.judge_abstain + b.not_applicable + b.pending_gold
 
 
-# Exactly the keys of one criterion in the JSON report, in this order: the row's fields, from one list.
-REPORT_KEYS = tuple(f.name for f in fields(CriterionReport) if f.metadata.get("exported", True))
+# The report's keys of one criterion (the JSON keys and, with each interval split in two, the CSV's columns),
+# in this order, each read from one part of the row: key -> (part, its attribute). "" is the row itself.
+REPORT_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("criterion", "", "criterion"),
+    ("gold_policy", "", "gold_policy"),
+    ("n", "judge", "n"),
+    ("kappa", "judge", "kappa"),
+    ("kappa_ci", "judge", "kappa_ci"),
+    ("observed_agreement", "judge", "observed_agreement"),
+    ("expected_agreement", "judge", "expected_agreement"),
+    ("gold_pass_rate", "judge", "reference_pass_rate"),
+    ("judge_pass_rate", "judge", "rater_pass_rate"),
+    ("true_pass", "judge", "true_pass"),
+    ("false_pass", "judge", "false_pass"),
+    ("true_fail", "judge", "true_fail"),
+    ("false_fail", "judge", "false_fail"),
+    ("tpr", "rates", "tpr"),
+    ("tpr_ci", "rates", "tpr_ci"),
+    ("tnr", "rates", "tnr"),
+    ("tnr_ci", "rates", "tnr_ci"),
+    ("balanced_accuracy", "rates", "balanced_accuracy"),
+    ("balanced_accuracy_ci", "rates", "balanced_accuracy_ci"),
+    ("f1", "rates", "f1"),
+    ("f1_ci", "rates", "f1_ci"),
+    ("judge_error", "buckets", "judge_error"),
+    ("judge_abstain", "buckets", "judge_abstain"),
+    ("not_applicable", "buckets", "not_applicable"),
+    ("pending_gold", "buckets", "pending_gold"),
+    ("evidence_not_found", "buckets", "evidence_not_found"),
+    ("labeled_items", "gold", "labeled_items"),
+    ("gold_ties", "gold", "gold_ties"),
+    ("awaiting_gold", "gold", "awaiting_gold"),
+    ("human_kappa", "human", "kappa"),
+    ("human_kappa_ci", "human", "kappa_ci"),
+    ("human_n", "human", "n"),
+    ("human_alpha", "human", "alpha"),
+    ("human_alpha_ci", "human", "alpha_ci"),
+    ("human_pairwise_kappa", "human", "pairwise_kappa"),
+    ("human_pairwise_kappa_ci", "human", "pairwise_kappa_ci"),
+    ("human_pairs", "human", "pairs"),
+    ("human_pairs_undefined", "human", "pairs_undefined"),
+    ("human_pair_median_items", "human", "pair_median_items"),
+    ("human_items_over_two", "human", "over_two"),
+    ("human_ceiling", "human", "ceiling_value"),
+    ("human_ceiling_ci", "human", "ceiling_ci"),
+    ("human_ceiling_source", "human", "ceiling_source"),
+    ("human_quotes_outside_response", "", "human_quotes_outside_response"),
+    ("judge_samples", "self_agreement", "samples"),
+    ("judge_self_alpha", "self_agreement", "alpha"),
+    ("judge_self_alpha_ci", "self_agreement", "alpha_ci"),
+    ("judge_self_n", "self_agreement", "n"),
+    ("tier", "", "tier"),
+    ("warnings", "", "warnings"),
+)
+
+# Exactly the keys of one criterion in the JSON report, in this order (docs/calibration.md lists them).
+REPORT_KEYS = tuple(key for key, _, _ in REPORT_COLUMNS)
 
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.0f}%"
 
 
-AGREEMENT_NAMES = {"rater_pass_rate": "judge_pass_rate", "reference_pass_rate": "gold_pass_rate"}
-HUMAN_NAMES = {
-    "n": "human_n",
-    "kappa": "human_kappa",
-    "kappa_ci": "human_kappa_ci",
-    "alpha": "human_alpha",
-    "alpha_ci": "human_alpha_ci",
-    "over_two": "human_items_over_two",
-}
-JUDGE_SELF_NAMES = {
-    "samples": "judge_samples",
-    "alpha": "judge_self_alpha",
-    "alpha_ci": "judge_self_alpha_ci",
-    "n": "judge_self_n",
-}
-
-
-def _named(part: Any, names: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The row fields one computed part fills: each of its fields under the row's name for it."""
-    names = names or {}
-    return {names.get(f.name, f.name): getattr(part, f.name) for f in fields(part)}
-
-
-def _human_fields(h: HumanAgreement) -> dict[str, Any]:
-    """The human ceiling's row fields: A vs B, alpha, the mean pairwise kappa and the ceiling they make."""
-    own = _named(h, HUMAN_NAMES)
-    pairwise = own.pop("pairwise")  # a part of its own: its figures are row fields of their own
-    source, ceiling, ceiling_ci = h.ceiling
-    return {
-        **own,
-        "human_pairwise_kappa": h.pairwise_kappa,
-        "human_pairwise_kappa_ci": pairwise.kappa_ci if pairwise else None,
-        "human_pairs": pairwise.pairs if pairwise else 0,
-        "human_pairs_undefined": pairwise.undefined_pairs if pairwise else 0,
-        "human_pair_median_items": pairwise.median_items if pairwise else 0.0,
-        "human_ceiling": ceiling,
-        "human_ceiling_ci": ceiling_ci,
-        "human_ceiling_source": source,
-    }
-
-
 def compose_row(parts: RowParts, criterion_id: int = 0) -> CriterionReport:
-    """A criterion's row, composed of its parts: each part fills the fields it computes."""
+    """A criterion's row, composed of its parts."""
     a = parts.agreement
     return CriterionReport(
         criterion=parts.key,
         gold_policy=parts.policy,
-        **_named(a, AGREEMENT_NAMES),
-        **asdict(classification_rates(a.true_pass, a.false_pass, a.false_fail, a.true_fail)),
-        **_named(parts.counts),
-        **_named(parts.gold),
-        **_human_fields(parts.human),
+        judge=a,
+        rates=classification_rates(a.true_pass, a.false_pass, a.false_fail, a.true_fail),
+        buckets=parts.counts,
+        gold=parts.gold,
+        human=parts.human,
         human_quotes_outside_response=parts.quotes_outside_response,
-        **_named(parts.judge_self, JUDGE_SELF_NAMES),
+        self_agreement=parts.judge_self,
         tier=tier_for(a.kappa, a.n),
         warnings=findings(parts),
         criterion_id=criterion_id,

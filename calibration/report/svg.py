@@ -66,18 +66,18 @@ def kappa_chart(row) -> KappaChart:
     ]
     ticks = [{"x": x_of(v), "label": f"{v:g}"} for v in (0.0, TREND_MIN_KAPPA, GATE_MIN_KAPPA, 1.0)]
     judge = None
-    if row.kappa is not None:
-        judge = {**_interval(row.kappa, row.kappa_ci), "label": f"judge κ {row.kappa:.2f}"}
+    if row.judge.kappa is not None:
+        judge = {**_interval(row.judge.kappa, row.judge.kappa_ci), "label": f"judge κ {row.judge.kappa:.2f}"}
     human = None
-    if row.human_ceiling is not None:  # the order-free ceiling: mean pairwise kappa, else alpha
-        symbol = "α" if row.human_ceiling_source == "alpha" else "κ"
+    if row.human.ceiling_value is not None:  # the order-free ceiling: mean pairwise kappa, else alpha
+        symbol = "α" if row.human.ceiling_source == "alpha" else "κ"
         human = {
-            **_interval(row.human_ceiling, row.human_ceiling_ci),
-            "label": f"humans {symbol} {row.human_ceiling:.2f}",
+            **_interval(row.human.ceiling_value, row.human.ceiling_ci),
+            "label": f"humans {symbol} {row.human.ceiling_value:.2f}",
         }
-    if row.n == 0:
+    if row.judge.n == 0:
         empty = "no data"
-    elif row.kappa is None:
+    elif row.judge.kappa is None:
         empty = "κ undefined"
     else:
         empty = ""
@@ -99,12 +99,12 @@ class ConfusionCell:
 def confusion_cells(row) -> list[ConfusionCell]:
     """The 2x2 confusion matrix with the false pass first (top left): rows are the judge's verdict
     (PASS, FAIL), columns the gold (FAIL, PASS), so the dangerous cell is the first one read."""
-    n = max(row.n, 1)
+    n = max(row.judge.n, 1)
     layout = [
-        ("false_pass", "false pass", row.false_pass, 0, 0, "cm-fp", "false-pass"),
-        ("true_pass", "true pass", row.true_pass, 1, 0, "cm-ok", None),
-        ("true_fail", "true fail", row.true_fail, 0, 1, "cm-ok", None),
-        ("false_fail", "false fail", row.false_fail, 1, 1, "cm-ff", "false-fail"),
+        ("false_pass", "false pass", row.judge.false_pass, 0, 0, "cm-fp", "false-pass"),
+        ("true_pass", "true pass", row.judge.true_pass, 1, 0, "cm-ok", None),
+        ("true_fail", "true fail", row.judge.true_fail, 0, 1, "cm-ok", None),
+        ("false_fail", "false fail", row.judge.false_fail, 1, 1, "cm-ff", "false-fail"),
     ]
     return [ConfusionCell(name, label, c, c / n, col, r, css, dd) for name, label, c, col, r, css, dd in layout]
 

@@ -152,7 +152,11 @@ def _pairs(sides) -> list[dict]:
     out = []
     for key in keys:
         a, b = left.get(key), right.get(key)
-        delta = b.kappa - a.kappa if a and b and a.kappa is not None and b.kappa is not None else None
+        delta = (
+            b.judge.kappa - a.judge.kappa
+            if a and b and a.judge.kappa is not None and b.judge.kappa is not None
+            else None
+        )
         out.append({"key": key, "sides": [(r, kappa_chart(r) if r else None) for r in (a, b)], "delta": delta})
     return out
 

@@ -169,6 +169,34 @@ class HumanAgreement:
         return self.pairwise.kappa if self.pairwise else None
 
     @property
+    def pairwise_kappa_ci(self) -> tuple[float, float] | None:
+        return self.pairwise.kappa_ci if self.pairwise else None
+
+    @property
+    def pairs(self) -> int:
+        return self.pairwise.pairs if self.pairwise else 0
+
+    @property
+    def pairs_undefined(self) -> int:
+        return self.pairwise.undefined_pairs if self.pairwise else 0
+
+    @property
+    def pair_median_items(self) -> float:
+        return self.pairwise.median_items if self.pairwise else 0.0
+
+    @property
+    def ceiling_source(self) -> str:
+        return self.ceiling[0]
+
+    @property
+    def ceiling_value(self) -> float | None:
+        return self.ceiling[1]
+
+    @property
+    def ceiling_ci(self) -> tuple[float, float] | None:
+        return self.ceiling[2]
+
+    @property
     def ceiling(self) -> tuple[str, float | None, tuple[float, float] | None]:
         """The order-free figure the warnings and the chart use: (name, value, interval).
 

@@ -151,13 +151,18 @@ def test_56_ties_in_750_items_are_counted_and_warned_about():
     # 7.5% ties: above MAX_UNSETTLED_SHARE (5%).
     items = [([P, P], P)] * 600 + [([F, F], F)] * 94 + [([P, F], P)] * 56
     row = row_for(items)
-    assert (row.gold_policy, row.labeled_items, row.gold_ties, row.awaiting_gold) == (MAJORITY, 750, 56, 56)
-    assert row.pending_gold == 56 and row.n == 694
+    assert (row.gold_policy, row.gold.labeled_items, row.gold.gold_ties, row.gold.awaiting_gold) == (
+        MAJORITY,
+        750,
+        56,
+        56,
+    )
+    assert row.buckets.pending_gold == 56 and row.judge.n == 694
     assert {"many_ties", "much_gold_pending"} <= set(row.warning_codes)
     assert "56 of 750 labeled items are ties" in next(w.message for w in row.warnings if w.code == "many_ties")
     # Negative control: 37 of 750 (4.9%) is under the threshold.
     calm = row_for([([P, P], P)] * 619 + [([F, F], F)] * 94 + [([P, F], P)] * 37)
-    assert calm.gold_ties == 37 and not {"many_ties", "much_gold_pending"} & set(calm.warning_codes)
+    assert calm.gold.gold_ties == 37 and not {"many_ties", "much_gold_pending"} & set(calm.warning_codes)
 
 
 def test_the_ties_warning_says_where_ties_go_under_each_policy():
@@ -167,7 +172,7 @@ def test_the_ties_warning_says_where_ties_go_under_each_policy():
         for policy in (MAJORITY, ANY_FAIL)
     }
     # Under any_fail a P/F tie is FAIL gold and counts (56 false passes here); under majority it waits.
-    assert row_for(items, ANY_FAIL).false_pass == 56 and row_for(items, MAJORITY).pending_gold == 56
+    assert row_for(items, ANY_FAIL).judge.false_pass == 56 and row_for(items, MAJORITY).buckets.pending_gold == 56
     assert "each of them is FAIL gold and counts" in said[ANY_FAIL] and "left out" not in said[ANY_FAIL]
     assert "wait for a reviewer and are left out" in said[MAJORITY]
 
@@ -175,8 +180,12 @@ def test_the_ties_warning_says_where_ties_go_under_each_policy():
 def test_any_fail_settles_the_ties_and_unanimous_leaves_the_splits_waiting():
     items = [([P, P, P], P)] * 80 + [([P, P, F], P)] * 15 + [([F, F, F], F)] * 30
     majority, any_fail, unanimous = (row_for(items, p) for p in (MAJORITY, ANY_FAIL, UNANIMOUS))
-    assert (majority.false_pass, majority.n, majority.awaiting_gold) == (0, 125, 0)
-    assert (any_fail.false_pass, any_fail.n, any_fail.awaiting_gold) == (15, 125, 0)  # one FAIL is gold FAIL
-    assert (unanimous.n, unanimous.awaiting_gold, unanimous.pending_gold) == (110, 15, 15)
+    assert (majority.judge.false_pass, majority.judge.n, majority.gold.awaiting_gold) == (0, 125, 0)
+    assert (any_fail.judge.false_pass, any_fail.judge.n, any_fail.gold.awaiting_gold) == (
+        15,
+        125,
+        0,
+    )  # one FAIL is gold FAIL
+    assert (unanimous.judge.n, unanimous.gold.awaiting_gold, unanimous.buckets.pending_gold) == (110, 15, 15)
     assert "under the unanimous gold policy" in " ".join(w.message for w in unanimous.warnings)
     assert any_fail.as_dict()["gold_policy"] == ANY_FAIL

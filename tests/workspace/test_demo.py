@@ -43,14 +43,14 @@ def test_the_demo_puts_each_criterion_in_its_intended_situation(demo, client):
     assert {k: r.tier for k, r in rows.items()} == INTENDED_TIERS
     # Home's cheaper path to the tiers lands each criterion in the same place.
     assert criterion_tiers(eval_set=es, rubric_version=rv, judge_config=judge) == INTENDED_TIERS
-    assert all(r.n >= MIN_N for r in rows.values())  # no criterion is merely "insufficient"
+    assert all(r.judge.n >= MIN_N for r in rows.values())  # no criterion is merely "insufficient"
     # The gate-tier criterion clears the gate threshold with its whole interval, so no warning clouds the walk.
-    assert rows["correct_amount"].kappa_ci[0] >= 0.6
+    assert rows["correct_amount"].judge.kappa_ci[0] >= 0.6
     # People disagree on exactly one criterion; on the others the gold is trustworthy.
-    assert rows[PEOPLE_DISAGREE].human_kappa < HUMAN_MIN_KAPPA
+    assert rows[PEOPLE_DISAGREE].human.kappa < HUMAN_MIN_KAPPA
     assert "humans_disagree" in {w.code for w in rows[PEOPLE_DISAGREE].warnings}
     others = [r for k, r in rows.items() if k != PEOPLE_DISAGREE]
-    assert all(r.human_kappa >= HUMAN_MIN_KAPPA for r in others)
+    assert all(r.human.kappa >= HUMAN_MIN_KAPPA for r in others)
     # Maria backs each wrong amount with the policy tool's figure as a second quote: outside the response.
     labels = [json.loads(line) for line in (DEMO_DIR / "labels.jsonl").read_text().splitlines()]
     backed = [x for x in labels if isinstance(x.get("evidence"), list) and x["criterion"] == "correct_amount"]

@@ -46,13 +46,25 @@ def test_version_2_is_in_the_gate_tier_on_held_out_where_version_1_is_in_the_tre
     #     pe = 0.8851 * 0.8784 + 0.1149 * 0.1216 = 0.7915; kappa = (0.8986 - 0.7915) / (1 - 0.7915) = 0.514: trend.
     # v2: TP 123, false passes 1, TF 16, FF 8. po = 139/148 = 0.9392; judge passes 124/148, so
     #     pe = 0.8851 * 0.8378 + 0.1149 * 0.1622 = 0.7602; kappa = (0.9392 - 0.7602) / (1 - 0.7602) = 0.746: gate.
-    assert (before.true_pass, before.false_pass, before.true_fail, before.false_fail) == (123, 7, 10, 8)
-    assert (after.true_pass, after.false_pass, after.true_fail, after.false_fail) == (123, 1, 16, 8)
-    assert before.kappa == pytest.approx(0.514, abs=0.001) and after.kappa == pytest.approx(0.746, abs=0.001)
+    assert (before.judge.true_pass, before.judge.false_pass, before.judge.true_fail, before.judge.false_fail) == (
+        123,
+        7,
+        10,
+        8,
+    )
+    assert (after.judge.true_pass, after.judge.false_pass, after.judge.true_fail, after.judge.false_fail) == (
+        123,
+        1,
+        16,
+        8,
+    )
+    assert before.judge.kappa == pytest.approx(0.514, abs=0.001) and after.judge.kappa == pytest.approx(
+        0.746, abs=0.001
+    )
     # The tiers through the report's own decision function, on the same held-out items.
-    assert tier_for(before.kappa, before.n) == before.tier == "trend"
-    assert tier_for(after.kappa, after.n) == after.tier == "gate"
-    assert after.n == before.n
+    assert tier_for(before.judge.kappa, before.judge.n) == before.tier == "trend"
+    assert tier_for(after.judge.kappa, after.judge.n) == after.tier == "gate"
+    assert after.judge.n == before.judge.n
     # Version 2 was run on the held-out split only, through the runner: a verdict per held-out output.
     run = JudgeRun.objects.get(judge_config=v2, split_part=GoldSplit.HELD_OUT)
     assert run.status == JudgeRun.Status.DONE

@@ -178,9 +178,10 @@ class Command(BaseCommand):
         self.stdout.write(f"held out: looked at {looks} time{'' if looks == 1 else 's'} (this look included)")
         for name, criteria in rows.items():
             for row in criteria:
-                kappa = "undefined" if row.kappa is None else f"{row.kappa:.3f}"
+                j = row.judge
+                kappa = "undefined" if j.kappa is None else f"{j.kappa:.3f}"
                 self.stdout.write(
-                    f"{name}\t{row.criterion}\tn {row.n}\tkappa {kappa}\tfalse passes {row.false_pass}\t{row.tier}"
+                    f"{name}\t{row.criterion}\tn {j.n}\tkappa {kappa}\tfalse passes {j.false_pass}\t{row.tier}"
                 )
 
 

@@ -39,7 +39,7 @@ def test_the_rows_are_computed_once_per_content_and_again_as_soon_as_the_gold_ch
     first = calibration_report(eval_set=es, rubric_version=rv, judge_config=judge).row("correct_amount")
     again = calibration_report(eval_set=es, rubric_version=rv, judge_config=judge).row("correct_amount")
     assert len(counted) == 1  # the second report came from the cache
-    assert first.kappa == again.kappa == pytest.approx(0.25 / 0.35) and again.kappa_ci == first.kappa_ci
+    assert first.judge.kappa == again.judge.kappa == pytest.approx(0.25 / 0.35) and again.judge.kappa_ci == first.judge.kappa_ci
 
     # A reviewer settles one false pass as PASS: 146 / 14 / 5 / 35. By hand: agreement 181/200 = 0.905;
     # judge passes 0.80, gold passes 151/200 = 0.755; chance 0.8 * 0.755 + 0.2 * 0.245 = 0.653;
@@ -47,8 +47,8 @@ def test_the_rows_are_computed_once_per_content_and_again_as_soon_as_the_gold_ch
     adjudicate(outputs[145], rv, "correct_amount", "PASS", by=make_user("rita", role="reviewer"))
     changed = calibration_report(eval_set=es, rubric_version=rv, judge_config=judge).row("correct_amount")
     assert len(counted) == 2
-    assert (changed.true_pass, changed.false_pass) == (146, 14)
-    assert changed.kappa == pytest.approx(0.252 / 0.347)
+    assert (changed.judge.true_pass, changed.judge.false_pass) == (146, 14)
+    assert changed.judge.kappa == pytest.approx(0.252 / 0.347)
 
 
 def test_every_agent_version_segment_is_cached_by_its_own_content(counted, settings):
@@ -59,7 +59,7 @@ def test_every_agent_version_segment_is_cached_by_its_own_content(counted, setti
     assert len(counted) == 1 and [s.agent_version for s in segmented.segments] == ["default"]
     # The only segment holds every output, so the whole-set report is the same content: no new computation.
     whole = calibration_report(eval_set=es, rubric_version=rv, judge_config=judge)
-    assert len(counted) == 1 and whole.row("correct_amount").n == 35
+    assert len(counted) == 1 and whole.row("correct_amount").judge.n == 35
 
 
 def frame(**columns) -> pd.DataFrame:

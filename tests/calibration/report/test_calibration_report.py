@@ -48,16 +48,16 @@ def test_the_worked_example_read_from_the_database(setup):
     # 145 true passes, 15 false passes, 5 false fails, 35 true fails; both annotators agree (gold by majority).
     bulk_calibration(es, rv, judge, {"correct_amount": (145, 15, 5, 35)})
     row = report(es, rv, judge).row("correct_amount")
-    assert row.n == 200
-    assert row.kappa == pytest.approx(0.25 / 0.35)
-    assert (row.true_pass, row.false_pass, row.false_fail, row.true_fail) == (145, 15, 5, 35)
-    assert row.gold_pass_rate == pytest.approx(0.75) and row.judge_pass_rate == pytest.approx(0.80)
+    assert row.judge.n == 200
+    assert row.judge.kappa == pytest.approx(0.25 / 0.35)
+    assert (row.judge.true_pass, row.judge.false_pass, row.judge.false_fail, row.judge.true_fail) == (145, 15, 5, 35)
+    assert row.judge.reference_pass_rate == pytest.approx(0.75) and row.judge.rater_pass_rate == pytest.approx(0.80)
     assert row.tier == "gate"
-    assert row.human_kappa == pytest.approx(1.0) and row.human_n == 200 and row.human_alpha == pytest.approx(1.0)
+    assert row.human.kappa == pytest.approx(1.0) and row.human.n == 200 and row.human.alpha == pytest.approx(1.0)
     # Named for people (PASS positive): of 50 failures it catches 35, of 150 good outputs it passes 145.
-    assert row.tnr == pytest.approx(0.7) and row.tpr == pytest.approx(145 / 150)
+    assert row.rates.tnr == pytest.approx(0.7) and row.rates.tpr == pytest.approx(145 / 150)
     assert row.in_words == "catches 70% of failures (35 of 50), passes 97% of good outputs (145 of 150)"
-    assert row.balanced_accuracy == pytest.approx(0.8333, abs=1e-4) and row.f1 == pytest.approx(290 / 310)
+    assert row.rates.balanced_accuracy == pytest.approx(0.8333, abs=1e-4) and row.rates.f1 == pytest.approx(290 / 310)
     data = row.as_dict()
     assert data["tnr_ci"][0] < 0.7 < data["tnr_ci"][1] and data["f1_ci"][0] < data["f1"] < data["f1_ci"][1]
 
@@ -80,8 +80,8 @@ def test_always_pass_judge_is_flagged_as_constant(setup):
     es, rv, judge = setup
     calibration_set(es, rv, judge, [{"next_step": (P, P, P)}] * 9 + [{"next_step": (F, F, P)}])
     row = report(es, rv, judge).row("next_step")
-    assert row.observed_agreement == pytest.approx(0.9)
-    assert row.kappa == 0.0
+    assert row.judge.observed_agreement == pytest.approx(0.9)
+    assert row.judge.kappa == 0.0
     assert "constant_judge" in row.warning_codes
     message = next(w.message for w in row.warnings if w.code == "constant_judge")
     assert "cannot discriminate" in message and "0.90" in message
@@ -93,7 +93,7 @@ def test_undefined_kappa_is_null_with_the_reason(setup):
     es, rv, judge = setup
     calibration_set(es, rv, judge, [{"next_step": (P, P, P)}] * 4)
     row = report(es, rv, judge).row("next_step")
-    assert row.kappa is None and row.kappa_ci is None
+    assert row.judge.kappa is None and row.judge.kappa_ci is None
     assert row.as_dict()["kappa"] is None
     assert row.warning_codes[0] == "kappa_undefined"
     assert "undefined" in row.warnings[0].message
@@ -103,7 +103,7 @@ def test_a_criterion_without_data_says_no_data(setup):
     es, rv, judge = setup
     calibration_set(es, rv, judge, [{"correct_amount": (P, P, P)}])
     row = report(es, rv, judge).row("next_step")
-    assert row.n == 0 and row.kappa is None and row.observed_agreement is None
+    assert row.judge.n == 0 and row.judge.kappa is None and row.judge.observed_agreement is None
     assert row.warning_codes == ["no_data"]
     assert row.tier == "insufficient"
 
@@ -127,23 +127,34 @@ def test_every_item_lands_in_exactly_one_bucket(setup):
     ]
     calibration_set(es, rv, judge, rows)
     row = report(es, rv, judge).row(key)
-    assert (row.n, row.true_pass, row.false_pass, row.true_fail, row.false_fail) == (3, 1, 1, 1, 0)
-    assert (row.judge_error, row.judge_abstain, row.not_applicable, row.pending_gold) == (2, 1, 2, 3)
-    assert row.no_verdict == 1 and "no_verdict" in row.warning_codes
-    assert row.judge_items + row.no_verdict == len(rows)
+    assert (row.judge.n, row.judge.true_pass, row.judge.false_pass, row.judge.true_fail, row.judge.false_fail) == (
+        3,
+        1,
+        1,
+        1,
+        0,
+    )
+    assert (
+        row.buckets.judge_error,
+        row.buckets.judge_abstain,
+        row.buckets.not_applicable,
+        row.buckets.pending_gold,
+    ) == (2, 1, 2, 3)
+    assert row.buckets.no_verdict == 1 and "no_verdict" in row.warning_codes
+    assert row.judge_items + row.buckets.no_verdict == len(rows)
 
 
 def test_adjudicated_gold_wins_over_the_majority_and_only_the_current_revision_counts(setup):
     es, rv, judge = setup
     [out] = calibration_set(es, rv, judge, [{"correct_amount": (P, P, P, F)}])
     row = report(es, rv, judge).row("correct_amount")
-    assert (row.false_pass, row.true_pass) == (1, 0)
+    assert (row.judge.false_pass, row.judge.true_pass) == (1, 0)
     gold = GoldLabel.objects.get(output=out)
     gold.is_current = False
     gold.save()
     adjudicate(out, rv, "correct_amount", P, gold.decided_by, revision=2)
     row = report(es, rv, judge).row("correct_amount")
-    assert (row.false_pass, row.true_pass) == (0, 1)
+    assert (row.judge.false_pass, row.judge.true_pass) == (0, 1)
 
 
 def test_drafts_and_old_label_revisions_are_not_gold(setup):
@@ -153,15 +164,15 @@ def test_drafts_and_old_label_revisions_are_not_gold(setup):
     annotate(out, rv, annotator("amy"), 1, {"correct_amount": P})
     annotate(out, rv, annotator("bo"), 2, {"correct_amount": P}, submitted=False)
     add_verdict(run, out, "correct_amount", F)
-    assert report(es, rv, judge).row("correct_amount").pending_gold == 1
+    assert report(es, rv, judge).row("correct_amount").buckets.pending_gold == 1
     Annotation.objects.filter(slot=2).update(status=Annotation.Status.SUBMITTED)
-    assert report(es, rv, judge).row("correct_amount").false_fail == 1
+    assert report(es, rv, judge).row("correct_amount").judge.false_fail == 1
     # B corrects the label after submission: the old revision stays but no longer counts.
     old = Label.objects.get(annotation__slot=2)
     old.is_current = False
     old.save()
     Label.objects.create(annotation=old.annotation, criterion=old.criterion, outcome=F, revision=2, evidence="NONE")
-    assert report(es, rv, judge).row("correct_amount").pending_gold == 1
+    assert report(es, rv, judge).row("correct_amount").buckets.pending_gold == 1
 
 
 def test_the_newest_run_wins_and_samples_vote(setup):
@@ -178,7 +189,7 @@ def test_the_newest_run_wins_and_samples_vote(setup):
     add_verdict(new, outs[2], "correct_amount", P, sample=0)
     add_verdict(new, outs[2], "correct_amount", F, sample=1)
     row = report(es, rv, judge).row("correct_amount")
-    assert (row.true_pass, row.false_fail, row.judge_abstain) == (2, 0, 1)
+    assert (row.judge.true_pass, row.judge.false_fail, row.buckets.judge_abstain) == (2, 0, 1)
 
 
 def test_other_judges_rubric_versions_and_eval_sets_are_left_out(setup):
@@ -188,7 +199,11 @@ def test_other_judges_rubric_versions_and_eval_sets_are_left_out(setup):
     calibration_set(es, rv, other_judge, [{"correct_amount": (F, F, P)}])
     calibration_set(other_set, rv, judge, [{"correct_amount": (F, F, P)}])
     row = report(es, rv, judge).row("correct_amount")
-    assert (row.n, row.true_pass, row.no_verdict) == (1, 1, 1)  # the other judge's output has no verdict here
+    assert (row.judge.n, row.judge.true_pass, row.buckets.no_verdict) == (
+        1,
+        1,
+        1,
+    )  # the other judge's output has no verdict here
 
 
 def test_evidence_not_found_is_counted_but_stays_in_kappa(setup):
@@ -198,7 +213,7 @@ def test_evidence_not_found_is_counted_but_stays_in_kappa(setup):
     annotate(out, rv, annotator("bo"), 2, {"correct_amount": P})
     add_verdict(make_run(es, rv, judge), out, "correct_amount", P, evidence="made up", evidence_found=False)
     row = report(es, rv, judge).row("correct_amount")
-    assert row.evidence_not_found == 1 and row.n == 1
+    assert row.buckets.evidence_not_found == 1 and row.judge.n == 1
     assert "evidence_not_found" in row.warning_codes
 
 
@@ -254,8 +269,8 @@ def test_annotator_a_vs_b_counts_only_items_two_people_labeled(setup):
     for slot, (who, outcome) in enumerate((("amy", F), ("bo", P), ("cy", P)), start=1):
         annotate(out, rv, annotator(who), slot, {key: outcome})
     row = report(es, rv, judge).row(key)
-    assert (row.human_n, row.human_items_over_two) == (4, 1)
-    assert row.human_kappa == pytest.approx(0.5)
+    assert (row.human.n, row.human.over_two) == (4, 1)
+    assert row.human.kappa == pytest.approx(0.5)
     message = next(w.message for w in row.warnings if w.code == "human_ab_subset")
     assert "only the 4 items exactly two people labeled" in message and "1 item with more" in message
 
@@ -286,11 +301,11 @@ def test_agent_version_filter_and_segments(setup):
     es, rv, judge = setup
     calibration_set(es, rv, judge, [{"correct_amount": (P, P, P)}, {"correct_amount": (F, F, F)}], agent_version="v1")
     calibration_set(es, rv, judge, [{"correct_amount": (P, P, F)}, {"correct_amount": (F, F, F)}], agent_version="v2")
-    assert report(es, rv, judge, agent_version="v1").row("correct_amount").kappa == pytest.approx(1.0)
+    assert report(es, rv, judge, agent_version="v1").row("correct_amount").judge.kappa == pytest.approx(1.0)
     seg = segmented_report(eval_set=es, rubric_version=rv, judge_config=judge)
     assert [s.agent_version for s in seg.segments] == ["v1", "v2"]
     v2 = seg.segments[1].rows[0]
-    assert v2.false_fail == 1 and v2.kappa == pytest.approx(0.0)  # judge always FAIL on v2: constant
+    assert v2.judge.false_fail == 1 and v2.judge.kappa == pytest.approx(0.0)  # judge always FAIL on v2: constant
     assert seg.as_dict()["mean_kappa"]["correct_amount"]["mean_kappa"] == pytest.approx(0.5)
 
 
@@ -376,7 +391,7 @@ def test_a_perfect_small_sample_says_its_interval_is_not_certainty(setup):
     es, rv, judge = setup
     bulk_calibration(es, rv, judge, {"correct_amount": (20, 0, 0, 5)})
     row = report(es, rv, judge).row("correct_amount")
-    assert row.kappa == pytest.approx(1.0) and row.kappa_ci == (1.0, 1.0)
+    assert row.judge.kappa == pytest.approx(1.0) and row.judge.kappa_ci == (1.0, 1.0)
     message = next(w.message for w in row.warnings if w.code == "degenerate_interval")
     assert "only more items can" in message
 
@@ -395,11 +410,11 @@ def test_a_judge_that_disagrees_with_itself_is_named_beside_its_agreement_with_p
         for s, o in enumerate(outcomes):
             add_verdict(run, out, key, P if o == "P" else F, sample=s)
     row = report(es, rv, judge).row(key)
-    assert (row.judge_samples, row.judge_self_n) == (3, 8)
-    assert row.judge_self_alpha == pytest.approx(13 / 36)
+    assert (row.self_agreement.samples, row.self_agreement.n) == (3, 8)
+    assert row.self_agreement.alpha == pytest.approx(13 / 36)
     assert "judge_inconsistent" in row.warning_codes
     # One sample per item: nothing to compare, no figure.
-    assert report(es, rv, judge).row("next_step").judge_self_alpha is None
+    assert report(es, rv, judge).row("next_step").self_agreement.alpha is None
     text = command(*SCOPE)
     assert "judge against itself (3 samples, 8 items): alpha 0.361" in text
 

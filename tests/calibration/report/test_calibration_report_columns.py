@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,7 +21,7 @@ import pytest
 from calibration.report.compose import CalibrationReport, Segment, SegmentedReport
 from calibration.report.files import to_csv, to_json, to_text
 from calibration.report.pricing import MarkedCalibration, price_rows, transport_rows
-from calibration.report.rows import build_rows
+from calibration.report.rows import REPORT_COLUMNS, REPORT_KEYS, CriterionReport, build_rows
 
 GOLDEN = Path(__file__).resolve().parents[2] / "data" / "calibration_report"
 
@@ -154,6 +154,19 @@ def test_a_criterion_has_exactly_these_json_keys_in_this_order():
     assert [list(c) for c in data["criteria"]] == [JSON_KEYS] * 3
 
 
+def test_the_key_table_reads_every_key_once_from_one_part_of_the_row():
+    keys = [key for key, _, _ in REPORT_COLUMNS]
+    assert keys == JSON_KEYS and list(REPORT_KEYS) == JSON_KEYS  # each key once, in the documented order
+    sources = [(part, attribute) for _, part, attribute in REPORT_COLUMNS]
+    assert len(set(sources)) == len(sources)  # no figure is exported under two keys
+    row = worked_rows()[0]
+    for _, part, attribute in REPORT_COLUMNS:
+        assert hasattr(getattr(row, part) if part else row, attribute)
+    # Every field of the row is a part the table reads or a figure of its own, except what only the pages use.
+    read = {part or attribute for _, part, attribute in REPORT_COLUMNS}
+    assert {f.name for f in fields(CriterionReport)} - read == {"criterion_id", "gating"}
+
+
 def test_the_csv_has_exactly_these_columns_in_this_order():
     assert to_csv(worked_report()).splitlines()[0] == CSV_HEADER
     assert to_csv(worked_segments()).splitlines()[0] == "agent_version," + CSV_HEADER
@@ -179,10 +192,15 @@ def test_the_worked_report_exercises_every_part_of_a_row():
     # Otherwise the byte-for-byte comparison would pin empty figures only.
     rows = {r.criterion: r for r in worked_rows()}
     amount, step, tone = rows["correct_amount"], rows["next_step"], rows["tone"]
-    assert amount.kappa is not None and amount.human_pairwise_kappa is not None and amount.human_alpha is not None
-    assert amount.false_pass and amount.judge_error and amount.evidence_not_found and amount.gold_ties
-    assert step.judge_abstain and step.kappa is None
-    assert tone.not_applicable and tone.judge_samples == 2 and tone.judge_self_alpha is not None
+    assert amount.judge.kappa is not None and amount.human.pairwise_kappa is not None and amount.human.alpha is not None
+    assert (
+        amount.judge.false_pass
+        and amount.buckets.judge_error
+        and amount.buckets.evidence_not_found
+        and amount.gold.gold_ties
+    )
+    assert step.buckets.judge_abstain and step.judge.kappa is None
+    assert tone.buckets.not_applicable and tone.self_agreement.samples == 2 and tone.self_agreement.alpha is not None
     assert tone.human_quotes_outside_response == 0 and amount.human_quotes_outside_response == 1
     codes = {code for r in rows.values() for code in r.warning_codes}
     assert {"false_pass_on_gating", "kappa_undefined", "small_n", "humans_disagree", "human_pairs_sparse"} <= codes

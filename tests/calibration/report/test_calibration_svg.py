@@ -6,6 +6,22 @@ from types import SimpleNamespace
 
 from calibration.report.svg import KAPPA_AXIS_MIN, PLOT_LEFT, PLOT_RIGHT, confusion_cells, kappa_chart, opacity, x_of
 
+# The figures the chart and the matrix read, by the report's key, and where each lives in a row.
+PARTS = {
+    "n": ("judge", "n"),
+    "kappa": ("judge", "kappa"),
+    "kappa_ci": ("judge", "kappa_ci"),
+    "true_pass": ("judge", "true_pass"),
+    "false_pass": ("judge", "false_pass"),
+    "true_fail": ("judge", "true_fail"),
+    "false_fail": ("judge", "false_fail"),
+    "human_kappa": ("human", "kappa"),
+    "human_kappa_ci": ("human", "kappa_ci"),
+    "human_ceiling": ("human", "ceiling_value"),
+    "human_ceiling_ci": ("human", "ceiling_ci"),
+    "human_ceiling_source": ("human", "ceiling_source"),
+}
+
 
 def row(**kw):
     base = dict(
@@ -22,7 +38,11 @@ def row(**kw):
         true_fail=35,
         false_fail=5,
     )
-    return SimpleNamespace(**{**base, **kw})
+    parts: dict[str, dict] = {"judge": {}, "human": {}}
+    for key, value in {**base, **kw}.items():
+        part, attribute = PARTS[key]
+        parts[part][attribute] = value
+    return SimpleNamespace(**{part: SimpleNamespace(**figures) for part, figures in parts.items()})
 
 
 def test_the_axis_keeps_the_tier_bands_in_order_and_clamps_worse_than_chance():

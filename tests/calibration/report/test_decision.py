@@ -31,7 +31,11 @@ def row(key="correct_amount", n=200, kappa=0.71, ci=(0.62, 0.8), tier="gate", co
         Finding(code, f"people agree only at kappa {human}" if code == "humans_disagree" else code) for code in codes
     ]
     return SimpleNamespace(
-        criterion=key, n=n, kappa=kappa, kappa_ci=ci, tier=tier, warning_codes=list(codes), warnings=warnings
+        criterion=key,
+        judge=SimpleNamespace(n=n, kappa=kappa, kappa_ci=ci),
+        tier=tier,
+        warning_codes=list(codes),
+        warnings=warnings,
     )
 
 
@@ -153,14 +157,14 @@ def test_waiting_work_counts_disagreements_single_labels_and_unlabeled_outputs()
 def test_a_judge_without_verdicts_on_a_criterion_is_told_so_not_asked_for_labels():
     # A judge that grades only some criteria: 120 items have gold or labels, none a verdict of this judge.
     none = vars(row(n=0, kappa=None, ci=None, tier="insufficient", codes=["no_data", "no_verdict"]))
-    v = criterion_verdict(SimpleNamespace(**none, judge_items=0, no_verdict=120))
+    v = criterion_verdict(SimpleNamespace(**none, judge_items=0, buckets=SimpleNamespace(no_verdict=120)))
     assert (v.answer, v.why) == (CANNOT, WHY_NO_VERDICTS)
     assert "this judge has no verdicts for correct_amount" in v.sentence and "120 labeled items" in v.sentence
     assert "label and judge" not in v.sentence
     # Negative control: a judge with verdicts that wait for gold is still asked for labels.
     waiting = vars(row(n=0, kappa=None, ci=None, tier="insufficient", codes=["no_data"])) | {
         "judge_items": 40,
-        "no_verdict": 0,
+        "buckets": SimpleNamespace(no_verdict=0),
     }
     assert criterion_verdict(SimpleNamespace(**waiting)).why == WHY_NO_DATA
 
@@ -198,7 +202,7 @@ def test_a_criterion_that_already_gates_is_no_longer_offered_as_may_gate():
     v = criterion_verdict(SimpleNamespace(**gating))
     assert (v.answer, v.why) == (GATING, WHY_GATING) and "it gates releases with this judge" in v.sentence
     # Its figures are this report's eval set's, which need not be the one the mark was made on.
-    assert f"(here kappa {gating['kappa']:.2f} on {gating['n']} items)" in v.sentence
+    assert f"(here kappa {gating['judge'].kappa:.2f} on {gating['judge'].n} items)" in v.sentence
     decision = decide([SimpleNamespace(**gating), row("b")])
     assert [c.criterion for c in decision.gating] == ["correct_amount"]
     assert [c.criterion for c in decision.may_gate] == ["b"]

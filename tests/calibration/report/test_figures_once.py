@@ -42,7 +42,7 @@ def test_the_progress_page_reads_the_human_ceiling_the_report_computed(client, l
     # Two annotators agree on every item, 30 PASS and 20 FAIL: A vs B kappa is 1 (observed agreement 1).
     outputs = bulk_calibration(es, rv, judge, {"correct_amount": (25, 5, 5, 15)})
     row = calibration_report(eval_set=es, rubric_version=rv, judge_config=judge).row("correct_amount")
-    assert len(human_calls) == 1 and row.human_kappa == 1.0
+    assert len(human_calls) == 1 and row.human.kappa == 1.0
     client.force_login(lead)
     page = client.get(reverse("workspace:progress") + f"?eval_set={es.pk}&rubric_version={rv.pk}")
     assert page.status_code == 200

@@ -339,26 +339,31 @@ def test_xsum_factual_reproduces_human_and_weak_judge_figures(tmp_path, third_po
     if third_position_adjudicates:
         # Two annotators (the third only adjudicates): README kappa(A, B) = 0.7830 over 1,848 items
         # (A x B [[1621, 49], [25, 153]]), and with one pair the mean pairwise kappa is the same number.
-        assert row.human_n == 1848 and row.human_items_over_two == 0
-        assert row.human_kappa == pytest.approx(0.7830, abs=5e-5)
-        assert row.human_pairwise_kappa == pytest.approx(0.7830, abs=5e-5) and row.human_pairs == 1
+        assert row.human.n == 1848 and row.human.over_two == 0
+        assert row.human.kappa == pytest.approx(0.7830, abs=5e-5)
+        assert row.human.pairwise_kappa == pytest.approx(0.7830, abs=5e-5) and row.human.pairs == 1
     else:
         # Three annotators: alpha 0.7744 (README), mean pairwise kappa = mean of the README's
         # kappa(A,B), kappa(A,C), kappa(B,C) = (0.7830 + 0.7785 + 0.7622) / 3; no A vs B.
-        assert row.human_alpha == pytest.approx(0.7744, abs=5e-5)
-        assert row.human_pairwise_kappa == pytest.approx((0.7830 + 0.7785 + 0.7622) / 3, abs=5e-5)
-        assert row.human_pairs == 3 and row.human_pair_median_items == 1848
-        assert (row.human_n, row.human_kappa, row.human_items_over_two) == (0, None, 1848)
-    assert row.human_ceiling == row.human_pairwise_kappa and row.human_ceiling_source == "mean pairwise kappa"
+        assert row.human.alpha == pytest.approx(0.7744, abs=5e-5)
+        assert row.human.pairwise_kappa == pytest.approx((0.7830 + 0.7785 + 0.7622) / 3, abs=5e-5)
+        assert row.human.pairs == 3 and row.human.pair_median_items == 1848
+        assert (row.human.n, row.human.kappa, row.human.over_two) == (0, None, 1848)
+    assert row.human.ceiling_value == row.human.pairwise_kappa and row.human.ceiling_source == "mean pairwise kappa"
     # The weak judge vs the 3-rater majority: kappa 0.0705, agreement 0.6726,
     # confusion (rows majority no/yes, cols judge no/yes) [[1162, 502], [103, 81]].
-    assert row.n == 1848 and row.pending_gold == 0
-    assert row.kappa == pytest.approx(0.0705, abs=5e-5)
-    assert row.observed_agreement == pytest.approx(0.6726, abs=5e-5)
-    assert (row.true_fail, row.false_pass, row.false_fail, row.true_pass) == (1162, 502, 103, 81)
-    assert row.gold_pass_rate == pytest.approx(0.0996, abs=5e-5)
+    assert row.judge.n == 1848 and row.buckets.pending_gold == 0
+    assert row.judge.kappa == pytest.approx(0.0705, abs=5e-5)
+    assert row.judge.observed_agreement == pytest.approx(0.6726, abs=5e-5)
+    assert (row.judge.true_fail, row.judge.false_pass, row.judge.false_fail, row.judge.true_pass) == (
+        1162,
+        502,
+        103,
+        81,
+    )
+    assert row.judge.reference_pass_rate == pytest.approx(0.0996, abs=5e-5)
     assert row.tier == "unusable"
-    low, high = row.kappa_ci
+    low, high = row.judge.kappa_ci
     assert low < 0.0705 < high
 
 
@@ -369,8 +374,8 @@ def test_xsum_split_by_system_reproduces_the_per_system_alpha(tmp_path):
         rubric_version=RubricVersion.objects.by_ref(rubric),
         judge_config=judge_named("entailment"),
     )
-    alpha = {s.agent_version: s.rows[0].human_alpha for s in seg.segments}
-    n = {s.agent_version: s.rows[0].human_items_over_two for s in seg.segments}  # all three label each
+    alpha = {s.agent_version: s.rows[0].human.alpha for s in seg.segments}
+    n = {s.agent_version: s.rows[0].human.over_two for s in seg.segments}  # all three label each
     # README: alpha for factual by system.
     assert alpha["BERTS2S"] == pytest.approx(0.7943, abs=5e-5) and n["BERTS2S"] == 454
     assert alpha["PtGen"] == pytest.approx(0.6810, abs=5e-5) and n["PtGen"] == 454
@@ -461,12 +466,12 @@ def test_usr_topical_chat_binary_criteria_and_the_judge_bench_subset(tmp_path):
     uk, un = report.row("uses_knowledge"), report.row("understandable")
     # README, all 360 responses: alpha nominal, the mean of kappa(A,B), kappa(A,C), kappa(B,C) over the
     # three positions (imported as three annotators), and the weak judges' kappa vs majority.
-    assert uk.human_pairs == 3 and un.human_pairs == 3 and uk.human_n == 0 and uk.human_items_over_two == 360
-    assert uk.human_alpha == pytest.approx(0.7090, abs=5e-5)
-    assert uk.human_pairwise_kappa == pytest.approx((0.7419 + 0.6977 + 0.6868) / 3, abs=5e-5)
-    assert un.human_alpha == pytest.approx(0.4828, abs=5e-5)
-    assert un.human_pairwise_kappa == pytest.approx((0.4747 + 0.4224 + 0.5641) / 3, abs=5e-5)
-    assert uk.kappa == pytest.approx(0.1143, abs=5e-5) and un.kappa == pytest.approx(0.1268, abs=5e-5)
+    assert uk.human.pairs == 3 and un.human.pairs == 3 and uk.human.n == 0 and uk.human.over_two == 360
+    assert uk.human.alpha == pytest.approx(0.7090, abs=5e-5)
+    assert uk.human.pairwise_kappa == pytest.approx((0.7419 + 0.6977 + 0.6868) / 3, abs=5e-5)
+    assert un.human.alpha == pytest.approx(0.4828, abs=5e-5)
+    assert un.human.pairwise_kappa == pytest.approx((0.4747 + 0.4224 + 0.5641) / 3, abs=5e-5)
+    assert uk.judge.kappa == pytest.approx(0.1143, abs=5e-5) and un.judge.kappa == pytest.approx(0.1268, abs=5e-5)
     assert uk.tier == un.tier == "unusable"
     # JUDGE-BENCH scored only the last response of every context ("New Human Generated", 60 items):
     # alpha there is 0.479651 for uses knowledge and -0.005618 for understandable.

@@ -126,32 +126,33 @@ def test_report_counts_and_kappa_equal_scikit_learn(first, second):
     rows = build_rows(criteria=[(1, "one"), (2, "two")], labels=labels, adjudicated=adjudicated, verdicts=verdicts)
     for row, items in zip(rows, (first, second), strict=True):
         want = expected(items)
+        figures = row.as_dict()  # by the report's keys
         for key in ("n", "false_pass", "false_fail", "judge_error", "judge_abstain", "not_applicable"):
-            assert getattr(row, key) == want[key], key
-        assert row.pending_gold == want["pending_gold"]
-        assert row.evidence_not_found == want["evidence_not_found"]
-        assert row.human_n == want["human_n"]
+            assert figures[key] == want[key], key
+        assert row.buckets.pending_gold == want["pending_gold"]
+        assert row.buckets.evidence_not_found == want["evidence_not_found"]
+        assert row.human.n == want["human_n"]
         if want["kappa"] is None:
-            assert row.kappa is None
+            assert row.judge.kappa is None
             assert row.warning_codes[0] in ("no_data", "kappa_undefined")
         else:
-            assert row.kappa == pytest.approx(want["kappa"], abs=1e-12)
+            assert row.judge.kappa == pytest.approx(want["kappa"], abs=1e-12)
         if want["human_kappa"] is None:
-            assert row.human_kappa is None
+            assert row.human.kappa is None
         else:
-            assert row.human_kappa == pytest.approx(want["human_kappa"], abs=1e-12)
+            assert row.human.kappa == pytest.approx(want["human_kappa"], abs=1e-12)
         # Two people, one pair: the mean pairwise kappa is their kappa, over the same items.
         if want["human_kappa"] is None:
-            assert row.human_pairwise_kappa is None
+            assert row.human.pairwise_kappa is None
         else:
-            assert row.human_pairwise_kappa == pytest.approx(want["human_kappa"], abs=1e-12)
-            assert row.human_pairs == 1
+            assert row.human.pairwise_kappa == pytest.approx(want["human_kappa"], abs=1e-12)
+            assert row.human.pairs == 1
         if want["human_alpha"] is None:
-            assert row.human_alpha is None
+            assert row.human.alpha is None
         else:
-            assert row.human_alpha == pytest.approx(want["human_alpha"], abs=1e-9)
-        if row.kappa is not None and row.kappa_ci is not None:
-            assert row.kappa_ci[0] <= row.kappa_ci[1]
+            assert row.human.alpha == pytest.approx(want["human_alpha"], abs=1e-9)
+        if row.judge.kappa is not None and row.judge.kappa_ci is not None:
+            assert row.judge.kappa_ci[0] <= row.judge.kappa_ci[1]
 
 
 @settings(max_examples=100, deadline=None)
@@ -163,11 +164,11 @@ def test_constant_sides_are_always_named(judge, data):
     labels, adjudicated, verdicts = frames({1: items})
     row = build_rows(criteria=[(1, "one")], labels=labels, adjudicated=adjudicated, verdicts=verdicts)[0]
     if len(set(judge) | set(gold)) == 1:
-        assert row.kappa is None and "kappa_undefined" in row.warning_codes
+        assert row.judge.kappa is None and "kappa_undefined" in row.warning_codes
     elif len(set(judge)) == 1:
-        assert row.kappa == 0.0 and "constant_judge" in row.warning_codes
+        assert row.judge.kappa == 0.0 and "constant_judge" in row.warning_codes
     elif len(set(gold)) == 1:
-        assert row.kappa == 0.0 and "constant_gold" in row.warning_codes
+        assert row.judge.kappa == 0.0 and "constant_gold" in row.warning_codes
     else:
         assert not {"constant_judge", "constant_gold", "kappa_undefined"} & set(row.warning_codes)
 
@@ -206,8 +207,8 @@ def test_the_judges_self_agreement_is_krippendorffs_alpha_over_its_samples():
     row = build_rows(
         criteria=[(1, "c")], labels=empty, adjudicated=empty[["output", "criterion", "outcome"]], verdicts=verdicts
     )[0]
-    assert row.judge_samples == 3
+    assert row.self_agreement.samples == 3
     want = krippendorff.alpha(reliability_data=samples, level_of_measurement="nominal")
-    assert row.judge_self_alpha == pytest.approx(want, abs=1e-12)
-    assert row.judge_self_alpha_ci[0] < want < row.judge_self_alpha_ci[1]
-    assert row.judge_self_n == int((np.sum(~np.isnan(samples), axis=0) >= 2).sum())
+    assert row.self_agreement.alpha == pytest.approx(want, abs=1e-12)
+    assert row.self_agreement.alpha_ci[0] < want < row.self_agreement.alpha_ci[1]
+    assert row.self_agreement.n == int((np.sum(~np.isnan(samples), axis=0) >= 2).sum())

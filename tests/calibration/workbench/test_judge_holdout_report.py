@@ -34,7 +34,13 @@ def test_the_report_of_a_version_with_examples_measures_the_held_out_split_only_
     report = calibration_report(eval_set=eval_set, rubric_version=rubric, judge_config=v2)
     row = report.row("next_step")
     # Worked by hand: held-out holds 3 PASS and 3 FAIL golds, v2 says PASS on all six.
-    assert (row.n, row.true_pass, row.false_pass, row.true_fail, row.false_fail) == (6, 3, 3, 0, 0)
+    assert (row.judge.n, row.judge.true_pass, row.judge.false_pass, row.judge.true_fail, row.judge.false_fail) == (
+        6,
+        3,
+        3,
+        0,
+        0,
+    )
     assert report.split == "held_out"
     assert "held-out split only (6 outputs)" in report.split_note
     assert "held out: looked at 0 times" in report.split_note
@@ -53,7 +59,7 @@ def test_the_same_verdicts_under_a_judge_without_examples_are_measured_on_every_
     for o in outputs:
         add_verdict(run, o, "next_step", gold[o.pk] if o.pk in split.development else "PASS")
     report = calibration_report(eval_set=eval_set, rubric_version=rubric, judge_config=plain)
-    assert (report.row("next_step").n, report.row("next_step").false_pass) == (12, 3)
+    assert (report.row("next_step").judge.n, report.row("next_step").judge.false_pass) == (12, 3)
     assert report.split == "" and "split" not in json.loads(to_json(report))
 
 
@@ -129,7 +135,7 @@ def test_held_out_figures_on_request_are_counted_looks(world, lead):
     base = v2.derived_from
     rows, looks = look_at_held_out(split=split, configs=[base, v2], by=lead, via="command")
     assert looks == 1 and look_count(split) == 1
-    assert [r.n for r in rows["support-judge-v2"] if r.criterion == "next_step"] == [6]
+    assert [r.judge.n for r in rows["support-judge-v2"] if r.criterion == "next_step"] == [6]
     _, looks = look_at_held_out(split=split, configs=[v2], by=None, via="api")
     assert looks == 2
     assert (
@@ -184,7 +190,13 @@ def test_development_rows_are_no_look_but_the_report_command_and_endpoint_count_
     rows = development_rows(split=split, configs=[v2])
     dev_row = next(r for r in rows["support-judge-v2"] if r.criterion == "next_step")
     # By hand: v2 agrees with the 3 PASS and 3 FAIL development golds.
-    assert (dev_row.n, dev_row.true_pass, dev_row.true_fail, dev_row.false_pass, dev_row.kappa) == (6, 3, 3, 0, 1.0)
+    assert (
+        dev_row.judge.n,
+        dev_row.judge.true_pass,
+        dev_row.judge.true_fail,
+        dev_row.judge.false_pass,
+        dev_row.judge.kappa,
+    ) == (6, 3, 3, 0, 1.0)
     assert look_count(split) == 0
     out = StringIO()
     call_command(
