@@ -13,7 +13,8 @@ from calibration.audits.plans import open_plan_for
 from calibration.gate.criterion_bounds import Gating
 from calibration.gate.request import CannotDecide
 from calibration.stats.candidate_evidence import ASSUMES_CALIBRATION, GoldBound, TransportTest, gold_bound
-from calibration.stats.metrics import FAIL, NOT_APPLICABLE, PASS, CorrectedPassRate
+from calibration.stats.metrics import FAIL, NOT_APPLICABLE, PASS
+from calibration.stats.pass_rate import CorrectedPassRate
 from calibration.stats.policy import AUDIT, CORRECTED_LOWER, GateThresholds, Tightening
 from evals.models import EvalSet, RubricVersion
 from judging.models import JudgeConfig

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from calibration.audits.figures import AuditFigures
 from calibration.gate.request import CannotDecide
 from calibration.stats.candidate_evidence import ASSUMES_CALIBRATION, GoldBound, TransportTest, calibration_cells
-from calibration.stats.metrics import CorrectedPassRate, corrected_pass_rate, wilson_interval
+from calibration.stats.metrics import wilson_interval
+from calibration.stats.pass_rate import CorrectedPassRate, corrected_pass_rate
 from calibration.stats.policy import CORRECTED_LOWER, GateThresholds
 
 

@@ -13,7 +13,8 @@ from django.core.management import call_command
 from judgy import estimate_success_rate
 
 from calibration.models import GateResult, GatingMark
-from calibration.stats.metrics import corrected_pass_rate, rogan_gladen, wilson_interval
+from calibration.stats.metrics import wilson_interval
+from calibration.stats.pass_rate import corrected_pass_rate, rogan_gladen
 from calibration.stats.policy import GateThresholds
 from tests.factories import (
     bulk_calibration,
