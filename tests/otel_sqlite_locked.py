@@ -1,4 +1,5 @@
-"""Run as a script, not collected: the traces receiver and finisher on the embedded default (SQLite, the broker on
+"""Run as a module (`python -m tests.otel_sqlite_locked`), not collected: the traces receiver
+and finisher on the embedded default (SQLite, the broker on
 the file system) while another connection holds SQLite's write lock, as a long import or a second worker does.
 
 Prints one JSON line of what happened. Used by tests/formats/test_otel_sqlite.py with

@@ -1,4 +1,6 @@
-"""Run as a script, not collected: several threads write through Django to the database the environment names.
+"""Run as a module (`python -m tests.sqlite_writers` from the checkout), not collected: as a script its folder would
+come first on sys.path and tests/evals/ would stand in for the evals app. Several threads write through Django to
+the database the environment names.
 
 Each writer opens transactions that read and then write, as a label save does (read the annotation,
 write its labels). Prints one JSON line: the errors the writers met, the rows written, the journal mode.

@@ -35,8 +35,9 @@ def test_a_lead_makes_a_new_version_sees_its_diff_approves_it_and_moves_the_queu
     page.locator("#id_form-0-order").fill("2")  # correct_amount after polite
     page.locator("#id_form-1-order").fill("1")
     page.get_by_role("button", name="Save as a new draft version").click()
+    # The new version's page: the save is done. Only then the picture (a capture while the page navigates fails).
+    expect(page.locator(".pill.status-draft")).to_be_visible()
     screenshot(page, "rubric_after_save")
-    expect(page.locator(".pill.status-draft")).to_be_visible()  # the new version's page: the save is done
 
     new = RubricVersion.objects.get(rubric=base.rubric, version="2")
     expect(page.get_by_role("heading", name=new.ref)).to_be_visible()

@@ -23,7 +23,7 @@ def test_eight_writers_through_django_to_a_sqlite_database_url_meet_no_error(tmp
         ICEWATER_SECRET_KEY="test-only",
     )
     result = subprocess.run(
-        [sys.executable, "tests/sqlite_writers.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "tests.sqlite_writers"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)

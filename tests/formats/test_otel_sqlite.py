@@ -24,7 +24,12 @@ def test_a_locked_sqlite_database_loses_no_span_and_every_path_says_so_or_tries_
         ICEWATER_SECRET_KEY="test-only",
     )
     result = subprocess.run(
-        [sys.executable, "tests/otel_sqlite_locked.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "tests.otel_sqlite_locked"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.splitlines()[-1])
