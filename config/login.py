@@ -1,5 +1,5 @@
 """The login page: Django's LoginView, saying how many tries are left before django-axes locks the pair out,
-and which demo accounts anyone can still sign in as (workspace/demo/logins.py).
+and which demo accounts anyone can still sign in as (overview/demo/logins.py).
 
 Counted by axes itself (AxesProxyHandler.get_failures, the count its lockout reads, per username and
 address), against axes' own limit and cool-off, so the warning and the lockout can never disagree.
@@ -11,7 +11,7 @@ from axes.handlers.proxy import AxesProxyHandler
 from axes.helpers import get_cool_off, get_failure_limit
 from django.contrib.auth import views as auth_views
 
-from workspace.demo.logins import DEFAULT_DEMO_PASSWORD, public_demo_logins
+from overview.demo.logins import DEFAULT_DEMO_PASSWORD, public_demo_logins
 
 # Said once few are left: someone who mistyped once is not alarmed, someone about to be locked out is warned.
 WARN_AT_MOST = 2

@@ -134,7 +134,7 @@ INSTALLED_APPS = [
     "ninja",  # its templates and static files: the API docs page serves Swagger UI from here, no CDN
     "api",
     "periodic",
-    "workspace",
+    "overview",
 ]
 
 MIDDLEWARE = [
