@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 
 from evals.access import has_role
 from evals.models import Criterion, EvalSet, Output, Role, RubricVersion, User
+from evals.workspaces import workspace_id_of
 
 from .adjudicate import item_view
 from .forms import RATIONALE_MAX_CHARS
@@ -30,8 +31,11 @@ def raise_dispute(
 ) -> GoldDispute:
     """`based_on`: the gold revision the page showed (0: the annotators' gold); if another one is current now,
     nothing is disputed and the refusal says what the gold is now. None: no page to compare (a direct call)."""
-    if not has_role(by, output.case.eval_set.workspace_id, Role.REVIEWER, Role.LEAD):
+    workspace_id = output.case.eval_set.workspace_id
+    if not has_role(by, workspace_id, Role.REVIEWER, Role.LEAD):
         raise DisputeRefused("Only reviewers and leads dispute gold labels.")
+    if workspace_id_of(criterion) != workspace_id:  # a forged pair: said as for an item that does not exist
+        raise DisputeRefused("No such item.")
     reason = (reason or "").strip()
     if not reason:
         raise DisputeRefused("Write why you doubt this gold label: the reviewer who decides it again reads it.")

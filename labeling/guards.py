@@ -42,17 +42,22 @@ class AnswerPosition(TypedDict):
     answer_number: int
 
 
-def own_annotation(user: User, pk: int, *, for_update: bool = False) -> WithAnnotations[Annotation, QueueVersion]:
-    """The annotation with its output, case, eval set, rubric version and rubric, if `user` made it; 404 otherwise.
+def own_annotation(
+    user: User, workspace: Workspace, pk: int, *, for_update: bool = False
+) -> WithAnnotations[Annotation, QueueVersion]:
+    """The annotation with its output, case, eval set, rubric version and rubric, if `user` made it in
+    `workspace`; 404 otherwise.
 
-    The blind rule is the `annotator` condition: for anyone else the annotation does not exist.
+    The blind rule is the `annotator` condition: for anyone else the annotation does not exist. The workspace
+    condition keeps a person to the workspace they work in (an annotator in A who leads B labels in A only).
     Also carries `queue_rubric_version_id`: the rubric version its eval set's queue uses now
     (None when the queue is closed), read in the same query. The free-form metadata of the output
     and case is left unread (it can be large JSON, and nothing here shows it).
     """
     queue = LabelingQueue.objects.current().filter(eval_set_id=OuterRef("output__case__eval_set_id"))
     qs = (
-        Annotation.objects.select_related("output__case__eval_set", "rubric_version__rubric")
+        in_workspace(Annotation, workspace)
+        .select_related("output__case__eval_set", "rubric_version__rubric")
         .defer("output__metadata", "output__case__metadata")
         .annotate(queue_rubric_version_id=Subquery(queue.order_by().values("rubric_version_id")[:1]))
     )

@@ -17,9 +17,10 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
 
-from evals.models import Criterion, EvalSet, Output, RubricVersion
+from evals.models import Criterion, EvalSet, Output, RubricVersion, Workspace
 from evals.naming import output_name, output_names
 from evals.transcript import PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, render_json, show
+from evals.workspaces import in_workspace
 
 from . import queue as q
 from .adjudicate import item_view
@@ -178,15 +179,18 @@ def _int(value: str | None) -> int | None:
         return None
 
 
-def pick_scope(request: HttpRequest) -> Scope:
-    """From ?eval_set=&rubric_version=, defaulting to an open queue and its current rubric version."""
-    eval_sets = list(EvalSet.objects.order_by("name"))
+def pick_scope(request: HttpRequest, workspace: Workspace) -> Scope:
+    """From ?eval_set=&rubric_version=, defaulting to an open queue and its current rubric version; only
+    `workspace`'s eval sets and versions (another workspace's id in the address is ignored like an unknown one)."""
+    eval_sets = list(in_workspace(EvalSet, workspace).order_by("name"))
     by_id = {e.pk: e for e in eval_sets}
     wanted = by_id.get(_int(request.GET.get("eval_set")) or -1)
-    queues = {queue.eval_set_id: queue for queue in q.open_queues()}
+    queues = {queue.eval_set_id: queue for queue in q.open_queues(workspace)}
     if wanted is None:
         wanted = next((e for e in eval_sets if e.pk in queues), eval_sets[0] if eval_sets else None)
-    versions = list(RubricVersion.objects.select_related("rubric").order_by("rubric__name", "created_at"))
+    versions = list(
+        in_workspace(RubricVersion, workspace).select_related("rubric").order_by("rubric__name", "created_at")
+    )
     queue = queues.get(wanted.pk) if wanted else None
     version = next((v for v in versions if v.pk == _int(request.GET.get("rubric_version"))), None)
     if version is None and queue is not None:

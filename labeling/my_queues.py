@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 from django.db.models import Count
 
-from evals.models import EvalSet, RubricVersion, User
+from evals.models import EvalSet, RubricVersion, User, Workspace
+from evals.workspaces import in_workspace
 
 from .models import Annotation, LabelingQueue
-from .queue import open_draft, released_by_queue, remaining_for
+from .queue import open_draft, open_queues, released_by_queue, remaining_for
 
 
 def versions_with_work(eval_set: EvalSet, also: RubricVersion | None = None) -> list[RubricVersion]:
@@ -34,13 +35,13 @@ class MyQueue:
     remaining: int
 
 
-def my_queues(user: User) -> list[MyQueue]:
-    """For each open queue: what this person submitted, their open draft, and how much is left for them."""
+def my_queues(user: User, workspace: Workspace) -> list[MyQueue]:
+    """For each open queue of `workspace`: what this person submitted, their open draft, and how much is left."""
     out = []
-    queues = list(LabelingQueue.objects.current().select_related("eval_set", "rubric_version__rubric"))
+    queues = list(open_queues(workspace))
     audits = released_by_queue(queues)
     rows = (
-        Annotation.objects.submitted()
+        in_workspace(Annotation.objects.submitted(), workspace)
         .filter(annotator=user)
         .values_list("output__case__eval_set_id", "rubric_version_id")
         .annotate(n=Count("id"))

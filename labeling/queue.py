@@ -25,7 +25,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from evals.models import EvalSet, Output, RubricVersion, User
+from evals.models import EvalSet, Output, RubricVersion, User, Workspace
+from evals.workspaces import in_workspace, workspace_id_of
 
 from .models import Annotation, AuditOrder, LabelingQueue
 
@@ -58,24 +59,26 @@ class Claim:
     resumed: bool  # True when Next returned the annotator's own open draft
 
 
-def current_queue(eval_set: EvalSet | int) -> LabelingQueue | None:
+def current_queue(eval_set: EvalSet | int, workspace: Workspace | int | None = None) -> LabelingQueue | None:
+    """The eval set's open queue; with `workspace`, None also when the eval set is another workspace's (an id
+    taken from a page's address is then exactly as unknown as a missing one)."""
     eval_set_id = eval_set if isinstance(eval_set, int) else eval_set.pk
+    queues = LabelingQueue.objects.current()
+    if workspace is not None:
+        queues = in_workspace(queues, workspace)
+    return queues.select_related("rubric_version__rubric", "eval_set").filter(eval_set_id=eval_set_id).first()
+
+
+def open_queues(workspace: Workspace | int) -> QuerySet[LabelingQueue]:
+    """The open queues of `workspace`."""
+    return in_workspace(LabelingQueue.objects.current(), workspace).select_related("eval_set", "rubric_version__rubric")
+
+
+def movable_versions(workspace: Workspace | int) -> QuerySet[RubricVersion]:
+    """Rubric versions of `workspace` a queue may use: not retired and with at least one criterion."""
     return (
-        LabelingQueue.objects.current()
-        .select_related("rubric_version__rubric", "eval_set")
-        .filter(eval_set_id=eval_set_id)
-        .first()
-    )
-
-
-def open_queues() -> QuerySet[LabelingQueue]:
-    return LabelingQueue.objects.current().select_related("eval_set", "rubric_version__rubric")
-
-
-def movable_versions() -> QuerySet[RubricVersion]:
-    """Rubric versions a queue may use: not retired and with at least one criterion."""
-    return (
-        RubricVersion.objects.exclude(status=RubricVersion.Status.RETIRED)
+        in_workspace(RubricVersion, workspace)
+        .exclude(status=RubricVersion.Status.RETIRED)
         .filter(criteria__isnull=False)
         .distinct()
         .select_related("rubric")
@@ -89,6 +92,9 @@ def move_queue(*, eval_set: EvalSet, rubric_version: RubricVersion, by: User, re
     Labels already made keep their version; drafts under the old version can no
     longer be saved or submitted (they are kept, not deleted).
     """
+    if workspace_id_of(rubric_version) != eval_set.workspace_id:
+        # Pages only offer their workspace's versions; this keeps a command or a forged post from crossing.
+        raise QueueError(f"{rubric_version.ref} is not a rubric of {eval_set.name}'s workspace.")
     if rubric_version.status == RubricVersion.Status.RETIRED:
         raise QueueError(f"{rubric_version.ref} is retired; choose a draft or approved version.")
     if not rubric_version.criteria.exists():

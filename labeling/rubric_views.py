@@ -13,28 +13,31 @@ from evals import rubric_edit
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
 from evals.models import EvalSet, GoldPolicy, Role, RubricVersion
 from evals.problems import ImportFailed
+from evals.workspaces import in_workspace
 
 from . import queue as q
 from .forms import CriterionFormSet, RubricVersionForm
 
 
-def _version(pk: int) -> RubricVersion:
-    return get_object_or_404(RubricVersion.objects.select_related("rubric", "approved_by"), pk=pk)
+def _version(request: AuthenticatedHttpRequest, pk: int) -> RubricVersion:
+    """The version of the request's workspace; another workspace's id answers as a missing one."""
+    versions = in_workspace(RubricVersion, request.workspace).select_related("rubric", "approved_by")
+    return get_object_or_404(versions, pk=pk)
 
 
 @never_cache
 @require_http_methods(["GET"])
 @role_required(*STAFF_ROLES)
 def rubric_version_page(request: AuthenticatedHttpRequest, rubric_version: int) -> HttpResponse:
-    rv = _version(rubric_version)
+    rv = _version(request, rubric_version)
     previous = rubric_edit.previous_version(rv)
     context = {
         "rv": rv,
         "previous": previous,
         "diff": rubric_edit.diff_lines(previous, rv),
         "criteria": rv.criteria.order_by("order", "id"),
-        "queues": list(q.open_queues().order_by("eval_set__name")),
-        "eval_sets": EvalSet.objects.order_by("name"),
+        "queues": list(q.open_queues(request.workspace).order_by("eval_set__name")),
+        "eval_sets": in_workspace(EvalSet, request.workspace).order_by("name"),
         "is_lead": has_role(request.user, request.workspace, Role.LEAD),
     }
     return render(request, "labeling/rubric_version.html", context)
@@ -44,7 +47,7 @@ def rubric_version_page(request: AuthenticatedHttpRequest, rubric_version: int) 
 @require_http_methods(["GET", "POST"])
 @role_required(Role.LEAD)
 def rubric_edit_page(request: AuthenticatedHttpRequest, rubric_version: int) -> HttpResponse:
-    base = _version(rubric_version)
+    base = _version(request, rubric_version)
     if request.method == "GET":
         criteria = [{**c.as_dict(), "order": i + 1} for i, c in enumerate(base.criteria.order_by("order", "id"))]
         form = RubricVersionForm(

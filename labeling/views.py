@@ -21,9 +21,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, labeler_required, role_required
-from evals.models import EvalSet, Role
+from evals.models import EvalSet, Role, Workspace
 from evals.naming import output_names
 from evals.transcript import Transcript
+from evals.workspaces import in_workspace
 
 from . import adjudicate as adj
 from . import annotate as ann
@@ -57,7 +58,7 @@ def favicon(request: HttpRequest) -> HttpResponse:
 @require_POST
 @labeler_required
 def next_output(request: AuthenticatedHttpRequest, eval_set_id: int) -> HttpResponse:
-    queue = q.current_queue(eval_set_id)
+    queue = q.current_queue(eval_set_id, request.workspace)  # another workspace's eval set: as if it had none
     if queue is None:
         messages.error(request, "This eval set has no open labeling queue. A lead opens it on the Queues page.")
         return redirect("home")
@@ -72,14 +73,14 @@ def next_output(request: AuthenticatedHttpRequest, eval_set_id: int) -> HttpResp
 @require_GET
 @role_required(Role.LEAD)
 def queues(request: AuthenticatedHttpRequest) -> HttpResponse:
-    return render(request, "labeling/queues.html", _queues_context())
+    return render(request, "labeling/queues.html", _queues_context(request.workspace))
 
 
 @require_POST
 @role_required(Role.LEAD)
 def queue_move(request: AuthenticatedHttpRequest, eval_set_id: int) -> HttpResponse:
-    eval_set = get_object_or_404(EvalSet, pk=eval_set_id)
-    form = QueueMoveForm(request.POST, versions=q.movable_versions())
+    eval_set = get_object_or_404(in_workspace(EvalSet, request.workspace), pk=eval_set_id)
+    form = QueueMoveForm(request.POST, versions=q.movable_versions(request.workspace))
     if form.is_valid():
         try:
             queue = q.move_queue(
@@ -93,14 +94,16 @@ def queue_move(request: AuthenticatedHttpRequest, eval_set_id: int) -> HttpRespo
         else:
             messages.success(request, f"{eval_set.name} is now labeled under {queue.rubric_version.ref}.")
             return redirect("labeling:queues")
-    return render(request, "labeling/queues.html", _queues_context(eval_set.pk, form), status=422)
+    return render(request, "labeling/queues.html", _queues_context(request.workspace, eval_set.pk, form), status=422)
 
 
-def _queues_context(failed_eval_set_id: int | None = None, failed_form: QueueMoveForm | None = None) -> dict:
-    versions = q.movable_versions()
-    current = {queue.eval_set_id: queue for queue in q.open_queues()}
+def _queues_context(
+    workspace: Workspace, failed_eval_set_id: int | None = None, failed_form: QueueMoveForm | None = None
+) -> dict:
+    versions = q.movable_versions(workspace)
+    current = {queue.eval_set_id: queue for queue in q.open_queues(workspace)}
     rows = []
-    for eval_set in EvalSet.objects.annotate(n_outputs=Count("cases__outputs")).order_by("name"):
+    for eval_set in in_workspace(EvalSet, workspace).annotate(n_outputs=Count("cases__outputs")).order_by("name"):
         failed = eval_set.pk == failed_eval_set_id
         form = failed_form if failed else QueueMoveForm(versions=versions)
         rows.append({"eval_set": eval_set, "queue": current.get(eval_set.pk), "form": form})
@@ -114,7 +117,7 @@ def _queues_context(failed_eval_set_id: int | None = None, failed_form: QueueMov
 @require_GET
 @labeler_required
 def annotate(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
-    annotation = own_annotation(request.user, pk)
+    annotation = own_annotation(request.user, request.workspace, pk)
     context = annotation_context(request, annotation, correcting=request.GET.get("correct") == "1")
     return render(request, "labeling/annotate.html", context)
 
@@ -124,14 +127,14 @@ def annotate(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 @labeler_required
 def save_label(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     try:
-        annotation = own_annotation(request.user, pk)
+        annotation = own_annotation(request.user, request.workspace, pk)
         correcting = annotation.status == Annotation.Status.SUBMITTED
         context = annotation_context(request, annotation, correcting=correcting, partial=True)
         form = LabelForm(request.POST, criteria=context["criteria_by_key"], transcript=Transcript.of(annotation.output))
         form.is_valid()  # before the transaction: it holds the row lock, on SQLite the whole database's write lock
         with transaction.atomic():
             # Read again under the lock: a submit, a lapsed hold or a moved queue may have come in between.
-            context["annotation"] = annotation = own_annotation(request.user, pk, for_update=True)
+            context["annotation"] = annotation = own_annotation(request.user, request.workspace, pk, for_update=True)
             saved = ann.save_from_page(form=form, annotation=annotation, states_by_key=context["states_by_key"])
     except Http404:
         if not request.htmx:
@@ -189,14 +192,14 @@ def submit(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     form = SubmitForm(request.POST)
     try:
         with transaction.atomic():
-            annotation = own_annotation(request.user, pk, for_update=True)
+            annotation = own_annotation(request.user, request.workspace, pk, for_update=True)
             if not form.is_valid():
                 raise ann.LabelingError("The page did not say its rubric version; reload it. Nothing was submitted.")
             if annotation.status == Annotation.Status.DRAFT:
                 ann.check_writable(annotation, form.cleaned_data["rubric_version"])
             ann.submit(annotation=annotation)
     except ann.LabelingError as exc:
-        context = annotation_context(request, own_annotation(request.user, pk))
+        context = annotation_context(request, own_annotation(request.user, request.workspace, pk))
         context["submit_error"] = exc.message
         context["submit_problems"] = [(key, exc.reasons.get(key, "Needed before you submit.")) for key in exc.keys]
         for key in exc.keys:  # mark each criterion the refusal is about, where the person looks
@@ -216,7 +219,8 @@ MY_WORK_PAGE_SIZE = 50
 @labeler_required
 def my_work(request: AuthenticatedHttpRequest) -> HttpResponse:
     mine = (
-        Annotation.objects.filter(annotator=request.user)
+        in_workspace(Annotation, request.workspace)
+        .filter(annotator=request.user)
         .select_related("output__case__eval_set", "rubric_version__rubric")
         .order_by("-created_at", "-pk")
     )
@@ -228,7 +232,7 @@ def my_work(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(
         request,
         "labeling/my_work.html",
-        {"annotations": annotations, "page": page, "my_queues": my_queues(request.user)},
+        {"annotations": annotations, "page": page, "my_queues": my_queues(request.user, request.workspace)},
     )
 
 
@@ -239,7 +243,7 @@ def my_work(request: AuthenticatedHttpRequest) -> HttpResponse:
 @require_GET
 @role_required(*STAFF_ROLES)
 def adjudication_queue(request: AuthenticatedHttpRequest) -> HttpResponse:
-    scope = pick_scope(request)
+    scope = pick_scope(request, request.workspace)
     context = {"scope": scope, "items": [], "recent": []}
     if scope.eval_set and scope.rubric_version:
         context["items"] = adj.pending_items(scope.eval_set, scope.rubric_version, request.user)
