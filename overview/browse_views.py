@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
 from evals.models import EvalSet, Output, RubricVersion
 from evals.naming import output_names
+from evals.workspaces import in_workspace
 from formats.models import TraceBinding
 from formats.trace_outputs import trace_summary
 from judging.models import JudgeConfig
@@ -30,14 +31,16 @@ CASES_PAGE_SIZE = 50
 def eval_set_page(request: AuthenticatedHttpRequest, eval_set: int) -> HttpResponse:
     # Whether a traces token feeds it, in the same query: the summary's queries run only when one does.
     traced = Exists(TraceBinding.objects.filter(eval_set=OuterRef("pk")))
-    es = get_object_or_404(EvalSet.objects.annotate(traced=traced), pk=eval_set)
-    versions = RubricVersion.objects.select_related("rubric").order_by("rubric__name", "created_at")
+    es = get_object_or_404(in_workspace(EvalSet, request.workspace).annotate(traced=traced), pk=eval_set)
+    versions = (
+        in_workspace(RubricVersion, request.workspace).select_related("rubric").order_by("rubric__name", "created_at")
+    )
     agent_versions = sorted(set(Output.objects.filter(case__eval_set=es).values_list("agent_version", flat=True)))
     form = CaseFilterForm(
         request.GET or None,
         agent_versions=agent_versions,
         rubric_versions=versions,
-        judges=JudgeConfig.objects.filter(runs__eval_set=es).distinct().order_by("name"),
+        judges=in_workspace(JudgeConfig, request.workspace).filter(runs__eval_set=es).distinct().order_by("name"),
         show_choices=browse.SHOW_CHOICES,
     )
     filters = form.cleaned_data if form.is_bound and form.is_valid() else {}
@@ -72,11 +75,12 @@ def _rows(outputs, rv: RubricVersion | None) -> list[dict]:
 @require_GET
 @role_required(*STAFF_ROLES)
 def output_page(request: AuthenticatedHttpRequest, output: int) -> HttpResponse:
-    out = get_object_or_404(Output.objects.select_related("case__eval_set"), pk=output)
+    out = get_object_or_404(in_workspace(Output, request.workspace).select_related("case__eval_set"), pk=output)
     wanted = request.GET.get("rubric_version", "")
     rv = None
     if wanted.isdigit():
-        rv = RubricVersion.objects.select_related("rubric").filter(pk=int(wanted)).first()
+        # Another workspace's version is as unknown as a missing one: the page says the address named none.
+        rv = in_workspace(RubricVersion, request.workspace).select_related("rubric").filter(pk=int(wanted)).first()
     rv = rv or browse.default_rubric_version(out)
     view = browse.output_view(out, rv) if rv else None
     quotes = view.quotes() if view else {}

@@ -21,6 +21,7 @@ from evals.access import (
     role_required,
 )
 from evals.models import EvalSet, Role, RubricVersion
+from evals.workspaces import in_workspace
 from labeling.my_queues import my_queues
 from labeling.queue import open_queues
 from overview.lead_inbox import lead_inbox
@@ -37,14 +38,16 @@ def home(request: AuthenticatedHttpRequest) -> HttpResponse:
     staff, lead = has_role(user, workspace, *STAFF_ROLES), has_role(user, workspace, Role.LEAD)
     context: dict[str, Any] = {"staff": staff, "is_lead": lead}
     if gives_blind_labels(user, workspace):  # only annotators label (the blind rule per person, docs/labeling.md)
-        context["my_queues"] = my_queues(user)
+        context["my_queues"] = my_queues(user, workspace)
     if staff:
-        context["adjudications"] = adjudications_waiting(user)
-        context["eval_sets"] = EvalSet.objects.annotate(n_cases=Count("cases", distinct=True)).order_by("name")
-        context["rubric_versions"] = RubricVersion.objects.select_related("rubric").annotate(
-            n_criteria=Count("criteria")
+        context["adjudications"] = adjudications_waiting(user, workspace)
+        context["eval_sets"] = (
+            in_workspace(EvalSet, workspace).annotate(n_cases=Count("cases", distinct=True)).order_by("name")
         )
-        context["queues"] = open_queues()
+        context["rubric_versions"] = (
+            in_workspace(RubricVersion, workspace).select_related("rubric").annotate(n_criteria=Count("criteria"))
+        )
+        context["queues"] = open_queues(workspace)
     if lead:
-        context["decisions"] = lead_inbox()
+        context["decisions"] = lead_inbox(workspace)
     return render(request, "overview/home.html", context)

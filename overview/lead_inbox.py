@@ -44,7 +44,8 @@ from calibration.audits.figures import AuditFigures, plan_figures
 from calibration.data.holdout import held_out_split
 from calibration.models import AuditPlan, GateResult, GatingMark, GatingReview
 from calibration.report.compose import criterion_tiers
-from evals.models import EvalSet, RubricVersion
+from evals.models import EvalSet, RubricVersion, Workspace
+from evals.workspaces import in_workspace
 from judging.models import JudgeRun
 from labeling.models import Annotation, LabelingQueue
 
@@ -87,8 +88,8 @@ def _report_url(eval_set_id: int, rubric_version_id: int, judge_id: int, anchor:
     return f"{url}#{anchor}" if anchor else url
 
 
-def drafts() -> list[Line]:
-    versions = RubricVersion.objects.filter(status=RubricVersion.Status.DRAFT).select_related("rubric")
+def drafts(workspace: Workspace) -> list[Line]:
+    versions = in_workspace(RubricVersion, workspace).filter(status=RubricVersion.Status.DRAFT).select_related("rubric")
     return [
         Line(
             f"{rv.ref} is a draft: no criterion of it can gate",
@@ -100,11 +101,11 @@ def drafts() -> list[Line]:
     ]
 
 
-def eval_sets_without_queue() -> list[Line]:
+def eval_sets_without_queue(workspace: Workspace) -> list[Line]:
     # A release candidate is judged and gated, never labeled: an eval set the gate has been asked about is one.
     candidates = GateResult.objects.filter(eval_set=OuterRef("pk"))
     queued = LabelingQueue.objects.current().values("eval_set_id")
-    sets = EvalSet.objects.exclude(pk__in=queued).exclude(Exists(candidates)).order_by("name")
+    sets = in_workspace(EvalSet, workspace).exclude(pk__in=queued).exclude(Exists(candidates)).order_by("name")
     queues = reverse("labeling:queues")
     return [
         Line(f"{es.name} has no open labeling queue", f"{queues}#queue-{es.pk}", "Open a queue", es.created_at)
@@ -112,7 +113,7 @@ def eval_sets_without_queue() -> list[Line]:
     ]
 
 
-def uncalibrated_runs() -> list[Line]:
+def uncalibrated_runs(workspace: Workspace) -> list[Line]:
     labeled = Annotation.objects.submitted().filter(
         output__case__eval_set=OuterRef("eval_set"), rubric_version=OuterRef("rubric_version")
     )
@@ -130,7 +131,8 @@ def uncalibrated_runs() -> list[Line]:
     # A release candidate under audit is labeled for its audit plan, not to calibrate on: the plan is its decision.
     audited = AuditPlan.objects.filter(eval_set=OuterRef("eval_set"), judge_config=OuterRef("judge_config"))
     runs = (
-        JudgeRun.objects.filter(status=JudgeRun.Status.DONE, probe_run__isnull=True)  # probe arms calibrate nothing
+        in_workspace(JudgeRun, workspace)
+        .filter(status=JudgeRun.Status.DONE, probe_run__isnull=True)  # probe arms calibrate nothing
         .filter(Exists(labeled))
         .exclude(Exists(decided))
         .exclude(Exists(reviewed))
@@ -152,8 +154,8 @@ def uncalibrated_runs() -> list[Line]:
     return lines
 
 
-def _active_marks():
-    return GatingMark.objects.active().select_related(
+def _active_marks(workspace: Workspace):
+    return in_workspace(GatingMark.objects.active(), workspace).select_related(
         "criterion", "rubric_version__rubric", "judge_config", "calibration_eval_set"
     )
 
@@ -218,7 +220,7 @@ def _newest_versions(rubric_ids: set[int]) -> dict[int, RubricVersion]:
     return newest
 
 
-def gate_problems(now: datetime | None = None) -> tuple[list[Line], list[Line]]:
+def gate_problems(workspace: Workspace, now: datetime | None = None) -> tuple[list[Line], list[Line]]:
     """(failures, calls naming the unknown) among the gates of the last RECENT_GATES days, newest first; one query.
 
     A gate that failed or could not decide on an instrument that exists is a release's news; a call naming an
@@ -227,9 +229,11 @@ def gate_problems(now: datetime | None = None) -> tuple[list[Line], list[Line]]:
     that says how often, linking to the newest.
     """
     since = (now or timezone.now()) - RECENT_GATES
-    results = GateResult.objects.filter(
-        created_at__gte=since, decision__in=[GateResult.Decision.FAILED, GateResult.Decision.UNDECIDED]
-    ).select_related("token")
+    results = (
+        in_workspace(GateResult, workspace)
+        .filter(created_at__gte=since, decision__in=[GateResult.Decision.FAILED, GateResult.Decision.UNDECIDED])
+        .select_related("token")
+    )
     failures: dict[tuple, list[GateResult]] = {}
     mistakes: dict[tuple, list[GateResult]] = {}
     for g in results.order_by("-created_at", "-pk"):
@@ -272,7 +276,7 @@ def _mistake_line(same: list[GateResult]) -> Line:
     return Line(text, reverse("calibration:gate_result", args=[g.pk]), "Read the call", g.created_at)
 
 
-def audit_plans(now: datetime | None = None) -> tuple[list[Line], list[Line]]:
+def audit_plans(workspace: Workspace, now: datetime | None = None) -> tuple[list[Line], list[Line]]:
     """(decided or closed lately, waiting for labels) among the open audit plans and those closed in the last
     RECENT_GATES days; one query, and each plan's figures for the first MAX_AUDIT_CHECKS (open ones first).
 
@@ -281,11 +285,8 @@ def audit_plans(now: datetime | None = None) -> tuple[list[Line], list[Line]]:
     annotators (released outputs not labeled yet) or the lead (everything released is labeled: release more).
     """
     since = (now or timezone.now()) - RECENT_GATES
-    plans = (
-        AuditPlan.objects.filter(Q(closed_at__isnull=True) | Q(closed_at__gte=since))
-        .for_figures()
-        .order_by(F("closed_at").desc(nulls_first=True), "-created_at", "-id")
-    )
+    recent = AuditPlan.objects.filter(Q(closed_at__isnull=True) | Q(closed_at__gte=since)).for_figures()
+    plans = in_workspace(recent, workspace).order_by(F("closed_at").desc(nulls_first=True), "-created_at", "-id")
     decided: list[Line] = []
     waiting: list[Line] = []
     for i, plan in enumerate(plans):
@@ -341,14 +342,15 @@ def _waiting_line(what: str, f: AuditFigures, url: str, when: datetime) -> Line:
     return Line(f"{text}; every output is labeled", url, "Follow the audit", when)
 
 
-def lead_inbox() -> list[Section]:
-    marks = list(_active_marks())
-    failures, mistakes = gate_problems()
-    audits_decided, audits_waiting = audit_plans()
+def lead_inbox(workspace: Workspace) -> list[Section]:
+    """What waits for a lead of `workspace`: nothing of another workspace is read or counted."""
+    marks = list(_active_marks(workspace))
+    failures, mistakes = gate_problems(workspace)
+    audits_decided, audits_waiting = audit_plans(workspace)
     sections = [
-        _section("draft", "Draft rubric versions", drafts()),
-        _section("no_queue", "Eval sets nobody is labeling", eval_sets_without_queue()),
-        _section("uncalibrated", "Finished judge runs not yet decided on", uncalibrated_runs()),
+        _section("draft", "Draft rubric versions", drafts(workspace)),
+        _section("no_queue", "Eval sets nobody is labeling", eval_sets_without_queue(workspace)),
+        _section("uncalibrated", "Finished judge runs not yet decided on", uncalibrated_runs(workspace)),
         _section("tier_changed", "Gating criteria whose tier changed", tier_changes(marks)),
         _section("stale", "Gating marks gone stale", stale_marks(marks)),
         _section("audit_decided", "Audit plans decided or closed this week", audits_decided),

@@ -20,7 +20,7 @@ from .labeling_progress import progress as labeling_progress
 @role_required(*STAFF_ROLES)
 def progress_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Labeling progress of one eval set and rubric version, with the human-human agreement so far."""
-    scope = pick_scope(request)
+    scope = pick_scope(request, request.workspace)
     context: dict[str, Any] = {"scope": scope, "progress": None, "human_min_kappa": HUMAN_MIN_KAPPA, "min_n": MIN_N}
     if scope.eval_set and scope.rubric_version:
         context["progress"] = labeling_progress(scope.eval_set, scope.rubric_version)

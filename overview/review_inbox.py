@@ -18,7 +18,8 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from calibration.models import AuditPlan
-from evals.models import EvalSet, RubricVersion, User
+from evals.models import EvalSet, RubricVersion, User, Workspace
+from evals.workspaces import in_workspace
 from labeling.adjudicate import pending_items
 from labeling.models import Annotation, AuditOrderItem, GoldDispute, LabelingQueue
 
@@ -40,10 +41,12 @@ class AdjudicationsWaiting:
         return self.waiting - self.disputes
 
 
-def _scopes() -> list[tuple[EvalSet, RubricVersion]]:
-    queues = LabelingQueue.objects.current().select_related("eval_set", "rubric_version__rubric")
+def _scopes(workspace: Workspace) -> list[tuple[EvalSet, RubricVersion]]:
+    queues = in_workspace(LabelingQueue.objects.current(), workspace).select_related(
+        "eval_set", "rubric_version__rubric"
+    )
     scopes = {(q.eval_set_id, q.rubric_version_id): (q.eval_set, q.rubric_version) for q in queues}
-    disputed = GoldDispute.objects.open().order_by()
+    disputed = in_workspace(GoldDispute.objects.open(), workspace).order_by()
     missing = set(disputed.values_list("output__case__eval_set_id", "rubric_version_id").distinct()) - set(scopes)
     if missing:  # disputes outside the open queues (two more queries)
         eval_sets = EvalSet.objects.in_bulk({es for es, _ in missing})
@@ -52,9 +55,11 @@ def _scopes() -> list[tuple[EvalSet, RubricVersion]]:
     return sorted(scopes.values(), key=lambda s: (s[0].name, s[1].ref))
 
 
-def _audited_items() -> dict[tuple[int, int], list[int]]:
+def _audited_items(workspace: Workspace) -> dict[tuple[int, int], list[int]]:
     """(criterion id, output id) -> the open audit plans that have released that output and audit that criterion."""
-    plans = list(AuditPlan.objects.open().values_list("pk", "criterion_id", "order_id", "agent_version"))
+    plans = list(
+        in_workspace(AuditPlan.objects.open(), workspace).values_list("pk", "criterion_id", "order_id", "agent_version")
+    )
     if not plans:
         return {}
     released = AuditOrderItem.objects.filter(
@@ -79,15 +84,16 @@ def _audit_counts(items, held: dict[tuple[int, int], list[int]]) -> tuple[tuple[
     return tuple(sorted(counts.items()))
 
 
-def adjudications_waiting(user: User) -> list[AdjudicationsWaiting]:
+def adjudications_waiting(user: User, workspace: Workspace) -> list[AdjudicationsWaiting]:
+    """What waits for `user` in `workspace` (only its queues and disputes)."""
     out = []
     held: dict[tuple[int, int], list[int]] | None = None
-    for eval_set, rubric_version in _scopes():
+    for eval_set, rubric_version in _scopes(workspace):
         items = pending_items(eval_set, rubric_version, user)
         if not items:
             continue
         if held is None:  # read once, and only when something waits
-            held = _audited_items()
+            held = _audited_items(workspace)
         since = _since(rubric_version, items)
         dated = [(when, i) for i in items if (when := since.get((i.criterion_id, i.output_id))) is not None]
         first = min(dated, key=lambda pair: pair[0]) if dated else (None, items[0])
