@@ -9,7 +9,8 @@ from urllib.parse import urlparse
 from django import forms
 from django.conf import settings
 
-from evals.models import EvalSet, RubricVersion
+from evals.models import EvalSet, RubricVersion, Workspace
+from evals.workspaces import in_workspace
 
 from .allowlist import ENV_NAME_RE, base_url_refusal, key_var_refusal, url_problem
 from .backends import Misconfigured
@@ -38,6 +39,12 @@ class JudgeConfigForm(forms.ModelForm):
         help_text='Per criterion key, e.g. {"concise": {"kind": "max_length", "max_words": 120}}.',
     )
 
+    def __init__(self, *args, workspace: Workspace | None = None, **kwargs):
+        """`workspace`: the one a new config goes to; its names are the ones a new name must differ from."""
+        super().__init__(*args, **kwargs)
+        if workspace is not None:
+            self.instance.workspace = workspace
+
     class Meta:
         model = JudgeConfig
         fields = CONFIG_FIELDS
@@ -55,6 +62,13 @@ class JudgeConfigForm(forms.ModelForm):
             raise forms.ValidationError(
                 "Use letters, digits and . _ @ - only (no spaces), starting with a letter or digit."
             )
+        # Names are unique within a workspace (the constraint names a field the form does not show, so Django
+        # would not check it and the save would fail with an integrity error).
+        workspace_id = self.instance.workspace_id
+        if workspace_id is not None:
+            taken = JudgeConfig.objects.filter(workspace_id=workspace_id, name=name).exclude(pk=self.instance.pk)
+            if taken.exists():
+                raise forms.ValidationError("This workspace already has a judge config of this name.")
         return name
 
     def clean_api_key_env(self) -> str:
@@ -149,17 +163,28 @@ class JudgeConfigForm(forms.ModelForm):
 
 
 class StartRunForm(forms.Form):
-    eval_set = forms.ModelChoiceField(queryset=EvalSet.objects.order_by("name"), to_field_name="name")
+    """The choices are the workspace's only: a posted name or id of another workspace is an invalid choice."""
+
+    eval_set = forms.ModelChoiceField(queryset=EvalSet.objects.none(), to_field_name="name")
     agent_version = forms.CharField(
         required=False, max_length=200, help_text="Leave empty to judge every agent version in the eval set."
     )
-    rubric_version = forms.ModelChoiceField(
-        queryset=RubricVersion.objects.select_related("rubric").exclude(status=RubricVersion.Status.RETIRED),
-        label="Rubric version",
-    )
-    judge_config = forms.ModelChoiceField(
-        queryset=JudgeConfig.objects.exclude(backend=JudgeConfig.Backend.IMPORTED).order_by("name"), label="Judge"
-    )
+    rubric_version = forms.ModelChoiceField(queryset=RubricVersion.objects.none(), label="Rubric version")
+    judge_config = forms.ModelChoiceField(queryset=JudgeConfig.objects.none(), label="Judge")
+
+    def __init__(self, *args, workspace: Workspace, **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = {
+            "eval_set": in_workspace(EvalSet, workspace).order_by("name"),
+            "rubric_version": in_workspace(RubricVersion, workspace)
+            .select_related("rubric")
+            .exclude(status=RubricVersion.Status.RETIRED),
+            "judge_config": in_workspace(JudgeConfig, workspace)
+            .exclude(backend=JudgeConfig.Backend.IMPORTED)
+            .order_by("name"),
+        }
+        for name, queryset in choices.items():
+            cast(forms.ModelChoiceField, self.fields[name]).queryset = queryset
 
 
 class StartProbeRunForm(StartRunForm):

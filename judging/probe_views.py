@@ -13,6 +13,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
 from evals.models import Criterion, Role
+from evals.workspaces import in_workspace
 
 from . import runner
 from .backends import Misconfigured
@@ -22,22 +23,27 @@ from .probes import choose, probe_pages
 from .probes import runs as probe_runs
 
 
-def _probe_run(probe_run_id: int) -> ProbeRun:
-    runs = ProbeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config", "started_by")
+def _probe_run(request: AuthenticatedHttpRequest, probe_run_id: int) -> ProbeRun:
+    """The probe run of the request's workspace; another workspace's id answers as a missing one."""
+    runs = in_workspace(ProbeRun, request.workspace).select_related(
+        "eval_set", "rubric_version__rubric", "judge_config", "started_by"
+    )
     return get_object_or_404(runs, pk=probe_run_id)
 
 
 @role_required(*STAFF_ROLES)
 def index(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(
-        request, "judging/probes.html", probe_pages.index_context(request.user, request.workspace, StartProbeRunForm())
+        request,
+        "judging/probes.html",
+        probe_pages.index_context(request.user, request.workspace, StartProbeRunForm(workspace=request.workspace)),
     )
 
 
 @role_required(Role.LEAD)
 @require_POST
 def start(request: AuthenticatedHttpRequest) -> HttpResponse:
-    form = StartProbeRunForm(request.POST)
+    form = StartProbeRunForm(request.POST, workspace=request.workspace)
     if form.is_valid():
         d = form.cleaned_data
         scope = runner.Scope(d["eval_set"], d["rubric_version"], d["judge_config"], d["agent_version"].strip())
@@ -64,7 +70,7 @@ def start(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 @role_required(*STAFF_ROLES)
 def detail(request: AuthenticatedHttpRequest, probe_run_id: int) -> HttpResponse:
-    probe_run = _probe_run(probe_run_id)
+    probe_run = _probe_run(request, probe_run_id)
     context = {**probe_pages.status_context(probe_run), "is_lead": has_role(request.user, request.workspace, Role.LEAD)}
     return render(request, "judging/probe_run.html", context)
 
@@ -72,7 +78,7 @@ def detail(request: AuthenticatedHttpRequest, probe_run_id: int) -> HttpResponse
 @role_required(*STAFF_ROLES)
 def status(request: AuthenticatedHttpRequest, probe_run_id: int) -> HttpResponse:
     """The status panel alone (htmx polls it); 286 with the results once every arm has ended."""
-    probe_run = _probe_run(probe_run_id)
+    probe_run = _probe_run(request, probe_run_id)
     context = probe_pages.status_context(probe_run)
     response = render(request, "judging/probe_run.html#probe-status", context)
     if context["progress"].finished:
@@ -83,7 +89,7 @@ def status(request: AuthenticatedHttpRequest, probe_run_id: int) -> HttpResponse
 @role_required(Role.LEAD)
 @require_POST
 def cancel(request: AuthenticatedHttpRequest, probe_run_id: int) -> HttpResponse:
-    probe_run = get_object_or_404(ProbeRun, pk=probe_run_id)
+    probe_run = get_object_or_404(in_workspace(ProbeRun, request.workspace), pk=probe_run_id)
     if probe_runs.cancel_probe_run(probe_run):
         messages.success(request, f"Probe run {probe_run.pk} cancelled; verdicts already written are kept.")
     else:
@@ -93,7 +99,7 @@ def cancel(request: AuthenticatedHttpRequest, probe_run_id: int) -> HttpResponse
 
 @role_required(*STAFF_ROLES)
 def examples(request: AuthenticatedHttpRequest, probe_run_id: int, probe: str, key: str) -> HttpResponse:
-    probe_run = _probe_run(probe_run_id)
+    probe_run = _probe_run(request, probe_run_id)
     if probe not in [p["name"] for p in probe_run.plan]:
         raise Http404("this probe run has no such probe")
     criterion = get_object_or_404(Criterion, rubric_version=probe_run.rubric_version, key=key)

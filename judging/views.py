@@ -15,6 +15,7 @@ from django_htmx.http import HttpResponseStopPolling
 
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, checked_query, has_role, role_required
 from evals.models import Role
+from evals.workspaces import in_workspace
 from labeling.labeling_pages import full_url
 
 from . import judge_pages, runner
@@ -31,14 +32,16 @@ def index(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(
         request,
         "judging/index.html",
-        judge_pages.index_context(request.user, request.workspace, StartRunForm(initial=initial)),
+        judge_pages.index_context(
+            request.user, request.workspace, StartRunForm(initial=initial, workspace=request.workspace)
+        ),
     )
 
 
 @role_required(Role.LEAD)
 @require_POST
 def start_run(request: AuthenticatedHttpRequest) -> HttpResponse:
-    form = StartRunForm(request.POST)
+    form = StartRunForm(request.POST, workspace=request.workspace)
     if form.is_valid():
         d = form.cleaned_data
         scope = runner.Scope(d["eval_set"], d["rubric_version"], d["judge_config"], d["agent_version"].strip())
@@ -61,7 +64,7 @@ def start_run(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 @role_required(Role.LEAD)
 def config_new(request: AuthenticatedHttpRequest) -> HttpResponse:
-    form = JudgeConfigForm(request.POST or None)
+    form = JudgeConfigForm(request.POST or None, workspace=request.workspace)
     if request.method == "POST" and form.is_valid():
         config = form.save(commit=False)
         config.created_by = request.user
@@ -73,7 +76,7 @@ def config_new(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 @role_required(*STAFF_ROLES)
 def config_detail(request: AuthenticatedHttpRequest, config_id: int) -> HttpResponse:
-    config = get_object_or_404(JudgeConfig, pk=config_id)
+    config = get_object_or_404(in_workspace(JudgeConfig, request.workspace), pk=config_id)
     runs = config.runs.select_related("eval_set", "rubric_version__rubric")[:20]
     return render(request, "judging/config_detail.html", {"config": config, "runs": runs})
 
@@ -81,7 +84,8 @@ def config_detail(request: AuthenticatedHttpRequest, config_id: int) -> HttpResp
 @role_required(*STAFF_ROLES)
 def run_detail(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(
-        JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
+        in_workspace(JudgeRun, request.workspace).select_related("eval_set", "rubric_version__rubric", "judge_config"),
+        pk=run_id,
     )
     context = {
         "run": run,
@@ -95,7 +99,8 @@ def run_detail(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
 def run_progress(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
     """The progress panel alone (htmx polls it); 286 once the run has ended, so polling stops."""
     run = get_object_or_404(
-        JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
+        in_workspace(JudgeRun, request.workspace).select_related("eval_set", "rubric_version__rubric", "judge_config"),
+        pk=run_id,
     )
     progress = progress_of(run)
     context = {"run": run, "progress": progress, "is_lead": has_role(request.user, request.workspace, Role.LEAD)}
@@ -108,7 +113,7 @@ def run_progress(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse
 @role_required(Role.LEAD)
 @require_POST
 def run_cancel(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(JudgeRun, pk=run_id)
+    run = get_object_or_404(in_workspace(JudgeRun, request.workspace), pk=run_id)
     if runner.cancel_run(run):
         messages.success(request, f"Judge run {run.pk} cancelled; verdicts already written are kept.")
     else:
@@ -119,7 +124,8 @@ def run_cancel(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
 @role_required(*STAFF_ROLES)
 def run_verdicts(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(
-        JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
+        in_workspace(JudgeRun, request.workspace).select_related("eval_set", "rubric_version__rubric", "judge_config"),
+        pk=run_id,
     )
     filters = judge_pages.VerdictFilters.from_query(checked_query(request.GET), run)
     rows = filters.apply(judge_pages.verdict_rows(run))
@@ -131,7 +137,9 @@ def run_verdicts(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse
 @role_required(*STAFF_ROLES)
 def verdict_detail(request: AuthenticatedHttpRequest, verdict_id: int) -> HttpResponse:
     verdict = get_object_or_404(
-        Verdict.objects.select_related("run", "output__case", "criterion", "judge_config", "rubric_version__rubric"),
+        in_workspace(Verdict, request.workspace).select_related(
+            "run", "output__case", "criterion", "judge_config", "rubric_version__rubric"
+        ),
         pk=verdict_id,
     )
     context = judge_pages.verdict_context(verdict, full=request.GET.get("full") == "1")
