@@ -9,7 +9,7 @@ the card's result in place. A file above ICEWATER_UPLOAD_INLINE_MB is imported b
 
 from __future__ import annotations
 
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from django import forms
 from django.conf import settings
@@ -22,7 +22,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseStopPolling
 
 from evals.access import AuthenticatedHttpRequest, role_required
-from evals.models import EvalSet, Role, RubricVersion
+from evals.models import EvalSet, Role, RubricVersion, Workspace
+from evals.workspaces import in_workspace
 from formats.readers import Source
 from judging.models import JudgeConfig
 
@@ -62,13 +63,21 @@ class UploadLimit(FileUploadHandler):
 
 
 class UploadForm(forms.Form):
-    """A form with a file that UploadLimit may have dropped; the view says which (`too_large`)."""
+    """A form with a file that UploadLimit may have dropped; the view says which (`too_large`).
+
+    Its eval set and rubric version choices are `workspace`'s only: another workspace's name is an invalid
+    choice, said as for a name that does not exist."""
 
     OPTIONAL_GROUP: tuple[str, ...] = ()  # fields the page folds away (see VerdictsUploadForm)
 
-    def __init__(self, *args, too_large: str = "", **kwargs) -> None:
+    def __init__(self, *args, workspace: Workspace, too_large: str = "", **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.too_large = too_large
+        if "eval_set" in self.fields and isinstance(self.fields["eval_set"], forms.ModelChoiceField):
+            self.fields["eval_set"].queryset = in_workspace(EvalSet, workspace).order_by("name")
+        if "rubric" in self.fields:
+            rubric = cast(forms.ModelChoiceField, self.fields["rubric"])
+            rubric.queryset = in_workspace(RubricVersion, workspace).select_related("rubric")
 
     def clean_file(self):
         if self.too_large:
@@ -126,8 +135,8 @@ class RubricVersionChoice(forms.ModelChoiceField):
 
 
 class LabelsUploadForm(UploadForm):
-    eval_set = forms.ModelChoiceField(label="Eval set", queryset=EvalSet.objects.order_by("name"), to_field_name="name")
-    rubric = RubricVersionChoice(label="Rubric version", queryset=RubricVersion.objects.select_related("rubric"))
+    eval_set = forms.ModelChoiceField(label="Eval set", queryset=EvalSet.objects.none(), to_field_name="name")
+    rubric = RubricVersionChoice(label="Rubric version", queryset=RubricVersion.objects.none())
     # As on the cases card: empty by default, and empty means "default".
     agent_version = agent_version_field(
         "Default agent version",
@@ -148,8 +157,8 @@ class VerdictsUploadForm(UploadForm):
     """Verdicts judged elsewhere, into an imported judge config: the provenance rule of import_verdicts
     (verdicts.imported_only, docs/security.md) refuses a config that runs, before the file is read."""
 
-    eval_set = forms.ModelChoiceField(label="Eval set", queryset=EvalSet.objects.order_by("name"), to_field_name="name")
-    rubric = RubricVersionChoice(label="Rubric version", queryset=RubricVersion.objects.select_related("rubric"))
+    eval_set = forms.ModelChoiceField(label="Eval set", queryset=EvalSet.objects.none(), to_field_name="name")
+    rubric = RubricVersionChoice(label="Rubric version", queryset=RubricVersion.objects.none())
     judge = forms.CharField(
         label="Judge config",
         max_length=200,
@@ -229,48 +238,68 @@ CARDS = {
 }
 
 
-def _card(kind: str, form: forms.Form | None = None, result: dict | None = None, job: ImportJob | None = None) -> dict:
+def _card(
+    kind: str,
+    workspace: Workspace,
+    form: forms.Form | None = None,
+    result: dict | None = None,
+    job: ImportJob | None = None,
+) -> dict:
     title, form_class = CARDS[kind]
     read = import_jobs.bytes_read(job) if job else 0
     return {
         "kind": kind,
         "title": title,
-        "form": form or form_class(prefix=kind),
+        "form": form or form_class(prefix=kind, workspace=workspace),
         "result": result,
         "job": job,
         "read": read,
     }
 
 
-def _start_job(*, kind: str, file_name: str, stream: BinaryIO, options: dict, user) -> ImportJob:
-    """Keep the file in a job and queue it for a worker (once the row is committed)."""
+def _start_job(*, kind: str, file_name: str, stream: BinaryIO, options: dict, user, workspace: Workspace) -> ImportJob:
+    """Keep the file in a job of `workspace` and queue it for a worker (once the row is committed)."""
     stream.seek(0)
     content = stream.read()
     job = ImportJob.objects.create(
-        kind=kind, file_name=file_name, content=content, size=len(content), options=options, created_by=user
+        workspace=workspace,
+        kind=kind,
+        file_name=file_name,
+        content=content,
+        size=len(content),
+        options=options,
+        created_by=user,
     )
     transaction.on_commit(lambda: run_import_job.delay(job.pk))
     return job
 
 
-def _submit(request: HttpRequest, kind: str, form: UploadForm) -> dict:
+def _submit(request: AuthenticatedHttpRequest, kind: str, form: UploadForm) -> dict:
     """Import a valid form's file now, or queue it as a job when it is large (import_jobs)."""
     upload = form.cleaned_data["file"]
+    workspace = request.workspace
     if upload.size > settings.ICEWATER_UPLOAD_INLINE_BYTES:
         job = _start_job(
-            kind=kind, file_name=upload.name, stream=upload.file, options=form.options(), user=request.user
+            kind=kind,
+            file_name=upload.name,
+            stream=upload.file,
+            options=form.options(),
+            user=request.user,
+            workspace=workspace,
         )
-        return _card(kind, form, job=job)
+        return _card(kind, workspace, form, job=job)
     upload.seek(0)
     source = Source(name=upload.name, stream=upload.file)
-    return _card(kind, form, import_jobs.import_file(kind=kind, source=source, options=form.options()))
+    return _card(kind, workspace, form, import_jobs.import_file(kind=kind, source=source, options=form.options()))
 
 
-def _page(request: HttpRequest, cards: dict) -> HttpResponse:
+def _page(request: AuthenticatedHttpRequest, cards: dict) -> HttpResponse:
+    workspace = request.workspace
+    imported = in_workspace(JudgeConfig, workspace).filter(backend=JudgeConfig.Backend.IMPORTED)
     context = {
         "cards": cards.values(),
-        "eval_sets": EvalSet.objects.order_by("name"),
-        "imported_judges": JudgeConfig.objects.filter(backend=JudgeConfig.Backend.IMPORTED).order_by("name"),
+        "eval_sets": in_workspace(EvalSet, workspace).order_by("name"),
+        "imported_judges": imported.order_by("name"),
         "limit_mb": upload_limit_mb(),
         "inline_mb": settings.ICEWATER_UPLOAD_INLINE_BYTES / (1024 * 1024),
     }
@@ -291,14 +320,16 @@ def upload(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 @csrf_protect
 def _upload(request: AuthenticatedHttpRequest, limit: UploadLimit) -> HttpResponse:
-    cards = {kind: _card(kind) for kind in CARDS}
+    cards = {kind: _card(kind, request.workspace) for kind in CARDS}
     if request.method == "POST":
         kind = request.POST.get("kind", "")
         if kind not in CARDS:
             return HttpResponseBadRequest("unknown kind of upload")
         too_large = limit.refused.get(f"{kind}-file", "")
-        form = CARDS[kind][1](request.POST, request.FILES, prefix=kind, too_large=too_large)
-        cards[kind] = _submit(request, kind, form) if form.is_valid() else _card(kind, form)
+        form = CARDS[kind][1](
+            request.POST, request.FILES, prefix=kind, too_large=too_large, workspace=request.workspace
+        )
+        cards[kind] = _submit(request, kind, form) if form.is_valid() else _card(kind, request.workspace, form)
         if request.htmx:
             # Only the result region: the form, and the file chosen in it, stay as they are.
             return render(request, "formats/upload.html#upload-result", {"card": cards[kind]})
@@ -309,10 +340,10 @@ def _upload(request: AuthenticatedHttpRequest, limit: UploadLimit) -> HttpRespon
 @require_GET
 def import_job(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """How far a background import has got: the card's result region (htmx polls it), or the whole page."""
-    job = get_object_or_404(ImportJob, pk=pk)
-    card = _card(job.kind, job=job)
+    job = get_object_or_404(in_workspace(ImportJob, request.workspace), pk=pk)  # another workspace's: 404
+    card = _card(job.kind, request.workspace, job=job)
     if not request.htmx:
-        return _page(request, {kind: card if kind == job.kind else _card(kind) for kind in CARDS})
+        return _page(request, {kind: card if kind == job.kind else _card(kind, request.workspace) for kind in CARDS})
     response = render(request, "formats/upload.html#upload-result", {"card": card})
     if job.finished:
         return HttpResponseStopPolling(response.content, content_type=response["Content-Type"])
