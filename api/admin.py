@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from evals.admin_scope import WorkspaceScopedAdmin
+
 from .models import GateToken, VerdictPush
 
 
 @admin.register(GateToken)
-class GateTokenAdmin(admin.ModelAdmin):
+class GateTokenAdmin(WorkspaceScopedAdmin):
     list_display = (
         "project",
         "scopes",
@@ -30,7 +32,7 @@ class GateTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(VerdictPush)
-class VerdictPushAdmin(admin.ModelAdmin):
+class VerdictPushAdmin(WorkspaceScopedAdmin):
     """Which token pushed which run: a record, never edited."""
 
     list_display = ("run", "token", "created_at")

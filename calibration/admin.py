@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.contrib import admin
 
 from calibration.models import GateResult, GatingMark, GatingReview
+from evals.admin_scope import WorkspaceScopedAdmin
 
 
 @admin.register(GatingMark)
-class GatingMarkAdmin(admin.ModelAdmin):
+class GatingMarkAdmin(WorkspaceScopedAdmin):
     list_display = (
         "criterion",
         "rubric_version",
@@ -31,7 +32,7 @@ class GatingMarkAdmin(admin.ModelAdmin):
 
 
 @admin.register(GatingReview)
-class GatingReviewAdmin(admin.ModelAdmin):
+class GatingReviewAdmin(WorkspaceScopedAdmin):
     list_display = ("rubric_version", "judge_config", "calibration_eval_set", "summary", "decided_by", "decided_at")
     # Like marks, decisions are evidence: recorded on the calibration report, never edited here.
     readonly_fields = [f.name for f in GatingReview._meta.fields]
@@ -41,7 +42,7 @@ class GatingReviewAdmin(admin.ModelAdmin):
 
 
 @admin.register(GateResult)
-class GateResultAdmin(admin.ModelAdmin):
+class GateResultAdmin(WorkspaceScopedAdmin):
     list_display = (
         "created_at",
         "decision",

@@ -7,6 +7,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
 
 from evals.access import has_role
+from evals.admin_scope import WorkspaceScopedAdmin, led_workspace_ids
 from evals.role_groups import sync_role_group
 
 from .models import Case, Criterion, EvalSet, Membership, Output, Role, Rubric, RubricVersion, User, Workspace
@@ -77,22 +78,22 @@ class WorkspaceAdmin(admin.ModelAdmin):
 
 
 @admin.register(EvalSet)
-class EvalSetAdmin(admin.ModelAdmin):
+class EvalSetAdmin(WorkspaceScopedAdmin):
     list_display = ("name", "created_at")
     search_fields = ("name",)
 
 
 @admin.register(Case)
-class CaseAdmin(admin.ModelAdmin):
+class CaseAdmin(WorkspaceScopedAdmin):
     list_display = ("case_id", "eval_set")
-    list_filter = ("eval_set",)
+    list_filter = (("eval_set", admin.RelatedOnlyFieldListFilter),)  # the eval sets of the rows it may list
     search_fields = ("case_id",)
 
 
 @admin.register(Output)
-class OutputAdmin(admin.ModelAdmin):
+class OutputAdmin(WorkspaceScopedAdmin):
     list_display = ("case", "agent_version", "latency_ms")
-    list_filter = ("agent_version", "case__eval_set")
+    list_filter = ("agent_version", ("case__eval_set", admin.RelatedOnlyFieldListFilter))
     list_select_related = ("case",)
     raw_id_fields = ("case",)
 
@@ -105,12 +106,12 @@ class CriterionInline(admin.TabularInline):
 
 
 @admin.register(Rubric)
-class RubricAdmin(admin.ModelAdmin):
+class RubricAdmin(WorkspaceScopedAdmin):
     list_display = ("name", "created_at")
 
 
 @admin.register(RubricVersion)
-class RubricVersionAdmin(admin.ModelAdmin):
+class RubricVersionAdmin(WorkspaceScopedAdmin):
     list_display = ("__str__", "status", "approved_by", "approved_at", "content_hash")
     list_filter = ("status",)
     inlines = [CriterionInline]
@@ -136,3 +137,12 @@ class LoginLockoutAdmin(AccessAttemptAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return has_role(request.user, request.workspace, Role.LEAD)
+
+    def get_queryset(self, request):
+        # A lead sees the lockouts of their workspaces' members only: a username is another team's to know.
+        attempts = super().get_queryset(request)
+        led = led_workspace_ids(request.user)
+        if led is None:
+            return attempts
+        members = User.objects.filter(memberships__workspace__in=led).values("username")
+        return attempts.filter(username__in=members)

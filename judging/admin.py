@@ -2,12 +2,16 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from evals.access import has_role
+from evals.admin_scope import WorkspaceScopedAdmin
+from evals.models import Role
+
 from .forms import JudgeConfigForm
 from .models import GoldSplit, HoldoutLook, JudgeConfig, JudgeRun, ProbedOutput, ProbeRun, RunItem, Verdict
 
 
 @admin.register(JudgeConfig)
-class JudgeConfigAdmin(admin.ModelAdmin):
+class JudgeConfigAdmin(WorkspaceScopedAdmin):
     # The lead's form, so the admin checks what the page and add_judge check (the key and host allowlists too).
     form = JudgeConfigForm
     list_display = ("name", "version", "backend", "model_id", "mode", "samples", "content_hash")
@@ -15,9 +19,28 @@ class JudgeConfigAdmin(admin.ModelAdmin):
     # shown here, never edited.
     readonly_fields = ("content_hash", "family", "version", "derived_from", "guidance_rubric_version", "guidance")
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if obj is not None:
+            return form
+        workspace = request.workspace
+
+        class InWorkspace(form):  # type: ignore[valid-type,misc]
+            """A new config goes to the workspace the lead works in; its names are the ones to differ from."""
+
+            def __init__(self, *args, **kw):
+                super().__init__(*args, workspace=workspace, **kw)
+
+        return InWorkspace
+
+    def has_add_permission(self, request) -> bool:
+        # A new config belongs to the workspace in use: only a lead of it adds one.
+        return super().has_add_permission(request) and has_role(request.user, request.workspace, Role.LEAD)
+
     def save_model(self, request, obj, form, change):
         if not change:
             obj.created_by = request.user
+            obj.workspace = request.workspace
         super().save_model(request, obj, form, change)
 
     def get_readonly_fields(self, request, obj=None):
@@ -28,26 +51,26 @@ class JudgeConfigAdmin(admin.ModelAdmin):
 
 
 @admin.register(JudgeRun)
-class JudgeRunAdmin(admin.ModelAdmin):
+class JudgeRunAdmin(WorkspaceScopedAdmin):
     list_display = ("id", "eval_set", "rubric_version", "judge_config", "status", "mode", "probe", "created_at")
     list_filter = ("status", "mode", "imported_via")
 
 
 @admin.register(RunItem)
-class RunItemAdmin(admin.ModelAdmin):
+class RunItemAdmin(WorkspaceScopedAdmin):
     list_display = ("id", "run", "output", "criterion", "sample", "state", "claims", "model_calls", "cache_hit")
     list_filter = ("state",)
     raw_id_fields = ("run", "output", "criterion")
 
 
 @admin.register(Verdict)
-class VerdictAdmin(admin.ModelAdmin):
+class VerdictAdmin(WorkspaceScopedAdmin):
     list_display = ("output", "criterion", "outcome", "judge_config", "sample", "cache_hit", "created_at")
     list_filter = ("outcome", "cache_hit", "error_kind")
     raw_id_fields = ("output", "run")
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(WorkspaceScopedAdmin):
     """Probe runs are planned by probe_judge or the probe page, never edited: a changed plan or transcript
     would no longer be what was judged."""
 
