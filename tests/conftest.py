@@ -18,6 +18,7 @@ from .factories import make_user
 from .fake_llm import FakeLLM
 from .inspect_helpers import REFUND_SAMPLES, go_offline, write_log
 from .judging_helpers import KEY_ENV, KEY_VALUE
+from .two_workspaces import build_side
 
 
 def pytest_configure(config):
@@ -63,6 +64,12 @@ def reviewer(db):
 @pytest.fixture
 def lead(db):
     return make_user("lead", Role.LEAD)
+
+
+@pytest.fixture
+def sides(db):
+    """Two workspaces, alpha and beta, with objects of the same names (tests/two_workspaces.py)."""
+    return build_side("alpha"), build_side("beta")
 
 
 @pytest.fixture
