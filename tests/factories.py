@@ -161,7 +161,8 @@ def _bulk_outputs(eval_set, count: int, agent_version: str = "default", prefix: 
 
 
 def open_queue(eval_set: EvalSet, rubric_version: RubricVersion, by: User | None = None) -> LabelingQueue:
-    by = by or User.objects.filter(role="lead").first() or make_user("queue-lead", "lead")
+    leads = User.objects.filter(memberships__workspace_id=eval_set.workspace_id, memberships__role=Role.LEAD)
+    by = by or leads.first() or make_user(f"queue-lead-{eval_set.workspace_id}", "lead", workspace=eval_set.workspace)
     LabelingQueue.objects.filter(eval_set=eval_set, is_current=True).update(is_current=False)
     return LabelingQueue.objects.create(eval_set=eval_set, rubric_version=rubric_version, opened_by=by)
 

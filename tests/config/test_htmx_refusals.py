@@ -10,7 +10,7 @@ from config.errors import CSRF_REFUSED
 from evals.access import LABELING_REFUSED, SIGNED_OUT
 from evals.models import Role
 from labeling.models import Annotation, Label
-from tests.factories import labeling_setup
+from tests.factories import labeling_setup, set_role
 from tests.labeling_helpers import next_url, save_url
 
 pytestmark = pytest.mark.django_db
@@ -40,8 +40,7 @@ def assert_plain(response, status: int, message: str) -> None:
 
 def test_a_save_by_someone_no_longer_an_annotator_says_the_blind_rule(client, annotator, draft):
     annotation, changed = draft
-    annotator.role = Role.REVIEWER
-    annotator.save()
+    set_role(annotator, Role.REVIEWER)
     assert_plain(client.post(save_url(annotation), changed, **HTMX), 403, LABELING_REFUSED)
     page = client.post(save_url(annotation), changed)  # without htmx: the 403 page says the same
     assert page.status_code == 403 and "<h1>Not allowed</h1>" in page.content.decode()

@@ -10,7 +10,15 @@ from django.urls import URLPattern, reverse
 from judging import urls as judging_urls
 from judging.models import JudgeConfig, JudgeRun, ProbeRun, RunItem, Verdict
 from judging.nav import nav_items
-from tests.factories import RESPONSE, make_eval_set, make_llm_judge, make_output, make_rubric_version, make_scope
+from tests.factories import (
+    RESPONSE,
+    default_workspace,
+    make_eval_set,
+    make_llm_judge,
+    make_output,
+    make_rubric_version,
+    make_scope,
+)
 from tests.judging_helpers import CONFIG_FORM, KEY_ENV, KEY_VALUE, Sleeps, judge_in_process
 
 pytestmark = pytest.mark.django_db
@@ -96,7 +104,7 @@ def test_annotators_get_403_on_every_judge_page(client, annotator, judged):
         response = getattr(client, method)(url)
         assert response.status_code == 403, url
         assert b"gpt-judge" not in response.content and b"PASS" not in response.content
-    assert nav_items(annotator) == []
+    assert nav_items(annotator, default_workspace()) == []
 
 
 def test_anonymous_visitors_are_sent_to_log_in(client, judged):
@@ -111,7 +119,7 @@ def test_reviewers_may_look_but_not_start_cancel_or_create(client, reviewer, jud
         response = getattr(client, method)(url)
         allowed = 286 if url.endswith(("/progress", "/status")) else 200  # the run is done: the poll says stop
         assert response.status_code == (allowed if method == "get" and "/new" not in url else 403), url
-    assert nav_items(reviewer) == [{"label": "Judge", "url": reverse("judging:index")}]
+    assert nav_items(reviewer, default_workspace()) == [{"label": "Judge", "url": reverse("judging:index")}]
     judged.refresh_from_db()
     assert judged.status == "done"
 
@@ -157,8 +165,9 @@ def test_progress_costs_the_same_queries_whatever_the_run_size(client, reviewer,
     client.force_login(reviewer)
     url = reverse("judging:run_progress", args=[judged.pk])
     client.get(url)
-    # at most: the session, its user, the run, its refresh, items aggregate, outcome counts, flags, error reasons
-    with django_assert_max_num_queries(8):
+    # at most: the session, its user, the run, its refresh, items aggregate, outcome counts, flags, error reasons,
+    # and the person's workspace memberships (one query for every signed-in request, #36)
+    with django_assert_max_num_queries(9):
         client.get(url)
     output = make_output(judged.eval_set, case_id="c2", response="More.")
     for c in judged.rubric_version.criteria.all():
@@ -171,7 +180,7 @@ def test_progress_costs_the_same_queries_whatever_the_run_size(client, reviewer,
             judge_config_hash="h",
             outcome="FAIL",
         )
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(9):
         client.get(url)
 
 
@@ -185,7 +194,8 @@ def test_verdicts_are_browsable_with_filters_and_escaped(client, reviewer, judge
     assert "1 verdict." in client.get(url, {"criterion": "correct_amount"}).content.decode()
     assert "No verdicts match" in client.get(url, {"flag": "quote_not_found"}).content.decode()
     assert "2 verdicts." in client.get(url, {"outcome": "BOGUS"}).content.decode()  # unknown filter values are ignored
-    with django_assert_max_num_queries(6):  # session, its user, run, criteria, count, page of verdicts (one join)
+    # session, its user, its workspace memberships (#36), run, criteria, count, page of verdicts (one join)
+    with django_assert_max_num_queries(7):
         client.get(url)
 
 

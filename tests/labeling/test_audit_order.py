@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from labeling.audit_order import DEFAULT_RELEASE, release_next, seeded_order, start_audit_order
 from labeling.models import Annotation, AuditOrderItem
 from labeling.queue import QueueError, claim_next, current_queue, remaining_for
-from tests.factories import all_answers, annotate_directly, labeling_setup, make_output, make_user
+from tests.factories import all_answers, annotate_directly, default_workspace, labeling_setup, make_output, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -175,9 +175,10 @@ def test_home_counts_only_released_outputs_as_left_and_reads_the_orders_once(lea
     other, _, _ = labeling_setup(n_outputs=4)  # no order: all four are left
     order, _ = start_audit_order(queue=current_queue(eval_set), by=lead, seed=4)
     release_next(order=order, k=3)
-    remaining = {q.queue.eval_set_id: q.remaining for q in my_queues(annotator)}
+    workspace = default_workspace()
+    remaining = {q.queue.eval_set_id: q.remaining for q in my_queues(annotator, workspace)}
     assert remaining == {eval_set.pk: 3, other.pk: 4}
     with CaptureQueriesContext(connection) as ctx:
-        my_queues(annotator)
+        my_queues(annotator, workspace)
     # the queues, the submitted counts, the audit orders, then per queue its draft and its count
     assert len(ctx.captured_queries) == 3 + 2 * 2

@@ -13,7 +13,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from evals.models import Criterion
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from labeling.models import Annotation, GoldLabel, Label
-from tests.factories import annotate_directly, labeling_setup, make_user
+from tests.factories import annotate_directly, default_workspace, labeling_setup, make_user, set_role
 from tests.labeling_helpers import next_url, page_url, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
@@ -35,7 +35,7 @@ def world(annotator, annotator2, reviewer):
         output=outputs[0], rubric_version=rv, criterion=criterion, outcome="FAIL", decided_by=reviewer,
         rationale=GOLD_RATIONALE,
     )  # fmt: skip
-    config = JudgeConfig.objects.create(name="zq-judge", backend="instrument")
+    config = JudgeConfig.objects.create(name="zq-judge", backend="instrument", workspace=default_workspace())
     run = JudgeRun.objects.create(eval_set=eval_set, rubric_version=rv, judge_config=config)
     for output in outputs:
         Verdict.objects.create(
@@ -185,7 +185,8 @@ def test_reviewers_and_leads_cannot_open_save_or_submit_even_their_own_annotatio
     mine.refresh_from_db()
     assert mine.status == Annotation.Status.DRAFT
     # Negative control: made an annotator again, the same person may (a lead's decision, see docs/labeling.md).
-    type(staff_member).objects.filter(pk=staff_member.pk).update(role="annotator", is_superuser=False)
+    type(staff_member).objects.filter(pk=staff_member.pk).update(is_superuser=False)
+    set_role(staff_member, "annotator")
     assert client.post(save_url(mine), data).status_code == 302
     assert Label.objects.filter(annotation=mine).count() == 2
 

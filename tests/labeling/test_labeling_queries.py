@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from evals.models import Criterion
 from labeling.models import Annotation
-from tests.factories import all_answers, annotate_directly, labeling_setup, make_user, six_criteria
+from tests.factories import all_answers, annotate_directly, default_workspace, labeling_setup, make_user, six_criteria
 from tests.labeling_helpers import next_url, page_url, save_url, submit_url
 
 pytestmark = pytest.mark.django_db
@@ -84,6 +84,7 @@ def adjudication_page_queries(client, reviewer, criteria, n_outputs):
     criterion = Criterion.objects.filter(rubric_version=rv).first()
     client.force_login(reviewer)
     url = reverse("labeling:adjudicate", args=[outputs[0].pk, criterion.pk])
+    client.get(url)  # the session's first request stores the workspace chosen for it (#36): not a page's cost
     page = count(lambda: client.get(url))
     queue = count(
         lambda: client.get(reverse("labeling:adjudication_queue") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}")
@@ -99,7 +100,7 @@ def test_the_adjudication_page_queue_and_progress_do_not_grow_with_criteria_or_o
     large = adjudication_page_queries(client, reviewer, **LARGE)
     assert small == large
     page, queue, progress = large
-    assert page <= 8  # the session, its user, then the page's own
+    assert page <= 9  # the session, its user, the person's workspace memberships (#36), then the page's own
 
 
 def test_own_annotation_reads_everything_around_it_in_one_query_and_only_for_its_annotator(
@@ -112,12 +113,13 @@ def test_own_annotation_reads_everything_around_it_in_one_query_and_only_for_its
     eval_set, rv, outputs = labeling_setup(n_outputs=1)
     me, other = make_user(), make_user()
     mine = annotate_directly(outputs[0], rv, me, all_answers(rv), submit=False)
+    workspace = default_workspace()
     with django_assert_num_queries(1):
-        got = own_annotation(me, mine.pk)
+        got = own_annotation(me, workspace, mine.pk)
         seen = (got.output.response, got.output.case.case_id, got.output.case.eval_set.name, got.rubric_version.ref)
     assert seen == (outputs[0].response, "case-001", eval_set.name, rv.ref)
     assert got.queue_rubric_version_id == rv.pk
     with django_assert_num_queries(1):  # a deferred column still loads when something asks for it
         assert got.output.metadata == {}
     with pytest.raises(Http404):
-        own_annotation(other, mine.pk)  # the blind rule: someone else's annotation does not exist
+        own_annotation(other, workspace, mine.pk)  # the blind rule: someone else's annotation does not exist

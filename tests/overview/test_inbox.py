@@ -21,6 +21,7 @@ from tests.factories import (
     annotate,
     annotator,
     bulk_calibration,
+    default_workspace,
     make_eval_set,
     make_judge,
     make_output,
@@ -69,7 +70,7 @@ def test_a_reviewer_sees_adjudications_and_disputes_waiting_with_the_oldest_firs
     annotate(agreed, rv, annotator("amy"), 1, {"next_step": "PASS"})
     annotate(agreed, rv, annotator("bo"), 2, {"next_step": "PASS"})
     raise_dispute(output=agreed, criterion=rv.criteria.get(key="next_step"), by=lead, reason="reads like a FAIL")
-    (waiting,) = adjudications_waiting(reviewer)
+    (waiting,) = adjudications_waiting(reviewer, default_workspace())
     assert (waiting.waiting, waiting.disputes, waiting.disagreements) == (3, 1, 2)
     next_step = rv.criteria.get(key="next_step")
     assert waiting.oldest_url == reverse("labeling:adjudicate", args=[older.pk, next_step.pk])
@@ -79,8 +80,9 @@ def test_a_reviewer_sees_adjudications_and_disputes_waiting_with_the_oldest_firs
         body = client.get(HOME).content.decode()
     # Session and user, scopes (queues, disputes), per scope: item states (3: labels, gold, the criteria's gold
     # policies), disputes, own outputs, the items' labels, criteria and audit positions, when they started
-    # waiting (2); the open audit plans (1; two when one is open); the staff tables (3).
-    assert len(queries) <= 19, [q["sql"][:90] for q in queries]
+    # waiting (2); the open audit plans (1; two when one is open); the staff tables (3); the person's workspace
+    # memberships (1, every signed-in request since #36).
+    assert len(queries) <= 20, [q["sql"][:90] for q in queries]
     assert "2 disagreements" in body and "1 gold dispute" in body and "has waited 3" in body
     assert waiting.oldest_url in body and 'id="decisions"' not in body
 
@@ -96,6 +98,7 @@ def test_a_lead_sees_each_kind_of_decision_with_a_link_to_where_it_is_made(clien
     idle = make_eval_set("idle")  # nobody labels it
     rc = make_eval_set("rc-1")  # a release candidate: gated, never labeled
     GateResult.objects.create(
+        workspace=default_workspace(),
         decision="failed",
         source="cli",
         eval_set=rc,
@@ -105,7 +108,12 @@ def test_a_lead_sees_each_kind_of_decision_with_a_link_to_where_it_is_made(clien
         binding_criterion="correct_amount",
     )
     old = GateResult.objects.create(
-        decision="failed", source="cli", eval_set_name="rc-0", rubric_ref=rv.ref, judge_name="gpt-judge"
+        workspace=default_workspace(),
+        decision="failed",
+        source="cli",
+        eval_set_name="rc-0",
+        rubric_ref=rv.ref,
+        judge_name="gpt-judge",
     )
     GateResult.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=8))
     other = make_judge("claude-judge")
@@ -136,18 +144,20 @@ def test_a_lead_sees_each_kind_of_decision_with_a_link_to_where_it_is_made(clien
 def test_a_tier_that_changed_since_the_mark_is_a_decision_waiting(client, lead, calibrated):
     es, rv, judge = calibrated
     mark_as_gating(rv, judge, ["next_step"], es, by=lead)  # marked as gate; kappa 0.47 on its report: trend
-    sections = {s.kind: s for s in lead_inbox()}
+    sections = {s.kind: s for s in lead_inbox(default_workspace())}
     (line,) = sections["tier_changed"].lines
     assert line.text == "next_step gates with gpt-judge on refund@1: marked in the gate tier, now trend on cal"
     assert line.url.endswith("#criterion-next_step")
     GatingMark.objects.filter(criterion__key="next_step").update(tier="trend")
-    assert "tier_changed" not in {s.kind for s in lead_inbox()}  # negative control: same tier, nothing waits
+    assert "tier_changed" not in {
+        s.kind for s in lead_inbox(default_workspace())
+    }  # negative control: same tier, nothing waits
 
 
 def test_a_changed_judge_config_makes_its_marks_stale(lead, calibrated):
     es, rv, judge = calibrated
     GatingMark.objects.update(judge_config_hash="0" * 64)
-    (line,) = {s.kind: s for s in lead_inbox()}["stale"].lines
+    (line,) = {s.kind: s for s in lead_inbox(default_workspace())}["stale"].lines
     assert "judge config gpt-judge changed since it was marked" in line.text
 
 
@@ -166,7 +176,12 @@ def test_the_lead_home_costs_a_bounded_number_of_queries(client, lead, calibrate
         make_eval_set(f"idle-{i}")
         make_rubric_version("refund", f"draft-{i}")
         GateResult.objects.create(
-            decision="failed", source="cli", eval_set_name="rc", rubric_ref=rv.ref, judge_name="j"
+            workspace=default_workspace(),
+            decision="failed",
+            source="cli",
+            eval_set_name="rc",
+            rubric_ref=rv.ref,
+            judge_name="j",
         )
     bulk_calibration(es, rv, judge, {"correct_amount": (100, 10, 10, 80)})
     with CaptureQueriesContext(connection) as large:

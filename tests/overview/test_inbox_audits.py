@@ -19,7 +19,7 @@ from judging.models import JudgeRun
 from labeling.audit_order import release_next
 from overview.lead_inbox import MAX_AUDIT_CHECKS, audit_plans
 from tests.audit_helpers import KEY, candidate, gold, in_order, one_pass_short, plan_on
-from tests.factories import annotate, annotator, bulk_verdicts, make_eval_set, make_user, open_queue
+from tests.factories import annotate, annotator, bulk_verdicts, default_workspace, make_eval_set, make_user, open_queue
 from tests.overview.test_inbox import section
 
 pytestmark = pytest.mark.django_db
@@ -129,7 +129,7 @@ def more_plans(c, count: int, start: int = 0) -> list[AuditPlan]:
 
 def audit_queries() -> int:
     with CaptureQueriesContext(connection) as queries:
-        audit_plans()
+        audit_plans(default_workspace())
     return len(queries)
 
 

@@ -12,7 +12,7 @@ from evals.models import Role, User
 from evals.role_groups import LEAD_GROUP
 from judging.models import JudgeConfig
 from overview.lead_permissions import LEAD_PERMISSIONS, sync_lead_group
-from tests.factories import make_judge, make_user
+from tests.factories import default_workspace, make_judge, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +20,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def lee(monkeypatch):
     monkeypatch.setenv("ICEWATER_PASSWORD", "correct horse battery")
-    call_command("add_user", "lee", "--role", "lead", "--staff")
+    default_workspace()
+    call_command("add_user", "lee", "--workspace", "default", "--role", "lead", "--staff")
     return User.objects.get(username="lee")
 
 
@@ -40,7 +41,7 @@ def test_migrate_leaves_the_lead_group_with_exactly_its_listed_permissions():
 
 def test_add_user_puts_a_lead_in_the_group_and_takes_them_out_when_the_role_changes(lee, monkeypatch):
     assert lee.groups.filter(name=LEAD_GROUP).exists() and lee.is_staff
-    call_command("add_user", "lee", "--role", "reviewer")
+    call_command("add_user", "lee", "--workspace", "default", "--role", "reviewer")
     assert not lee.groups.filter(name=LEAD_GROUP).exists()
 
 
@@ -70,21 +71,21 @@ def test_a_lead_manages_annotators_but_not_privileges_leads_or_superusers(client
     url = reverse("admin:evals_user_change", args=[ann.pk])
     page = client.get(url).content.decode()
     assert 'name="is_superuser"' not in page and 'name="groups"' not in page and 'name="is_staff"' not in page
-    form = {"username": "ann", "role": "reviewer", "is_active": "on", "is_superuser": "on", "is_staff": "on"}
+    # Roles are memberships since #36, managed on the workspace's Members page: the lead's admin has no role field.
+    assert 'name="role"' not in page and 'name="memberships-0-role"' not in page
+    form = {"username": "ann", "role": "lead", "is_active": "on", "is_superuser": "on", "is_staff": "on"}
     form |= {"date_joined_0": "2026-01-01", "date_joined_1": "00:00:00"}
     assert client.post(url, form).status_code == 302
     ann.refresh_from_db()
-    assert ann.role == Role.REVIEWER and not ann.is_superuser and not ann.is_staff  # the flags were ignored
-    promote = client.post(url, {**form, "role": "lead"})
-    assert promote.status_code == 200 and "Select a valid choice" in promote.content.decode()
-    ann.refresh_from_db()
-    assert ann.role == Role.REVIEWER
-    for user in (boss, other_lead):
+    ann.forget_workspace_roles()
+    assert ann.role_in(default_workspace()) == Role.ANNOTATOR and not ann.is_superuser and not ann.is_staff
+    # The superuser is a member of no workspace lee leads: for lee the account does not exist (404, #36).
+    for user, refused in ((boss, 404), (other_lead, 403)):
         change = client.get(reverse("admin:evals_user_change", args=[user.pk])).content.decode()
         assert 'name="username"' not in change  # shown read-only at most: no field to post
         password_url = reverse("admin:auth_user_password_change", args=[user.pk])
         password = client.post(password_url, {"password1": "taken over now!", "password2": "taken over now!"})
-        assert password.status_code == 403
+        assert password.status_code == refused
         user.refresh_from_db()
         assert not user.check_password("taken over now!")
 
@@ -99,9 +100,7 @@ def test_a_lead_adds_an_annotator_account_but_cannot_add_a_lead(client, lee):
     client.force_login(lee)
     url = reverse("admin:evals_user_add")
     form = {"username": "newbie", "password1": "a long enough pw 1", "password2": "a long enough pw 1"}
-    refused = client.post(url, {**form, "role": "lead"})
-    assert refused.status_code == 200 and "Select a valid choice" in refused.content.decode()
-    assert not User.objects.filter(username="newbie").exists()
-    assert client.post(url, {**form, "role": "annotator"}).status_code == 302
+    # A posted role is ignored (memberships are the Members page's since #36): the account has none, and no lead.
+    assert client.post(url, {**form, "role": "lead"}).status_code == 302
     newbie = User.objects.get(username="newbie")
-    assert newbie.role == Role.ANNOTATOR and not newbie.is_staff and not newbie.groups.exists()
+    assert newbie.workspace_roles() == {} and not newbie.is_staff and not newbie.groups.exists()

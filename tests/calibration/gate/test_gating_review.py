@@ -13,7 +13,14 @@ from calibration.gate.approvals import ApprovalRefused, approve_rubric_version, 
 from calibration.models import GatingReview
 from judging.models import JudgeRun
 from overview.lead_inbox import uncalibrated_runs
-from tests.factories import bulk_calibration, make_eval_set, make_judge, make_rubric_version, mark_as_gating
+from tests.factories import (
+    bulk_calibration,
+    default_workspace,
+    make_eval_set,
+    make_judge,
+    make_rubric_version,
+    mark_as_gating,
+)
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -34,7 +41,7 @@ def url(es, rv, judge, name="calibration:review_gating") -> str:
 
 
 def waiting() -> list[str]:
-    return [line.text for line in uncalibrated_runs()]
+    return [line.text for line in uncalibrated_runs(default_workspace())]
 
 
 def test_recording_that_nothing_gates_keeps_the_figures_and_answers_the_finished_run(finished, lead):
