@@ -12,7 +12,15 @@ from django.utils import timezone
 from evals.models import Role, RubricVersion
 from labeling.models import Annotation, Label, LabelingQueue
 from labeling.queue import RESERVATION, claim_next, current_queue
-from tests.factories import all_answers, annotate_directly, labeling_setup, make_rubric_version, make_user, six_criteria
+from tests.factories import (
+    all_answers,
+    annotate_directly,
+    default_workspace,
+    labeling_setup,
+    make_rubric_version,
+    make_user,
+    six_criteria,
+)
 from tests.labeling_helpers import next_url, page_url, save_url
 
 pytestmark = pytest.mark.django_db
@@ -284,7 +292,7 @@ def test_the_home_page_offers_each_role_its_next_step(client, annotator, reviewe
         assert "Adjudicate" in page and "Progress" in page
         assert ">Next</button>" not in page and ">My work</a>" not in page
         assert "Labeling is for annotators" in page
-    assert Role.LEAD == lead.role
+    assert lead.role_in(default_workspace()) == Role.LEAD
     assert "Queues" in client.get(reverse("home")).content.decode()
 
 

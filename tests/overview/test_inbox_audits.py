@@ -128,8 +128,9 @@ def more_plans(c, count: int, start: int = 0) -> list[AuditPlan]:
 
 
 def audit_queries() -> int:
+    workspace = default_workspace()  # read before counting: the inbox is given the request's workspace
     with CaptureQueriesContext(connection) as queries:
-        audit_plans(default_workspace())
+        audit_plans(workspace)
     return len(queries)
 
 

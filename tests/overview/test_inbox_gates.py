@@ -34,6 +34,7 @@ def instrument():
 def failed(instrument, agent_version: str, binding: str = "correct_amount") -> GateResult:
     es, rv, judge = instrument
     return GateResult.objects.create(
+        workspace=es.workspace,
         decision="failed",
         source="http",
         eval_set=es,
@@ -69,14 +70,27 @@ def test_identical_failures_are_one_line_with_the_agent_version_and_how_often(cl
 def test_a_call_naming_an_unknown_eval_set_is_listed_apart_from_failures(client, lead, instrument):
     es, rv, judge = instrument
     token = GateToken.objects.create(
-        project="nightly", rubric_version=rv, token_hash="0" * 64, hint="icw_0000", scopes=["gate"], created_by=lead
+        workspace=es.workspace,
+        project="nightly",
+        rubric_version=rv,
+        token_hash="0" * 64,
+        hint="icw_0000",
+        scopes=["gate"],
+        created_by=lead,
     )
     for _ in range(2):
         gate_and_record(
-            GateRequest("rc-1x", rv.ref, judge.name, None, Tightening()), source=GateResult.Source.HTTP, token=token
+            GateRequest("rc-1x", rv.ref, judge.name, None, Tightening()),
+            workspace=es.workspace,
+            source=GateResult.Source.HTTP,
+            token=token,
         )
     # A gate that could not decide on an instrument that exists is a release's news (negative control).
-    gate_and_record(GateRequest("rc-1", rv.ref, judge.name, "v2", Tightening()), source=GateResult.Source.CLI)
+    gate_and_record(
+        GateRequest("rc-1", rv.ref, judge.name, "v2", Tightening()),
+        workspace=es.workspace,
+        source=GateResult.Source.CLI,
+    )
     client.force_login(lead)
     body = client.get(HOME).content.decode()
     failures, mistakes = section(body, "gate_failed"), section(body, "gate_misnamed")
