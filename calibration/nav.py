@@ -15,7 +15,7 @@ def nav_items(user) -> list[dict]:
     if not has_role(user, *STAFF_ROLES):
         return []
     return [
-        {"label": "Progress", "url": reverse("workspace:progress")},
+        {"label": "Progress", "url": reverse("overview:progress")},
         {"label": "Calibration", "url": reverse("calibration:index")},
         {"label": "Gate results", "url": reverse("calibration:gates")},
         {"label": "Audits", "url": reverse("calibration:audit_plans")},

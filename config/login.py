@@ -1,5 +1,5 @@
 """The login page: Django's LoginView, saying how many tries are left before django-axes locks the pair out,
-and which demo accounts anyone can still sign in as (workspace/demo/logins.py); with a provider set, the
+and which demo accounts anyone can still sign in as (overview/demo/logins.py); with a provider set, the
 company sign-in button; with ICEWATER_PASSWORD_LOGIN=0, only that button, and a password form refused here and
 at the admin's login.
 
@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.cache import never_cache
 
-from workspace.demo.logins import DEFAULT_DEMO_PASSWORD, public_demo_logins
+from overview.demo.logins import DEFAULT_DEMO_PASSWORD, public_demo_logins
 
 # Said once few are left: someone who mistyped once is not alarmed, someone about to be locked out is warned.
 WARN_AT_MOST = 2

@@ -137,7 +137,7 @@ INSTALLED_APPS = [
     "ninja",  # its templates and static files: the API docs page serves Swagger UI from here, no CDN
     "api",
     "periodic",
-    "workspace",
+    "overview",
 ]
 
 MIDDLEWARE = [

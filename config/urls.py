@@ -6,8 +6,8 @@ from django.urls import include, path
 from api.urls import calibration_patterns as calibration_api
 from api.urls import token_panel_patterns
 from calibration import urls as calibration_urls
+from overview.home import home
 from signin.views import LogoutView
-from workspace.home import home
 
 from .login import LoginView, admin_login
 from .moved_addresses import moved
@@ -40,15 +40,15 @@ urlpatterns = [
         ),
     ),
     # Pages that moved to the room their address names: their first addresses redirect (301, 308 for a POST).
-    moved("calibration/progress/", "workspace:progress"),
-    moved("calibration/sets/<int:eval_set>/", "workspace:eval_set"),
-    moved("calibration/outputs/<int:output>/", "workspace:output"),
+    moved("calibration/progress/", "overview:progress"),
+    moved("calibration/sets/<int:eval_set>/", "overview:eval_set"),
+    moved("calibration/outputs/<int:output>/", "overview:output"),
     moved("calibration/gates/", "calibration:gates"),
     moved("calibration/gates/tokens", "calibration:create_token"),
     moved("calibration/gates/tokens/<int:token>/revoke", "calibration:revoke_token"),
     path("api/", include("api.urls")),
     path("", home, name="home"),
-    path("", include("workspace.urls")),
+    path("", include("overview.urls")),
     path("", include("formats.urls")),
     path("", include("labeling.urls")),
 ]

@@ -18,7 +18,7 @@ PRIVILEGE_FIELDS = ("is_superuser", "is_staff", "groups", "user_permissions")
 
 @admin.register(User)
 class IcewaterUserAdmin(UserAdmin):
-    """Leads manage annotator and reviewer accounts (the lead group, workspace/lead_permissions.py); the privilege
+    """Leads manage annotator and reviewer accounts (the lead group, overview/lead_permissions.py); the privilege
     flags and other leads' or superusers' accounts (their passwords above all) stay with superusers."""
 
     list_display = ("username", "role", "is_active", "is_staff", "last_login")

@@ -1,7 +1,7 @@
 """The Django admin group of the lead role: what a lead may see and change in the admin.
 
 The role decides the product's pages (evals.access); the admin works with Django's own permissions, so
-every lead is a member of one Group, LEAD_GROUP, whose permissions workspace/lead_permissions.py keeps up
+every lead is a member of one Group, LEAD_GROUP, whose permissions overview/lead_permissions.py keeps up
 to date after each migrate. Membership follows the role: `add_user --role`, `load_demo` and the user admin call
 sync_role_group. The admin itself still needs is_staff (`add_user --staff`).
 """

@@ -1,6 +1,6 @@
 """What each annotator has to do: their open queues, drafts and what is left (nothing about anyone else's labels).
 
-The staff view of progress, with the human-human agreement, is workspace/labeling_progress.py.
+The staff view of progress, with the human-human agreement, is overview/labeling_progress.py.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def module_demo(django_db_setup, django_db_blocker):
     from evals.models import EvalSet
     from judging.models import JudgeConfig
     from labeling.models import LabelingQueue
-    from workspace.management.commands.load_demo import EVAL_SET, JUDGE
+    from overview.management.commands.load_demo import EVAL_SET, JUDGE
 
     with (
         django_db_blocker.unblock(),

@@ -186,14 +186,14 @@ def test_a_trace_without_input_or_response_is_refused_with_its_reason_on_the_eva
     assert not Output.objects.filter(case__eval_set=es).exists()
     assert TraceSpan.objects.count() == 0
     client.force_login(lead)
-    page = client.get(reverse("workspace:eval_set", args=[es.pk])).content.decode()
+    page = client.get(reverse("overview:eval_set", args=[es.pk])).content.decode()
     assert "1 refused" in page and "the trace gives no input and final response" in page
 
 
 def test_the_eval_set_page_says_nothing_of_traces_without_a_traces_token(client, lead):
     es = make_eval_set("plain")
     client.force_login(lead)
-    assert 'id="trace-summary"' not in client.get(reverse("workspace:eval_set", args=[es.pk])).content.decode()
+    assert 'id="trace-summary"' not in client.get(reverse("overview:eval_set", args=[es.pk])).content.decode()
 
 
 def test_genai_semantic_convention_attributes_make_an_output(client, lead):

@@ -17,9 +17,9 @@ from api.models import GateToken, VerdictPush
 from calibration.models import GateResult
 from evals.role_groups import LEAD_GROUP
 from judging.models import JudgeRun
+from overview.lead_permissions import sync_lead_group
 from tests.factories import make_eval_set, make_judge, make_rubric_version, make_user
 from tests.migration_helpers import migrate_to_latest
-from workspace.lead_permissions import sync_lead_group
 
 pytestmark = pytest.mark.slow  # migrates from an old schema with data
 

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from workspace.management.commands.load_demo import EVAL_SET
+from overview.management.commands.load_demo import EVAL_SET
 
 from .browser_helpers import screenshot
 from .test_csp_browser import log_in

@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 from evals.models import EvalSet, User
 from judging.models import JudgeConfig, JudgeRun, ProbeRun, Verdict
 from labeling.models import LabelingQueue
-from workspace.management.commands.load_demo import DEFAULT_DEMO_PASSWORD, EVAL_SET, JUDGE
+from overview.management.commands.load_demo import DEFAULT_DEMO_PASSWORD, EVAL_SET, JUDGE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

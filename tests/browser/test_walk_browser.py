@@ -17,7 +17,7 @@ from pytest_django.live_server_helper import LiveServer
 
 from evals.models import Output
 from judging.models import JudgeRun, ProbeRun, Verdict
-from workspace.management.commands.load_demo import DEFAULT_DEMO_PASSWORD
+from overview.management.commands.load_demo import DEFAULT_DEMO_PASSWORD
 
 from .browser_helpers import screenshot
 

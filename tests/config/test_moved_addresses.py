@@ -1,4 +1,4 @@
-"""Pages served from the room their address names: the workspace pages at /progress/, /sets/<id>/ and /outputs/<id>/,
+"""Pages served from the room their address names: the overview pages at /progress/, /sets/<id>/ and /outputs/<id>/,
 the gate page with its token panel at /api/gates/. Their first addresses under /calibration/ redirect for good (301,
 308 for a form's POST, the query string kept), so bookmarks and links in people's notes keep working; the new
 addresses keep the role checks the old ones had."""
@@ -34,9 +34,9 @@ def moved(world) -> list[tuple[str, str]]:
 
 def test_the_new_addresses_are_the_url_names_of_the_pages(world):
     es, output = world["es"].pk, world["output"].pk
-    assert reverse("workspace:progress") == "/progress/"
-    assert reverse("workspace:eval_set", args=[es]) == f"/sets/{es}/"
-    assert reverse("workspace:output", args=[output]) == f"/outputs/{output}/"
+    assert reverse("overview:progress") == "/progress/"
+    assert reverse("overview:eval_set", args=[es]) == f"/sets/{es}/"
+    assert reverse("overview:output", args=[output]) == f"/outputs/{output}/"
     assert reverse("calibration:gates") == "/api/gates/"
     assert reverse("calibration:create_token") == "/api/gates/tokens"
     assert reverse("calibration:revoke_token", args=[7]) == "/api/gates/tokens/7/revoke"

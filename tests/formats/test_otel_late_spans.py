@@ -63,7 +63,7 @@ def test_a_span_of_a_finished_trace_is_counted_late_and_answered_as_rejected(cli
     assert outcome.late_spans == 1
 
     client.force_login(lead)
-    page = client.get(reverse("workspace:eval_set", args=[es.pk])).content.decode()
+    page = client.get(reverse("overview:eval_set", args=[es.pk])).content.decode()
     assert "1 late span: came after its trace was finished, in no output" in page
 
 
@@ -76,7 +76,7 @@ def test_a_finished_trace_sent_again_is_no_partial_success(client, lead):
     assert answer.status_code == 200 and not response_of(answer).HasField("partial_success")
     assert TraceOutcome.objects.get().late_spans == 0
     client.force_login(lead)
-    assert 'id="trace-late-spans"' not in client.get(reverse("workspace:eval_set", args=[es.pk])).content.decode()
+    assert 'id="trace-late-spans"' not in client.get(reverse("overview:eval_set", args=[es.pk])).content.decode()
 
 
 def test_late_spans_are_answered_in_otlp_json_too(client, lead):

@@ -11,10 +11,10 @@ from judging.gold_splits import start_split
 from judging.guidance import GuidanceRefused, derive_config
 from judging.models import GoldSplit, JudgeConfig, JudgeConfigLocked, JudgeRun
 from judging.prompt import CriterionSpec, GuidanceExample, Subject, build_request
+from overview.lead_permissions import sync_lead_group
 from tests.factories import make_llm_judge, make_rubric_version, make_run, make_user
 from tests.guidance_helpers import example, gold_set
 from tests.judging_helpers import judge_in_process
-from workspace.lead_permissions import sync_lead_group
 
 pytestmark = pytest.mark.django_db
 

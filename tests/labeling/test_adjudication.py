@@ -268,7 +268,7 @@ def test_the_adjudication_page_never_shows_a_judge_verdict(client, reviewer, spl
     for page in (
         client.get(url(output, crit["correct_amount"])),
         client.get(queue_url(eval_set, rv)),
-        client.get(reverse("workspace:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}"),
+        client.get(reverse("overview:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}"),
     ):
         body = page.content.decode()
         assert page.status_code == 200

@@ -209,8 +209,8 @@ def test_an_annotator_is_refused_every_staff_page(client, annotator, world):
         client.get(reverse("labeling:adjudication_queue") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}"),
         client.get(adjudicate),
         client.post(adjudicate, {"outcome": "PASS", "rationale": "x", "based_on": 1}),
-        client.get(reverse("workspace:progress")),
-        client.get(reverse("workspace:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}"),
+        client.get(reverse("overview:progress")),
+        client.get(reverse("overview:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}"),
         client.get(reverse("labeling:queues")),
         client.post(reverse("labeling:queue_move", args=[eval_set.pk]), {"rubric_version": rv.pk}),
     ):

@@ -89,7 +89,7 @@ def adjudication_page_queries(client, reviewer, criteria, n_outputs):
         lambda: client.get(reverse("labeling:adjudication_queue") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}")
     )
     progress = count(
-        lambda: client.get(reverse("workspace:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}")
+        lambda: client.get(reverse("overview:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}")
     )
     return page, queue, progress
 

@@ -32,7 +32,7 @@ from tests.api_helpers import call, create_token
 from tests.audit_helpers import candidate, gold, in_order, one_pass_short, plan_on, settle
 from tests.calibration.audits.test_audit_stratified_plan import mixed, plan_candidate, start
 from tests.calibration.gate.test_audit_gate import gate
-from tests.workspace.test_inbox import section
+from tests.overview.test_inbox import section
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,8 @@ from django.utils import timezone
 from calibration.gate.approvals import ApprovalRefused, approve_rubric_version, mark_gating, record_review
 from calibration.models import GatingReview
 from judging.models import JudgeRun
+from overview.lead_inbox import uncalibrated_runs
 from tests.factories import bulk_calibration, make_eval_set, make_judge, make_rubric_version, mark_as_gating
-from workspace.lead_inbox import uncalibrated_runs
 
 pytestmark = pytest.mark.django_db
 HTMX = {"HTTP_HX_REQUEST": "true"}

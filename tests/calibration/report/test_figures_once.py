@@ -44,14 +44,14 @@ def test_the_progress_page_reads_the_human_ceiling_the_report_computed(client, l
     row = calibration_report(eval_set=es, rubric_version=rv, judge_config=judge).row("correct_amount")
     assert len(human_calls) == 1 and row.human.kappa == 1.0
     client.force_login(lead)
-    page = client.get(reverse("workspace:progress") + f"?eval_set={es.pk}&rubric_version={rv.pk}")
+    page = client.get(reverse("overview:progress") + f"?eval_set={es.pk}&rubric_version={rv.pk}")
     assert page.status_code == 200
     assert len(human_calls) == 1  # the report's entry: the same labels, the same figures
     assert page.context["progress"].criteria[0].agreement.kappa == 1.0
 
     # Negative control: a third person's label is new content, so the ceiling is computed again.
     annotate(outputs[0], rv, annotator("cy"), 3, {"correct_amount": "FAIL"})
-    client.get(reverse("workspace:progress") + f"?eval_set={es.pk}&rubric_version={rv.pk}")
+    client.get(reverse("overview:progress") + f"?eval_set={es.pk}&rubric_version={rv.pk}")
     assert len(human_calls) == 2
 
 
@@ -59,7 +59,7 @@ def test_the_progress_page_costs_the_same_queries_whatever_the_labels(
     client, lead, human_calls, django_assert_max_num_queries
 ):
     es, rv, judge = make_eval_set("cal"), make_rubric_version("refund", "1"), make_judge("gpt-judge")
-    url = reverse("workspace:progress") + f"?eval_set={es.pk}&rubric_version={rv.pk}"
+    url = reverse("overview:progress") + f"?eval_set={es.pk}&rubric_version={rv.pk}"
     make_output(es, "only")
     client.force_login(lead)
     client.get(url)

@@ -1,5 +1,5 @@
 """The demo's second judge version: precedents from the development split move within_policy from the trend
-tier to the gate tier on the held-out split, computed by running it (workspace/management/commands/load_demo.py)."""
+tier to the gate tier on the held-out split, computed by running it (overview/management/commands/load_demo.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from calibration.stats.metrics import tier_for
 from evals.models import EvalSet, RubricVersion
 from judging.gold_splits import look_count, part_outputs, split_for
 from judging.models import GoldSplit, JudgeConfig, JudgeRun, Verdict
-from workspace.management.commands.load_demo import EVAL_SET, IMPROVED, JUDGE, JUDGE_V2, RUBRIC
+from overview.management.commands.load_demo import EVAL_SET, IMPROVED, JUDGE, JUDGE_V2, RUBRIC
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]  # slow: each test loads the whole demo
 

@@ -12,9 +12,9 @@ from django.urls import reverse
 from evals.models import Criterion
 from labeling.gold import ADJUDICATED, AGREED, AWAITING, DISAGREED, item_states
 from labeling.models import GoldLabel
+from overview.labeling_progress import annotation_buckets, criterion_counts, progress
 from tests.factories import annotate_directly, labeling_setup, make_output, make_user
 from tests.labeling_helpers import next_url
-from workspace.labeling_progress import annotation_buckets, criterion_counts, progress
 
 # --- Pure functions ---------------------------------------------------------------------------------
 
@@ -88,7 +88,7 @@ def labeled(annotator, annotator2):
 
 
 def url(eval_set, rv):
-    return reverse("workspace:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}"
+    return reverse("overview:progress") + f"?eval_set={eval_set.pk}&rubric_version={rv.pk}"
 
 
 @pytest.mark.django_db
@@ -157,5 +157,5 @@ def test_an_empty_eval_set_shows_zeros_not_errors(client, reviewer):
     page = client.get(url(eval_set, rv)).content.decode()
     assert "pending adjudications" in page and "—" in page
     make_user("unused")
-    assert client.get(reverse("workspace:progress") + "?eval_set=abc&rubric_version=").status_code == 200
+    assert client.get(reverse("overview:progress") + "?eval_set=abc&rubric_version=").status_code == 200
     make_output(eval_set)

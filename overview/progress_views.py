@@ -25,4 +25,4 @@ def progress_page(request: AuthenticatedHttpRequest) -> HttpResponse:
     if scope.eval_set and scope.rubric_version:
         context["progress"] = labeling_progress(scope.eval_set, scope.rubric_version)
         context["versions"] = versions_with_work(scope.eval_set, also=scope.rubric_version)
-    return render(request, "workspace/progress.html", context)
+    return render(request, "overview/progress.html", context)

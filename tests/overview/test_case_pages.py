@@ -60,13 +60,13 @@ def listed(response) -> list[str]:
 
 
 def set_url(world, **params) -> str:
-    url = reverse("workspace:eval_set", args=[world["es"].pk])
+    url = reverse("overview:eval_set", args=[world["es"].pk])
     params.setdefault("rubric_version", world["rv"].pk)
     return url + "?" + "&".join(f"{k}={v}" for k, v in params.items())
 
 
 def test_annotators_get_403_and_strangers_are_sent_to_log_in(client, world, annotator):
-    urls = [set_url(world), reverse("workspace:output", args=[world["outputs"][0].pk])]
+    urls = [set_url(world), reverse("overview:output", args=[world["outputs"][0].pk])]
     for url in urls:
         response = client.get(url)
         assert response.status_code == 302 and "/accounts/login/" in response["Location"]
@@ -114,7 +114,7 @@ def test_the_list_is_paginated_with_filters_kept_in_the_links(client, reviewer):
     for i in range(60):
         make_output(es, case_id=f"bulk-{i:03d}")
     client.force_login(reviewer)
-    url = reverse("workspace:eval_set", args=[es.pk])
+    url = reverse("overview:eval_set", args=[es.pk])
     first = client.get(url + "?q=bulk")
     assert len(listed(first)) == 50 and first.context["page"].paginator.num_pages == 2
     assert "?q=bulk&amp;page=2" in first.content.decode()
@@ -139,7 +139,7 @@ def test_the_eval_set_page_runs_a_bounded_number_of_queries(client, world, revie
 def test_the_output_page_shows_every_quote_highlighted_with_its_source(client, world, lead):
     client.force_login(lead)
     agreed = world["outputs"][0]
-    page = client.get(reverse("workspace:output", args=[agreed.pk])).content.decode()
+    page = client.get(reverse("overview:output", args=[agreed.pk])).content.decode()
     assert page.count('data-part="response"') == 1  # the transcript is shown once
     assert '<mark class="c' not in page  # every mark carries its source's colour
     assert "q-a" in page and "q-b" in page and "q-j1" in page
@@ -150,29 +150,29 @@ def test_the_output_page_shows_every_quote_highlighted_with_its_source(client, w
 def test_names_stay_hidden_until_two_annotations_are_submitted(client, world, reviewer):
     client.force_login(reviewer)
     lone = world["outputs"][3]
-    page = client.get(reverse("workspace:output", args=[lone.pk])).content.decode()
+    page = client.get(reverse("overview:output", args=[lone.pk])).content.decode()
     assert "Annotator A" in page and "amy" not in page
 
 
 def test_gold_history_shows_every_revision_and_words_people_read(client, world, reviewer):
     client.force_login(reviewer)
     gold = world["outputs"][2]
-    page = client.get(reverse("workspace:output", args=[gold.pk])).content.decode()
+    page = client.get(reverse("overview:output", args=[gold.pk])).content.decode()
     assert "first look" in page and "the amount is 40" in page and "revision 2" in page
     assert "Can&#x27;t tell" in page and ">ABSTAIN<" not in page
 
 
 def test_the_quote_that_is_not_in_the_transcript_is_flagged(client, world, reviewer):
     client.force_login(reviewer)
-    page = client.get(reverse("workspace:output", args=[world["outputs"][1].pk])).content.decode()
+    page = client.get(reverse("overview:output", args=[world["outputs"][1].pk])).content.decode()
     assert "quote not in transcript" in page
-    negative = client.get(reverse("workspace:output", args=[world["outputs"][0].pk])).content.decode()
+    negative = client.get(reverse("overview:output", args=[world["outputs"][0].pk])).content.decode()
     assert "quote not in transcript" not in negative
 
 
 def test_the_output_page_runs_a_bounded_number_of_queries(client, world, reviewer):
     client.force_login(reviewer)
-    url = reverse("workspace:output", args=[world["outputs"][0].pk])
+    url = reverse("overview:output", args=[world["outputs"][0].pk])
     client.get(url)
     with CaptureQueriesContext(connection) as queries:
         assert client.get(url).status_code == 200
@@ -183,7 +183,7 @@ def test_bad_output_ids_and_versions_are_handled(client, world, reviewer):
     client.force_login(reviewer)
     assert client.get("/outputs/999999/").status_code == 404
     assert client.get("/sets/999999/").status_code == 404
-    url = reverse("workspace:output", args=[world["outputs"][0].pk])
+    url = reverse("overview:output", args=[world["outputs"][0].pk])
     response = client.get(url + "?rubric_version=abc")
     assert response.status_code == 200 and "does not exist" in response.content.decode()
     assert Label.objects.count() == 7 and EvalSet.objects.count() == 1  # reading writes nothing
@@ -200,10 +200,10 @@ def test_verdicts_of_probe_runs_show_on_neither_page(client, world, reviewer):
     probe_run = make_run(world["es"], world["rv"], make_judge("probed-judge"))
     probed = add_verdict(probe_run, agreed, "correct_amount", "PASS", evidence="not here", evidence_found=False)
     client.force_login(reviewer)
-    page = client.get(reverse("workspace:output", args=[agreed.pk])).content.decode()
+    page = client.get(reverse("overview:output", args=[agreed.pk])).content.decode()
     listing = client.get(set_url(world, show="evidence-not-found"))
     assert "probed-judge" in page and "agreed-1" in listed(listing)  # the control: as a plain verdict it shows
     type(probed).objects.filter(pk=probed.pk).update(probe="padding")
-    page = client.get(reverse("workspace:output", args=[agreed.pk])).content.decode()
+    page = client.get(reverse("overview:output", args=[agreed.pk])).content.decode()
     assert "probed-judge" not in page
     assert "agreed-1" not in listed(client.get(set_url(world, show="evidence-not-found")))

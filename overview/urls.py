@@ -4,7 +4,7 @@ from django.urls import path
 
 from . import browse_views, progress_views
 
-app_name = "workspace"
+app_name = "overview"
 
 # At the site's root (config/urls.py); their first addresses under /calibration/ redirect here
 # (config/moved_addresses.py).

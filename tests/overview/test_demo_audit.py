@@ -12,7 +12,7 @@ from django.urls import reverse
 from calibration.audits.figures import plan_figures
 from calibration.models import AuditPlan, GatingMark
 from evals.models import Output, RubricVersion, User
-from workspace.demo import audit
+from overview.demo import audit
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]  # slow: each test loads the whole demo
 

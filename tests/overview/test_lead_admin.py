@@ -11,8 +11,8 @@ from django.urls import reverse
 from evals.models import Role, User
 from evals.role_groups import LEAD_GROUP
 from judging.models import JudgeConfig
+from overview.lead_permissions import LEAD_PERMISSIONS, sync_lead_group
 from tests.factories import make_judge, make_user
-from workspace.lead_permissions import LEAD_PERMISSIONS, sync_lead_group
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""The eval set page and the output page (what they show: workspace.browse). Reviewers and leads only:
+"""The eval set page and the output page (what they show: overview.browse). Reviewers and leads only:
 they show other people's labels and the judge, and annotators label blind (403)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from formats.trace_outputs import trace_summary
 from judging.models import JudgeConfig
 from labeling.labeling_pages import full_url, transcript_parts
 from labeling.queue import current_queue
-from workspace.browse_forms import CaseFilterForm
+from overview.browse_forms import CaseFilterForm
 
 from . import browse
 
@@ -60,7 +60,7 @@ def eval_set_page(request: AuthenticatedHttpRequest, eval_set: int) -> HttpRespo
         "query": query.urlencode(),
         "traces": trace_summary(es) if getattr(es, "traced", False) else None,  # the annotation above
     }
-    return render(request, "workspace/eval_set.html", context)
+    return render(request, "overview/eval_set.html", context)
 
 
 def _rows(outputs, rv: RubricVersion | None) -> list[dict]:
@@ -91,4 +91,4 @@ def output_page(request: AuthenticatedHttpRequest, output: int) -> HttpResponse:
         "full_url": full_url(request),
         "bad_version": bool(wanted) and (rv is None or str(rv.pk) != wanted),
     }
-    return render(request, "workspace/output.html", context)
+    return render(request, "overview/output.html", context)

@@ -17,10 +17,10 @@ from calibration.models import AuditPlan
 from evals.models import Role
 from judging.models import JudgeRun
 from labeling.audit_order import release_next
+from overview.lead_inbox import MAX_AUDIT_CHECKS, audit_plans
 from tests.audit_helpers import KEY, candidate, gold, in_order, one_pass_short, plan_on
 from tests.factories import annotate, annotator, bulk_verdicts, make_eval_set, make_user, open_queue
-from tests.workspace.test_inbox import section
-from workspace.lead_inbox import MAX_AUDIT_CHECKS, audit_plans
+from tests.overview.test_inbox import section
 
 pytestmark = pytest.mark.django_db
 HOME = reverse("home")

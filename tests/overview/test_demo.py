@@ -15,11 +15,11 @@ from calibration.stats.metrics import HUMAN_MIN_KAPPA, MIN_N
 from evals.models import EvalSet, Output, RubricVersion, User
 from judging.models import JudgeConfig, JudgeRun
 from labeling.models import LabelingQueue
-from workspace.management.commands.load_demo import DEMO_DIR, EVAL_SET, JUDGE, LLM_JUDGE
+from overview.management.commands.load_demo import DEMO_DIR, EVAL_SET, JUDGE, LLM_JUDGE
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]  # slow: each test loads the whole demo
 
-# Where each demo criterion is meant to land (workspace/demo/generate.py says why).
+# Where each demo criterion is meant to land (overview/demo/generate.py says why).
 INTENDED_TIERS = {"correct_amount": "gate", "within_policy": "trend", "concise": "unusable", "grounded": "unusable"}
 PEOPLE_DISAGREE = "grounded"
 

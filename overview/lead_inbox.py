@@ -25,7 +25,7 @@ Seven kinds, in the order they appear:
                  or judge config that does not exist: the caller's mistake, not a
                  release's failure
 
-The reviewer's part is workspace.review_inbox. Queries: one per kind (the two gate kinds share one, and so do
+The reviewer's part is overview.review_inbox. Queries: one per kind (the two gate kinds share one, and so do
 the two audit kinds), plus one report (six queries, nine with a probe run) per calibration a gating mark was
 made on, at most MAX_TIER_CHECKS of them, and one plan's figures (six queries) per audit plan shown, at most
 MAX_AUDIT_CHECKS of them.

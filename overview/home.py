@@ -1,5 +1,5 @@
 """Home: an inbox per role. An annotator's queues (labeling.my_queues), what waits for a reviewer
-(workspace.review_inbox), and what waits for a lead's decision (workspace.lead_inbox: rubric versions,
+(overview.review_inbox), and what waits for a lead's decision (overview.lead_inbox: rubric versions,
 queues, judge runs, gating marks and gates).
 """
 
@@ -23,8 +23,8 @@ from evals.access import (
 from evals.models import EvalSet, Role, RubricVersion
 from labeling.my_queues import my_queues
 from labeling.queue import open_queues
-from workspace.lead_inbox import lead_inbox
-from workspace.review_inbox import adjudications_waiting
+from overview.lead_inbox import lead_inbox
+from overview.review_inbox import adjudications_waiting
 
 
 @never_cache
@@ -46,4 +46,4 @@ def home(request: AuthenticatedHttpRequest) -> HttpResponse:
         context["queues"] = open_queues()
     if lead:
         context["decisions"] = lead_inbox()
-    return render(request, "workspace/home.html", context)
+    return render(request, "overview/home.html", context)

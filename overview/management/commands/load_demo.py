@@ -13,16 +13,16 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-import workspace.demo
+import overview.demo
 from evals.models import Case, Output, Role, User
 from evals.role_groups import sync_role_group
 from formats.planner import analyze
 from judging.models import JudgeRun, Verdict
 from labeling.models import Annotation, GoldLabel, Label
-from workspace.demo.logins import DEFAULT_DEMO_PASSWORD, DEMO_USERS
+from overview.demo.logins import DEFAULT_DEMO_PASSWORD, DEMO_USERS
 
-# The demo's files: cases, labels and the instrument judge (workspace/demo/generate.py writes them).
-DEMO_DIR = Path(workspace.demo.__file__).resolve().parent
+# The demo's files: cases, labels and the instrument judge (overview/demo/generate.py writes them).
+DEMO_DIR = Path(overview.demo.__file__).resolve().parent
 EVAL_SET = "refund-support-demo"
 RUBRIC = "refund-support@1"
 JUDGE = "demo-instruments"
@@ -48,7 +48,7 @@ class Command(BaseCommand):
             "--audit",
             action="store_true",
             help="also make the README walk's decisions (approve, mark correct_amount gating at 0.85) if nobody "
-            "has, and add a release candidate with a partly labeled audit plan (workspace/demo/audit.py)",
+            "has, and add a release candidate with a partly labeled audit plan (overview/demo/audit.py)",
         )
 
     def handle(self, *args, **options):
@@ -104,7 +104,7 @@ class Command(BaseCommand):
         load_second_version(quiet)
         what = f"eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}"
         if options.get("audit"):
-            from workspace.demo.audit import load_audit_demo
+            from overview.demo.audit import load_audit_demo
 
             plan = load_audit_demo(eval_set=EVAL_SET, rubric=RUBRIC, judge=JUDGE, quiet=quiet)
             what += f"; audit plan {plan.pk} of correct_amount on {plan.eval_set.name} (Audits)"

@@ -1,6 +1,6 @@
 """Write the demo data: a refund-support agent's outputs with deliberate flaws, and human labels.
 
-Run `python -m workspace.demo.generate` to rebuild workspace/demo/cases.jsonl and labels.jsonl.
+Run `python -m overview.demo.generate` to rebuild overview/demo/cases.jsonl and labels.jsonl.
 The output is deterministic (fixed seed) and committed, so `make run` needs no generation step.
 
 180 customer requests, each answered by two agent versions (v1.3 and v1.4) = 360 outputs. Two annotators
@@ -106,7 +106,7 @@ RATIONALE = {
     "ABSTAIN": "The transcript does not settle {criterion} either way.",
 }
 # Per 100 outputs of v1.4 (v1.3 has FLAW_SCALE times as many). Chosen so each criterion lands in its
-# intended tier with room to spare (see the module docstring); tests/workspace/test_demo.py checks where they land.
+# intended tier with room to spare (see the module docstring); tests/overview/test_demo.py checks where they land.
 FLAW_WEIGHTS = {
     "wrong_amount": 10,
     "ungrounded": 7,
@@ -395,7 +395,7 @@ def build(
     prefix: str = "refund",
 ) -> tuple[list[dict], list[dict]]:
     """The outputs and the labels of the first `labeled` requests (the defaults: the demo's files; other
-    arguments: the audit demo's release candidate, workspace/demo/audit.py)."""
+    arguments: the audit demo's release candidate, overview/demo/audit.py)."""
     rng = random.Random(seed)
     outputs, labels = [], []
     disagreements = 0

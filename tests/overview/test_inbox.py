@@ -15,6 +15,8 @@ from calibration.models import GateResult, GatingMark
 from judging.models import JudgeRun
 from labeling.disputes import raise_dispute
 from labeling.queue import move_queue
+from overview.lead_inbox import lead_inbox
+from overview.review_inbox import adjudications_waiting
 from tests.factories import (
     annotate,
     annotator,
@@ -25,8 +27,6 @@ from tests.factories import (
     make_rubric_version,
     mark_as_gating,
 )
-from workspace.lead_inbox import lead_inbox
-from workspace.review_inbox import adjudications_waiting
 
 pytestmark = pytest.mark.django_db
 HOME = reverse("home")
@@ -174,5 +174,5 @@ def test_the_lead_home_costs_a_bounded_number_of_queries(client, lead, calibrate
     assert len(large) == len(small), [q["sql"][:90] for q in large]
     # Session and user; the reviewer's part (queues, disputes, item states, open disputes); one query per kind
     # of decision (the audit plans' one included: none is open), one report (six) for the tier check; the staff
-    # tables. Each audit plan shown adds six (tests/workspace/test_inbox_audits.py).
+    # tables. Each audit plan shown adds six (tests/overview/test_inbox_audits.py).
     assert len(large) <= 24, [q["sql"][:90] for q in large]
