@@ -18,6 +18,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from judging import allowlist
+from signin.issuer import issuer_origin
 from signin.role_map import Grant, parse_role_map
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -401,7 +402,8 @@ X_FRAME_OPTIONS = "DENY"
 # static/js hold no inline script, event handler or style attribute (bar widths are pct-N classes,
 # icewater.css); htmx is told by <meta name="htmx-config"> (base.html) not to inject its indicator
 # <style> and not to evaluate code from attributes. A transcript that got past escaping still could
-# not run script. Django's debug 404/500 pages are left without it (django-csp's own exemption).
+# not run script. Django's debug 404/500 pages are left without it (django-csp's own exemption). Forms may
+# also lead to the identity provider: the logout form redirects to its end_session_endpoint (signin/issuer.py).
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
@@ -410,7 +412,7 @@ CONTENT_SECURITY_POLICY = {
         "img-src": ["'self'"],
         "object-src": ["'none'"],
         "base-uri": ["'none'"],
-        "form-action": ["'self'"],
+        "form-action": ["'self'", *([issuer_origin(ICEWATER_OIDC_ISSUER)] if ICEWATER_OIDC_ISSUER else [])],
         "frame-ancestors": ["'none'"],
     },
 }

@@ -10,6 +10,8 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urljoin, urlsplit
@@ -81,6 +83,24 @@ class Provider:
             "ICEWATER_OIDC_VERIFIED_EMAIL": True,
             **overrides,
         }
+
+
+@contextmanager
+def providers(log_dir: Path) -> Iterator[Callable[..., Provider]]:
+    """start(misbehave="", base_urls=("http://testserver",)): a running provider, each stopped at the end."""
+    started: list[Provider] = []
+
+    def start(misbehave: str = "", base_urls: tuple[str, ...] = ("http://testserver",)) -> Provider:
+        provider = Provider(base_urls=list(base_urls), misbehave=misbehave)
+        started.append(provider)
+        provider.start(log_dir / f"provider-{len(started)}.log")
+        return provider
+
+    try:
+        yield start
+    finally:
+        for provider in started:
+            provider.stop()
 
 
 def sign_in_at_provider(browser: requests.Session, authorize_url: str, login: str, app_base: str) -> str:

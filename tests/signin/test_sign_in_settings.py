@@ -103,3 +103,11 @@ def test_a_bad_role_map_is_one_line_from_manage_py_with_exit_status_2(tmp_path):
     assert result.stderr.splitlines() == [
         "icewater: ICEWATER_OIDC_ROLE_MAP: entry 'eng=x:boss': role 'boss' is not one of annotator, reviewer, lead"
     ]
+
+
+def test_forms_may_lead_to_the_providers_origin_only_when_there_is_one(tmp_path):
+    """The logout form redirects to the provider's end_session_endpoint: form-action must allow its origin."""
+    code = "import config.settings as s; print(s.CONTENT_SECURITY_POLICY['DIRECTIVES']['form-action'])"
+    with_provider = load_settings(tmp_path, code=code, **GOOD)
+    assert with_provider.stdout.strip() == "[\"'self'\", 'https://login.example.com']", with_provider.stderr
+    assert load_settings(tmp_path, code=code).stdout.strip() == "[\"'self'\"]"
