@@ -21,6 +21,9 @@ PURE = (
     "calibration.stats.metrics",
     "labeling.gold",
     "judging.sample_majority",
+    # config/settings.py reads the sign-in's role map and issuer with these, before Django is set up.
+    "signin.role_map",
+    "signin.issuer",
 )
 
 
