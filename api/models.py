@@ -52,6 +52,7 @@ class GateToken(models.Model):
     TOKEN_PREFIX = "icw_"
     ANY_EVAL_SET = "*"
 
+    workspace = models.ForeignKey("evals.Workspace", on_delete=models.PROTECT, related_name="tokens")
     project = models.CharField(max_length=200)
     rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="gate_tokens")
     eval_set_pattern = models.CharField(max_length=200, default=ANY_EVAL_SET)
@@ -75,6 +76,8 @@ class GateToken(models.Model):
     revoked_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+
+    workspace_path = "workspace"
 
     class Meta:
         db_table = "calibration_gatetoken"
@@ -116,6 +119,8 @@ class VerdictPush(models.Model):
     run = models.OneToOneField(JudgeRun, on_delete=models.CASCADE, related_name="push")
     token = models.ForeignKey(GateToken, on_delete=models.PROTECT, related_name="pushes")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    workspace_path = "token__workspace"
 
     class Meta:
         db_table = "calibration_verdictpush"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.paginator import Page, Paginator
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
@@ -40,14 +40,14 @@ def _tokens():
 
 @never_cache
 @role_required(*STAFF_ROLES)
-def gates(request: HttpRequest) -> HttpResponse:
+def gates(request: AuthenticatedHttpRequest) -> HttpResponse:
     page = _results(request.GET.get("page"))
     context = {
         "results": page.object_list,
         "page": page,
         "tokens": _tokens(),
         "form": TokenForm(),
-        "is_lead": has_role(request.user, Role.LEAD),
+        "is_lead": has_role(request.user, request.workspace, Role.LEAD),
     }
     return render(request, "calibration/gates.html", context)
 

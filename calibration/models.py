@@ -86,6 +86,8 @@ class GatingMark(models.Model):
     )
     revoke_reason = models.TextField(blank=True)
 
+    workspace_path = "rubric_version__rubric__workspace"
+
     objects = GatingMarkQuerySet.as_manager()
 
     class Meta:
@@ -129,6 +131,8 @@ class GatingReview(models.Model):
     reason = models.TextField()
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     decided_at = models.DateTimeField(auto_now_add=True)
+
+    workspace_path = "rubric_version__rubric__workspace"
 
     class Meta:
         ordering = ["-decided_at", "-pk"]
@@ -187,6 +191,8 @@ class AuditPlan(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     closed_at = models.DateTimeField(null=True, blank=True)
 
+    workspace_path = "eval_set__workspace"
+
     objects = AuditPlanQuerySet.as_manager()
 
     class Meta:
@@ -235,6 +241,8 @@ class AuditPlanDecision(models.Model):
     design = models.CharField(max_length=16, choices=AuditPlan.Design.choices)
     decided_at = models.DateTimeField(default=timezone.now)
 
+    workspace_path = "plan__eval_set__workspace"
+
     def __str__(self) -> str:
         return f"audit plan {self.plan_id} decided {self.decided} at label {self.at_label}"
 
@@ -258,6 +266,8 @@ class GateResult(models.Model):
         HTTP = "http", "HTTP API"
         WEB = "web", "Gate page"
 
+    # Whose gate it was: set even when nothing the caller named exists (its names are kept below).
+    workspace = models.ForeignKey("evals.Workspace", on_delete=models.PROTECT, related_name="gate_results")
     decision = models.CharField(max_length=16, choices=Decision.choices)
     source = models.CharField(max_length=8, choices=Source.choices)
     # Names as they were asked for, kept even if an object is later renamed or was unknown.
@@ -291,6 +301,8 @@ class GateResult(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    workspace_path = "workspace"
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -10,9 +10,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from evals.access import STAFF_ROLES, has_role
 
 
-def nav_items(user) -> list[dict]:
+def nav_items(user, workspace) -> list[dict]:
     # Annotators label blind: calibration shows gold and verdicts, so they get no entry (and 403).
-    if not has_role(user, *STAFF_ROLES):
+    if not has_role(user, workspace, *STAFF_ROLES):
         return []
     return [
         {"label": "Progress", "url": reverse("overview:progress")},

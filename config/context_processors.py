@@ -5,8 +5,24 @@ from __future__ import annotations
 from django.http import HttpRequest
 
 from calibration import nav as calibration_nav
+from evals.models import Role
 from judging import nav as judging_nav
 from labeling import nav as labeling_nav
+
+
+def workspace(request: HttpRequest) -> dict:
+    """The header's workspace, the person's role in it, and the workspaces the switcher offers."""
+    current = getattr(request, "workspace", None)
+    user = getattr(request, "user", None)
+    if current is None or user is None or not user.is_authenticated:
+        return {}
+    role = user.role_in(current)
+    return {
+        "current_workspace": current,
+        "workspace_role": role,
+        "workspace_role_label": Role(role).label if role else "",
+        "my_workspaces": getattr(request, "workspaces", []),
+    }
 
 
 def navigation(request: HttpRequest) -> dict:
@@ -15,5 +31,5 @@ def navigation(request: HttpRequest) -> dict:
         return {"nav_items": []}
     items = []
     for module in (labeling_nav, judging_nav, calibration_nav):
-        items.extend(module.nav_items(user))
+        items.extend(module.nav_items(user, getattr(request, "workspace", None)))
     return {"nav_items": items}

@@ -150,6 +150,7 @@ MIDDLEWARE = [
     "config.token_throttle.failed_token_throttle",  # before anything reads a session: API calls carry none
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "evals.current_workspace.current_workspace",  # request.workspace: the session's, or the address's ?workspace=
     "django.contrib.messages.middleware.MessageMiddleware",
     "config.not_allowed.method_not_allowed_page",  # a GET on a form's target: a page, not a blank 405
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -172,6 +173,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "config.context_processors.navigation",
+                "config.context_processors.workspace",
             ],
         },
     },

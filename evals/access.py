@@ -15,7 +15,7 @@ from django.core.exceptions import BadRequest, PermissionDenied
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django_htmx.middleware import HtmxDetails
 
-from .models import Role, User
+from .models import Role, User, Workspace
 
 ALL_ROLES = (Role.ANNOTATOR, Role.REVIEWER, Role.LEAD)
 STAFF_ROLES = (Role.REVIEWER, Role.LEAD)
@@ -51,6 +51,14 @@ class AuthenticatedHttpRequest(HtmxHttpRequest):
     """
 
     user: User
+    workspace: Workspace  # the workspace the request works in (evals/current_workspace.py); set behind role_required
+
+
+# A signed-in person with no workspace: every page behind role_required answers this.
+NO_WORKSPACE = (
+    "You are not a member of any workspace yet: ask a lead of your team to add you on their workspace's "
+    "Members page (or your identity provider's administrator to put you in a group that maps to one)."
+)
 
 
 def plain(message: str, status: int) -> HttpResponse:
@@ -74,17 +82,16 @@ def checked_query(query: QueryDict) -> QueryDict:
     return query
 
 
-def gives_blind_labels(user: User | AnonymousUser) -> bool:
-    """True for an active annotator (a superuser counts as a lead, so never)."""
-    return has_role(user, Role.ANNOTATOR)
+def gives_blind_labels(user: User | AnonymousUser, workspace: Workspace | int | None) -> bool:
+    """True for an active annotator of `workspace` (a superuser counts as a lead, so never)."""
+    return has_role(user, workspace, Role.ANNOTATOR)
 
 
-def has_role(user: User | AnonymousUser, *roles: str) -> bool:
-    if not user.is_authenticated or not user.is_active:
+def has_role(user: User | AnonymousUser, workspace: Workspace | int | None, *roles: str) -> bool:
+    """True when `user` holds one of `roles` in `workspace` (a superuser counts as a lead in every one)."""
+    if not user.is_authenticated or not isinstance(user, User):
         return False
-    # A superuser administers the site; for the product it counts as a lead.
-    role = Role.LEAD if user.is_superuser else user.role
-    return role in roles
+    return user.role_in(workspace) in roles
 
 
 def role_required(*roles: str, refused: str = "") -> Callable:
@@ -94,7 +101,10 @@ def role_required(*roles: str, refused: str = "") -> Callable:
         @login_required
         @wraps(view)
         def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-            if not has_role(request.user, *roles):
+            workspace = getattr(request, "workspace", None)
+            if workspace is None:
+                raise PermissionDenied(NO_WORKSPACE)
+            if not has_role(request.user, workspace, *roles):
                 raise PermissionDenied(refused or f"This page is for {' or '.join(f'{role}s' for role in roles)}.")
             return view(request, *args, **kwargs)
 

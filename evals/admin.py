@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from axes.admin import AccessAttemptAdmin  # importing it registers django-axes' admin, replaced below
 from axes.models import AccessAttempt
-from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import PermissionDenied
@@ -10,21 +9,38 @@ from django.core.exceptions import PermissionDenied
 from evals.access import has_role
 from evals.role_groups import sync_role_group
 
-from .models import Case, Criterion, EvalSet, Output, Role, Rubric, RubricVersion, User
+from .models import Case, Criterion, EvalSet, Membership, Output, Role, Rubric, RubricVersion, User, Workspace
 
 # What only a superuser may set: anyone who could would make themselves (or anyone) a superuser.
 PRIVILEGE_FIELDS = ("is_superuser", "is_staff", "groups", "user_permissions")
 
 
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    fields = ("workspace", "role", "source")
+    readonly_fields = ("source",)
+
+
 @admin.register(User)
 class IcewaterUserAdmin(UserAdmin):
-    """Leads manage annotator and reviewer accounts (the lead group, overview/lead_permissions.py); the privilege
-    flags and other leads' or superusers' accounts (their passwords above all) stay with superusers."""
+    """Superusers manage accounts and workspaces. A lead with the admin sees and changes the accounts of the
+    members of the workspaces they lead (never another lead's or a superuser's, and never their privilege flags);
+    memberships themselves are managed on each workspace's Members page (the lead's) or here (a superuser's)."""
 
-    list_display = ("username", "role", "is_active", "is_staff", "last_login")
-    list_filter = ("role", "is_active", "is_staff")
-    fieldsets = UserAdmin.fieldsets + (("Icewater", {"fields": ("role",)}),)  # type: ignore[operator]
-    add_fieldsets = UserAdmin.add_fieldsets + (("Icewater", {"fields": ("role",)}),)
+    list_display = ("username", "is_active", "is_staff", "last_login")
+    list_filter = ("is_active", "is_staff")
+    inlines = [MembershipInline]
+
+    def get_queryset(self, request):
+        users = super().get_queryset(request)
+        if request.user.is_superuser:
+            return users
+        led = [pk for pk, role in request.user.workspace_roles().items() if role == Role.LEAD]
+        return users.filter(memberships__workspace__in=led).distinct()
+
+    def get_inlines(self, request, obj):
+        return self.inlines if request.user.is_superuser else []
 
     def get_readonly_fields(self, request, obj=None):
         fields = super().get_readonly_fields(request, obj)
@@ -35,22 +51,29 @@ class IcewaterUserAdmin(UserAdmin):
             return False
         if obj is None or request.user.is_superuser:
             return True
-        return not obj.is_superuser and obj.role != Role.LEAD
-
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(
-            request, obj, change=change, **kwargs
-        )  # a new form class per call: changing it is local
-        role = form.base_fields.get("role")
-        if not request.user.is_superuser and isinstance(role, forms.ChoiceField):
-            role.choices = [(value, label) for value, label in Role.choices if value != Role.LEAD]
-        return form
+        return not obj.is_superuser and Role.LEAD not in obj.workspace_roles().values()
 
     def save_model(self, request, obj, form, change):
-        if not request.user.is_superuser and (obj.role == Role.LEAD or obj.is_superuser):
-            raise PermissionDenied("Only a superuser makes someone a lead or a superuser.")
+        if not request.user.is_superuser and obj.is_superuser:
+            raise PermissionDenied("Only a superuser makes someone a superuser.")
         super().save_model(request, obj, form, change)
         sync_role_group(obj)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        form.instance.forget_workspace_roles()
+        sync_role_group(form.instance)
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(admin.ModelAdmin):
+    """Workspaces are the site's: superusers make and rename them (`add_workspace` does the same)."""
+
+    list_display = ("slug", "name", "created_at")
+    search_fields = ("slug", "name")
+
+    def has_module_permission(self, request) -> bool:
+        return request.user.is_superuser
 
 
 @admin.register(EvalSet)
@@ -106,10 +129,10 @@ class LoginLockoutAdmin(AccessAttemptAdmin):
     """
 
     def has_module_permission(self, request) -> bool:
-        return has_role(request.user, Role.LEAD)
+        return has_role(request.user, request.workspace, Role.LEAD)
 
     def has_view_permission(self, request, obj=None) -> bool:
-        return has_role(request.user, Role.LEAD)
+        return has_role(request.user, request.workspace, Role.LEAD)
 
     def has_delete_permission(self, request, obj=None) -> bool:
-        return has_role(request.user, Role.LEAD)
+        return has_role(request.user, request.workspace, Role.LEAD)

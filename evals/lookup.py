@@ -7,7 +7,7 @@ what exists. The HTTP gate passes `say_known=False`: a token holder must not lea
 
 from __future__ import annotations
 
-from evals.models import EvalSet
+from evals.models import EvalSet, Workspace
 from evals.validators import UnknownName, known_names
 
 
@@ -16,8 +16,10 @@ def unknown_name(what: str, name: str, known, say_known: bool) -> UnknownName:
     return UnknownName(f"unknown {what} {name!r}" + (f" ({known_names(known)})" if say_known else ""))
 
 
-def eval_set_named(name: str, *, say_known: bool = True) -> EvalSet:
-    found = EvalSet.objects.filter(name=name).first()
+def eval_set_named(name: str, workspace: Workspace, *, say_known: bool = True) -> EvalSet:
+    """The eval set of `workspace` called `name`; the message lists only that workspace's names."""
+    mine = EvalSet.objects.filter(workspace=workspace)
+    found = mine.filter(name=name).first()
     if found is None:
-        raise unknown_name("eval set", name, EvalSet.objects.order_by("name").values_list("name", flat=True), say_known)
+        raise unknown_name("eval set", name, mine.order_by("name").values_list("name", flat=True), say_known)
     return found

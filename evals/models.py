@@ -24,12 +24,87 @@ class Role(models.TextChoices):
 
 
 class User(AbstractUser):
-    """An Icewater account. The role decides what the server lets it see and do."""
-
-    role = models.CharField(max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
+    """An Icewater account. Its role in each workspace (a Membership) decides what the server lets it see and do
+    there; a superuser administers the site and counts as a lead in every workspace."""
 
     class Meta(AbstractUser.Meta):
         db_table = "labeling_user"  # the table it had in labeling: rows and foreign keys stay
+
+    def role_in(self, workspace: Workspace | int | None) -> str | None:
+        """This person's role in `workspace` (None: not a member, or inactive). Read once per user object.
+
+        A request loads its user afresh, so a membership removed or changed counts from the next request on.
+        """
+        if workspace is None or not self.is_active:
+            return None
+        if self.is_superuser:
+            return Role.LEAD
+        workspace_id = workspace if isinstance(workspace, int) else workspace.pk
+        return self.workspace_roles().get(workspace_id)
+
+    def workspace_roles(self) -> dict[int, str]:
+        """{workspace id: role} of this person's memberships, read from the database once per user object."""
+        cached: dict[int, str] | None = self.__dict__.get("_workspace_roles")
+        if cached is None:
+            cached = dict(Membership.objects.filter(user=self).values_list("workspace_id", "role"))
+            self.__dict__["_workspace_roles"] = cached
+        return cached
+
+    def remember_workspace_roles(self, roles: dict[int, str]) -> None:
+        """What workspace_roles() would read, when the caller has just read the memberships anyway."""
+        self.__dict__["_workspace_roles"] = roles
+
+    def forget_workspace_roles(self) -> None:
+        """After changing this person's memberships in the same request or command."""
+        self.__dict__.pop("_workspace_roles", None)
+
+
+class Workspace(models.Model):
+    """One team's space: its eval sets, rubrics, judge configs and everything made from them, and its members.
+
+    Everything the product stores belongs to exactly one workspace, directly (a `workspace` field on eval sets,
+    rubrics, judge configs, API tokens, import jobs and gate results) or through them (`workspace_path` on each
+    model says how); names are unique within a workspace. docs/security.md, "Workspaces", has the rule.
+    """
+
+    slug = models.SlugField(max_length=50, unique=True)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    workspace_path = ""  # the workspace itself
+
+    class Meta:
+        ordering = ["name", "slug"]
+
+    def __str__(self) -> str:
+        return self.name or self.slug
+
+
+class MembershipSource(models.TextChoices):
+    """Who keeps a membership: the site (a lead, the admin, add_user) or the identity provider's groups claim,
+    which replaces the provider's memberships at each sign-in and leaves the others alone."""
+
+    LOCAL = "local", "Icewater"
+    OIDC = "oidc", "Identity provider"
+
+
+class Membership(models.Model):
+    """A person's role in one workspace. Removing it ends their access there at once; their labels stay."""
+
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.ANNOTATOR)
+    source = models.CharField(max_length=8, choices=MembershipSource.choices, default=MembershipSource.LOCAL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    workspace_path = "workspace"
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "workspace"], name="one_membership_per_workspace")]
+        ordering = ["workspace", "user__username"]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.role}) in {self.workspace}"
 
 
 class HumanOutcome(models.TextChoices):
@@ -42,12 +117,16 @@ class HumanOutcome(models.TextChoices):
 
 
 class EvalSet(models.Model):
-    name = models.CharField(max_length=200, unique=True, validators=[validate_name])
+    workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="eval_sets")
+    name = models.CharField(max_length=200, validators=[validate_name])
     description = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    workspace_path = "workspace"
+
     class Meta:
         db_table = "labeling_evalset"  # the table it had in labeling: rows and foreign keys stay
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="eval_set_name_unique_in_workspace")]
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -62,6 +141,8 @@ class Case(models.Model):
     input = models.TextField()
     reference = models.TextField(blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+
+    workspace_path = "eval_set__workspace"
 
     class Meta:
         db_table = "labeling_case"  # the table it had in labeling: rows and foreign keys stay
@@ -83,6 +164,8 @@ class Output(models.Model):
     latency_ms = models.IntegerField(null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
 
+    workspace_path = "case__eval_set__workspace"
+
     class Meta:
         db_table = "labeling_output"  # the table it had in labeling: rows and foreign keys stay
         constraints = [
@@ -103,11 +186,15 @@ class GoldPolicy(models.TextChoices):
 
 
 class Rubric(models.Model):
-    name = models.CharField(max_length=200, unique=True, validators=[validate_name])
+    workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="rubrics")
+    name = models.CharField(max_length=200, validators=[validate_name])
     created_at = models.DateTimeField(auto_now_add=True)
+
+    workspace_path = "workspace"
 
     class Meta:
         db_table = "labeling_rubric"  # the table it had in labeling: rows and foreign keys stay
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="rubric_name_unique_in_workspace")]
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -125,23 +212,25 @@ class RubricVersionLocked(Exception):
 
 
 class RubricVersionQuerySet(models.QuerySet["RubricVersion"]):
-    def by_ref(self, ref: str, *, say_known: bool = True) -> RubricVersion:
-        """The rubric version NAME@VERSION names (evals/validators.py has the rule); UnknownName otherwise.
+    def by_ref(self, ref: str, workspace: Workspace | int, *, say_known: bool = True) -> RubricVersion:
+        """The rubric version NAME@VERSION names in `workspace` (evals/validators.py has the rule); UnknownName
+        otherwise.
 
-        The message says whether the rubric or only the version is unknown, and what exists; with
-        `say_known=False` (the HTTP gate) it names nothing else: a token holder must not learn other names.
+        The message says whether the rubric or only the version is unknown, and what exists in that workspace;
+        with `say_known=False` (the HTTP gate) it names nothing else: a token holder must not learn other names.
         """
         name, version = split_rubric_ref(ref)
-        found = self.select_related("rubric").filter(rubric__name=name, version=version).first()
+        workspace_id = workspace if isinstance(workspace, int) else workspace.pk
+        mine = self.filter(rubric__workspace_id=workspace_id)
+        found = mine.select_related("rubric").filter(rubric__name=name, version=version).first()
         if found is not None:
             return found
         if not say_known:
             raise UnknownName(f"unknown rubric version {ref!r}")
-        if not Rubric.objects.filter(name=name).exists():
-            raise UnknownName(
-                f"there is no rubric {name!r} ({known_names(Rubric.objects.values_list('name', flat=True))})"
-            )
-        versions = self.filter(rubric__name=name).values_list("version", flat=True)
+        rubrics = Rubric.objects.filter(workspace_id=workspace_id)
+        if not rubrics.filter(name=name).exists():
+            raise UnknownName(f"there is no rubric {name!r} ({known_names(rubrics.values_list('name', flat=True))})")
+        versions = mine.filter(rubric__name=name).values_list("version", flat=True)
         raise UnknownName(f"rubric {name!r} has no version {version!r} ({known_names(versions)})")
 
 
@@ -166,6 +255,8 @@ class RubricVersion(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = RubricVersionQuerySet.as_manager()
+
+    workspace_path = "rubric__workspace"
 
     class Meta:
         db_table = "labeling_rubricversion"  # the table it had in labeling: rows and foreign keys stay
@@ -249,6 +340,8 @@ class Criterion(models.Model):
     # Part of the version's content (its hash): a different policy is a different instrument.
     gold_policy = models.CharField(max_length=16, choices=GoldPolicy.choices, default=GoldPolicy.MAJORITY)
     order = models.PositiveIntegerField(default=0)
+
+    workspace_path = "rubric_version__rubric__workspace"
 
     class Meta:
         db_table = "labeling_criterion"  # the table it had in labeling: rows and foreign keys stay

@@ -16,9 +16,13 @@ LEAD_GROUP = "lead"
 
 
 def sync_role_group(user: User) -> None:
-    """Put a lead in the lead group and take anyone else out of it."""
+    """Put a lead (of any workspace) in the lead group and take anyone else out of it.
+
+    The group gives the admin's permissions; what a lead sees there is filtered to the workspaces they lead.
+    """
     group, _ = Group.objects.get_or_create(name=LEAD_GROUP)
-    if user.role == Role.LEAD and user.is_active:
+    user.forget_workspace_roles()
+    if Role.LEAD in user.workspace_roles().values() and user.is_active:
         user.groups.add(group)
     else:
         user.groups.remove(group)

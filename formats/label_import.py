@@ -21,7 +21,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from evals import record_fields as f
-from evals.models import Case, Criterion, EvalSet, GoldPolicy, Output, Role, RubricVersion, User
+from evals.models import Case, Criterion, EvalSet, GoldPolicy, Membership, Output, Role, RubricVersion, User
 from evals.problems import Problems, RecordError
 from evals.transcript import Transcript
 from evals.validators import UnknownName
@@ -190,13 +190,21 @@ class LabelImport:
             self._refuse_labels_of_staff(records, chunk)
         missing = [n for n in names if n not in users]
         if missing and not self.problems:
-            # Accounts that cannot log in until a lead activates them (add_user sets a password).
+            # Accounts that cannot log in until a lead activates them (add_user sets a password), members of
+            # this eval set's workspace with the role their lines show.
             new = []
             for name in missing:
-                user = User(username=name, role=roles[name], is_active=False)
+                user = User(username=name, is_active=False)
                 user.set_unusable_password()
                 new.append(user)
-            for user in User.objects.bulk_create(new):
+            made = User.objects.bulk_create(new)
+            Membership.objects.bulk_create(
+                [
+                    Membership(user=user, workspace_id=self.eval_set.workspace_id, role=roles[user.username])
+                    for user in made
+                ]
+            )
+            for user in made:
                 users[user.username] = user.pk
             self.new_accounts = missing
         return users
@@ -205,8 +213,26 @@ class LabelImport:
         """The blind rule per person (docs/labeling.md): only annotators give labels. Labels for an existing
         reviewer, lead or superuser (who can read judge verdicts and other people's labels) are refused, at
         each person's first label line; their gold lines (adjudicator) are fine."""
-        staff = User.objects.filter(username__in=names).exclude(role=Role.ANNOTATOR, is_superuser=False)
-        kinds = {u.username: "superuser" if u.is_superuser else u.get_role_display().lower() for u in staff}
+        workspace_id = self.eval_set.workspace_id
+        found = User.objects.filter(username__in=names)
+        roles = dict(
+            Membership.objects.filter(user__in=found, workspace_id=workspace_id).values_list("user__username", "role")
+        )
+        outsiders = {u.username for u in found if u.username not in roles and not u.is_superuser}
+        for r in records if outsiders else ():
+            if r.person in outsiders:
+                outsiders.discard(r.person)  # once per person
+                self.problems.add(
+                    r.line,
+                    "annotator" if not r.gold else "adjudicator",
+                    f'"{r.person}" has an account but is not a member of this workspace: a lead adds them on its '
+                    "Members page first (their labels would otherwise be given by someone outside the team)",
+                )
+        kinds = {
+            u.username: "superuser" if u.is_superuser else Role(roles[u.username]).label.lower()
+            for u in found
+            if u.is_superuser or roles.get(u.username, Role.ANNOTATOR) != Role.ANNOTATOR
+        }
         for r in records if kinds else ():
             kind = None if r.gold else kinds.pop(r.person, None)  # once per person
             if kind is not None:

@@ -21,6 +21,7 @@ class ImportJob(models.Model):
 
     FINISHED = (Status.DONE, Status.FAILED)
 
+    workspace = models.ForeignKey("evals.Workspace", on_delete=models.CASCADE, related_name="import_jobs")
     kind = models.CharField(max_length=10)  # rubric, cases or labels: a card of the Import page
     file_name = models.CharField(max_length=255)
     content = models.BinaryField(default=b"")
@@ -32,6 +33,8 @@ class ImportJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    workspace_path = "workspace"
 
     class Meta:
         # Made in labeling (migration 0010) before formats existed; the table keeps its name and rows.
@@ -73,6 +76,8 @@ class TraceBinding(models.Model):
     keep_value = models.CharField(max_length=500, blank=True)
     keep_judge_fail = models.BooleanField(default=True)
 
+    workspace_path = "eval_set__workspace"
+
     def __str__(self) -> str:
         return f"traces into {self.eval_set}"
 
@@ -94,6 +99,8 @@ class TraceSpan(models.Model):
     resource = models.JSONField(default=dict)
     events = models.JSONField(default=list)
     received_at = models.DateTimeField()
+
+    workspace_path = "binding__eval_set__workspace"
 
     class Meta:
         constraints = [
@@ -128,6 +135,8 @@ class TraceOutcome(models.Model):
     late_spans = models.PositiveIntegerField(default=0)
     output = models.ForeignKey("evals.Output", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     finished_at = models.DateTimeField(auto_now_add=True)
+
+    workspace_path = "binding__eval_set__workspace"
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["binding", "trace_id"], name="one_outcome_per_trace")]

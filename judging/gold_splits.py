@@ -57,7 +57,7 @@ def start_split(
                 f"{existing.created_at:%Y-%m-%d} with seed {existing.seed}; a split never changes"
             )
         return existing
-    if by is None or not has_role(by, Role.LEAD):
+    if by is None or not has_role(by, eval_set.workspace_id, Role.LEAD):
         raise SplitRefused("only a lead starts a split of the gold items")
     if seed is not None and not 0 <= seed < SEED_BOUND:
         raise SplitRefused(f"the seed must be between 0 and {SEED_BOUND - 1}, not {seed}")

@@ -247,7 +247,7 @@ def derive_config(
     its output with the gold's outcome and a quote from the excerpt, from the development split, and the
     guidance differs from the base's. `rubric_version` overrides the document's "rubric".
     """
-    if not has_role(by, Role.LEAD):
+    if not has_role(by, base.workspace_id, Role.LEAD):
         raise GuidanceRefused(f"{by.username} is not an active lead; only leads change a judge's guidance")
     if base.backend == JudgeConfig.Backend.IMPORTED:
         raise GuidanceRefused(

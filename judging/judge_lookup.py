@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from evals.lookup import unknown_name
+from evals.models import Workspace
 
 from .models import JudgeConfig
 
 
-def judge_named(name: str, *, say_known: bool = True) -> JudgeConfig:
-    found = JudgeConfig.objects.filter(name=name).first()
+def judge_named(name: str, workspace: Workspace, *, say_known: bool = True) -> JudgeConfig:
+    """The judge config of `workspace` called `name`; the message lists only that workspace's names."""
+    mine = JudgeConfig.objects.filter(workspace=workspace)
+    found = mine.filter(name=name).first()
     if found is None:
-        raise unknown_name(
-            "judge config", name, JudgeConfig.objects.order_by("name").values_list("name", flat=True), say_known
-        )
+        raise unknown_name("judge config", name, mine.order_by("name").values_list("name", flat=True), say_known)
     return found

@@ -10,6 +10,7 @@ from django.db.models import Count, Q, QuerySet
 from evals.access import has_role
 from evals.models import Role
 from evals.transcript import NONE_QUOTE, PREVIEW_CHARS, PREVIEW_TOOL_CALLS, Transcript, render_json, show
+from evals.workspaces import in_workspace
 
 from .models import ErrorKind, JudgeConfig, JudgeRun, ProbedOutput, RunItem, Verdict, VerdictOutcome
 from .probes.registry import ORIGINAL
@@ -20,15 +21,16 @@ RECENT_RUNS = 30
 RAW_PREVIEW_CHARS = 160
 
 
-def index_context(user, form) -> dict:
+def index_context(user, workspace, form) -> dict:
     # The arms of probe runs are listed on the probe runs' page, not here.
     runs = (
-        JudgeRun.objects.filter(probe_run__isnull=True)
+        in_workspace(JudgeRun, workspace)
+        .filter(probe_run__isnull=True)
         .select_related("eval_set", "rubric_version__rubric", "judge_config")
         .annotate(done_items=Count("items", filter=Q(items__state=RunItem.State.DONE)))[:RECENT_RUNS]
     )
-    configs = JudgeConfig.objects.annotate(n_runs=Count("runs")).order_by("name")
-    return {"runs": runs, "configs": configs, "form": form, "is_lead": has_role(user, Role.LEAD)}
+    configs = in_workspace(JudgeConfig, workspace).annotate(n_runs=Count("runs")).order_by("name")
+    return {"runs": runs, "configs": configs, "form": form, "is_lead": has_role(user, workspace, Role.LEAD)}
 
 
 @dataclass(frozen=True)

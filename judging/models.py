@@ -42,7 +42,8 @@ class JudgeConfig(models.Model):
         PER_OUTPUT = "per_output", "One call per output, grading every criterion"
         PER_CRITERION = "per_criterion", "One call per criterion"
 
-    name = models.CharField(max_length=200, unique=True, validators=[validate_name])
+    workspace = models.ForeignKey("evals.Workspace", on_delete=models.PROTECT, related_name="judge_configs")
+    name = models.CharField(max_length=200, validators=[validate_name])
     backend = models.CharField(max_length=16, choices=Backend.choices)
     model_id = models.CharField(max_length=200, blank=True)
     base_url = models.CharField(max_length=500, blank=True)
@@ -108,7 +109,10 @@ class JudgeConfig(models.Model):
         "instruments",
     )
 
+    workspace_path = "workspace"
+
     class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "name"], name="judge_name_unique_in_workspace")]
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -228,6 +232,8 @@ class JudgeRun(models.Model):
 
     ACTIVE = (Status.QUEUED, Status.RUNNING)
 
+    workspace_path = "eval_set__workspace"
+
     objects = JudgeRunQuerySet.as_manager()
 
     class Meta:
@@ -268,6 +274,8 @@ class RunItem(models.Model):
     tokens_out = models.PositiveIntegerField(default=0)
     cache_hit = models.BooleanField(default=False)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    workspace_path = "run__eval_set__workspace"
 
     class Meta:
         indexes = [
@@ -344,6 +352,8 @@ class Verdict(models.Model):
     # Readers of the judge's verdicts take only these: Verdict.objects.counted().
     probe = models.CharField(max_length=64, blank=True, default="")
 
+    workspace_path = "output__case__eval_set__workspace"
+
     objects = VerdictQuerySet.as_manager()
 
     class Meta:
@@ -381,6 +391,8 @@ class ProbeRun(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
+    workspace_path = "eval_set__workspace"
+
     class Meta:
         ordering = ["-created_at", "-id"]
 
@@ -400,6 +412,8 @@ class ProbedOutput(models.Model):
     input = models.TextField()
     tool_calls = models.JSONField(default=list, blank=True)
     response = models.TextField()
+
+    workspace_path = "output__case__eval_set__workspace"
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "output"], name="one_probed_output_per_arm")]
@@ -432,6 +446,8 @@ class GoldSplit(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
+    workspace_path = "eval_set__workspace"
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["eval_set", "rubric_version"], name="one_gold_split_per_eval_set_rubric")
@@ -457,6 +473,8 @@ class HoldoutLook(models.Model):
     configs = models.JSONField(default=list)
     # Where the look came from: "api", "command", "page".
     via = models.CharField(max_length=16, blank=True)
+
+    workspace_path = "split__eval_set__workspace"
 
     class Meta:
         ordering = ["-looked_at", "-id"]

@@ -7,8 +7,8 @@ from django.urls import reverse
 from evals.access import STAFF_ROLES, has_role
 
 
-def nav_items(user) -> list[dict]:
+def nav_items(user, workspace) -> list[dict]:
     # Annotators label blind to the judge: no entry, and every judging view answers them 403.
-    if has_role(user, *STAFF_ROLES):
+    if has_role(user, workspace, *STAFF_ROLES):
         return [{"label": "Judge", "url": reverse("judging:index")}]
     return []

@@ -29,7 +29,9 @@ def _probe_run(probe_run_id: int) -> ProbeRun:
 
 @role_required(*STAFF_ROLES)
 def index(request: AuthenticatedHttpRequest) -> HttpResponse:
-    return render(request, "judging/probes.html", probe_pages.index_context(request.user, StartProbeRunForm()))
+    return render(
+        request, "judging/probes.html", probe_pages.index_context(request.user, request.workspace, StartProbeRunForm())
+    )
 
 
 @role_required(Role.LEAD)
@@ -55,13 +57,15 @@ def start(request: AuthenticatedHttpRequest) -> HttpResponse:
                 planned = f"{probe_run.outputs} outputs, {len(probes)} probes"
                 messages.success(request, f"Probe run {probe_run.pk} queued: {planned}.")
             return redirect("judging:probe_run", probe_run_id=probe_run.pk)
-    return render(request, "judging/probes.html", probe_pages.index_context(request.user, form), status=400)
+    return render(
+        request, "judging/probes.html", probe_pages.index_context(request.user, request.workspace, form), status=400
+    )
 
 
 @role_required(*STAFF_ROLES)
 def detail(request: AuthenticatedHttpRequest, probe_run_id: int) -> HttpResponse:
     probe_run = _probe_run(probe_run_id)
-    context = {**probe_pages.status_context(probe_run), "is_lead": has_role(request.user, Role.LEAD)}
+    context = {**probe_pages.status_context(probe_run), "is_lead": has_role(request.user, request.workspace, Role.LEAD)}
     return render(request, "judging/probe_run.html", context)
 
 

@@ -28,7 +28,11 @@ from .run_progress import progress_of
 def index(request: AuthenticatedHttpRequest) -> HttpResponse:
     # A link from another page (an import, a report) may pick the eval set and rubric version to start with.
     initial = {k: request.GET[k] for k in ("eval_set", "rubric_version", "judge_config") if request.GET.get(k)}
-    return render(request, "judging/index.html", judge_pages.index_context(request.user, StartRunForm(initial=initial)))
+    return render(
+        request,
+        "judging/index.html",
+        judge_pages.index_context(request.user, request.workspace, StartRunForm(initial=initial)),
+    )
 
 
 @role_required(Role.LEAD)
@@ -50,7 +54,9 @@ def start_run(request: AuthenticatedHttpRequest) -> HttpResponse:
             else:
                 messages.success(request, f"Judge run {run.pk} queued: {run.total_items} items.")
             return redirect("judging:run", run_id=run.pk)
-    return render(request, "judging/index.html", judge_pages.index_context(request.user, form), status=400)
+    return render(
+        request, "judging/index.html", judge_pages.index_context(request.user, request.workspace, form), status=400
+    )
 
 
 @role_required(Role.LEAD)
@@ -77,7 +83,11 @@ def run_detail(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(
         JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
     )
-    context = {"run": run, "progress": progress_of(run), "is_lead": has_role(request.user, Role.LEAD)}
+    context = {
+        "run": run,
+        "progress": progress_of(run),
+        "is_lead": has_role(request.user, request.workspace, Role.LEAD),
+    }
     return render(request, "judging/run.html", context)
 
 
@@ -88,7 +98,7 @@ def run_progress(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse
         JudgeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config"), pk=run_id
     )
     progress = progress_of(run)
-    context = {"run": run, "progress": progress, "is_lead": has_role(request.user, Role.LEAD)}
+    context = {"run": run, "progress": progress, "is_lead": has_role(request.user, request.workspace, Role.LEAD)}
     response = render(request, "judging/run.html#run-progress", context)
     if progress.finished:
         return HttpResponseStopPolling(response.content, content_type=response["Content-Type"])

@@ -30,7 +30,7 @@ def raise_dispute(
 ) -> GoldDispute:
     """`based_on`: the gold revision the page showed (0: the annotators' gold); if another one is current now,
     nothing is disputed and the refusal says what the gold is now. None: no page to compare (a direct call)."""
-    if not has_role(by, Role.REVIEWER, Role.LEAD):
+    if not has_role(by, output.case.eval_set.workspace_id, Role.REVIEWER, Role.LEAD):
         raise DisputeRefused("Only reviewers and leads dispute gold labels.")
     reason = (reason or "").strip()
     if not reason:

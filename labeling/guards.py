@@ -19,7 +19,8 @@ from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from evals.access import has_role
-from evals.models import Criterion, Output, Role, User
+from evals.models import Criterion, Output, Role, User, Workspace
+from evals.workspaces import in_workspace
 
 from .models import Annotation, LabelingQueue
 
@@ -71,17 +72,20 @@ def _count(qs) -> Coalesce:
     return Coalesce(Subquery(counted[:1]), 0)
 
 
-def may_adjudicate(user: User) -> bool:
-    return has_role(user, Role.REVIEWER, Role.LEAD)
+def may_adjudicate(user: User, workspace: Workspace | int | None) -> bool:
+    return has_role(user, workspace, Role.REVIEWER, Role.LEAD)
 
 
 def adjudicable_item(
-    user: User, output_id: int, criterion_id: int
+    user: User, workspace: Workspace, output_id: int, criterion_id: int
 ) -> tuple[WithAnnotations[Output, AnswerPosition], Criterion]:
-    """The (output, criterion) a reviewer may decide; 404 if unknown, 403 if they labeled it."""
-    if not may_adjudicate(user):
+    """The (output, criterion) of `workspace` a reviewer may decide; 404 if unknown (or another workspace's),
+    403 if they labeled it."""
+    if not may_adjudicate(user, workspace):
         raise PermissionDenied("Adjudication is for reviewers and leads.")
-    criterion = Criterion.objects.select_related("rubric_version__rubric").filter(pk=criterion_id).first()
+    criterion = (
+        in_workspace(Criterion, workspace).select_related("rubric_version__rubric").filter(pk=criterion_id).first()
+    )
     if criterion is None:
         raise Http404("No such item.")
     mine = Annotation.objects.filter(
@@ -89,7 +93,8 @@ def adjudicable_item(
     )
     siblings = Output.objects.filter(case_id=OuterRef("case_id"))
     output = (
-        Output.objects.select_related("case__eval_set")
+        in_workspace(Output, workspace)
+        .select_related("case__eval_set")
         .annotate(
             labeled_by_me=Exists(mine),
             answers=_count(siblings),

@@ -46,6 +46,8 @@ class Annotation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
 
+    workspace_path = "output__case__eval_set__workspace"
+
     objects = AnnotationQuerySet.as_manager()
 
     class Meta:
@@ -97,6 +99,8 @@ class Label(models.Model):
     is_current = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    workspace_path = "annotation__output__case__eval_set__workspace"
+
     objects = LabelQuerySet.as_manager()
 
     class Meta:
@@ -143,6 +147,8 @@ class GoldLabel(models.Model):
     is_current = models.BooleanField(default=True)
     decided_at = models.DateTimeField(auto_now_add=True)
 
+    workspace_path = "output__case__eval_set__workspace"
+
     objects = CurrentQuerySet.as_manager()
 
     class Meta:
@@ -173,6 +179,8 @@ class LabelingQueue(models.Model):
     reason = models.TextField(blank=True)
     is_current = models.BooleanField(default=True)
 
+    workspace_path = "eval_set__workspace"
+
     objects = CurrentQuerySet.as_manager()
 
     class Meta:
@@ -202,6 +210,8 @@ class AuditOrder(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
+    workspace_path = "queue__eval_set__workspace"
+
     class Meta:
         constraints = [
             models.CheckConstraint(condition=Q(released__lte=models.F("size")), name="released_within_order")
@@ -222,6 +232,8 @@ class AuditOrderItem(models.Model):
     output = models.ForeignKey(Output, on_delete=models.CASCADE, related_name="audit_positions")
     position = models.PositiveIntegerField()
     released = models.BooleanField(default=False)
+
+    workspace_path = "output__case__eval_set__workspace"
 
     class Meta:
         constraints = [
@@ -263,6 +275,8 @@ class GoldDispute(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     resolution = models.ForeignKey(GoldLabel, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    workspace_path = "output__case__eval_set__workspace"
 
     objects = GoldDisputeQuerySet.as_manager()
 

@@ -10,7 +10,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
 from evals import rubric_edit
-from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, role_required
+from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
 from evals.models import EvalSet, GoldPolicy, Role, RubricVersion
 from evals.problems import ImportFailed
 
@@ -35,7 +35,7 @@ def rubric_version_page(request: AuthenticatedHttpRequest, rubric_version: int) 
         "criteria": rv.criteria.order_by("order", "id"),
         "queues": list(q.open_queues().order_by("eval_set__name")),
         "eval_sets": EvalSet.objects.order_by("name"),
-        "is_lead": request.user.is_superuser or request.user.role == Role.LEAD,
+        "is_lead": has_role(request.user, request.workspace, Role.LEAD),
     }
     return render(request, "labeling/rubric_version.html", context)
 

@@ -254,7 +254,7 @@ def adjudication_queue(request: AuthenticatedHttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @role_required(*STAFF_ROLES)
 def adjudicate(request: AuthenticatedHttpRequest, output_id: int, criterion_id: int) -> HttpResponse:
-    output, criterion = adjudicable_item(request.user, output_id, criterion_id)
+    output, criterion = adjudicable_item(request.user, request.workspace, output_id, criterion_id)
     if request.method != "POST":
         context = adjudication_context(request, output, criterion)
         return render(request, "labeling/adjudicate.html", context, status=200 if context["view"].ready else 409)

@@ -33,9 +33,10 @@ def home(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Each role's next action first: an annotator's queues; a reviewer's adjudications; a lead's decisions
     and adjudications. Staff also see the open queues, eval sets and rubric versions."""
     user = request.user
-    staff, lead = has_role(user, *STAFF_ROLES), has_role(user, Role.LEAD)
+    workspace = request.workspace
+    staff, lead = has_role(user, workspace, *STAFF_ROLES), has_role(user, workspace, Role.LEAD)
     context: dict[str, Any] = {"staff": staff, "is_lead": lead}
-    if gives_blind_labels(user):  # only annotators label (the blind rule per person, docs/labeling.md)
+    if gives_blind_labels(user, workspace):  # only annotators label (the blind rule per person, docs/labeling.md)
         context["my_queues"] = my_queues(user)
     if staff:
         context["adjudications"] = adjudications_waiting(user)

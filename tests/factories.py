@@ -18,11 +18,13 @@ from evals.models import (
     Case,
     Criterion,
     EvalSet,
+    Membership,
     Output,
     Role,
     Rubric,
     RubricVersion,
     User,
+    Workspace,
     rubric_content_hash,
 )
 from judging import runner
@@ -54,11 +56,35 @@ DEFAULT_CRITERIA = [
 RESPONSE = "I have issued a refund of $40.00. You will see it within 5 business days."
 
 
-def make_user(username: str | None = None, role: str = Role.ANNOTATOR, password: str = "pw-for-tests-1") -> User:
-    user = User(username=username or f"user{next(_seq)}", role=role)
+def default_workspace() -> Workspace:
+    """The workspace tests work in unless they say otherwise (a database from before workspaces gets `default`)."""
+    found, _ = Workspace.objects.get_or_create(slug="default", defaults={"name": "Default workspace"})
+    return found
+
+
+def make_workspace(slug: str | None = None, name: str = "") -> Workspace:
+    slug = slug or f"ws-{next(_seq)}"
+    return Workspace.objects.create(slug=slug, name=name or slug)
+
+
+def make_user(
+    username: str | None = None,
+    role: str = Role.ANNOTATOR,
+    password: str = "pw-for-tests-1",
+    workspace: Workspace | None = None,
+) -> User:
+    """An account with `role` in `workspace` (the default one unless given)."""
+    user = User(username=username or f"user{next(_seq)}")
     user.set_password(password)
     user.save()
+    Membership.objects.create(user=user, workspace=workspace or default_workspace(), role=role)
     return user
+
+
+def set_role(user: User, role: str, workspace: Workspace | None = None) -> None:
+    """Give `user` `role` in `workspace` (the default one unless given), as a lead would on the Members page."""
+    Membership.objects.update_or_create(user=user, workspace=workspace or default_workspace(), defaults={"role": role})
+    user.forget_workspace_roles()
 
 
 def annotator(name: str) -> User:
@@ -66,15 +92,21 @@ def annotator(name: str) -> User:
     return User.objects.filter(username=name).first() or make_user(name, Role.ANNOTATOR)
 
 
-def make_eval_set(name: str | None = None) -> EvalSet:
-    return EvalSet.objects.create(name=name or f"set-{next(_seq)}")
+def make_eval_set(name: str | None = None, workspace: Workspace | None = None) -> EvalSet:
+    return EvalSet.objects.create(name=name or f"set-{next(_seq)}", workspace=workspace or default_workspace())
 
 
 def make_rubric_version(
-    name: str | None = None, version: str = "1", criteria: list[dict] | None = None, instruction: str = "Grade it."
+    name: str | None = None,
+    version: str = "1",
+    criteria: list[dict] | None = None,
+    instruction: str = "Grade it.",
+    workspace: Workspace | None = None,
 ) -> RubricVersion:
     criteria = DEFAULT_CRITERIA if criteria is None else criteria
-    rubric, _ = Rubric.objects.get_or_create(name=name or f"rubric-{next(_seq)}")
+    rubric, _ = Rubric.objects.get_or_create(
+        name=name or f"rubric-{next(_seq)}", workspace=workspace or default_workspace()
+    )
     rv = RubricVersion.objects.create(
         rubric=rubric,
         version=version,
@@ -224,10 +256,14 @@ def adjudicate(
 # --- judging: judge configs, runs, verdicts -----------------------------------------------------------
 
 
-def make_judge(name: str | None = None, model_id: str = "judge-model-1", **fields) -> JudgeConfig:
+def make_judge(
+    name: str | None = None, model_id: str = "judge-model-1", workspace: Workspace | None = None, **fields
+) -> JudgeConfig:
     """A judge config whose verdicts tests write themselves (backend `imported` unless given)."""
     fields.setdefault("backend", JudgeConfig.Backend.IMPORTED)
-    return JudgeConfig.objects.create(name=name or f"judge-{next(_seq)}", model_id=model_id, **fields)
+    return JudgeConfig.objects.create(
+        name=name or f"judge-{next(_seq)}", model_id=model_id, workspace=workspace or default_workspace(), **fields
+    )
 
 
 def make_llm_judge(fake: FakeLLM | None = None, name: str = "judge", backend: str = "openai", **fields) -> JudgeConfig:
@@ -239,6 +275,7 @@ def make_llm_judge(fake: FakeLLM | None = None, name: str = "judge", backend: st
     if backend in ("instrument", "imported"):
         defaults = {"model_id": "", "api_key_env": ""}
     defaults.update(fields)
+    defaults.setdefault("workspace", default_workspace())
     return JudgeConfig.objects.create(name=name, backend=backend, **defaults)
 
 

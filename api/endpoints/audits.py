@@ -40,7 +40,7 @@ ForecastK = Annotated[int, Field(ge=1, le=MAX_AUDIT_K, description="forecast aft
 
 def _lead_of(request: TokenHttpRequest):
     maker = request.auth.created_by
-    if maker.role != Role.LEAD:
+    if maker.role_in(request.auth.workspace_id) != Role.LEAD:
         raise ApiError(
             403,
             f"this token was made by {maker.username}, who is no longer a lead; audit plans are a lead's: "

@@ -28,7 +28,7 @@ GUIDANCE = TokenAuth(TokenScope.GUIDANCE)
 def _token_lead(request: TokenHttpRequest) -> User:
     """The lead a guidance token acts for: who made it, while still an active lead."""
     lead = request.auth.created_by
-    if not has_role(lead, Role.LEAD):
+    if not has_role(lead, request.auth.workspace_id, Role.LEAD):
         raise ApiError(403, "the lead who made this token is no longer an active lead; ask a lead for a new token")
     return lead
 

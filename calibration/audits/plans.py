@@ -35,9 +35,13 @@ class AuditPlanError(Exception):
     """An audit plan action that cannot be done; the message says why and what to do, and is shown as is."""
 
 
-def _refuse_non_lead(by: User) -> None:
-    if by.role != Role.LEAD:
-        raise AuditPlanError(f"Only a lead may start or extend an audit plan; {by.username} is {by.role}.")
+def _refuse_non_lead(by: User, eval_set: EvalSet) -> None:
+    role = by.role_in(eval_set.workspace_id)
+    if role != Role.LEAD:
+        held = f"is {role} there" if role else "is not a member of it"
+        raise AuditPlanError(
+            f"Only a lead of the eval set's workspace may start or extend an audit plan; {by.username} {held}."
+        )
 
 
 def start_plan(
@@ -61,7 +65,11 @@ def start_plan(
     The thresholds default to the mark's policy and may only be stricter. AuditPlanError otherwise, and
     nothing is written.
     """
-    _refuse_non_lead(by)
+    _refuse_non_lead(by, eval_set)
+    if criterion.rubric_version.rubric.workspace_id != eval_set.workspace_id or judge_config.workspace_id != (
+        eval_set.workspace_id
+    ):
+        raise AuditPlanError("The criterion, eval set and judge config must all be of one workspace.")
     rubric_version = criterion.rubric_version
     queue = current_queue(eval_set)
     if queue is None or queue.rubric_version_id != rubric_version.pk:
@@ -169,7 +177,7 @@ def release_plan_next(*, plan: AuditPlan, by: User, k: int = DEFAULT_RELEASE) ->
     Refused for a closed plan, and for a decided one: its decision stands whatever the next labels say, so
     releasing more would only spend annotators' time (another plan on the same order releases for itself).
     """
-    _refuse_non_lead(by)
+    _refuse_non_lead(by, plan.eval_set)
     if plan.closed_at is not None:
         raise AuditPlanError(f"Audit plan {plan.pk} is closed.")
     decided = plan_figures(plan, k=k)
@@ -282,7 +290,7 @@ def open_plan_for(
 
 def close_plan(*, plan: AuditPlan, by: User) -> AuditPlan:
     """Close a plan (kept for the record); another may then be started for the same criterion and candidate."""
-    _refuse_non_lead(by)
+    _refuse_non_lead(by, plan.eval_set)
     if plan.closed_at is None:
         plan.closed_at = timezone.now()
         plan.save(update_fields=["closed_at"])

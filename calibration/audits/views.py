@@ -51,7 +51,7 @@ def audit_plans(request: AuthenticatedHttpRequest) -> HttpResponse:
         ("Open", [(p, plan_figures(p)) for p in plans if p.closed_at is None], "No open plan."),
         ("Closed", [(p, None) for p in plans if p.closed_at is not None], "No closed plan."),
     ]
-    context = {"sections": sections, "is_lead": has_role(request.user, Role.LEAD)}
+    context = {"sections": sections, "is_lead": has_role(request.user, request.workspace, Role.LEAD)}
     return render(request, "calibration/audit_plans.html", context)
 
 
@@ -108,12 +108,12 @@ def _context(request: AuthenticatedHttpRequest, plan: AuditPlan, k: int | None =
         # Gold Can't tell holds the decision back until a reviewer overrules it: where to do that.
         "cant_tell": [(output_id, case_ids.get(output_id, output_id)) for output_id in shown],
         "cant_tell_more": len(figures.cant_tell_outputs) - len(shown),
-        "may_adjudicate": may_adjudicate(request.user),
+        "may_adjudicate": may_adjudicate(request.user, request.workspace),
         "chart": interval_chart(figures),
         "per_side": f"{(1 - figures.confidence) / 2:.1%}",  # each one-sided test's error bound
         "left": left,
         "form": AuditReleaseForm(initial={"k": min(figures.forecast.k, left) or 1}, left=left),
-        "is_lead": has_role(request.user, Role.LEAD),
+        "is_lead": has_role(request.user, request.workspace, Role.LEAD),
         "poll": POLL,
         "released_event": RELEASED_EVENT,
     }

@@ -25,9 +25,13 @@ class ApprovalRefused(Exception):
     """The request is not allowed or not well-formed; the message says why."""
 
 
-def _check_lead_and_reason(by: User, reason: str) -> str:
-    if not has_role(by, Role.LEAD):
-        raise ApprovalRefused(f"{by.username} is not an active lead; only leads approve")
+def _check_lead_and_reason(by: User, reason: str, rubric_version: RubricVersion, *others: EvalSet | JudgeConfig) -> str:
+    """A lead of the rubric version's workspace, a reason, and every other object named in that same workspace."""
+    workspace_id = rubric_version.rubric.workspace_id
+    if not has_role(by, workspace_id, Role.LEAD):
+        raise ApprovalRefused(f"{by.username} is not an active lead of this workspace; only its leads approve")
+    if any(other.workspace_id != workspace_id for other in others):
+        raise ApprovalRefused("the eval set, rubric version and judge config must all be of one workspace")
     reason = (reason or "").strip()
     if not reason:
         raise ApprovalRefused("a reason is required: say why, for whoever reads this approval later")
@@ -35,7 +39,7 @@ def _check_lead_and_reason(by: User, reason: str) -> str:
 
 
 def approve_rubric_version(*, rubric_version: RubricVersion, by: User, reason: str) -> RubricVersion:
-    reason = _check_lead_and_reason(by, reason)
+    reason = _check_lead_and_reason(by, reason, rubric_version)
     if rubric_version.status == RubricVersion.Status.APPROVED:
         who = rubric_version.approved_by.username if rubric_version.approved_by else "someone"
         when = f"{rubric_version.approved_at:%Y-%m-%d}" if rubric_version.approved_at else "an unknown date"
@@ -75,7 +79,7 @@ def mark_gating(
     whose probe run is not clean is refused, and the gate later refuses it while it is not.
     """
     policy = policy or GateThresholds()
-    reason = _check_lead_and_reason(by, reason)
+    reason = _check_lead_and_reason(by, reason, rubric_version, eval_set, judge_config)
     if rubric_version.status != RubricVersion.Status.APPROVED:
         raise ApprovalRefused(f"{rubric_version.ref} is not approved; approve the rubric version before gating on it")
     keys = [k.strip() for k in keys if k and k.strip()]
@@ -139,7 +143,7 @@ def mark_gating(
 
 
 def revoke_gating(*, mark: GatingMark, by: User, reason: str) -> GatingMark:
-    reason = _check_lead_and_reason(by, reason)
+    reason = _check_lead_and_reason(by, reason, mark.rubric_version)
     changed = (
         GatingMark.objects.active()
         .filter(pk=mark.pk)
@@ -162,7 +166,7 @@ def record_review(
 ) -> GatingReview:
     """Record that a lead read the calibration on `eval_set` and leaves gating as it is (nothing gates when no
     criterion did). Stores the report's figures and the criteria gating at that moment, like a mark does."""
-    reason = _check_lead_and_reason(by, reason)
+    reason = _check_lead_and_reason(by, reason, rubric_version, eval_set, judge_config)
     # A review is a decision on the same figures as a mark: figures inflated by the judge's own examples are none.
     _refuse_measured_examples(
         eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version

@@ -54,7 +54,7 @@ from calibration.stats.candidate_evidence import GoldBound, transport_test
 from calibration.stats.metrics import BINARY, ERROR, PASS, wilson_interval
 from calibration.stats.policy import AUDIT, CORRECTED_LOWER, WILSON_LOWER, GateThresholds, Tightening
 from evals.lookup import eval_set_named
-from evals.models import EvalSet, RubricVersion
+from evals.models import EvalSet, RubricVersion, Workspace
 from evals.validators import UnknownName
 from judging.judge_lookup import judge_named
 from judging.models import JudgeConfig
@@ -232,10 +232,13 @@ def run_gate(
     return dataclasses.replace(decision, provenance=sources)
 
 
-def gate_and_record(request: GateRequest, *, source: str, token=None, asked_by=None) -> GateOutcome:
-    """Resolve the names, run the gate, and store the result (also when it cannot decide). The command line,
-    the HTTP API and the gate page all call this; `asked_by` is the person on the gate page, `token` the API's
-    token (api.GateToken) that asked over HTTP.
+def gate_and_record(
+    request: GateRequest, *, workspace: Workspace, source: str, token=None, asked_by=None
+) -> GateOutcome:
+    """Resolve the names in `workspace`, run the gate, and store the result (also when it cannot decide). The
+    command line, the HTTP API and the gate page all call this; `asked_by` is the person on the gate page, `token`
+    the API's token (api.GateToken) that asked over HTTP, whose workspace `workspace` must be: the gate answers
+    with that workspace's policy only.
 
     PolicyRefused (a looser threshold than the lead's) propagates and nothing is stored. Over HTTP an
     unknown name is not followed by the names that exist (a token holder learns nothing beyond its scope).
@@ -244,9 +247,11 @@ def gate_and_record(request: GateRequest, *, source: str, token=None, asked_by=N
     decision, reason = None, ""
     say_known = source != GateResult.Source.HTTP
     try:
-        resolved["eval_set"] = eval_set_named(request.eval_set, say_known=say_known)
-        resolved["rubric_version"] = RubricVersion.objects.by_ref(request.rubric, say_known=say_known)
-        resolved["judge_config"] = judge_named(request.judge, say_known=say_known)
+        if token is not None and token.workspace_id != workspace.pk:
+            raise CannotDecide("this token belongs to another workspace")
+        resolved["eval_set"] = eval_set_named(request.eval_set, workspace, say_known=say_known)
+        resolved["rubric_version"] = RubricVersion.objects.by_ref(request.rubric, workspace, say_known=say_known)
+        resolved["judge_config"] = judge_named(request.judge, workspace, say_known=say_known)
         if token is not None and resolved["rubric_version"].pk != token.rubric_version_id:
             raise CannotDecide(f"this token may only gate on {token.rubric_version.ref}")
         decision = run_gate(**resolved, tightening=request.tightening, agent_version=request.agent_version)
@@ -255,6 +260,7 @@ def gate_and_record(request: GateRequest, *, source: str, token=None, asked_by=N
     if decision is not None and decision.undecided:
         reason = decision.reason  # held back by the candidate's own gold: the criteria are kept with the reason
     record = GateResult.objects.create(
+        workspace=workspace,
         decision=(
             GateResult.Decision.UNDECIDED
             if decision is None or decision.undecided

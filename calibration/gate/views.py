@@ -96,7 +96,7 @@ def gate_result(request: AuthenticatedHttpRequest, result: int) -> HttpResponse:
         "g": record,
         "rows": zip(criteria, gate_rows(criteria), strict=True),
         "command": _command(record),
-        "is_lead": has_role(request.user, Role.LEAD),
+        "is_lead": has_role(request.user, request.workspace, Role.LEAD),
         "has_criteria": bool(criteria),
         # What the candidate's gold says (results from before issue 40 have no "transport" and show none of it).
         "evidence": [c for c in criteria if "transport" in c],

@@ -111,7 +111,7 @@ def report_context(request, es, rv, judge, gating_form=None, review_form=None) -
             )[:REVIEWS_SHOWN]
         ),
         "review_form": review_form or ReasonForm(prefix="review"),
-        "is_lead": has_role(request.user, Role.LEAD),
+        "is_lead": has_role(request.user, request.workspace, Role.LEAD),
         "assumes": ASSUMES_CALIBRATION,
     }
 

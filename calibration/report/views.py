@@ -48,7 +48,7 @@ def index(request: AuthenticatedHttpRequest) -> HttpResponse:
         "grids": overview_grids(instruments),
         "versions": versions,
         "form": CompareForm(initial=comparison_params({}, instruments) or {}),
-        "is_lead": has_role(request.user, Role.LEAD),
+        "is_lead": has_role(request.user, request.workspace, Role.LEAD),
     }
     return render(request, "calibration/index.html", context)
 

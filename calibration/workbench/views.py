@@ -42,7 +42,7 @@ TEMPLATE = "calibration/version_compare.html"
 
 def _render(request: AuthenticatedHttpRequest, form: VersionCompareForm, *, held_out: bool = False) -> HttpResponse:
     context: dict = {"form": form, "rows": None, "replicates": DELTA_REPLICATES}
-    context["is_lead"] = has_role(request.user, Role.LEAD)
+    context["is_lead"] = has_role(request.user, request.workspace, Role.LEAD)
     if not form.is_valid():
         return render(request, TEMPLATE, context, status=422 if form.is_bound else 200)
     data = form.cleaned_data
@@ -203,7 +203,7 @@ def _version_page(request, version, es, rv, *, error: str = "", status: int = 20
         "calls": runner.planned_calls(scope, development) if development else None,
         "development": len(development),
         "runs": list(runs.order_by("-pk")[:5]),
-        "is_lead": has_role(request.user, Role.LEAD),
+        "is_lead": has_role(request.user, request.workspace, Role.LEAD),
         "error": error,
     }
     return render(request, "calibration/workbench_version.html", context, status=status)

@@ -11,6 +11,7 @@ from django.db.models import Prefetch
 from evals.access import has_role
 from evals.models import Criterion, Output, Role
 from evals.transcript import NONE_QUOTE, Transcript, highlight, render_json
+from evals.workspaces import in_workspace
 from judging.models import JudgeRun, ProbedOutput, ProbeRun, Verdict
 
 from .registry import ORIGINAL
@@ -44,11 +45,15 @@ def _shows(show: str, original: str, probed: str) -> bool:
     return True
 
 
-def index_context(user, form) -> dict:
+def index_context(user, workspace, form) -> dict:
     arms = Prefetch("judge_runs", queryset=JudgeRun.objects.only("pk", "status", "probe_run_id"))
-    runs = ProbeRun.objects.select_related("eval_set", "rubric_version__rubric", "judge_config").prefetch_related(arms)
+    runs = (
+        in_workspace(ProbeRun, workspace)
+        .select_related("eval_set", "rubric_version__rubric", "judge_config")
+        .prefetch_related(arms)
+    )
     rows = [{"run": r, "status": status_from([a.status for a in r.judge_runs.all()])} for r in runs[:RECENT_PROBE_RUNS]]
-    return {"rows": rows, "form": form, "is_lead": has_role(user, Role.LEAD)}
+    return {"rows": rows, "form": form, "is_lead": has_role(user, workspace, Role.LEAD)}
 
 
 def status_context(probe_run: ProbeRun) -> dict:

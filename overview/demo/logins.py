@@ -14,6 +14,9 @@ from django.core.cache import cache
 
 from evals.models import Role, User
 
+# The refund-support team's workspace, where the demo's data and people are.
+DEMO_WORKSPACE = "refund-support"
+DEMO_WORKSPACE_NAME = "Refund support"
 DEMO_USERS = [
     ("maria", Role.ANNOTATOR, "labels all day; has finished her share"),
     ("deshawn", Role.ANNOTATOR, "the second annotator on every output"),

@@ -31,7 +31,7 @@ class Command(BaseCommand):
         except UnknownName as exc:
             raise CommandError(str(exc)) from None
         lead = User.objects.filter(username=by).first()
-        if lead is None or not has_role(lead, Role.LEAD):
+        if lead is None or not has_role(lead, found.workspace_id, Role.LEAD):
             raise CommandError(f'"{by}" is not an active lead: only a lead opens or moves a labeling queue')
         queue = current_queue(found)
         if queue is not None and queue.rubric_version_id == version.pk:

@@ -14,12 +14,12 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 import overview.demo
-from evals.models import Case, Output, Role, User
+from evals.models import Case, Membership, Output, Role, User, Workspace
 from evals.role_groups import sync_role_group
 from formats.planner import analyze
 from judging.models import JudgeRun, Verdict
 from labeling.models import Annotation, GoldLabel, Label
-from overview.demo.logins import DEFAULT_DEMO_PASSWORD, DEMO_USERS
+from overview.demo.logins import DEFAULT_DEMO_PASSWORD, DEMO_USERS, DEMO_WORKSPACE, DEMO_WORKSPACE_NAME
 
 # The demo's files: cases, labels and the instrument judge (overview/demo/generate.py writes them).
 DEMO_DIR = Path(overview.demo.__file__).resolve().parent
@@ -55,14 +55,16 @@ class Command(BaseCommand):
         password = os.environ.get("ICEWATER_DEMO_PASSWORD", DEFAULT_DEMO_PASSWORD)
         before = demo_rows()
         with transaction.atomic():
+            workspace, _ = Workspace.objects.get_or_create(slug=DEMO_WORKSPACE, defaults={"name": DEMO_WORKSPACE_NAME})
             for username, role, _ in DEMO_USERS:
                 # An account that exists is left as it is: `make run` loads the demo at every start, and must not
                 # give back the public password, or the access, that someone took from it before sharing the server.
                 if User.objects.filter(username=username).exists():
                     continue
-                user = User(username=username, role=role, is_staff=role == Role.LEAD)
+                user = User(username=username, is_staff=role == Role.LEAD)
                 user.set_password(password)
                 user.save()
+                Membership.objects.create(user=user, workspace=workspace, role=role)
                 sync_role_group(user)
         quiet = {"stdout": open(os.devnull, "w"), "verbosity": 0}
         try:
