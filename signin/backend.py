@@ -19,10 +19,11 @@ from django.core.exceptions import SuspiciousOperation
 from django.db import transaction
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
-from .claims import describe_person, person_from
+from .claims import person_from
 from .memberships import set_memberships
 from .provider import HTTP_TIMEOUT_SECONDS, discovery, library_setting
 from .refusals import SignInRefused
+from .role_map import describe
 
 logger = logging.getLogger("icewater.signin")
 
@@ -118,8 +119,8 @@ class OIDCBackend(OIDCAuthenticationBackend):
             elif person.email and user.email != person.email:
                 user.email = person.email
                 user.save(update_fields=["email"])
-            set_memberships(user, person.roles)
-        logger.info("signed in with OpenID Connect: %s", describe_person(person))
+            given = set_memberships(user, person.roles)
+        logger.info("signed in with OpenID Connect: user %r as %s", person.username, describe(given))
         return user
 
 

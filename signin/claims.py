@@ -15,7 +15,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 
 from .refusals import SignInRefused
-from .role_map import Grant, describe, groups_from_claim, memberships_for
+from .role_map import Grant, groups_from_claim, memberships_for
 
 USERNAME_MAX = 150  # AbstractUser.username
 
@@ -65,7 +65,3 @@ def person_from(
     if not roles:
         raise SignInRefused("no-workspace", f"user {username!r}: groups {sorted(groups)} map to no workspace")
     return Person(username=username, email=email, roles=roles)
-
-
-def describe_person(person: Person) -> str:
-    return f"user {person.username!r} as {describe(person.roles)}"

@@ -147,3 +147,11 @@ def end_provider_session(browser: requests.Session, logout_url: str) -> str:
 
 def query_of(url: str) -> dict[str, str]:
     return {name: values[0] for name, values in parse_qs(urlsplit(url).query).items()}
+
+
+def memberships(username: str) -> dict[str, tuple[str, str]]:
+    """{workspace slug: (role, source)} of the account `username`."""
+    from evals.models import Membership
+
+    rows = Membership.objects.filter(user__username=username).values_list("workspace__slug", "role", "source")
+    return {slug: (role, source) for slug, role, source in rows}

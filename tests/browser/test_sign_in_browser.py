@@ -10,10 +10,11 @@ import pytest
 from django.conf import settings as django_settings
 from playwright.sync_api import expect
 
-from evals.models import Role, User
+from evals.models import MembershipSource, Role, User
 from signin.issuer import issuer_origin
 from signin.provider import forget_discovery
-from tests.oidc_helpers import providers
+from tests.factories import make_workspace
+from tests.oidc_helpers import memberships, providers
 
 from .browser_helpers import screenshot
 
@@ -24,6 +25,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.subprocess, pytest.mark.django_db
 def use_provider(live_server, settings, tmp_path):
     """use_provider(misbehave=""): a provider for the live server, and Icewater's settings pointing at it."""
     forget_discovery()
+    make_workspace("refund-support", "Refund support")  # the workspace the tests' role map names
     with providers(tmp_path) as start:
 
         def use(misbehave: str = "", **overrides):
@@ -55,7 +57,7 @@ def test_a_person_signs_in_at_the_provider_lands_on_home_and_logs_out_of_both(li
     expect(page).to_have_url(live_server.url + "/")
     expect(page.get_by_role("heading", name="Icewater")).to_be_visible()
     expect(page.locator("header")).to_contain_text("alice")
-    assert User.objects.get(username="alice").role == Role.ANNOTATOR
+    assert memberships("alice") == {"refund-support": (Role.ANNOTATOR, MembershipSource.OIDC)}
     screenshot(page, "oidc_signed_in_home")
 
     page.get_by_role("button", name="Log out").click()

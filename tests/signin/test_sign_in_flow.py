@@ -12,10 +12,13 @@ import pytest
 import requests
 from django.test import override_settings
 
-from evals.models import Role, User
-from tests.oidc_helpers import CLIENT_SECRET, end_provider_session, query_of, sign_in_at_provider
+from evals.models import Membership, MembershipSource, Role, User
+from signin.role_map import parse_role_map
+from tests.factories import make_user, make_workspace
+from tests.oidc_helpers import CLIENT_SECRET, end_provider_session, memberships, query_of, sign_in_at_provider
 
-pytestmark = [pytest.mark.django_db, pytest.mark.subprocess]
+pytestmark = [pytest.mark.django_db, pytest.mark.subprocess, pytest.mark.usefixtures("workspaces")]
+OIDC, LOCAL = MembershipSource.OIDC, MembershipSource.LOCAL
 
 APP = "http://testserver"
 
@@ -53,25 +56,47 @@ def test_a_first_sign_in_makes_the_account_with_the_role_the_map_gives(client, s
         assert answer.status_code == 302 and answer["Location"] == "/"
         home = client.get("/")
     alice = User.objects.get(username="alice")
-    assert (alice.role, alice.email, alice.has_usable_password()) == (Role.ANNOTATOR, "alice@example.com", False)
+    assert (alice.email, alice.has_usable_password()) == ("alice@example.com", False)
+    assert memberships("alice") == {"refund-support": (Role.ANNOTATOR, OIDC)}
     assert home.status_code == 200 and home.context["user"] == alice
     assert "signed in with OpenID Connect: user 'alice' as refund-support:annotator" in caplog.text
     assert CLIENT_SECRET not in caplog.text
 
 
-def test_roles_are_refreshed_at_every_sign_in(client, start_provider):
+def test_memberships_are_what_the_groups_give_now_refreshed_at_every_sign_in(client, start_provider, workspaces):
     provider = start_provider()
-    # Both were given other roles since their last sign-in: the map decides again.
-    User.objects.create_user("lena", role=Role.ANNOTATOR)
-    User.objects.create_user("alice", role=Role.LEAD)
+    old_team = make_workspace("old-team")
+    # Since their last sign-in: a lead made lena an annotator in Icewater; alice kept a membership the provider
+    # gave her once (old-team), and a lead added her to side-project.
+    make_user("lena", Role.ANNOTATOR, workspace=workspaces["refund-support"])
+    alice = make_user("alice", Role.LEAD, workspace=workspaces["side-project"])
+    Membership.objects.create(user=alice, workspace=old_team, role=Role.LEAD, source=OIDC)
     with override_settings(**provider.settings()):
         assert sign_in(client, "lena")[0].status_code == 302
         client.logout()
         assert sign_in(client, "alice")[0].status_code == 302
-    # lena's groups: refund-leads and refund-annotators map to one workspace; the higher role wins.
-    assert User.objects.get(username="lena").role == Role.LEAD
-    assert User.objects.get(username="alice").role == Role.ANNOTATOR
+    # lena's groups: refund-leads and refund-annotators name one workspace; the higher role wins, and the
+    # provider now keeps that membership.
+    assert memberships("lena") == {"refund-support": (Role.LEAD, OIDC)}
+    # alice: the map's workspace; the provider's old one gone; the lead's own stays.
+    assert memberships("alice") == {"refund-support": (Role.ANNOTATOR, OIDC), "side-project": (Role.LEAD, LOCAL)}
     assert User.objects.count() == 2  # matched by username, none made twice
+
+    # The map changes (refund-annotators now review in side-project too): the next sign-in follows it.
+    changed = "refund-annotators=refund-support:annotator,refund-annotators=side-project:reviewer"
+    client.logout()
+    with override_settings(**provider.settings(ICEWATER_OIDC_ROLE_MAP=parse_role_map(changed))):
+        assert sign_in(client, "alice")[0].status_code == 302
+    assert memberships("alice") == {"refund-support": (Role.ANNOTATOR, OIDC), "side-project": (Role.REVIEWER, OIDC)}
+
+
+def test_a_mapped_workspace_that_does_not_exist_is_skipped_and_logged(client, start_provider, caplog):
+    provider = start_provider()
+    two = parse_role_map("refund-annotators=refund-support:annotator,refund-annotators=nowhere:lead")
+    with override_settings(**provider.settings(ICEWATER_OIDC_ROLE_MAP=two)):
+        assert sign_in(client, "alice")[0].status_code == 302
+    assert memberships("alice") == {"refund-support": (Role.ANNOTATOR, OIDC)}
+    assert "ICEWATER_OIDC_ROLE_MAP names workspaces that do not exist: nowhere" in caplog.text
 
 
 def test_an_account_without_an_address_signs_in_without_one(client, start_provider):

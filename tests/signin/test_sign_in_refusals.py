@@ -8,10 +8,12 @@ import pytest
 import requests
 from django.test import override_settings
 
-from evals.models import Role, User
-from tests.oidc_helpers import CLIENT_SECRET, sign_in_at_provider
+from evals.models import Membership, MembershipSource, Role, User
+from signin.role_map import parse_role_map
+from tests.factories import make_user
+from tests.oidc_helpers import CLIENT_SECRET, memberships, sign_in_at_provider
 
-pytestmark = [pytest.mark.django_db, pytest.mark.subprocess]
+pytestmark = [pytest.mark.django_db, pytest.mark.subprocess, pytest.mark.usefixtures("workspaces")]
 
 APP = "http://testserver"
 
@@ -46,7 +48,7 @@ def test_an_id_token_that_does_not_verify_is_refused(client, start_provider, cap
     with override_settings(**provider.settings()):
         answer = client.get(callback_for(client, "alice"))
     assert_refused(answer, reason, caplog)
-    assert not User.objects.exists()
+    assert not User.objects.exists() and not Membership.objects.exists()
 
 
 def test_the_well_behaved_provider_signs_the_same_person_in(client, start_provider):
@@ -72,11 +74,11 @@ def test_a_replayed_callback_is_refused_and_changes_nothing(client, start_provid
     with override_settings(**provider.settings()):
         callback = callback_for(client, "alice")
         assert client.get(callback).status_code == 302
-        User.objects.filter(username="alice").update(role=Role.LEAD)  # changed since: a replay must not redo it
+        Membership.objects.filter(user__username="alice").update(role=Role.LEAD)  # a replay must not redo it
         client.logout()
         caplog.clear()
         assert_refused(client.get(callback), "replayed", caplog)
-    assert User.objects.get(username="alice").role == Role.LEAD
+    assert memberships("alice") == {"refund-support": (Role.LEAD, MembershipSource.OIDC)}
     assert User.objects.count() == 1
 
 
@@ -86,7 +88,7 @@ def test_a_callback_this_browser_did_not_start_is_refused(client, start_provider
         callback = callback_for(client, "alice")
         client.cookies.clear()  # another browser: no session waits for this state
         assert_refused(client.get(callback), "replayed", caplog)
-    assert not User.objects.exists()
+    assert not User.objects.exists() and not Membership.objects.exists()
 
 
 def test_an_id_token_with_another_sign_ins_nonce_is_refused(client, start_provider, caplog):
@@ -101,7 +103,7 @@ def test_an_id_token_with_another_sign_ins_nonce_is_refused(client, start_provid
         session.save()
         answer = client.get(callback)
     assert_refused(answer, "nonce", caplog)
-    assert not User.objects.exists()
+    assert not User.objects.exists() and not Membership.objects.exists()
 
 
 def test_an_unverified_address_is_refused_unless_the_setting_says_the_provider_never_tells(
@@ -110,7 +112,7 @@ def test_an_unverified_address_is_refused_unless_the_setting_says_the_provider_n
     provider = start_provider()
     with override_settings(**provider.settings()):
         assert_refused(client.get(callback_for(client, "ursula")), "unverified-email", caplog)
-    assert not User.objects.exists()
+    assert not User.objects.exists() and not Membership.objects.exists()
     with override_settings(**provider.settings(ICEWATER_OIDC_VERIFIED_EMAIL=False)):
         assert client.get(callback_for(client, "ursula")).status_code == 302
     assert User.objects.get(username="ursula").email == "ursula@example.com"
@@ -120,17 +122,30 @@ def test_a_person_whose_groups_map_to_no_workspace_is_refused(client, start_prov
     provider = start_provider()
     with override_settings(**provider.settings()):
         assert_refused(client.get(callback_for(client, "otto")), "no-workspace", caplog)
-    assert not User.objects.exists()
+    assert not User.objects.exists() and not Membership.objects.exists()
 
 
-def test_an_existing_account_whose_groups_map_to_nothing_now_keeps_its_role_and_is_refused(
-    client, start_provider, caplog
+def test_an_existing_account_whose_groups_map_to_nothing_now_is_refused_and_keeps_its_memberships(
+    client, start_provider, caplog, workspaces
 ):
     provider = start_provider()
-    User.objects.create_user("otto", role=Role.REVIEWER)
+    otto = make_user("otto", Role.REVIEWER, workspace=workspaces["side-project"])
+    Membership.objects.create(user=otto, workspace=workspaces["refund-support"], role=Role.LEAD, source="oidc")
     with override_settings(**provider.settings()):
         assert_refused(client.get(callback_for(client, "otto")), "no-workspace", caplog)
-    assert User.objects.get(username="otto").role == Role.REVIEWER
+    # Refused, so nothing changed, not even the provider's old membership (the next good sign-in replaces it).
+    assert memberships("otto") == {
+        "side-project": (Role.REVIEWER, MembershipSource.LOCAL),
+        "refund-support": (Role.LEAD, MembershipSource.OIDC),
+    }
+
+
+def test_a_map_whose_workspaces_do_not_exist_is_refused_and_makes_no_account(client, start_provider, caplog):
+    provider = start_provider()
+    nowhere = parse_role_map("refund-annotators=nowhere:lead")
+    with override_settings(**provider.settings(ICEWATER_OIDC_ROLE_MAP=nowhere)):
+        assert_refused(client.get(callback_for(client, "alice")), "no-workspace", caplog)
+    assert not User.objects.exists() and not Membership.objects.exists()
 
 
 def test_a_deactivated_account_is_refused(client, start_provider, caplog):
@@ -138,7 +153,7 @@ def test_a_deactivated_account_is_refused(client, start_provider, caplog):
     User.objects.create_user("alice", is_active=False)
     with override_settings(**provider.settings()):
         assert_refused(client.get(callback_for(client, "alice")), "inactive", caplog)
-    assert User.objects.get(username="alice").role == Role.ANNOTATOR
+    assert memberships("alice") == {}
 
 
 def test_an_error_from_the_provider_is_refused_and_drops_the_state(client, start_provider, caplog):
