@@ -18,13 +18,15 @@ after every `restart_every` steps (k = 1, 2, ...). The weights sum to 1 over unl
 yet started holds its weight as cash (capital 1). Each started process is a non-negative supermartingale
 under the null, so the weighted sum M_t is one too, with M_0 = 1, and Ville's inequality gives
 P(sup_t M_t >= 1/alpha) <= alpha: the false-alarm probability over unlimited monitoring is at most alpha.
-This is "an e-detector restarted on a schedule with alpha spent across restarts", with the restarts added
-rather than Bonferroni-split, so a restart costs nothing while the first process is still healthy.
+This is a test restarted on a schedule with alpha spent across the restarts, the restarts added rather than
+Bonferroni-split, so a restart costs nothing while the first process is still healthy. (E-detectors, Shin, Ramdas
+& Rinaldo 2023, weigh the processes started at every step equally, which bounds the average time to a false
+alarm; summable weights bound the probability of any.)
 
 What a restart costs: a drop after the k-th restart is seen by that restart with a threshold
 1 / (alpha w_k) instead of 1 / alpha, i.e. log(2 k (k + 1)) more log-capital to earn (about 9.9 at k = 100,
 11.3 at k = 200), plus on average half a restart period before it starts. The process started at step 0 pays
-only log 2, but it pays whatever it lost during the quiet period. The bets (watch.py) are 0 while the recent
+only log 2, but it pays whatever it lost during the quiet period. The bets (tracks.py) are 0 while the recent
 labels say the rate is above the bound, so in the common case the first process has barely eroded and the
 alarm comes from it.
 

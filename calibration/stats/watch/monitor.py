@@ -365,3 +365,31 @@ def update(state: WatchState, observation: Outputs | AuditedOutput) -> tuple[Wat
     if alarms:
         state = replace(state, fired=state.fired + tuple(a.what for a in alarms))
     return state, alarms
+
+
+@dataclass(frozen=True)
+class BandPoint:
+    """The pass rate's band after an audit label, for the plot."""
+
+    labels: int
+    outputs: int
+    estimate: float | None
+    lower: float
+    upper: float
+
+
+def replay(
+    settings: WatchSettings, observations: list[Outputs | AuditedOutput]
+) -> tuple[WatchState, list[BandPoint], list[Alarm]]:
+    """A watch fed `observations` from its start: the final state, the pass rate's band after each audit label
+    (a worker that updates incrementally records the same point after each label), and the alarms."""
+    state = start_watch(settings)
+    points: list[BandPoint] = []
+    alarms: list[Alarm] = []
+    for observation in observations:
+        state, raised = update(state, observation)
+        alarms += raised
+        if isinstance(observation, AuditedOutput):
+            band = pass_rate_band(state)
+            points.append(BandPoint(state.labels, state.outputs, band.estimate, band.lower, band.upper))
+    return state, points, alarms

@@ -26,6 +26,7 @@ from calibration.stats.watch import (
     WatchState,
     pass_rate_band,
     rate_band,
+    replay,
     start_watch,
     update,
 )
@@ -314,6 +315,25 @@ def test_the_band_follows_the_rate():
     assert band.lower <= 0.6 <= band.upper < 0.8
     tpr = rate_band(state, TPR)
     assert tpr.lower <= 0.95 <= tpr.upper
+
+
+def test_a_replay_gives_the_band_after_every_label_as_the_incremental_watch_does():
+    observations = [
+        Outputs(passes=18, fails=1),
+        AuditedOutput(verdict=1, gold=1),
+        Outputs(passes=20, fails=0, unjudged=2),
+        AuditedOutput(verdict=0, gold=0),
+        AuditedOutput(verdict=None, gold=1),
+    ]
+    state, points, alarms = replay(settings(), observations)
+    assert [(p.labels, p.outputs) for p in points] == [(1, 20), (2, 43), (3, 44)]
+    assert alarms == []
+    step = start_watch(settings())
+    for observation in observations:
+        step, _ = update(step, observation)
+    assert step.to_json() == state.to_json()
+    last = pass_rate_band(step)
+    assert (points[-1].estimate, points[-1].lower, points[-1].upper) == (last.estimate, last.lower, last.upper)
 
 
 def test_gold_not_applicable_and_cant_tell_move_no_judge_rate():
