@@ -19,6 +19,7 @@ PURE = (
     "calibration.data.frame_reading",
     "calibration.stats.judge_compare",
     "calibration.stats.metrics",
+    "calibration.stats.watch",
     "labeling.gold",
     "judging.sample_majority",
 )

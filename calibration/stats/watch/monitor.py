@@ -217,7 +217,8 @@ def start_watch(settings: WatchSettings) -> WatchState:
 def _check(observation: Outputs | AuditedOutput) -> None:
     if isinstance(observation, Outputs):
         counts = (observation.passes, observation.fails, observation.unjudged)
-        if any(not isinstance(c, int) or c < 0 for c in counts):
+        # numpy's integers too (a worker may count with numpy); bools are not counts.
+        if any(isinstance(c, bool) or not isinstance(c, (int, np.integer)) or c < 0 for c in counts):
             raise ValueError(f"outputs' counts must be non-negative integers, got {counts}")
         return
     if observation.verdict not in (None, 0, 1):
@@ -234,7 +235,7 @@ def _pass_step(track: PassTrack, settings: WatchSettings, observation: Outputs |
         return np.full(size, value)
 
     if isinstance(observation, Outputs):
-        batch = (full(observation.passes), full(observation.fails), full(observation.unjudged))
+        batch = (full(int(observation.passes)), full(int(observation.fails)), full(int(observation.unjudged)))
         audited, verdict, gold = zeros, full(math.nan), full(math.nan)
     else:
         batch = (zeros, zeros, zeros)
@@ -329,7 +330,9 @@ def update(state: WatchState, observation: Outputs | AuditedOutput) -> tuple[Wat
     _check(observation)
     s = state.settings
     labeled = int(isinstance(observation, AuditedOutput))
-    outputs = observation.passes + observation.fails + observation.unjudged if isinstance(observation, Outputs) else 1
+    outputs = (
+        int(observation.passes + observation.fails + observation.unjudged) if isinstance(observation, Outputs) else 1
+    )
     state = replace(
         state,
         pass_rate=_pass_step(state.pass_rate, s, observation),

@@ -71,14 +71,16 @@ def test_the_restart_weights_sum_to_one_over_unlimited_time():
     assert math.exp(log_capital(ev)[0]) == pytest.approx(0.5 * 3 + 0.5)
 
 
+# A rate test's bets, by hand: bound 0.8, gold items the judge got wrong (x = 0), no decay worth the name
+# (half-life 1e12 items). Item 1: the window is empty, the estimate is the bound: no bet, capital 1.
+# Item 2: estimate (0 + 4 * 0.8) / (1 + 4) = 0.64, variance 0.64 * 0.36 = 0.2304, drift 0.16,
+#   bet 0.16 / (0.2304 + 0.0256) = 0.625 (cap 0.5 / 0.2 = 2.5), factor 1 + 0.625 * 0.8 = 1.5.
+# Item 3: estimate 3.2 / 6 = 0.5333, variance 0.24889, drift 0.26667, bet 0.26667 / (0.24889 + 0.07111) =
+#   0.83333, factor 1 + 0.83333 * 0.8 = 1.66667 (= 5/3).
+
+
 def test_a_rate_tests_capital_by_hand():
-    # Bound 0.8, three gold items the judge got wrong (x = 0), no decay worth the name (half-life 1e12 items).
-    # Item 1: the window is empty, the estimate is the bound: no bet, capital 1.
-    # Item 2: estimate (0 + 4 * 0.8) / (1 + 4) = 0.64, variance 0.64 * 0.36 = 0.2304, drift 0.16,
-    #   bet 0.16 / (0.2304 + 0.0256) = 0.625 (cap 0.5 / 0.2 = 2.5), factor 1 + 0.625 * 0.8 = 1.5.
-    # Item 3: estimate 3.2 / 6 = 0.5333, variance 0.24889, drift 0.26667, bet 0.26667 / (0.24889 + 0.07111) =
-    #   0.83333, factor 1 + 0.83333 * 0.8 = 1.66667.
-    # The first process (weight 1/2) holds 1.5 * 1.66667 = 2.5; the restarts not begun hold 1/2 in cash.
+    # The first process (weight 1/2) holds 1.5 * 5/3 = 2.5; the restarts not begun hold 1/2 in cash.
     track = new_rate_track(np.array([0.8]), np.array([1.0]))
     seen = []
     for _ in range(3):
@@ -90,7 +92,7 @@ def test_a_rate_tests_capital_by_hand():
 def test_a_restart_joins_with_its_weight_and_takes_only_later_factors():
     # As above with a restart after every 2 items: before item 3 the first restart joins with weight
     # (1 - 1/2) / (1 * 2) = 1/4 at capital 1, and the cash of the restarts not begun falls to 1/2 / 2 = 1/4.
-    # After item 3: 0.5 * 1.5 * 1.66667 + 0.25 * 1.66667 + 0.25 = 1.25 + 0.41667 + 0.25.
+    # After item 3: 0.5 * 1.5 * 5/3 + 0.25 * 5/3 + 0.25.
     track = new_rate_track(np.array([0.8]), np.array([1.0]))
     for _ in range(3):
         track = rate_step(track, hit=np.array([0.0]), half_life=1e12, restart_every=2)
@@ -99,22 +101,25 @@ def test_a_restart_joins_with_its_weight_and_takes_only_later_factors():
 
 
 def test_the_pass_rates_capital_by_hand():
-    # p = 0.5, minimum 0.5, no decay. Step 1: one audited output, judged FAIL, gold FAIL; the window is empty,
+    # p = 0.5, minimum 0.7, no decay. Step 1: one audited output, judged FAIL, gold FAIL; the window is empty,
     # so no bet. Step 2's bet, from the window (1 output, f = 0; 1 label, y = 0): lam = 0 / (0 + 4) = 0,
-    # estimate (1 * 0 + 4 * 0.5) / 5 = 0.4, E[(y - lam f)^2] = (0 + 4 / 4) / 5 = 0.2, variance
-    # 0.4 * 0.6 + (0.5 / 0.5) * 0.2 = 0.44, drift 0.1, bet 0.1 / 0.45 = 0.2222 (cap 0.5 / (2 - 0.5) = 0.3333).
-    # Step 2: a PASS and a FAIL verdict not audited (x = lam f = 0: factor 1 + 0.2222 * 0.5 each), then an
-    # audited output judged PASS with gold PASS: x = 0 + (1 - 0) / 0.5 = 2, factor 1 - 0.2222 * 1.5 = 0.6667.
-    track = new_pass_track(np.array([0.5]), np.array([1.0]))
+    # estimate (1 * 0 + 4 * 0.7) / 5 = 0.56, E[(y - lam f)^2] = (0 + 4 / 4) / 5 = 0.2, variance
+    # 0.56 * 0.44 + (0.5 / 0.5) * 0.2 = 0.4464, standard error sqrt(0.2 / 5) = 0.2, drift 0.14 - 0.1 = 0.04,
+    # bet 0.04 / 0.448 = 5/56 (cap 0.5 / (2 - 0.7) = 0.385).
+    # Step 2: a PASS and a FAIL verdict not audited (x = lam f = 0: factor 1 + 5/56 * 0.7 = 1.0625 each), then
+    # an audited output judged PASS with gold PASS: x = 0 + (1 - 0) / 0.5 = 2, factor 1 - 5/56 * 1.3.
+    track = new_pass_track(np.array([0.7]), np.array([1.0]))
     one, zero = np.array([1.0]), np.array([0.0])
     common = {"p": 0.5, "unjudged": zero, "audited": one, "half_life": 1e12}
     track = pass_step(track, passes=zero, fails=zero, verdict=zero, gold=zero, **common)
     assert capital(track) == pytest.approx(1.0)
     window = pass_window(track, p=0.5)
-    assert (window.lam[0], window.estimate[0], window.variance[0]) == pytest.approx((0.0, 0.4, 0.44))
-    assert pass_bets(track, window, p=0.5)[0] == pytest.approx(2 / 9)
+    assert (window.lam[0], window.estimate[0], window.variance[0], window.std_error[0]) == pytest.approx(
+        (0.0, 0.56, 0.4464, 0.2)
+    )
+    assert pass_bets(track, window, p=0.5)[0] == pytest.approx(5 / 56)
     track = pass_step(track, passes=one, fails=one, verdict=one, gold=one, **common)
-    product = (1 + 1 / 9) ** 2 * (1 - 1 / 3)
+    product = 1.0625**2 * (1 - 5 / 56 * 1.3)
     assert capital(track) == pytest.approx(0.5 * product + 0.5)
     assert (track.evidence.steps[0], track.evidence.clock[0]) == (2, 4)
 
@@ -285,7 +290,7 @@ def test_a_judge_that_misses_failures_raises_one_tnr_alarm_that_says_what_to_do(
     assert alarm.estimate is not None and alarm.estimate < 0.85
     assert alarm.lower <= alarm.upper
     assert 300 * 0.1 * 0.5 < alarm.since_labels <= alarm.at_labels  # gold FAIL items, about 10% of labels
-    assert 0 < alarm.since_outputs < alarm.at_outputs == state.outputs or alarm.at_outputs < state.outputs
+    assert 0 < alarm.since_outputs < alarm.at_outputs <= state.outputs
     assert "recalibrate before the next gate" in alarm.message()
     assert "misses failures" in alarm.advice
     # It fired once: the test has spent its alpha.
@@ -336,6 +341,11 @@ def test_a_replay_gives_the_band_after_every_label_as_the_incremental_watch_does
     assert (points[-1].estimate, points[-1].lower, points[-1].upper) == (last.estimate, last.lower, last.upper)
 
 
+def test_numpy_counts_are_counts():
+    state, _ = update(start_watch(settings()), Outputs(passes=np.int64(3), fails=np.int64(1)))  # type: ignore[arg-type]
+    assert state.outputs == 4
+
+
 def test_gold_not_applicable_and_cant_tell_move_no_judge_rate():
     state = start_watch(settings())
     for gold in (NOT_APPLICABLE, None):
@@ -349,6 +359,7 @@ def test_gold_not_applicable_and_cant_tell_move_no_judge_rate():
     [
         (Outputs(passes=-1, fails=0), "non-negative integers"),
         (Outputs(passes=1.5, fails=0), "non-negative integers"),  # type: ignore[arg-type]
+        (Outputs(passes=True, fails=0), "non-negative integers"),
         (AuditedOutput(verdict=2, gold=1), "verdict must be 1, 0 or None"),
         (AuditedOutput(verdict=1, gold=0.5), "gold must be 1, 0, -1 (N/A) or None"),
     ],
