@@ -61,19 +61,23 @@ PRIOR_WEIGHT = 4.0
 
 # A restart begins after every this many steps (audit labels for the pass rate, gold items of the class for TPR
 # and TNR). Shorter means a drop after a long quiet period is met sooner by a fresh process, but with a later
-# restart's smaller weight (evidence.py: log(2 k (k + 1)) more log-capital). Measured with bench/watch.py.
+# restart's smaller weight (evidence.py: log(2 k (k + 1)) more log-capital). On bench/watch.py's -0.10 drop after
+# 2,000 labels (judge TPR 0.90 TNR 0.80, 200 streams, before MARGIN) 100 and 400 gave about the same median
+# (264 and 253 labels).
 RESTART_EVERY = 200
 
 # The bets' window, in steps (audit labels; gold items). Shorter reacts sooner after a drop and bets more
-# often on noise while the rate is above the bound. Measured with bench/watch.py.
+# often on noise while the rate is above the bound. Same bench (before MARGIN): 25 gave a median of 298-348
+# labels for the -0.10 drop, 50 gave 253-264, 100 gave 252-253, but 100 was slower for the TNR (2,160 against 1,800
+# labels for a -0.10 move).
 HALF_LIFE = 50.0
 
 # The bets' drift is the window's gap to the bound less this many standard errors of the window's estimate, so
 # noise alone (a window that dips just below the bound while the rate sits above it) bets little: the capital
 # lost in a quiet period is what a later drop must win back first. bench/watch.py's -0.10 drop, judge TPR 0.90
 # TNR 0.80, 400 streams (median audit labels to the alarm after a change at label 2,000 / 10,000; -0.05 at
-# 2,000): 0 gave 264 / 503 / 1,958 (detected 66%), 0.25 gave 255 / 421 / 1,892, 0.5 gave 257 / 337 / 1,958,
-# 0.75 gave 289 / 316 / 2,465 (57%), 1 gave 328 / 340.
+# 2,000, with the share detected within 3,000 labels): 0 gave 264 / 503, 0.25 gave 255 / 421 / 1,892 (66%), 0.5
+# gave 257 / 337 / 1,958 (66%), 0.75 gave 289 / 316 / 2,465 (57%), 1 gave 328 / 340.
 MARGIN = 0.5
 
 _BIG = 1e6  # a cap that never binds: the factor cannot go below 1 on that side
