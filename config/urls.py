@@ -11,6 +11,7 @@ from overview.home import home
 
 from .login import LoginView
 from .moved_addresses import moved
+from .password_change import PasswordChangeView
 
 handler400 = "config.errors.bad_request"
 handler403 = "config.errors.permission_denied"
@@ -21,6 +22,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password/", PasswordChangeView.as_view(), name="password_change"),
     path("judging/", include("judging.urls")),
     # The calibration namespace: calibration's pages and the gate's first address (/calibration/api/gate), which the
     # API serves; and the gate page with its token panel, which the API's room serves under /api/, before /api/'s
