@@ -102,6 +102,7 @@ def test_labels_given_are_counted_in_one_query_whatever_the_number_of_members(as
         annotate_directly(make_output(es, case_id=f"x{i}"), rv, who, all_answers(rv))
     queries()  # the first request of the session also saves the workspace in it
     few = queries()
+    assert few == 5  # the session, the user, their memberships (middleware); the members, their labels
     for i in range(2, 12):
         who = make_user(f"a{i}")
         annotate_directly(make_output(es, case_id=f"x{i}"), rv, who, all_answers(rv))
@@ -184,6 +185,9 @@ def test_a_lead_changes_a_role_and_the_new_role_counts_at_the_next_request(clien
     assert client.get(reverse("labeling:my_work")).status_code == 403  # no longer labels (the blind rule)
     event = AuditEvent.objects.get()
     assert (event.action, event.summary) == (AuditAction.MEMBER_ROLE_CHANGED, "ann: annotator → reviewer")
+    assert not annotator.groups.filter(name="lead").exists()
+    lead_client.post(reverse("overview:change_member_role", args=[membership(annotator).pk]), {"role": "lead"})
+    assert annotator.groups.filter(name="lead").exists()  # a lead gets the lead group's admin permissions
 
 
 def test_removal_ends_access_at_the_next_request_and_keeps_the_labels(client, lead, annotator):
