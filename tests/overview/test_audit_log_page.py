@@ -7,6 +7,8 @@ import io
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evals.audit_log import record
@@ -99,3 +101,20 @@ def test_only_leads_of_the_workspace_in_use_read_or_export_it(client, both, team
     text = client.get(reverse("overview:audit_log"), {"workspace": "team-b"}).content.decode()
     assert "secret-of-team-b" in text and "approved refund@1" not in text
     assert "approved refund@1" not in export(client, "jsonl") + export(client, "csv")
+
+
+def test_the_page_costs_the_same_queries_with_few_or_many_events_and_workspaces(client, lead):
+    client.force_login(lead)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(reverse("overview:audit_log")).status_code == 200
+        return len(captured)
+
+    record(default_workspace(), lead, AuditAction.MEMBER_ADDED, "one")
+    queries()  # the first request of the session also saves the workspace in it
+    few = queries()
+    for i in range(60):
+        record(make_workspace(f"w{i}"), None, AuditAction.WORKSPACE_CREATED, "elsewhere")
+        record(default_workspace(), lead, AuditAction.MEMBER_ADDED, f"event {i}")
+    assert queries() == few == 5  # the session, the user, their memberships; the count, the page of events
