@@ -6,6 +6,7 @@ Two workspaces throughout: "default" (the lead's) and "team-b", where the same l
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 from django.db import connection
@@ -14,6 +15,7 @@ from django.urls import reverse
 
 from evals.models import AuditAction, AuditEvent, Membership, MembershipSource, Role, User
 from labeling.models import Label
+from overview import members
 from tests.factories import (
     all_answers,
     annotate_directly,
@@ -266,3 +268,42 @@ def test_posts_need_the_csrf_token(lead, annotator):
     strict.force_login(lead)
     response = strict.post(reverse("overview:remove_member", args=[membership(annotator).pk]))
     assert response.status_code == 403 and membership(annotator)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_leads_demoting_each_other_at_once_leave_one_lead(monkeypatch):
+    """The first change holds the lead rows' lock until it commits; the second waits, then sees one lead left."""
+    lead1, lead2 = make_user("l1", Role.LEAD), make_user("l2", Role.LEAD)
+    first_inside, first_may_commit = threading.Event(), threading.Event()
+    real = members.record_membership
+
+    def paused(*args, **kwargs):
+        if threading.current_thread().name == "first":
+            first_inside.set()  # its update is made, not yet committed
+            first_may_commit.wait(10)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(members, "record_membership", paused)
+    results: dict[str, str] = {}
+
+    def demote(target, by) -> None:
+        try:
+            members.change_role(membership=membership(target), by=by, role=Role.ANNOTATOR)
+            results[threading.current_thread().name] = "changed"
+        except members.MemberRefused as exc:
+            results[threading.current_thread().name] = str(exc)
+        finally:
+            connection.close()
+
+    first = threading.Thread(target=demote, args=(lead2, lead1), name="first")
+    first.start()
+    assert first_inside.wait(10)
+    second = threading.Thread(target=demote, args=(lead1, lead2), name="second")
+    second.start()
+    second.join(1)
+    assert second.is_alive()  # waiting for the first's lock
+    first_may_commit.set()
+    first.join(10)
+    second.join(10)
+    assert results["first"] == "changed" and "l1 is the last lead of this workspace" in results["second"]
+    assert list(Membership.objects.filter(role=Role.LEAD).values_list("user__username", flat=True)) == ["l1"]
