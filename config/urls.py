@@ -11,6 +11,7 @@ from signin.views import LogoutView
 
 from .login import LoginView, admin_login
 from .moved_addresses import moved
+from .password_change import PasswordChangeView
 
 handler400 = "config.errors.bad_request"
 handler403 = "config.errors.permission_denied"
@@ -23,6 +24,7 @@ urlpatterns = [
     path("accounts/login/", LoginView.as_view(), name="login"),
     path("accounts/logout/", LogoutView.as_view(), name="logout"),
     path("oidc/", include("signin.urls")),  # sign-in with OpenID Connect: 404 while no provider is set
+    path("accounts/password/", PasswordChangeView.as_view(), name="password_change"),
     path("judging/", include("judging.urls")),
     # The calibration namespace: calibration's pages and the gate's first address (/calibration/api/gate), which the
     # API serves; and the gate page with its token panel, which the API's room serves under /api/, before /api/'s
