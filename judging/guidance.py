@@ -163,7 +163,7 @@ def parse_document(data: Any) -> GuidanceDocument:
 def _rubric_version(document: GuidanceDocument, base: JudgeConfig) -> RubricVersion:
     if document.rubric:
         try:
-            return RubricVersion.objects.by_ref(document.rubric)
+            return RubricVersion.objects.by_ref(document.rubric, base.workspace_id)
         except UnknownName as exc:
             raise GuidanceRefused(f"rubric: {exc}") from None
     if base.guidance_rubric_version is not None:

@@ -76,7 +76,9 @@ def overview_grids(instruments: list[Instrument], max_columns: int = MAX_GRID_CO
     eval_sets = EvalSet.objects.in_bulk({i.eval_set_id for i in instruments})
     versions = RubricVersion.objects.select_related("rubric").in_bulk({i.rubric_version_id for i in instruments})
     judges = JudgeConfig.objects.in_bulk({i.judge_config_id for i in instruments})
-    gating = Counter(GatingMark.objects.active().values_list("rubric_version_id", "judge_config_id"))
+    # The shown versions' marks only: what is read stays the workspace's, whatever the number of workspaces.
+    marks = GatingMark.objects.active().filter(rubric_version_id__in=list(versions))
+    gating = Counter(marks.values_list("rubric_version_id", "judge_config_id"))
     by_set: dict[int, list[Instrument]] = {}
     for i in instruments:
         by_set.setdefault(i.eval_set_id, []).append(i)

@@ -30,6 +30,7 @@ from calibration.workbench.guidance_editor import (
 from calibration.workbench.suggested_examples import Suggestions, suggest_examples
 from calibration.workbench.version_comparison import compare_versions, comparison_scope
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
+from evals.current_workspace import QUERY_PARAMETER
 from evals.models import Criterion, EvalSet, Output, Role, RubricVersion, Workspace
 from evals.workspaces import in_workspace
 from judging import runner
@@ -57,7 +58,10 @@ def _render(request: AuthenticatedHttpRequest, form: VersionCompareForm, *, held
 @never_cache
 @role_required(*STAFF_ROLES)
 def version_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
-    return _render(request, VersionCompareForm(request.GET or None, workspace=request.workspace))
+    # A shared link may carry ?workspace= (evals/current_workspace.py): that alone asks no comparison.
+    asked = request.GET.copy()
+    asked.pop(QUERY_PARAMETER, None)
+    return _render(request, VersionCompareForm(asked or None, workspace=request.workspace))
 
 
 @never_cache
