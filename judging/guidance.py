@@ -163,7 +163,7 @@ def parse_document(data: Any) -> GuidanceDocument:
 def _rubric_version(document: GuidanceDocument, base: JudgeConfig) -> RubricVersion:
     if document.rubric:
         try:
-            return RubricVersion.objects.by_ref(document.rubric)
+            return RubricVersion.objects.by_ref(document.rubric, base.workspace_id)
         except UnknownName as exc:
             raise GuidanceRefused(f"rubric: {exc}") from None
     if base.guidance_rubric_version is not None:
@@ -231,7 +231,9 @@ def _criterion_id(rubric_version: RubricVersion, key: str) -> int:
 def next_name(base: JudgeConfig) -> tuple[str, str, int]:
     """(name, family, version) of the next version of base's family: FAMILY-vN, N one more than the highest."""
     family = base.family_name
-    highest = max(JudgeConfig.objects.filter(family=family).values_list("version", flat=True), default=base.version)
+    # Names are unique within a workspace (issue 36): another workspace's family of the same name is not this one.
+    mine = JudgeConfig.objects.filter(workspace_id=base.workspace_id)
+    highest = max(mine.filter(family=family).values_list("version", flat=True), default=base.version)
     version = max(highest, base.version) + 1
     return f"{family}-v{version}", family, version
 
@@ -275,7 +277,7 @@ def derive_config(
             f"criteria: {', '.join(by_instrument)} graded by an instrument in {base.name}, which reads no prompt"
         )
     name, family, version = next_name(base)
-    if JudgeConfig.objects.filter(name=name).exists():
+    if JudgeConfig.objects.filter(workspace_id=base.workspace_id, name=name).exists():
         raise GuidanceRefused(f"a judge config named {name} exists already (not a version of {base.name})")
     with transaction.atomic():
         # The split is fixed here, with the first example: inside the transaction, so a refusal undoes it too.
@@ -298,6 +300,7 @@ def derive_config(
             family=family,
             version=version,
             derived_from=base,
+            workspace_id=base.workspace_id,
             guidance=stored,
             guidance_rubric_version=rubric_version,
             created_by=by,

@@ -6,9 +6,10 @@ from typing import cast
 
 from django import forms
 
-from calibration.fields import RateField
+from calibration.fields import RateField, WorkspaceForm
 from calibration.models import AuditPlan, GatingMark
 from evals.models import EvalSet, Output
+from evals.workspaces import in_workspace
 
 
 class _MarkChoice(forms.ModelChoiceField):
@@ -19,7 +20,7 @@ class _MarkChoice(forms.ModelChoiceField):
         )
 
 
-class AuditPlanForm(forms.Form):
+class AuditPlanForm(WorkspaceForm):
     """Start an audit plan (calibration/audits/plans.py start_plan, which re-checks everything): a gating mark names
     the criterion and the judge config it gates with, and its policy is where the thresholds start."""
 
@@ -67,7 +68,8 @@ class AuditPlanForm(forms.Form):
         super().__init__(*args, **kwargs)
         # Grouped by eval set, so the lead picks a version the candidate has; start_plan checks it is.
         pairs = (
-            Output.objects.order_by("case__eval_set__name", "agent_version")
+            in_workspace(Output, self.workspace)
+            .order_by("case__eval_set__name", "agent_version")
             .values_list("case__eval_set__name", "agent_version")
             .distinct()
         )

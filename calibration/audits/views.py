@@ -27,7 +27,8 @@ from calibration.audits.plans import (
 )
 from calibration.models import AuditPlan, GatingMark
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, plain, role_required
-from evals.models import Output, Role
+from evals.models import Output, Role, Workspace
+from evals.workspaces import in_workspace
 from labeling.audit_order import DEFAULT_RELEASE
 from labeling.guards import may_adjudicate
 
@@ -37,14 +38,15 @@ POLL = "every 5s"
 RELEASED_EVENT = "audit-released"
 
 
-def _plans():
-    return AuditPlan.objects.for_figures().select_related("created_by")
+def _plans(workspace: Workspace):
+    """The audit plans of `workspace`: another workspace's plan id answers as a missing one (404)."""
+    return in_workspace(AuditPlan.objects.for_figures().select_related("created_by"), workspace)
 
 
 @never_cache
 @role_required(*STAFF_ROLES)
 def audit_plans(request: AuthenticatedHttpRequest) -> HttpResponse:
-    plans = list(_plans())
+    plans = list(_plans(request.workspace))
     # Where each open plan stands, as on its page (the statistics are cached per gold, so a list read between
     # two labels costs the queries only). Closed plans keep their figures on their own page.
     sections = [
@@ -59,7 +61,7 @@ def audit_plans(request: AuthenticatedHttpRequest) -> HttpResponse:
 @role_required(Role.LEAD)
 @require_http_methods(["GET", "POST"])
 def audit_plan_start(request: AuthenticatedHttpRequest) -> HttpResponse:
-    form = AuditPlanForm(request.POST or None)
+    form = AuditPlanForm(request.POST or None, workspace=request.workspace)
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         mark: GatingMark = d["gating"]
@@ -80,7 +82,7 @@ def audit_plan_start(request: AuthenticatedHttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Audit plan {plan.pk} started. Release the first outputs to label below.")
             return redirect("calibration:audit_plan", plan=plan.pk)
-    marks = GatingMark.objects.active().select_related(
+    marks = in_workspace(GatingMark.objects.active(), request.workspace).select_related(
         "criterion", "rubric_version__rubric", "judge_config", "calibration_eval_set"
     )
     context = {"form": form, "marks": marks}
@@ -122,7 +124,7 @@ def _context(request: AuthenticatedHttpRequest, plan: AuditPlan, k: int | None =
 @never_cache
 @role_required(*STAFF_ROLES)
 def audit_plan(request: AuthenticatedHttpRequest, plan: int) -> HttpResponse:
-    found = get_object_or_404(_plans(), pk=plan)
+    found = get_object_or_404(_plans(request.workspace), pk=plan)
     return render(request, "calibration/audit_plan.html", _context(request, found))
 
 
@@ -131,7 +133,7 @@ def audit_plan(request: AuthenticatedHttpRequest, plan: int) -> HttpResponse:
 def audit_plan_figures(request: AuthenticatedHttpRequest, plan: int) -> HttpResponse:
     """The figures panel alone (htmx polls it); 286 once decided or closed, so polling stops. Once decided, a
     lead's "Label these next" control is swapped out of band for the words that no more labels are needed."""
-    found = get_object_or_404(_plans(), pk=plan)
+    found = get_object_or_404(_plans(request.workspace), pk=plan)
     context = _context(request, found)
     context["oob"] = bool(context["f"].decided and context["is_lead"] and found.closed_at is None)
     response = render(request, "calibration/audit_plan.html#audit-figures", context)
@@ -145,7 +147,7 @@ def audit_plan_figures(request: AuthenticatedHttpRequest, plan: int) -> HttpResp
 @role_required(Role.LEAD)
 def audit_plan_release(request: AuthenticatedHttpRequest, plan: int) -> HttpResponse:
     """ "Label these k next": htmx swaps the control (#audit-release) and tells the figures panel to re-read."""
-    found = get_object_or_404(_plans(), pk=plan)
+    found = get_object_or_404(_plans(request.workspace), pk=plan)
     form = AuditReleaseForm(request.POST, left=left_to_release(found))
     refused = ""
     if not form.is_valid():
@@ -174,7 +176,7 @@ def audit_plan_release(request: AuthenticatedHttpRequest, plan: int) -> HttpResp
 @require_POST
 @role_required(Role.LEAD)
 def audit_plan_close(request: AuthenticatedHttpRequest, plan: int) -> HttpResponse:
-    found = get_object_or_404(_plans(), pk=plan)
+    found = get_object_or_404(_plans(request.workspace), pk=plan)
     if found.closed_at is not None:
         messages.warning(request, f"Audit plan {found.pk} was already closed.")
     else:

@@ -9,6 +9,13 @@ view (tens of milliseconds); the intervals, the human ceiling and the gold rule 
 
 The source of the modules that compute the figures is part of the key too, so that a changed formula is never
 answered from an entry an older version of the code wrote (the file cache outlives restarts).
+
+Workspaces (issue 36): one cache serves every workspace, and that is safe because a key is the digest of every
+input its figures are computed from, never a name. Frames carry output and criterion ids, which are global, so
+two workspaces' frames never share a key even when everything in them is named alike; and where a key holds
+values only (an audit's gold and verdict lists), the entry is a pure function of those values: the figures one
+workspace would compute from them itself, nothing of another's. A new call of `computed` must keep that rule:
+key by ids or by every input, never by names alone (names are unique within a workspace, not across).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from typing import cast
 
 from django import forms
 
-from calibration.fields import RateField, RubricVersionChoice
+from calibration.fields import RateField, RubricVersionChoice, WorkspaceForm
 from calibration.report.robustness import status_label
 from calibration.stats.policy import (
     DECIDE_ON,
@@ -20,6 +20,7 @@ from calibration.stats.policy import (
     Tightening,
 )
 from evals.models import EvalSet, Output, RubricVersion
+from evals.workspaces import in_workspace
 from judging.models import JudgeConfig
 
 REASON_HELP = "Why, in words someone can check later (this is kept with the approval)."
@@ -137,7 +138,7 @@ class TighteningMixin(forms.Form):
         return data
 
 
-class GateRunForm(TighteningMixin, forms.Form):
+class GateRunForm(TighteningMixin, WorkspaceForm):
     """The gate page: the same parameters as `manage.py gate` and the HTTP API, picked from what exists.
     The thresholds are optional and may only tighten the lead's policy (the gate refuses a looser one)."""
 
@@ -169,7 +170,12 @@ class GateRunForm(TighteningMixin, forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         # A list, as the report offers: a version typed by hand that has no outputs would gate nothing.
-        versions = Output.objects.order_by("agent_version").values_list("agent_version", flat=True).distinct()
+        versions = (
+            in_workspace(Output, self.workspace)
+            .order_by("agent_version")
+            .values_list("agent_version", flat=True)
+            .distinct()
+        )
         cast(forms.ChoiceField, self.fields["agent_version"]).choices = [("", "Every agent version")] + [
             (v, v) for v in versions
         ]

@@ -40,26 +40,33 @@ from evals.access import (
     has_role,
     role_required,
 )
-from evals.models import EvalSet, Role, RubricVersion
+from evals.models import EvalSet, Role, RubricVersion, Workspace
+from evals.workspaces import in_workspace
 from judging.models import JudgeConfig, JudgeRun
 
 
-def gate_initial(query) -> dict:
+def gate_initial(query, workspace: Workspace) -> dict:
     """What the gate form starts with: what the link asked for, else the newest gating instrument (or the newest
     run's, before anything gates) and the newest eval set its judge ran on (the release candidate most likely
-    next)."""
+    next), all of `workspace`."""
     initial = {k: query[k] for k in ("eval_set", "rubric_version", "judge_config", "agent_version") if query.get(k)}
     if "rubric_version" not in initial or "judge_config" not in initial:
-        runs = JudgeRun.objects.filter(probe_run__isnull=True)  # a probe arm is no release candidate
-        newest = GatingMark.objects.active().order_by("-marked_at").first() or runs.first()
+        runs = in_workspace(JudgeRun, workspace).filter(probe_run__isnull=True)  # a probe arm is no candidate
+        newest = in_workspace(GatingMark.objects.active(), workspace).order_by("-marked_at").first() or runs.first()
         if newest is None:
             return initial
         initial.setdefault("rubric_version", newest.rubric_version_id)
         initial.setdefault("judge_config", newest.judge_config_id)
     if "eval_set" not in initial:
-        run = JudgeRun.objects.filter(
-            rubric_version_id=initial["rubric_version"], judge_config_id=initial["judge_config"], probe_run__isnull=True
-        ).first()  # newest first (the model's ordering)
+        run = (
+            in_workspace(JudgeRun, workspace)
+            .filter(
+                rubric_version_id=initial["rubric_version"],
+                judge_config_id=initial["judge_config"],
+                probe_run__isnull=True,
+            )
+            .first()
+        )  # newest first (the model's ordering)
         if run is not None:
             initial["eval_set"] = run.eval_set_id
     return initial
@@ -69,7 +76,8 @@ def gate_initial(query) -> dict:
 @role_required(Role.LEAD)
 @require_http_methods(["GET", "POST"])
 def gate_run(request: AuthenticatedHttpRequest) -> HttpResponse:
-    form = GateRunForm(request.POST or None, initial=gate_initial(request.GET))
+    initial = gate_initial(request.GET, request.workspace)
+    form = GateRunForm(request.POST or None, initial=initial, workspace=request.workspace)
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         asked = GateRequest(
@@ -80,7 +88,9 @@ def gate_run(request: AuthenticatedHttpRequest) -> HttpResponse:
             d["tightening"],
         )
         try:
-            outcome = gate_and_record(asked, source=GateResult.Source.WEB, asked_by=request.user)
+            outcome = gate_and_record(
+                asked, workspace=request.workspace, source=GateResult.Source.WEB, asked_by=request.user
+            )
         except PolicyRefused as exc:
             form.add_error(None, f"{exc}. Nothing was stored.")
         else:
@@ -90,7 +100,8 @@ def gate_run(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 @role_required(*STAFF_ROLES)
 def gate_result(request: AuthenticatedHttpRequest, result: int) -> HttpResponse:
-    record = get_object_or_404(GateResult.objects.select_related("token", "asked_by"), pk=result)
+    results = in_workspace(GateResult.objects.select_related("token", "asked_by", "workspace"), request.workspace)
+    record = get_object_or_404(results, pk=result)
     criteria = record.result.get("criteria", []) if isinstance(record.result, dict) else []
     context = {
         "g": record,
@@ -115,7 +126,12 @@ def _with_power(criterion: dict) -> tuple[dict, float | None, float | None]:
 
 def _command(record: GateResult) -> str:
     """The same question as a command line (what CI would run)."""
-    parts = ["python manage.py gate", f"--eval-set {record.eval_set_name}", f"--rubric {record.rubric_ref}"]
+    parts = [
+        "python manage.py gate",
+        f"--workspace {record.workspace.slug}",
+        f"--eval-set {record.eval_set_name}",
+        f"--rubric {record.rubric_ref}",
+    ]
     parts.append(f"--judge {record.judge_name}")
     if record.agent_version:
         parts.append(f"--agent-version {record.agent_version}")
@@ -130,7 +146,8 @@ def _command(record: GateResult) -> str:
 @require_POST
 @role_required(Role.LEAD)
 def approve_rubric(request: AuthenticatedHttpRequest, rubric_version: int) -> HttpResponse:
-    rv = get_object_or_404(RubricVersion.objects.select_related("rubric", "approved_by"), pk=rubric_version)
+    versions = RubricVersion.objects.select_related("rubric", "approved_by")
+    rv = get_object_or_404(in_workspace(versions, request.workspace), pk=rubric_version)
     form = ReasonForm(request.POST)
     try:
         if not form.is_valid():
@@ -146,7 +163,7 @@ def approve_rubric(request: AuthenticatedHttpRequest, rubric_version: int) -> Ht
 @require_POST
 @role_required(Role.LEAD)
 def mark_gating_view(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
-    es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
+    es, rv, jc = instrument_or_404(request.workspace, eval_set, rubric_version, judge)
     report = calibration_report(
         eval_set=es, rubric_version=rv, judge_config=jc, agent_version=asked_agent_version(request)
     )
@@ -179,7 +196,7 @@ def review_gating_view(
     request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int
 ) -> HttpResponse:
     """Record that gating stays as it is (nothing gates, where nothing did) after reading this calibration."""
-    es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
+    es, rv, jc = instrument_or_404(request.workspace, eval_set, rubric_version, judge)
     form = ReasonForm(request.POST, prefix="review")
     if form.is_valid():
         try:
@@ -216,7 +233,9 @@ def _refused_on_panel(request: HtmxHttpRequest, context: dict) -> HttpResponse:
 @require_POST
 @role_required(Role.LEAD)
 def revoke_gating_view(request: AuthenticatedHttpRequest, mark: int) -> HttpResponse:
-    mark_obj = get_object_or_404(GatingMark.objects.select_related("criterion"), pk=mark)
+    mark_obj = get_object_or_404(
+        in_workspace(GatingMark.objects.select_related("criterion"), request.workspace), pk=mark
+    )
     form = ReasonForm(request.POST)
     try:
         if not form.is_valid():

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from django import forms
 
+from calibration.fields import WorkspaceForm
 from evals.models import EvalSet, RubricVersion
 from judging.models import JudgeConfig
 
 
-class CompareForm(forms.Form):
+class CompareForm(WorkspaceForm):
     eval_set = forms.ModelChoiceField(EvalSet.objects.all(), label="Calibration eval set")
     left_rubric = forms.ModelChoiceField(RubricVersion.objects.select_related("rubric"), label="Rubric version")
     left_judge = forms.ModelChoiceField(JudgeConfig.objects.all(), label="Judge config")

@@ -22,7 +22,8 @@ from calibration.data.holdout import held_out_split
 from calibration.models import GatingMark
 from calibration.report.compose import calibration_report
 from calibration.report.rows import CriterionReport
-from evals.models import EvalSet, RubricVersion
+from evals.models import EvalSet, RubricVersion, Workspace
+from evals.workspaces import in_workspace
 from judging.models import GoldSplit, JudgeConfig, JudgeRun
 
 # A cell of a column measured on the held-out split: no figures (see the module's docstring).
@@ -40,10 +41,12 @@ class Instrument:
     judge_config_id: int
 
 
-def run_instruments() -> list[Instrument]:
-    """Every (eval set, rubric version, judge config) a run exists for, the most recently run first (one query)."""
+def run_instruments(workspace: Workspace) -> list[Instrument]:
+    """Every (eval set, rubric version, judge config) of `workspace` a run exists for, the most recently run first
+    (one query)."""
     rows = (
-        JudgeRun.objects.filter(probe_run__isnull=True)  # a probe run's verdicts never count for calibration
+        in_workspace(JudgeRun, workspace)
+        .filter(probe_run__isnull=True)  # a probe run's verdicts never count for calibration
         .values("eval_set_id", "rubric_version_id", "judge_config_id")
         .annotate(last=Max("created_at"), last_id=Max("id"))
         .order_by("-last", "-last_id")
@@ -68,12 +71,14 @@ class Grid:
     more: int  # instruments run on this eval set that the grid leaves out
 
 
-def overview_grids(instruments: list[Instrument] | None = None, max_columns: int = MAX_GRID_COLUMNS) -> list[Grid]:
-    instruments = run_instruments() if instruments is None else instruments
+def overview_grids(instruments: list[Instrument], max_columns: int = MAX_GRID_COLUMNS) -> list[Grid]:
+    """The grids of these instruments (run_instruments' of one workspace: every id below comes from them)."""
     eval_sets = EvalSet.objects.in_bulk({i.eval_set_id for i in instruments})
     versions = RubricVersion.objects.select_related("rubric").in_bulk({i.rubric_version_id for i in instruments})
     judges = JudgeConfig.objects.in_bulk({i.judge_config_id for i in instruments})
-    gating = Counter(GatingMark.objects.active().values_list("rubric_version_id", "judge_config_id"))
+    # The shown versions' marks only: what is read stays the workspace's, whatever the number of workspaces.
+    marks = GatingMark.objects.active().filter(rubric_version_id__in=list(versions))
+    gating = Counter(marks.values_list("rubric_version_id", "judge_config_id"))
     by_set: dict[int, list[Instrument]] = {}
     for i in instruments:
         by_set.setdefault(i.eval_set_id, []).append(i)
@@ -141,14 +146,14 @@ def default_pair(instruments: list[Instrument], eval_set_id: int | None, left: t
     }
 
 
-def comparison_params(query, instruments: list[Instrument] | None = None) -> dict | None:
+def comparison_params(query, workspace: Workspace, instruments: list[Instrument] | None = None) -> dict | None:
     """What the compare form is bound to: the query where it names both sides, its gaps filled with
     default_pair (a side is taken whole, never half from the query and half from the defaults). None when
     the query names nothing and there is nothing to compare."""
     given = {key: query.get(key) for key in ("eval_set", *SIDES[0], *SIDES[1]) if query.get(key)}
     if all(given.get(k) for side in SIDES for k in side) and given.get("eval_set"):
         return given
-    instruments = run_instruments() if instruments is None else instruments
+    instruments = run_instruments(workspace) if instruments is None else instruments
     left = tuple(_int(given.get(k)) for k in SIDES[0])
     defaults = default_pair(instruments, _int(given.get("eval_set")), left if None not in left else None)
     if defaults is None:

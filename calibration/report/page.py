@@ -22,15 +22,20 @@ from evals.access import (
     checked_query,
     has_role,
 )
-from evals.models import Criterion, EvalSet, Output, Role, RubricVersion
+from evals.models import Criterion, EvalSet, Output, Role, RubricVersion, Workspace
+from evals.workspaces import in_workspace
 from judging.models import JudgeConfig
 
 
-def instrument_or_404(eval_set: int, rubric_version: int, judge: int) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
+def instrument_or_404(
+    workspace: Workspace, eval_set: int, rubric_version: int, judge: int
+) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
+    """The instrument of a report's URL, each part from `workspace`: another workspace's id is a missing one (404)."""
+    versions = RubricVersion.objects.select_related("rubric", "approved_by")
     return (
-        get_object_or_404(EvalSet, pk=eval_set),
-        get_object_or_404(RubricVersion.objects.select_related("rubric", "approved_by"), pk=rubric_version),
-        get_object_or_404(JudgeConfig, pk=judge),
+        get_object_or_404(in_workspace(EvalSet, workspace), pk=eval_set),
+        get_object_or_404(in_workspace(versions, workspace), pk=rubric_version),
+        get_object_or_404(in_workspace(JudgeConfig, workspace), pk=judge),
     )
 
 

@@ -32,7 +32,8 @@ from evals.access import (
     role_required,
 )
 from evals.downloads import attachment_header
-from evals.models import Criterion, EvalSet, Output, Role, RubricVersion, User
+from evals.models import Criterion, EvalSet, Output, Role, RubricVersion, User, Workspace
+from evals.workspaces import in_workspace
 from labeling import label_frames
 from labeling.disputes import DisputeRefused, raise_dispute
 from labeling.models import GoldDispute
@@ -42,12 +43,14 @@ DRILLDOWN_PAGE_SIZE = 10
 
 @role_required(*STAFF_ROLES)
 def index(request: AuthenticatedHttpRequest) -> HttpResponse:
-    instruments = run_instruments()
+    instruments = run_instruments(request.workspace)
     versions = RubricVersion.objects.select_related("rubric", "approved_by").order_by("rubric__name", "created_at")
     context = {
         "grids": overview_grids(instruments),
-        "versions": versions,
-        "form": CompareForm(initial=comparison_params({}, instruments) or {}),
+        "versions": in_workspace(versions, request.workspace),
+        "form": CompareForm(
+            initial=comparison_params({}, request.workspace, instruments) or {}, workspace=request.workspace
+        ),
         "is_lead": has_role(request.user, request.workspace, Role.LEAD),
     }
     return render(request, "calibration/index.html", context)
@@ -56,7 +59,7 @@ def index(request: AuthenticatedHttpRequest) -> HttpResponse:
 @never_cache
 @role_required(*STAFF_ROLES)
 def report_page(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int) -> HttpResponse:
-    es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
+    es, rv, jc = instrument_or_404(request.workspace, eval_set, rubric_version, judge)
     context = report_context(request, es, rv, jc)
     return render(request, "calibration/report.html", context)
 
@@ -67,7 +70,7 @@ def report_export(
 ) -> HttpResponse:
     if fmt not in ("json", "csv"):
         raise Http404("exports are .json or .csv")
-    es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
+    es, rv, jc = instrument_or_404(request.workspace, eval_set, rubric_version, judge)
     agent_version = asked_agent_version(request)
     report = calibration_report(
         eval_set=es, rubric_version=rv, judge_config=jc, agent_version=agent_version, with_audit_plans=True
@@ -81,18 +84,19 @@ def report_export(
     return response
 
 
-def cell_or_404(eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
-    """The instrument, criterion and confusion cell of a drilldown URL; 404 for any part that does not exist."""
+def cell_or_404(workspace: Workspace, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
+    """The instrument, criterion and confusion cell of a drilldown URL; 404 for any part that does not exist in
+    `workspace`."""
     if cell not in dd.CELLS:
         raise Http404("no such cell")
-    es, rv, jc = instrument_or_404(eval_set, rubric_version, judge)
+    es, rv, jc = instrument_or_404(workspace, eval_set, rubric_version, judge)
     return es, rv, jc, get_object_or_404(Criterion, rubric_version=rv, key=key)
 
 
 @never_cache
 @role_required(*STAFF_ROLES)
 def drilldown(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
-    es, rv, jc, criterion = cell_or_404(eval_set, rubric_version, judge, key, cell)
+    es, rv, jc, criterion = cell_or_404(request.workspace, eval_set, rubric_version, judge, key, cell)
     ids = dd.cell_output_ids(
         eval_set=es,
         rubric_version=rv,
@@ -127,8 +131,12 @@ def drilldown(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: 
 
 @role_required(*STAFF_ROLES)
 def compare(request: AuthenticatedHttpRequest) -> HttpResponse:
-    params = comparison_params(request.GET)
-    form = CompareForm(params) if params else CompareForm(initial=request.GET.dict())
+    params = comparison_params(request.GET, request.workspace)
+    form = (
+        CompareForm(params, workspace=request.workspace)
+        if params
+        else CompareForm(initial=request.GET.dict(), workspace=request.workspace)
+    )
     sides = []
     if form.is_valid():
         es = form.cleaned_data["eval_set"]
@@ -168,7 +176,7 @@ def dispute_gold(
     request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str
 ):
     """From a false-pass / false-fail drilldown: send one output's gold label back to adjudication."""
-    es, rv, jc, criterion = cell_or_404(eval_set, rubric_version, judge, key, cell)
+    es, rv, jc, criterion = cell_or_404(request.workspace, eval_set, rubric_version, judge, key, cell)
     back = safe_next(request, reverse("calibration:drilldown", args=[es.pk, rv.pk, jc.pk, key, cell]))
     form = DisputeForm(request.POST)
     if not form.is_valid():
@@ -199,8 +207,10 @@ def dispute_gold(
 @never_cache
 @role_required(*STAFF_ROLES)
 def annotator_agreement_page(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int) -> HttpResponse:
-    es = get_object_or_404(EvalSet, pk=eval_set)
-    rv = get_object_or_404(RubricVersion.objects.select_related("rubric"), pk=rubric_version)
+    es = get_object_or_404(in_workspace(EvalSet, request.workspace), pk=eval_set)
+    rv = get_object_or_404(
+        in_workspace(RubricVersion.objects.select_related("rubric"), request.workspace), pk=rubric_version
+    )
     scope, criteria = label_frames.Scope(es, rv), frames.criteria_of(rv)
     rows = annotator_agreement(
         label_frames.load_labels(scope),

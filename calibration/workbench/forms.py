@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from calibration.fields import RubricVersionChoice
+from calibration.fields import RubricVersionChoice, WorkspaceForm
 from evals.models import EvalSet, RubricVersion
 from judging.models import JudgeConfig
 
@@ -14,7 +14,7 @@ class _JudgeVersionChoice(forms.ModelChoiceField):
         return obj.name
 
 
-class VersionCompareForm(forms.Form):
+class VersionCompareForm(WorkspaceForm):
     """Two judge config versions on one calibration eval set's gold items (the workbench's comparison)."""
 
     eval_set = forms.ModelChoiceField(

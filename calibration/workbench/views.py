@@ -30,7 +30,9 @@ from calibration.workbench.guidance_editor import (
 from calibration.workbench.suggested_examples import Suggestions, suggest_examples
 from calibration.workbench.version_comparison import compare_versions, comparison_scope
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
-from evals.models import Criterion, EvalSet, Role, RubricVersion
+from evals.current_workspace import QUERY_PARAMETER
+from evals.models import Criterion, EvalSet, Output, Role, RubricVersion, Workspace
+from evals.workspaces import in_workspace
 from judging import runner
 from judging.backends import Misconfigured
 from judging.gold_splits import SplitRefused, look_count, part_outputs, record_look, split_for, start_split
@@ -56,7 +58,10 @@ def _render(request: AuthenticatedHttpRequest, form: VersionCompareForm, *, held
 @never_cache
 @role_required(*STAFF_ROLES)
 def version_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
-    return _render(request, VersionCompareForm(request.GET or None))
+    # A shared link may carry ?workspace= (evals/current_workspace.py): that alone asks no comparison.
+    asked = request.GET.copy()
+    asked.pop(QUERY_PARAMETER, None)
+    return _render(request, VersionCompareForm(asked or None, workspace=request.workspace))
 
 
 @never_cache
@@ -64,7 +69,7 @@ def version_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
 @role_required(Role.LEAD)
 def version_compare_held_out(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The held-out split's figures: each request is one more look, recorded with the versions it compared."""
-    form = VersionCompareForm(request.POST)
+    form = VersionCompareForm(request.POST, workspace=request.workspace)
     if form.is_valid():
         data = form.cleaned_data
         split = split_for(data["eval_set"], data["rubric_version"])
@@ -98,11 +103,13 @@ class _Target:
     criterion: Criterion
 
 
-def _target(judge: int, eval_set: int, rubric_version: int, key: str) -> _Target:
-    rv = get_object_or_404(RubricVersion.objects.select_related("rubric"), pk=rubric_version)
+def _target(workspace: Workspace, judge: int, eval_set: int, rubric_version: int, key: str) -> _Target:
+    """The editor's objects, each from `workspace`: another workspace's id answers as a missing one (404)."""
+    rv = get_object_or_404(in_workspace(RubricVersion.objects.select_related("rubric"), workspace), pk=rubric_version)
+    judges = JudgeConfig.objects.select_related("guidance_rubric_version")
     return _Target(
-        get_object_or_404(JudgeConfig.objects.select_related("guidance_rubric_version"), pk=judge),
-        get_object_or_404(EvalSet, pk=eval_set),
+        get_object_or_404(in_workspace(judges, workspace), pk=judge),
+        get_object_or_404(in_workspace(EvalSet, workspace), pk=eval_set),
         rv,
         get_object_or_404(Criterion, rubric_version=rv, key=key),
     )
@@ -144,7 +151,7 @@ def _editor(request, t: _Target, instructions: str, examples: list[dict], **boun
 @role_required(Role.LEAD)
 def guidance_edit(request: AuthenticatedHttpRequest, judge: int, eval_set: int, rubric_version: int, key: str):
     """Edit one criterion's guidance of a judge version; saving derives a new version (the base never changes)."""
-    t = _target(judge, eval_set, rubric_version, key)
+    t = _target(request.workspace, judge, eval_set, rubric_version, key)
     stored = t.base.guidance.get(key, {})
     stored_examples = document_examples(stored.get("examples", []))
     if request.method != "POST":
@@ -168,6 +175,9 @@ def guidance_edit(request: AuthenticatedHttpRequest, judge: int, eval_set: int, 
         return _editor(request, t, instructions, examples)
     if action != "save":  # "preview": the diff of what is in the form
         return _editor(request, t, instructions, examples, form=form, formset=formset)
+    missing = _not_in_workspace(request.workspace, key, examples)
+    if missing:
+        return _editor(request, t, instructions, examples, form=form, formset=formset, error=missing, status=422)
     guidance = document(t.rv, edited_guidance(t.base, key, instructions, examples))
     try:
         version = derive_config(base=t.base, guidance=guidance, by=request.user, rubric_version=t.rv)
@@ -177,13 +187,25 @@ def guidance_edit(request: AuthenticatedHttpRequest, judge: int, eval_set: int, 
     return redirect(reverse("calibration:workbench_version", args=[version.pk, t.es.pk, t.rv.pk]))
 
 
+def _not_in_workspace(workspace: Workspace, key: str, examples: list[dict]) -> str:
+    """The refusal of the first example whose output is not this workspace's, in derive_config's words for an
+    output that does not exist (judging/guidance.py _check_example, which looks outputs up by id alone): checked
+    here first, a missing id and another workspace's read the same."""
+    ids = [int(e["output_id"]) for e in examples]
+    known = set(in_workspace(Output, workspace).filter(pk__in=ids).values_list("pk", flat=True))
+    unknown = ((n, i) for n, i in enumerate(ids) if i not in known)
+    return next((f"criteria.{key}.examples[{n}].output_id: there is no output {i}" for n, i in unknown), "")
+
+
 # -- a version's workbench: its diff, a re-run on development, the comparison, promotion ---------------------
 
 
-def _version_objects(judge: int, eval_set: int, rubric_version: int):
-    version = get_object_or_404(JudgeConfig.objects.select_related("derived_from"), pk=judge)
-    es = get_object_or_404(EvalSet, pk=eval_set)
-    rv = get_object_or_404(RubricVersion.objects.select_related("rubric"), pk=rubric_version)
+def _version_objects(workspace: Workspace, judge: int, eval_set: int, rubric_version: int):
+    """A version's workbench objects, each from `workspace` (another workspace's id: 404, as a missing one)."""
+    versions = JudgeConfig.objects.select_related("derived_from")
+    version = get_object_or_404(in_workspace(versions, workspace), pk=judge)
+    es = get_object_or_404(in_workspace(EvalSet, workspace), pk=eval_set)
+    rv = get_object_or_404(in_workspace(RubricVersion.objects.select_related("rubric"), workspace), pk=rubric_version)
     return version, es, rv
 
 
@@ -212,7 +234,7 @@ def _version_page(request, version, es, rv, *, error: str = "", status: int = 20
 @never_cache
 @role_required(*STAFF_ROLES)
 def workbench_version(request: AuthenticatedHttpRequest, judge: int, eval_set: int, rubric_version: int):
-    return _version_page(request, *_version_objects(judge, eval_set, rubric_version))
+    return _version_page(request, *_version_objects(request.workspace, judge, eval_set, rubric_version))
 
 
 @never_cache
@@ -220,7 +242,7 @@ def workbench_version(request: AuthenticatedHttpRequest, judge: int, eval_set: i
 @role_required(Role.LEAD)
 def workbench_run(request: AuthenticatedHttpRequest, judge: int, eval_set: int, rubric_version: int, part: str):
     """Re-run a version on the development split, or promote it: run it on the held-out split, one look."""
-    version, es, rv = _version_objects(judge, eval_set, rubric_version)
+    version, es, rv = _version_objects(request.workspace, judge, eval_set, rubric_version)
     split = split_for(es, rv)
     if part not in GoldSplit.PARTS or split is None:
         return _version_page(

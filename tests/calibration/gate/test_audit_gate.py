@@ -14,6 +14,7 @@ from calibration.models import GateResult
 from calibration.report.svg import deciding_bound_name, deciding_lower
 from calibration.stats.policy import DECIDE_ON, GateThresholds
 from tests.audit_helpers import candidate, gold, in_order, plan_on
+from tests.factories import default_workspace
 
 pytestmark = pytest.mark.django_db
 
@@ -125,6 +126,7 @@ def test_the_result_page_shows_the_audit_bound_that_decided(client, lead):
     criterion |= {"wilson_lower": 0.912, "corrected_lower": 0.888, "audit_lower": 0.613, "min_pass_rate": 0.5}
     criterion |= {"confidence": 0.95, "error_rate": 0.0, "max_error_rate": 0.02, "met": True, "decide_on": "audit"}
     record = GateResult.objects.create(
+        workspace=default_workspace(),
         decision="passed", source="cli", eval_set_name="rc-1", rubric_ref="refund@1", judge_name="j",
         result={"criteria": [criterion]},
     )  # fmt: skip

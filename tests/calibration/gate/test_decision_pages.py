@@ -17,6 +17,7 @@ from tests.factories import (
     annotate,
     annotator,
     bulk_calibration,
+    default_workspace,
     make_eval_set,
     make_judge,
     make_output,
@@ -135,9 +136,10 @@ def test_the_overview_costs_a_report_per_column_whatever_the_data(client, lead, 
     # A report is six queries (criteria, labels, gold, verdicts, gating marks, probe run); a column adds at
     # most that, and the data's size nothing.
     assert len(two_columns) <= len(one_column) + 6, [q["sql"][:90] for q in two_columns]
-    # Session and user, instruments, their eval sets, versions and judges, gating marks, one report (6), the
-    # rubric versions card, the compare form's five pickers.
-    assert len(one_column) <= 19, [q["sql"][:90] for q in one_column]
+    # Session, user and memberships (the one query every signed-in request now reads, issue 36: 20, was 19),
+    # instruments, their eval sets, versions and judges, gating marks, one report (6), the rubric versions card,
+    # the compare form's five pickers.
+    assert len(one_column) <= 20, [q["sql"][:90] for q in one_column]
 
 
 # --- Compare opens with sensible defaults ------------------------------------------------------------------
@@ -211,7 +213,12 @@ def test_every_new_page_refuses_annotators_and_sends_switched_off_accounts_to_lo
 
     es, rv, judge = world
     result = GateResult.objects.create(
-        decision="failed", source="cli", eval_set_name="x", rubric_ref="r@1", judge_name="j"
+        workspace=default_workspace(),
+        decision="failed",
+        source="cli",
+        eval_set_name="x",
+        rubric_ref="r@1",
+        judge_name="j",
     )
     gets = [reverse("calibration:gate_run"), reverse("calibration:gate_result", args=[result.pk])]
     posts = [

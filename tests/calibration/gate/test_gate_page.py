@@ -12,7 +12,14 @@ from django.urls import reverse
 
 from api.models import GateToken, hash_token
 from calibration.models import GateResult
-from tests.factories import bulk_verdicts, make_eval_set, make_judge, make_rubric_version, mark_as_gating
+from tests.factories import (
+    bulk_verdicts,
+    default_workspace,
+    make_eval_set,
+    make_judge,
+    make_rubric_version,
+    mark_as_gating,
+)
 
 pytestmark = pytest.mark.django_db
 RUN = reverse("calibration:gate_run")
@@ -46,7 +53,12 @@ def test_a_lead_runs_the_gate_and_gets_what_the_command_line_and_http_say(client
         )
     secret = GateToken.new_secret()
     GateToken.objects.create(
-        project="ci", rubric_version=rv, token_hash=hash_token(secret), hint=secret[:8], created_by=lead
+        workspace=default_workspace(),
+        project="ci",
+        rubric_version=rv,
+        token_hash=hash_token(secret),
+        hint=secret[:8],
+        created_by=lead,
     )
     http = Client().post(
         reverse("calibration:api_gate"),
@@ -66,7 +78,7 @@ def test_the_result_page_draws_each_criterion_names_the_binding_one_and_the_poli
     assert body.count('<svg class="gchart') == 2 and body.count('<svg class="echart') == 2
     assert 'id="binding-criterion">next_step<' in body and "1 of 2 criteria met" in body
     assert "Policy: each criterion's own, as its lead set it" in body
-    assert "python manage.py gate --eval-set rc-1 --rubric refund@1 --judge gpt-judge" in body
+    assert "python manage.py gate --workspace default --eval-set rc-1 --rubric refund@1 --judge gpt-judge" in body
     assert 'class="gchart unmet"' in body and 'class="gchart met"' in body
 
 
@@ -169,6 +181,7 @@ def test_the_result_page_shows_the_bound_that_decided_by_name(client, lead):
     criterion |= {"wilson_lower": 0.790, "corrected_lower": 0.809, "min_pass_rate": 0.8, "confidence": 0.95}
     criterion |= {"error_rate": 0.0, "max_error_rate": 0.02, "met": True, "decide_on": "corrected_lower"}
     record = GateResult.objects.create(
+        workspace=default_workspace(),
         decision="passed",
         source="cli",
         eval_set_name="rc-1",

@@ -22,7 +22,7 @@ from evals.models import RubricVersion
 from evals.transcript import Transcript
 from judging.models import JudgeConfig
 from judging.probes import Declaration, Probe
-from tests.factories import bulk_calibration, make_eval_set, make_rubric_version
+from tests.factories import bulk_calibration, default_workspace, make_eval_set, make_rubric_version
 from tests.probe_helpers import probe_in_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,7 +47,9 @@ SHOUTING = Probe("shouting", 1, "the response in capitals", shout, Declaration(n
 def world(lead):
     es = make_eval_set("cal")
     rv = make_rubric_version("refund", "1")
-    judge = JudgeConfig.objects.create(name="inst", backend="instrument", instruments=INSTRUMENTS)
+    judge = JudgeConfig.objects.create(
+        name="inst", backend="instrument", instruments=INSTRUMENTS, workspace=default_workspace()
+    )
     # Both criteria in the gate tier: kappa 0.714 over 200 items (the background's worked example).
     bulk_calibration(es, rv, judge, {"correct_amount": (145, 15, 5, 35), "next_step": (145, 15, 5, 35)})
     return es, rv, judge

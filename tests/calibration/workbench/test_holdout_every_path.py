@@ -32,7 +32,7 @@ from django.urls import reverse
 from judging.gold_splits import look_count
 from judging.models import JudgeConfig
 from tests.api_helpers import call, create_token
-from tests.factories import add_verdict, make_llm_judge, make_run
+from tests.factories import add_verdict, default_workspace, make_llm_judge, make_run
 from tests.guidance_helpers import HeldOutWorld, held_out_world
 
 pytestmark = pytest.mark.django_db
@@ -204,6 +204,7 @@ def test_each_look_says_where_it_came_from_and_who_looked(visit, lead):
 def test_both_sides_of_a_compare_on_one_split_are_one_look_with_both_versions(visit):
     w = visit.world
     v3 = JudgeConfig.objects.create(
+        workspace=default_workspace(),
         name="support-judge-v3", backend=w.v2.backend, model_id=w.v2.model_id, guidance=w.v2.guidance,
         guidance_rubric_version=w.rubric,
     )  # fmt: skip

@@ -16,7 +16,7 @@ from calibration.workbench.holdout_looks import look_at_held_out
 from evals.models import RubricVersion
 from judging.gold_splits import look_count
 from judging.models import JudgeConfig
-from tests.factories import add_verdict, make_llm_judge, make_run
+from tests.factories import add_verdict, default_workspace, make_llm_judge, make_run
 from tests.guidance_helpers import HELD_OUT_GOLDS, example, gold_set, held_out_world
 
 pytestmark = pytest.mark.django_db
@@ -85,7 +85,12 @@ def test_a_mark_whose_examples_are_among_the_measured_items_is_refused(world, le
         "next_step": {"instructions": "", "examples": [{**example(held, gold[held.pk]), "eval_set": eval_set.name}]}
     }
     sneaky = JudgeConfig.objects.create(
-        name="sneaky", backend="openai", model_id="m", guidance=guidance, guidance_rubric_version=rubric
+        workspace=default_workspace(),
+        name="sneaky",
+        backend="openai",
+        model_id="m",
+        guidance=guidance,
+        guidance_rubric_version=rubric,
     )
     with pytest.raises(ApprovalRefused, match=rf"sneaky's examples came from output\(s\) {held.pk} of {eval_set.name}"):
         mark_gating(
@@ -116,7 +121,12 @@ def test_examples_from_an_eval_set_without_a_split_there_are_refused_too(lead):
         "next_step": {"instructions": "", "examples": [{**example(outputs[0], "PASS"), "eval_set": eval_set.name}]}
     }
     config = JudgeConfig.objects.create(
-        name="nosplit", backend="openai", model_id="m", guidance=guidance, guidance_rubric_version=rubric
+        workspace=default_workspace(),
+        name="nosplit",
+        backend="openai",
+        model_id="m",
+        guidance=guidance,
+        guidance_rubric_version=rubric,
     )
     with pytest.raises(ApprovalRefused, match="which this calibration measures it on"):
         mark_gating(
