@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from evals import record_fields as f
+from evals.models import Workspace
 from evals.problems import Problems, line_of
 from evals.rubric_versions import check_rubric, save_rubric_version
 
@@ -42,12 +43,12 @@ def read_rubric(source: Source, problems: Problems) -> tuple[str, str, str, list
     return check_rubric(doc, problems)
 
 
-def import_rubric(*, source: Source) -> ImportReport:
+def import_rubric(*, source: Source, workspace: Workspace) -> ImportReport:
     problems = Problems(source.name)
     name, version, instruction, criteria = read_rubric(source, problems)
     ref = f"{name}@{version}"
     if not save_rubric_version(
-        name=name, version=version, instruction=instruction, criteria=criteria, problems=problems
+        workspace=workspace, name=name, version=version, instruction=instruction, criteria=criteria, problems=problems
     ):
         summary = f"{source.name}: {ref} is already imported with the same content; nothing changed."
         return ImportReport(source.name, summary, {"rubric_versions_created": 0, "criteria_created": 0})

@@ -242,28 +242,43 @@ def _card(kind: str, form: forms.Form | None = None, result: dict | None = None,
     }
 
 
-def _start_job(*, kind: str, file_name: str, stream: BinaryIO, options: dict, user) -> ImportJob:
+def _start_job(*, kind: str, file_name: str, stream: BinaryIO, options: dict, user, workspace) -> ImportJob:
     """Keep the file in a job and queue it for a worker (once the row is committed)."""
     stream.seek(0)
     content = stream.read()
     job = ImportJob.objects.create(
-        kind=kind, file_name=file_name, content=content, size=len(content), options=options, created_by=user
+        kind=kind,
+        file_name=file_name,
+        content=content,
+        size=len(content),
+        options=options,
+        created_by=user,
+        workspace=workspace,
     )
     transaction.on_commit(lambda: run_import_job.delay(job.pk))
     return job
 
 
-def _submit(request: HttpRequest, kind: str, form: UploadForm) -> dict:
+def _submit(request: AuthenticatedHttpRequest, kind: str, form: UploadForm) -> dict:
     """Import a valid form's file now, or queue it as a job when it is large (import_jobs)."""
     upload = form.cleaned_data["file"]
     if upload.size > settings.ICEWATER_UPLOAD_INLINE_BYTES:
         job = _start_job(
-            kind=kind, file_name=upload.name, stream=upload.file, options=form.options(), user=request.user
+            kind=kind,
+            file_name=upload.name,
+            stream=upload.file,
+            options=form.options(),
+            user=request.user,
+            workspace=request.workspace,
         )
         return _card(kind, form, job=job)
     upload.seek(0)
     source = Source(name=upload.name, stream=upload.file)
-    return _card(kind, form, import_jobs.import_file(kind=kind, source=source, options=form.options()))
+    return _card(
+        kind,
+        form,
+        import_jobs.import_file(kind=kind, source=source, workspace=request.workspace, options=form.options()),
+    )
 
 
 def _page(request: HttpRequest, cards: dict) -> HttpResponse:

@@ -30,6 +30,7 @@ from evals.access import has_role
 from evals.models import Output, Role, RubricVersion, User
 from evals.transcript import Transcript, normalize_ws
 from evals.validators import UnknownName
+from evals.workspaces import in_workspace
 from labeling.gold_loaders import load_item_states
 
 from .gold_splits import SplitRefused, part_of, start_split
@@ -163,7 +164,8 @@ def parse_document(data: Any) -> GuidanceDocument:
 def _rubric_version(document: GuidanceDocument, base: JudgeConfig) -> RubricVersion:
     if document.rubric:
         try:
-            return RubricVersion.objects.by_ref(document.rubric)
+            # The base config's workspace: a guidance document cannot reach another workspace's rubric.
+            return RubricVersion.objects.by_ref(document.rubric, base.workspace_id)
         except UnknownName as exc:
             raise GuidanceRefused(f"rubric: {exc}") from None
     if base.guidance_rubric_version is not None:
@@ -174,7 +176,13 @@ def _rubric_version(document: GuidanceDocument, base: JudgeConfig) -> RubricVers
 def _check_example(
     example: Example, key: str, where: str, rubric_version: RubricVersion, splits: dict[int, GoldSplit], by: User
 ) -> dict:
-    output = Output.objects.select_related("case__eval_set").filter(pk=example.output_id).first()
+    # An output of another workspace is as missing as one that never was (its id tells nothing).
+    output = (
+        in_workspace(Output, rubric_version.rubric.workspace_id)
+        .select_related("case__eval_set")
+        .filter(pk=example.output_id)
+        .first()
+    )
     if output is None:
         raise GuidanceRefused(f"{where}.output_id: there is no output {example.output_id}")
     eval_set = output.case.eval_set
@@ -231,7 +239,10 @@ def _criterion_id(rubric_version: RubricVersion, key: str) -> int:
 def next_name(base: JudgeConfig) -> tuple[str, str, int]:
     """(name, family, version) of the next version of base's family: FAMILY-vN, N one more than the highest."""
     family = base.family_name
-    highest = max(JudgeConfig.objects.filter(family=family).values_list("version", flat=True), default=base.version)
+    versions = JudgeConfig.objects.filter(workspace_id=base.workspace_id, family=family).values_list(
+        "version", flat=True
+    )
+    highest = max(versions, default=base.version)
     version = max(highest, base.version) + 1
     return f"{family}-v{version}", family, version
 
@@ -263,6 +274,9 @@ def derive_config(
             "and reads no instructions; give it examples only, which it applies as precedents"
         )
     rubric_version = rubric_version or _rubric_version(document, base)
+    if rubric_version.rubric.workspace_id != base.workspace_id:
+        # Said as an unknown name is: the rubric of another workspace does not exist from here.
+        raise GuidanceRefused(f"rubric: unknown rubric version {rubric_version.ref!r}")
     known = list(rubric_version.criteria.order_by("order").values_list("key", flat=True))
     unknown = [k for k in document.criteria if k not in known]
     if unknown:
@@ -275,7 +289,7 @@ def derive_config(
             f"criteria: {', '.join(by_instrument)} graded by an instrument in {base.name}, which reads no prompt"
         )
     name, family, version = next_name(base)
-    if JudgeConfig.objects.filter(name=name).exists():
+    if JudgeConfig.objects.filter(workspace_id=base.workspace_id, name=name).exists():
         raise GuidanceRefused(f"a judge config named {name} exists already (not a version of {base.name})")
     with transaction.atomic():
         # The split is fixed here, with the first example: inside the transaction, so a refusal undoes it too.
@@ -294,6 +308,7 @@ def derive_config(
             raise GuidanceRefused(f"the guidance is the same as {base.name}'s; nothing to make a new version of")
         config = JudgeConfig(
             **{f: getattr(base, f) for f in JudgeConfig.SETTINGS},  # its settings; not name, guidance or lineage
+            workspace_id=base.workspace_id,
             name=name,
             family=family,
             version=version,
