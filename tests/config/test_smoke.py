@@ -63,6 +63,7 @@ def test_embedded_default_runs_the_demo_and_a_model_judge_on_sqlite(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ICEWATER_", "DATABASE_URL", "CELERY_"))}
     env.update(ICEWATER_DATA_DIR=str(tmp_path), SMOKE_JUDGE_KEY="sk-smoke", ICEWATER_JUDGE_KEY_VARS="SMOKE_JUDGE_KEY")
+    env.update(ICEWATER_WORKSPACE="refund-support")  # the demo has two workspaces: the commands below work in this one
 
     def manage(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
