@@ -4,6 +4,7 @@ evals/rubric_versions.py checks and writes (the rules the rubric editor shares; 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from evals import record_fields as f
@@ -43,9 +44,13 @@ def read_rubric(source: Source, problems: Problems) -> tuple[str, str, str, list
     return check_rubric(doc, problems)
 
 
-def import_rubric(*, source: Source, workspace: Workspace) -> ImportReport:
+def import_rubric(*, source: Source, workspace: Workspace | Callable[[], Workspace]) -> ImportReport:
+    """Import the file's rubric version into `workspace`; given as a function (the command's --workspace), it is
+    asked once the file is read, so a broken file is reported as such before the database is asked anything."""
     problems = Problems(source.name)
     name, version, instruction, criteria = read_rubric(source, problems)
+    if not isinstance(workspace, Workspace):
+        workspace = workspace()
     ref = f"{name}@{version}"
     if not save_rubric_version(
         workspace=workspace, name=name, version=version, instruction=instruction, criteria=criteria, problems=problems

@@ -20,4 +20,6 @@ class Command(BaseCommand):
         add_workspace_argument(parser)
 
     def handle(self, *args, file: str, **options):
-        self.stdout.write(run_import(file, import_rubric, workspace=chosen_workspace(options["workspace"])))
+        # The workspace once the file is read: a broken file is said first (without asking the database).
+        workspace = lambda: chosen_workspace(options["workspace"])  # noqa: E731
+        self.stdout.write(run_import(file, import_rubric, workspace=workspace))

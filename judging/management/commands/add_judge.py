@@ -30,9 +30,9 @@ class Command(BaseCommand):
         add_workspace_argument(parser)
 
     def handle(self, *args, **options):
-        workspace = chosen_workspace(options["workspace"])
         path = Path(options["file"])
-        data = load(path)
+        data = load(path)  # a broken file is said first, without asking the database
+        workspace = chosen_workspace(options["workspace"])
         # The name is the workspace's: the same name in another workspace is another config.
         existing = JudgeConfig.objects.filter(workspace=workspace, name=str(data.get("name", "")).strip()).first()
         form = JudgeConfigForm(data=form_data(data), instance=existing or JudgeConfig(workspace=workspace))
