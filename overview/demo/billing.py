@@ -38,7 +38,9 @@ def load_billing_demo(quiet: dict) -> Workspace:
     call_command("import_rubric", str(BILLING_DIR / "rubric.yaml"), **here)
     call_command("import_cases", "--eval-set", BILLING_EVAL_SET, str(BILLING_DIR / "cases.jsonl"), **here)
     lead = next(name for name, role in BILLING_MEMBERS if role == Role.LEAD)
-    if Membership.objects.filter(workspace=workspace, user__username=lead, role=Role.LEAD).exists():
+    if Membership.objects.filter(
+        workspace=workspace, user__username=lead, user__is_active=True, role=Role.LEAD
+    ).exists():
         reason = "demo: label the billing agent's refunds"
         scope = ("--eval-set", BILLING_EVAL_SET, "--rubric", BILLING_RUBRIC)
         call_command("open_queue", *scope, "--by", lead, "--reason", reason, **here)

@@ -55,6 +55,8 @@ def test_maria_is_an_annotator_of_one_and_the_lead_of_the_other(demo):
 
 def test_maria_switches_workspaces_and_someone_else_cannot_reach_the_billing_one(demo, client):
     refunds, billing = demo
+    # The login page's notice of public demo accounts says she is a lead now (of the billing team).
+    assert "<strong>maria</strong> (a lead" in client.get("/accounts/login/").content.decode()
     client.force_login(User.objects.get(username="maria"))
     page = client.get("/?workspace=billing")
     assert page.status_code == 200 and page.wsgi_request.workspace == billing

@@ -64,11 +64,18 @@ class Command(BaseCommand):
         before = demo_rows()
         refuse_a_demo_from_before_workspaces()
         with transaction.atomic():
-            workspace, _ = Workspace.objects.get_or_create(slug=DEMO_WORKSPACE, defaults={"name": DEMO_WORKSPACE_NAME})
+            workspace, made = Workspace.objects.get_or_create(
+                slug=DEMO_WORKSPACE, defaults={"name": DEMO_WORKSPACE_NAME}
+            )
             for username, role, _ in DEMO_USERS:
                 # An account that exists is left as it is: `make run` loads the demo at every start, and must not
                 # give back the public password, or the access, that someone took from it before sharing the server.
-                if User.objects.filter(username=username).exists():
+                # It joins the workspace only when the workspace is made now (nobody can have removed it yet).
+                existing = User.objects.filter(username=username).first()
+                if existing is not None:
+                    if made:
+                        Membership.objects.get_or_create(user=existing, workspace=workspace, defaults={"role": role})
+                        sync_role_group(existing)
                     continue
                 user = User(username=username, is_staff=role == Role.LEAD)
                 user.set_password(password)
