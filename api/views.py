@@ -15,7 +15,8 @@ from django.views.decorators.http import require_POST
 
 from calibration.models import GateResult
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
-from evals.models import Role
+from evals.audit_log import record
+from evals.models import AuditAction, Role
 from formats.models import TraceBinding
 
 from .forms import TokenForm
@@ -64,6 +65,13 @@ def create_token(request: AuthenticatedHttpRequest) -> HttpResponse:
             if binding is not None:
                 binding.save()
             created = _create_token(form, secret, binding, request.user)
+            record(
+                request.workspace,
+                request.user,
+                AuditAction.TOKEN_CREATED,
+                f"created API token {created}",
+                token=created.pk,
+            )
         form = TokenForm()
     context = {"tokens": _tokens(), "form": form, "secret": secret, "created": created, "is_lead": True}
     if created is not None and secret is not None:  # both or neither: set together above
@@ -100,6 +108,7 @@ def revoke_token(request: AuthenticatedHttpRequest, token: int) -> HttpResponse:
         revoked_at=timezone.now(), revoked_by=request.user
     )
     if changed:
+        record(request.workspace, request.user, AuditAction.TOKEN_REVOKED, f"revoked API token #{token}", token=token)
         messages.success(request, "Token revoked: it no longer opens the gate.")
     else:
         messages.error(request, "No such active token.")
