@@ -221,8 +221,9 @@ def test_make_run_serves_the_demo_safely_to_share_and_its_worker_takes_judge_run
 
         # A judge run queued on the embedded broker is taken by the worker run.sh started.
         done = subprocess.run(
-            [sys.executable, "manage.py", "run_judge", "--eval-set", "refund-support-demo", "--rubric",
-             "refund-support@1", "--judge", "demo-instruments", "--wait", "--timeout", "120", "--poll", "0.5"],
+            [sys.executable, "manage.py", "run_judge", "--workspace", "refund-support", "--eval-set",
+             "refund-support-demo", "--rubric", "refund-support@1", "--judge", "demo-instruments", "--wait",
+             "--timeout", "120", "--poll", "0.5"],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr
