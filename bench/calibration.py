@@ -81,17 +81,23 @@ def reset_sequences(*models) -> None:
 
 def populate(n_outputs: int, eval_set_name: str, id_base: int, seed: int) -> dict:
     """One eval set with n outputs, labeled by two annotators, gold, and one judge run. Returns ids."""
+    from evals import models as m
     from evals.models import Case, Criterion, EvalSet, Output, Role, Rubric, RubricVersion, User, rubric_content_hash
     from judging.models import JudgeConfig, JudgeRun, Verdict
     from labeling.models import Annotation, GoldLabel, Label
 
     rng = np.random.default_rng(seed)
-    amy, _ = User.objects.get_or_create(username="amy", defaults={"role": Role.ANNOTATOR})
-    bo, _ = User.objects.get_or_create(username="bo", defaults={"role": Role.ANNOTATOR})
-    rey, _ = User.objects.get_or_create(username="rey", defaults={"role": Role.REVIEWER})
-    es = EvalSet.objects.create(name=eval_set_name)
+    # Everything the bench makes is one workspace's, as every row must be.
+    workspace, _ = m.Workspace.objects.get_or_create(slug="bench", defaults={"name": "Bench"})
+    people = []
+    for username, role in (("amy", Role.ANNOTATOR), ("bo", Role.ANNOTATOR), ("rey", Role.REVIEWER)):
+        person, _ = User.objects.get_or_create(username=username)
+        m.Membership.objects.get_or_create(user=person, workspace=workspace, defaults={"role": role})
+        people.append(person)
+    amy, bo, rey = people
+    es = EvalSet.objects.create(workspace=workspace, name=eval_set_name)
     criteria_dicts = [{"key": k, "definition": f"Definition of {k}."} for k in CRITERIA]
-    rubric, _ = Rubric.objects.get_or_create(name="bench")
+    rubric, _ = Rubric.objects.get_or_create(workspace=workspace, name="bench")
     rv = RubricVersion.objects.filter(rubric=rubric).first()
     if rv is None:
         rv = RubricVersion.objects.create(
@@ -104,7 +110,7 @@ def populate(n_outputs: int, eval_set_name: str, id_base: int, seed: int) -> dic
             Criterion.objects.create(rubric_version=rv, order=i, **c)
     criteria = list(rv.criteria.order_by("order").values_list("id", flat=True))
     judge, _ = JudgeConfig.objects.get_or_create(
-        name="bench-judge", defaults={"backend": "imported", "model_id": "m-1"}
+        workspace=workspace, name="bench-judge", defaults={"backend": "imported", "model_id": "m-1"}
     )
     run = JudgeRun.objects.create(eval_set=es, rubric_version=rv, judge_config=judge, status="done")
 

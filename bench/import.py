@@ -178,10 +178,12 @@ def main() -> None:
         from django.core.management import call_command
         from django.db import connection
 
+        from evals.models import Workspace
         from formats.case_import import import_cases
         from formats.readers import open_source
 
         call_command("migrate", verbosity=0)
+        workspace = Workspace.objects.create(slug="bench", name="Bench")  # the eval sets below are its
         path = workdir / "outputs.jsonl"
         t = time.perf_counter()
         n = generate(path, args.cases, args.versions)
@@ -200,7 +202,7 @@ def main() -> None:
 
         start = time.perf_counter()
         with open_source(path) as source:
-            report = import_cases(source=source, eval_set_name="bench", fast_path=True)
+            report = import_cases(source=source, workspace=workspace, eval_set_name="bench", fast_path=True)
         import_s = time.perf_counter() - start
         assert report.counts["outputs_created"] == n, report.counts
 
@@ -211,7 +213,7 @@ def main() -> None:
 
         start = time.perf_counter()
         with open_source(path) as source:
-            again = import_cases(source=source, eval_set_name="bench", fast_path=True)
+            again = import_cases(source=source, workspace=workspace, eval_set_name="bench", fast_path=True)
         reimport_s = time.perf_counter() - start
         assert not again.changed
 
@@ -233,7 +235,7 @@ def main() -> None:
             for label, fast in (("COPY fast path", True), ("portable bulk_create", False)):
                 start = time.perf_counter()
                 with open_source(sample) as source:
-                    import_cases(source=source, eval_set_name=f"sample-{fast}", fast_path=fast)
+                    import_cases(source=source, workspace=workspace, eval_set_name=f"sample-{fast}", fast_path=fast)
                 s = time.perf_counter() - start
                 print(
                     f"sample of {args.bulk_sample:,}, {label + ':':22s} {s:6.2f} s  "

@@ -149,10 +149,11 @@ def run_bench(args, port: int) -> bool:
     from judging import runner
     from judging.models import JudgeConfig, JudgeRun
     from judging.warmup import warm_up
-    from tests.factories import make_rubric_version
+    from tests.factories import default_workspace, make_rubric_version
 
     call_command("migrate", verbosity=0)
-    eval_set = EvalSet.objects.create(name="bench")
+    workspace = default_workspace()  # the rubric's too (make_rubric_version's default)
+    eval_set = EvalSet.objects.create(workspace=workspace, name="bench")
     cases = Case.objects.bulk_create(
         Case(eval_set=eval_set, case_id=f"case-{i:05d}", input=f"Refund order {i}?", reference="Refund $40.00.")
         for i in range(args.items)
@@ -177,6 +178,7 @@ def run_bench(args, port: int) -> bool:
         mode = JudgeRun.Mode.CELERY if path == "celery" else JudgeRun.Mode.IN_PROCESS
         # A model id per path: another judge config hash, so one path cannot hit the other's cache.
         judge = JudgeConfig.objects.create(
+            workspace=workspace,
             name=f"bench-{path}",
             backend="openai",
             model_id=f"bench-model-{path}",

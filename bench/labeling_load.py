@@ -68,6 +68,7 @@ def populate(n_outputs: int, n_annotators: int) -> str:
     from django.contrib.auth.hashers import make_password
     from django.db import transaction
 
+    from evals import models as m
     from evals.models import Case, Criterion, EvalSet, Output, Rubric, RubricVersion, User, rubric_content_hash
     from labeling.models import LabelingQueue
 
@@ -78,13 +79,19 @@ def populate(n_outputs: int, n_annotators: int) -> str:
         for k in CRITERIA
     ]  # fmt: skip
     with transaction.atomic():
-        lead = User.objects.create(username="bench-lead", role="lead", password=make_password(PASSWORD))
+        # One workspace holds the bench's rows; each person's role is a membership in it.
+        workspace = m.Workspace.objects.create(slug="bench", name="Bench")
+        lead = User.objects.create(username="bench-lead", password=make_password(PASSWORD))
         hashed = make_password(PASSWORD)  # one hash for everyone: hashing is not what is measured
-        User.objects.bulk_create(
-            [User(username=f"annotator{i:02d}", role="annotator", password=hashed) for i in range(n_annotators)]
+        annotators = User.objects.bulk_create(
+            [User(username=f"annotator{i:02d}", password=hashed) for i in range(n_annotators)]
         )
-        eval_set = EvalSet.objects.create(name="bench-labeling")
-        rubric = Rubric.objects.create(name="bench-rubric")
+        m.Membership.objects.bulk_create(
+            [m.Membership(user=lead, workspace=workspace, role=m.Role.LEAD)]
+            + [m.Membership(user=a, workspace=workspace, role=m.Role.ANNOTATOR) for a in annotators]
+        )
+        eval_set = EvalSet.objects.create(workspace=workspace, name="bench-labeling")
+        rubric = Rubric.objects.create(workspace=workspace, name="bench-rubric")
         rv = RubricVersion.objects.create(
             rubric=rubric, version="1", instruction="Grade it.", content_hash=rubric_content_hash("Grade it.", criteria)
         )

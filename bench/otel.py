@@ -95,15 +95,18 @@ def exports(n: int) -> list[bytes]:
 
 def populate() -> None:
     from api.models import GateToken, TokenScope, hash_token
-    from evals.models import EvalSet, Rubric, RubricVersion, User
+    from evals.models import EvalSet, Membership, Role, Rubric, RubricVersion, User, Workspace
     from formats.models import TraceBinding
 
-    lead = User.objects.create(username="bench-lead", role="lead")
-    rubric = Rubric.objects.create(name="bench-rubric")
+    # One workspace holds the bench's rows, its token and its trace binding.
+    workspace = Workspace.objects.create(slug="bench", name="Bench")
+    lead = User.objects.create(username="bench-lead")
+    Membership.objects.create(user=lead, workspace=workspace, role=Role.LEAD)
+    rubric = Rubric.objects.create(workspace=workspace, name="bench-rubric")
     rv = RubricVersion.objects.create(rubric=rubric, version="1", instruction="Grade it.", content_hash="x")
-    binding = TraceBinding.objects.create(eval_set=EvalSet.objects.create(name="bench-traces"))
+    binding = TraceBinding.objects.create(eval_set=EvalSet.objects.create(workspace=workspace, name="bench-traces"))
     GateToken.objects.create(
-        project="bench", rubric_version=rv, scopes=[TokenScope.TRACES], trace_binding=binding,
+        workspace=workspace, project="bench", rubric_version=rv, scopes=[TokenScope.TRACES], trace_binding=binding,
         token_hash=hash_token(TOKEN), hint=TOKEN[:8], created_by=lead,
     )  # fmt: skip
 

@@ -49,9 +49,12 @@ def walk_pages() -> dict[str, list[tuple[str, str]]]:
     from evals.models import EvalSet, Output, RubricVersion
     from judging.models import JudgeConfig, JudgeRun, ProbeRun, Verdict
 
-    es = EvalSet.objects.get(name="refund-support-demo")
-    rv = RubricVersion.objects.get(rubric__name="refund-support", version="1")
-    judge, gpt = JudgeConfig.objects.get(name="demo-instruments"), JudgeConfig.objects.get(name="demo-gpt")
+    # The refund team's workspace: the billing team's rubric has the same name (overview/demo/billing.py).
+    mine = {"workspace__slug": "refund-support"}
+    es = EvalSet.objects.get(name="refund-support-demo", **mine)
+    rv = RubricVersion.objects.get(rubric__name="refund-support", rubric__workspace__slug="refund-support", version="1")
+    judge = JudgeConfig.objects.get(name="demo-instruments", **mine)
+    gpt = JudgeConfig.objects.get(name="demo-gpt", **mine)
     run = JudgeRun.objects.filter(probe_run__isnull=True, judge_config=judge).first()
     probe_run = ProbeRun.objects.first()
     report = reverse("calibration:report", args=[es.pk, rv.pk, judge.pk])
@@ -98,7 +101,7 @@ def prepare(workdir: Path, env: dict) -> None:
 
     manage("migrate", "--noinput")
     manage("load_demo")
-    walk = ["--rubric", "refund-support@1", "--by", "lee", "--reason", "bench: the README's walk"]
+    walk = ["--workspace", "refund-support", "--rubric", "refund-support@1", "--by", "lee", "--reason", "bench: walk"]
     manage("approve", *walk)
     manage(
         "approve", *walk, "--judge", "demo-instruments", "--eval-set", "refund-support-demo",

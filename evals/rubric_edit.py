@@ -59,7 +59,14 @@ def save_new_version(*, base: RubricVersion, version: str, instruction: str, cri
     document = {"name": base.rubric.name, "version": version, "instruction": instruction, "criteria": criteria}
     problems = Problems("the rubric editor")
     name, version, instruction, criteria = check_rubric(document, problems)
-    save_rubric_version(name=name, version=version, instruction=instruction, criteria=criteria, problems=problems)
+    save_rubric_version(
+        workspace=base.rubric.workspace_id,
+        name=name,
+        version=version,
+        instruction=instruction,
+        criteria=criteria,
+        problems=problems,
+    )
     return RubricVersion.objects.select_related("rubric").get(rubric=base.rubric, version=version)
 
 

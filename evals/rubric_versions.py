@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from evals.models import Criterion, GoldPolicy, Rubric, RubricVersion, rubric_content_hash
+from evals.models import Criterion, GoldPolicy, Rubric, RubricVersion, Workspace, rubric_content_hash
 from evals.validators import rubric_part_problem
 
 from . import record_fields as f
@@ -116,8 +116,17 @@ def _next_version(version: str) -> str:
     return str(int(version) + 1) if version.isdigit() else f"{version}.1"
 
 
-def save_rubric_version(*, name: str, version: str, instruction: str, criteria: list[dict], problems: Problems) -> bool:
-    """Write NAME@VERSION as a draft; False when it exists with the same content (nothing written).
+def save_rubric_version(
+    *,
+    workspace: Workspace | int,
+    name: str,
+    version: str,
+    instruction: str,
+    criteria: list[dict],
+    problems: Problems,
+) -> bool:
+    """Write NAME@VERSION as a draft in `workspace`; False when it exists there with the same content (nothing
+    written). A rubric of the same name in another workspace is another rubric.
 
     Raises ImportFailed (through `problems`) when the version exists with other content, or when someone
     else created it meanwhile.
@@ -126,7 +135,8 @@ def save_rubric_version(*, name: str, version: str, instruction: str, criteria: 
     ref = f"{name}@{version}"
     try:
         with transaction.atomic():
-            rubric, _ = Rubric.objects.get_or_create(name=name)
+            workspace_id = workspace if isinstance(workspace, int) else workspace.pk
+            rubric, _ = Rubric.objects.get_or_create(workspace_id=workspace_id, name=name)
             existing = RubricVersion.objects.select_for_update().filter(rubric=rubric, version=version).first()
             if existing is not None:
                 if existing.content_hash != content_hash:

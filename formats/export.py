@@ -22,7 +22,7 @@ from typing import IO, Any
 from django.db.models import Prefetch
 
 from evals.csv_cells import csv_safe
-from evals.models import EvalSet, Output, RubricVersion
+from evals.models import EvalSet, Output, RubricVersion, Workspace
 from evals.validators import UnknownName
 from labeling.models import GoldLabel, Label
 
@@ -183,14 +183,20 @@ def _cell(value) -> str:
 
 
 def export_scope(
-    *, eval_set_name: str, what: str, fmt: str, rubric_ref: str | None, known: tuple[str, ...] = WHAT
+    *,
+    workspace: Workspace,
+    eval_set_name: str,
+    what: str,
+    fmt: str,
+    rubric_ref: str | None,
+    known: tuple[str, ...] = WHAT,
 ) -> tuple[EvalSet, RubricVersion | None]:
-    """The eval set and rubric version an export reads, or an ExportError saying what is wrong."""
+    """The eval set and rubric version of `workspace` an export reads, or an ExportError saying what is wrong."""
     if what not in known:
         raise ExportError(f'--what must be one of {", ".join(known)}, not "{what}"')
     if fmt not in FORMATS:
         raise ExportError(f'--format must be one of {", ".join(FORMATS)}, not "{fmt}"')
-    eval_set = EvalSet.objects.filter(name=eval_set_name).first()
+    eval_set = EvalSet.objects.filter(workspace=workspace, name=eval_set_name).first()
     if eval_set is None:
         raise ExportError(f'there is no eval set "{eval_set_name}"')
     if what == "cases":
@@ -200,16 +206,24 @@ def export_scope(
     if not rubric_ref:
         raise ExportError(f"--what {what} needs --rubric NAME@VERSION")
     try:
-        return eval_set, RubricVersion.objects.by_ref(rubric_ref)
+        return eval_set, RubricVersion.objects.by_ref(rubric_ref, workspace)
     except UnknownName as exc:
         raise ExportError(str(exc)) from None
 
 
 def export_data(
-    *, eval_set_name: str, what: str, stream: IO[str], fmt: str = "jsonl", rubric_ref: str | None = None
+    *,
+    stream: IO[str],
+    workspace: Workspace,
+    eval_set_name: str,
+    what: str,
+    fmt: str = "jsonl",
+    rubric_ref: str | None = None,
 ) -> int:
-    """Write cases, labels or gold to `stream`; returns the number of records written."""
-    eval_set, rv = export_scope(eval_set_name=eval_set_name, what=what, fmt=fmt, rubric_ref=rubric_ref)
+    """Write cases, labels or gold of `workspace`'s eval set to `stream`; returns the number of records written."""
+    eval_set, rv = export_scope(
+        workspace=workspace, eval_set_name=eval_set_name, what=what, fmt=fmt, rubric_ref=rubric_ref
+    )
     if what == "cases":
         if fmt == "adk":
             from .adk import write_evalset

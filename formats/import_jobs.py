@@ -19,7 +19,7 @@ from typing import BinaryIO
 from django.core.cache import caches
 from django.utils import timezone
 
-from evals.models import EvalSet, RubricVersion
+from evals.models import EvalSet, RubricVersion, Workspace
 from evals.problems import ImportFailed
 from formats.case_import import import_cases
 from formats.label_import import import_labels
@@ -40,29 +40,33 @@ REPORT_EVERY_S = 0.5
 PROGRESS_TIMEOUT_S = 24 * 3600
 
 
-def _rubric(source: Source, options: dict) -> ImportReport:
-    return import_rubric(source=source)
+def _rubric(source: Source, workspace: Workspace, options: dict) -> ImportReport:
+    return import_rubric(source=source, workspace=workspace)
 
 
-def _cases(source: Source, options: dict) -> ImportReport:
+def _cases(source: Source, workspace: Workspace, options: dict) -> ImportReport:
     agent_version = options.get("agent_version") or None
-    return import_cases(source=source, eval_set_name=options["eval_set"], default_agent_version=agent_version)
+    return import_cases(
+        source=source, workspace=workspace, eval_set_name=options["eval_set"], default_agent_version=agent_version
+    )
 
 
-def _labels(source: Source, options: dict) -> ImportReport:
+def _labels(source: Source, workspace: Workspace, options: dict) -> ImportReport:
     return import_labels(
         source=source,
+        workspace=workspace,
         eval_set_name=options["eval_set"],
         rubric_ref=options["rubric"],
         default_agent_version=options.get("agent_version") or DEFAULT_AGENT_VERSION,
     )
 
 
-def _verdicts(source: Source, options: dict) -> ImportReport:
+def _verdicts(source: Source, workspace: Workspace, options: dict) -> ImportReport:
     # The form checked the mapping already; a job's options were the form's, so this parse cannot fail.
     mapping = ScoreMapping.parse(options.get("scorers", []), options.get("scores", []), options.get("skip", []))
     return import_verdicts(
         source=source,
+        workspace=workspace,
         eval_set_name=options["eval_set"],
         rubric_ref=options["rubric"],
         judge_name=options["judge"],
@@ -77,23 +81,24 @@ def _verdicts(source: Source, options: dict) -> ImportReport:
 IMPORTS = {"rubric": _rubric, "cases": _cases, "labels": _labels, "verdicts": _verdicts}
 
 
-def import_file(*, kind: str, source: Source, options: dict) -> dict:
-    """Run one import of the page; its result as the page shows it (JSON-ready, for a job's row as well).
+def import_file(*, kind: str, source: Source, workspace: Workspace, options: dict) -> dict:
+    """Run one import of the page in `workspace` (the page's, or the job's): its names are looked up there and
+    what it creates belongs there. Its result as the page shows it (JSON-ready, for a job's row as well).
 
     `options`: eval_set (a name), rubric (NAME@VERSION), agent_version (empty: the importer's default); for
     verdicts also judge, new_run and an Inspect AI log's scorers, scores and skip (ScoreMapping.parse's texts).
     """
     try:
-        report = IMPORTS[kind](source, options)
+        report = IMPORTS[kind](source, workspace, options)
     except ImportFailed as exc:
         return {"ok": False, "messages": str(exc).splitlines()}
     result = {"ok": True, "messages": str(report).splitlines(), "counts": report.counts}
     # What the next-step links need (upload.html): the eval set and rubric version the import was about.
     if kind in ("cases", "labels", "verdicts"):
-        eval_set = EvalSet.objects.filter(name=options["eval_set"]).first()
+        eval_set = EvalSet.objects.filter(workspace=workspace, name=options["eval_set"]).first()
         result["eval_set_id"], result["eval_set_name"] = (eval_set.pk, eval_set.name) if eval_set else (None, "")
     if kind in ("labels", "verdicts"):
-        result["rubric_version_id"] = RubricVersion.objects.by_ref(options["rubric"]).pk
+        result["rubric_version_id"] = RubricVersion.objects.by_ref(options["rubric"], workspace).pk
     return result
 
 
@@ -102,11 +107,16 @@ def run(job_id: int) -> None:
     claimed = ImportJob.objects.filter(pk=job_id, status__in=(ImportJob.Status.QUEUED, ImportJob.Status.RUNNING))
     if not claimed.update(status=ImportJob.Status.RUNNING, started_at=timezone.now()):
         return  # finished already
-    job = ImportJob.objects.get(pk=job_id)
+    job = ImportJob.objects.select_related("workspace").get(pk=job_id)
     stream = io.BytesIO(bytes(job.content))
     with reporting(job.pk, stream):
         try:
-            result = import_file(kind=job.kind, source=Source(name=job.file_name, stream=stream), options=job.options)
+            result = import_file(
+                kind=job.kind,
+                source=Source(name=job.file_name, stream=stream),
+                workspace=job.workspace,  # the workspace of the page that queued it, whoever's session is now
+                options=job.options,
+            )
         except Exception as exc:  # a bug or a lost database: the import rolled back; say so on the page
             log.exception("import job %s failed", job_id)
             result = {

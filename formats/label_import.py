@@ -21,7 +21,18 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from evals import record_fields as f
-from evals.models import Case, Criterion, EvalSet, GoldPolicy, Membership, Output, Role, RubricVersion, User
+from evals.models import (
+    Case,
+    Criterion,
+    EvalSet,
+    GoldPolicy,
+    Membership,
+    Output,
+    Role,
+    RubricVersion,
+    User,
+    Workspace,
+)
 from evals.problems import Problems, RecordError
 from evals.transcript import Transcript
 from evals.validators import UnknownName
@@ -442,14 +453,20 @@ class LabelImport:
 
 
 def import_labels(
-    *, source: Source, eval_set_name: str, rubric_ref: str, default_agent_version: str = DEFAULT_AGENT_VERSION
+    *,
+    source: Source,
+    workspace: Workspace,
+    eval_set_name: str,
+    rubric_ref: str,
+    default_agent_version: str = DEFAULT_AGENT_VERSION,
 ) -> ImportReport:
+    """Import labels and gold for `workspace`'s eval set and rubric version of these names (both must exist)."""
     problems = Problems(source.name)
-    eval_set = EvalSet.objects.filter(name=eval_set_name).first()
+    eval_set = EvalSet.objects.filter(workspace=workspace, name=eval_set_name).first()
     if eval_set is None:
         raise problems.fatal(None, "eval set", f'there is no eval set "{eval_set_name}"; import its cases first')
     try:
-        rv = RubricVersion.objects.by_ref(rubric_ref)
+        rv = RubricVersion.objects.by_ref(rubric_ref, workspace)
         default_agent_version = f.ident(default_agent_version, "agent_version", AGENT_VERSION_MAX)
     except UnknownName as exc:
         raise problems.fatal(None, "rubric", str(exc)) from None
@@ -487,7 +504,8 @@ def import_labels(
     if job.new_accounts:
         shown = ", ".join(job.new_accounts[:20]) + (" ..." if len(job.new_accounts) > 20 else "")
         notes.append(
-            f"New accounts that cannot log in until a lead activates them (add_user NAME --role ...): {shown}."
+            "New accounts that cannot log in until a lead activates them "
+            f"(add_user NAME --workspace {workspace.slug} --role ...): {shown}."
         )
     counts["quotes_outside_response"] = job.outside_response
     if job.outside_response:

@@ -4,9 +4,11 @@ evals/rubric_versions.py checks and writes (the rules the rubric editor shares; 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from evals import record_fields as f
+from evals.models import Workspace
 from evals.problems import Problems, line_of
 from evals.rubric_versions import check_rubric, save_rubric_version
 
@@ -42,12 +44,16 @@ def read_rubric(source: Source, problems: Problems) -> tuple[str, str, str, list
     return check_rubric(doc, problems)
 
 
-def import_rubric(*, source: Source) -> ImportReport:
+def import_rubric(*, source: Source, workspace: Workspace | Callable[[], Workspace]) -> ImportReport:
+    """Import the file's rubric version into `workspace`; given as a function (the command's --workspace), it is
+    asked once the file is read, so a broken file is reported as such before the database is asked anything."""
     problems = Problems(source.name)
     name, version, instruction, criteria = read_rubric(source, problems)
+    if not isinstance(workspace, Workspace):
+        workspace = workspace()
     ref = f"{name}@{version}"
     if not save_rubric_version(
-        name=name, version=version, instruction=instruction, criteria=criteria, problems=problems
+        workspace=workspace, name=name, version=version, instruction=instruction, criteria=criteria, problems=problems
     ):
         summary = f"{source.name}: {ref} is already imported with the same content; nothing changed."
         return ImportReport(source.name, summary, {"rubric_versions_created": 0, "criteria_created": 0})

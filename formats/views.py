@@ -290,7 +290,12 @@ def _submit(request: AuthenticatedHttpRequest, kind: str, form: UploadForm) -> d
         return _card(kind, workspace, form, job=job)
     upload.seek(0)
     source = Source(name=upload.name, stream=upload.file)
-    return _card(kind, workspace, form, import_jobs.import_file(kind=kind, source=source, options=form.options()))
+    return _card(
+        kind,
+        workspace,
+        form,
+        import_jobs.import_file(kind=kind, source=source, workspace=workspace, options=form.options()),
+    )
 
 
 def _page(request: AuthenticatedHttpRequest, cards: dict) -> HttpResponse:

@@ -30,6 +30,7 @@ from evals.access import has_role
 from evals.models import Output, Role, RubricVersion, User
 from evals.transcript import Transcript, normalize_ws
 from evals.validators import UnknownName
+from evals.workspaces import in_workspace
 from labeling.gold_loaders import load_item_states
 
 from .gold_splits import SplitRefused, part_of, start_split
@@ -163,6 +164,7 @@ def parse_document(data: Any) -> GuidanceDocument:
 def _rubric_version(document: GuidanceDocument, base: JudgeConfig) -> RubricVersion:
     if document.rubric:
         try:
+            # The base config's workspace: a guidance document cannot reach another workspace's rubric.
             return RubricVersion.objects.by_ref(document.rubric, base.workspace_id)
         except UnknownName as exc:
             raise GuidanceRefused(f"rubric: {exc}") from None
@@ -174,7 +176,13 @@ def _rubric_version(document: GuidanceDocument, base: JudgeConfig) -> RubricVers
 def _check_example(
     example: Example, key: str, where: str, rubric_version: RubricVersion, splits: dict[int, GoldSplit], by: User
 ) -> dict:
-    output = Output.objects.select_related("case__eval_set").filter(pk=example.output_id).first()
+    # An output of another workspace is as missing as one that never was (its id tells nothing).
+    output = (
+        in_workspace(Output, rubric_version.rubric.workspace_id)
+        .select_related("case__eval_set")
+        .filter(pk=example.output_id)
+        .first()
+    )
     if output is None:
         raise GuidanceRefused(f"{where}.output_id: there is no output {example.output_id}")
     eval_set = output.case.eval_set
@@ -265,6 +273,9 @@ def derive_config(
             "and reads no instructions; give it examples only, which it applies as precedents"
         )
     rubric_version = rubric_version or _rubric_version(document, base)
+    if rubric_version.rubric.workspace_id != base.workspace_id:
+        # Said as an unknown name is: the rubric of another workspace does not exist from here.
+        raise GuidanceRefused(f"rubric: unknown rubric version {rubric_version.ref!r}")
     known = list(rubric_version.criteria.order_by("order").values_list("key", flat=True))
     unknown = [k for k in document.criteria if k not in known]
     if unknown:
@@ -296,11 +307,11 @@ def derive_config(
             raise GuidanceRefused(f"the guidance is the same as {base.name}'s; nothing to make a new version of")
         config = JudgeConfig(
             **{f: getattr(base, f) for f in JudgeConfig.SETTINGS},  # its settings; not name, guidance or lineage
+            workspace_id=base.workspace_id,
             name=name,
             family=family,
             version=version,
             derived_from=base,
-            workspace_id=base.workspace_id,
             guidance=stored,
             guidance_rubric_version=rubric_version,
             created_by=by,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from celery import signature
 from django.db import DatabaseError, transaction
 
-from evals.models import EvalSet, Output, RubricVersion
+from evals.models import EvalSet, Output, RubricVersion, Workspace
 from evals.transcript import Transcript
 from evals.validators import UnknownName
 
@@ -64,19 +64,24 @@ class Scope:
     agent_version: str = ""
 
 
-def resolve(*, eval_set: str, rubric: str, judge: str, agent_version: str = "") -> Scope:
-    """Look the names up; Misconfigured with a message naming what is unknown."""
-    found_set = EvalSet.objects.filter(name=eval_set).first()
+def resolve(*, workspace: Workspace, eval_set: str, rubric: str, judge: str, agent_version: str = "") -> Scope:
+    """Look the names up in `workspace`; Misconfigured with a message naming what is unknown (and what that
+    workspace holds: never another workspace's names)."""
+    sets = EvalSet.objects.filter(workspace=workspace)
+    found_set = sets.filter(name=eval_set).first()
     if found_set is None:
-        raise Misconfigured(f"no eval set named {eval_set!r}{_known(EvalSet.objects.values_list('name', flat=True))}")
+        raise Misconfigured(
+            f"no eval set named {eval_set!r}{_known(sets.order_by('name').values_list('name', flat=True))}"
+        )
     try:
-        rubric_version = RubricVersion.objects.by_ref(rubric)
+        rubric_version = RubricVersion.objects.by_ref(rubric, workspace)
     except UnknownName as exc:
         raise Misconfigured(str(exc)) from None
-    config = JudgeConfig.objects.filter(name=judge).first()
+    configs = JudgeConfig.objects.filter(workspace=workspace)
+    config = configs.filter(name=judge).first()
     if config is None:
         raise Misconfigured(
-            f"no judge config named {judge!r}{_known(JudgeConfig.objects.values_list('name', flat=True))}"
+            f"no judge config named {judge!r}{_known(configs.order_by('name').values_list('name', flat=True))}"
         )
     return Scope(found_set, rubric_version, config, agent_version or "")
 

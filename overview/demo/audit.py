@@ -24,7 +24,7 @@ from calibration.audits.plans import release_plan_next, start_plan
 from calibration.gate.approvals import approve_rubric_version, mark_gating
 from calibration.models import AuditPlan, GatingMark
 from calibration.stats.policy import GateThresholds
-from evals.models import EvalSet, RubricVersion, User
+from evals.models import EvalSet, RubricVersion, User, Workspace
 from judging.models import JudgeConfig
 from labeling.models import AuditOrderItem
 
@@ -57,13 +57,14 @@ def released_case_ids(plan: AuditPlan) -> list[str]:
     return released
 
 
-def load_audit_demo(*, eval_set: str, rubric: str, judge: str, quiet: dict) -> AuditPlan:
-    existing = AuditPlan.objects.filter(eval_set__name=CANDIDATE).first()
+def load_audit_demo(*, workspace: Workspace, eval_set: str, rubric: str, judge: str, quiet: dict) -> AuditPlan:
+    """`quiet`: the call_command options of the demo's commands, `workspace` among them."""
+    existing = AuditPlan.objects.filter(eval_set__workspace=workspace, eval_set__name=CANDIDATE).first()
     if existing is not None:
         return existing
     lead = User.objects.get(username="lee")
-    rubric_version = RubricVersion.objects.by_ref(rubric)
-    judge_config = JudgeConfig.objects.get(name=judge)
+    rubric_version = RubricVersion.objects.by_ref(rubric, workspace)
+    judge_config = JudgeConfig.objects.get(workspace=workspace, name=judge)
     if rubric_version.status == RubricVersion.Status.DRAFT:
         approve_rubric_version(
             rubric_version=rubric_version, by=lead, reason="demo: definitions read well; people agree"
@@ -73,7 +74,7 @@ def load_audit_demo(*, eval_set: str, rubric: str, judge: str, quiet: dict) -> A
         mark_gating(
             rubric_version=rubric_version,
             judge_config=judge_config,
-            eval_set=EvalSet.objects.get(name=eval_set),
+            eval_set=EvalSet.objects.get(workspace=workspace, name=eval_set),
             keys=[KEY],
             by=lead,
             reason="demo: the instrument checks the reference's amount, which is what people check",
@@ -93,7 +94,7 @@ def load_audit_demo(*, eval_set: str, rubric: str, judge: str, quiet: dict) -> A
         call_command(
             "open_queue", "--eval-set", CANDIDATE, "--rubric", rubric, "--by", "lee", "--reason", reason, **quiet
         )
-        candidate = EvalSet.objects.get(name=CANDIDATE)
+        candidate = EvalSet.objects.get(workspace=workspace, name=CANDIDATE)
         plan = start_plan(
             criterion=rubric_version.criteria.get(key=KEY),
             eval_set=candidate,

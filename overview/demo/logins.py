@@ -11,8 +11,9 @@ import hashlib
 
 from django.contrib.auth.hashers import check_password
 from django.core.cache import cache
+from django.db.models import Exists, OuterRef
 
-from evals.models import Role, User
+from evals.models import Membership, Role, User
 
 # The refund-support team's workspace, where the demo's data and people are.
 DEMO_WORKSPACE = "refund-support"
@@ -37,7 +38,10 @@ def public_demo_logins() -> list[User]:
     password or deactivation changes, so it is never stale and a visitor cannot make the server hash again.
     """
     names = [name for name, _, _ in DEMO_USERS]
-    accounts = sorted(User.objects.filter(username__in=names, is_active=True), key=lambda u: names.index(u.username))
+    # `leads`: a lead of some workspace (the notice says so: signing in as one decides that team's rubrics).
+    leads = Exists(Membership.objects.filter(user=OuterRef("pk"), role=Role.LEAD))
+    found = User.objects.filter(username__in=names, is_active=True).annotate(leads=leads)
+    accounts = sorted(found, key=lambda u: names.index(u.username))
     if not accounts:
         return []
     digest = hashlib.sha256("\0".join(f"{u.username}\0{u.password}" for u in accounts).encode()).hexdigest()

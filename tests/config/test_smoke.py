@@ -63,6 +63,7 @@ def test_embedded_default_runs_the_demo_and_a_model_judge_on_sqlite(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ICEWATER_", "DATABASE_URL", "CELERY_"))}
     env.update(ICEWATER_DATA_DIR=str(tmp_path), SMOKE_JUDGE_KEY="sk-smoke", ICEWATER_JUDGE_KEY_VARS="SMOKE_JUDGE_KEY")
+    env.update(ICEWATER_WORKSPACE="refund-support")  # the demo has two workspaces: the commands below work in this one
 
     def manage(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -220,8 +221,9 @@ def test_make_run_serves_the_demo_safely_to_share_and_its_worker_takes_judge_run
 
         # A judge run queued on the embedded broker is taken by the worker run.sh started.
         done = subprocess.run(
-            [sys.executable, "manage.py", "run_judge", "--eval-set", "refund-support-demo", "--rubric",
-             "refund-support@1", "--judge", "demo-instruments", "--wait", "--timeout", "120", "--poll", "0.5"],
+            [sys.executable, "manage.py", "run_judge", "--workspace", "refund-support", "--eval-set",
+             "refund-support-demo", "--rubric", "refund-support@1", "--judge", "demo-instruments", "--wait",
+             "--timeout", "120", "--poll", "0.5"],
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
         )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr

@@ -23,7 +23,7 @@ from formats.rubric_import import import_rubric
 from judging.models import JudgeConfig
 from labeling.forms import RubricVersionForm
 from tests.api_helpers import call, create_token
-from tests.factories import make_rubric_version, make_user
+from tests.factories import default_workspace, make_rubric_version, make_user
 from tests.inspect_helpers import REFUND_SAMPLES, write_log
 from tests.io_helpers import DATA, data_source, jsonl, row_counts, source
 
@@ -89,7 +89,9 @@ def test_every_refused_character_is_one_python_calls_unprintable():
 def test_a_jsonl_record_with_a_control_character_in_a_name_is_refused_with_its_line_and_field(field):
     bad = {**OUTPUT, "case_id": "r-002", field: "x\u2028y"}
     with pytest.raises(ImportFailed) as caught:
-        import_cases(source=source("o.jsonl", jsonl(OUTPUT, bad)), eval_set_name="refunds")
+        import_cases(
+            workspace=default_workspace(), source=source("o.jsonl", jsonl(OUTPUT, bad)), eval_set_name="refunds"
+        )
     assert problems_of(caught.value) == [(2, field)]
     assert "line separator (U+2028)" in str(caught.value)
     assert row_counts()["EvalSet"] == 0 and row_counts()["Output"] == 0
@@ -98,7 +100,7 @@ def test_a_jsonl_record_with_a_control_character_in_a_name_is_refused_with_its_l
 def test_a_csv_cell_with_a_line_break_in_a_case_id_is_refused():
     csv = 'case_id,agent_version,input,response\nr-001,v1,Where?,Here.\n"r-\r\n002",v1,Where?,Here.\n'
     with pytest.raises(ImportFailed) as caught:
-        import_cases(source=source("o.csv", csv), eval_set_name="refunds")
+        import_cases(workspace=default_workspace(), source=source("o.csv", csv), eval_set_name="refunds")
     assert [field for _, field in problems_of(caught.value)] == ["case_id"]
     assert "line break (carriage return)" in str(caught.value)
     assert row_counts()["Case"] == 0
@@ -106,9 +108,14 @@ def test_a_csv_cell_with_a_line_break_in_a_case_id_is_refused():
 
 def test_an_eval_set_name_or_default_agent_version_with_a_tab_is_refused():
     with pytest.raises(ImportFailed, match='field "eval set": contains a tab'):
-        import_cases(source=source("o.jsonl", jsonl(OUTPUT)), eval_set_name="rc\t1")
+        import_cases(workspace=default_workspace(), source=source("o.jsonl", jsonl(OUTPUT)), eval_set_name="rc\t1")
     with pytest.raises(ImportFailed, match='field "agent_version": contains a tab'):
-        import_cases(source=source("o.jsonl", jsonl(OUTPUT)), eval_set_name="rc-1", default_agent_version="v\t2")
+        import_cases(
+            workspace=default_workspace(),
+            source=source("o.jsonl", jsonl(OUTPUT)),
+            eval_set_name="rc-1",
+            default_agent_version="v\t2",
+        )
     assert row_counts()["EvalSet"] == 0
 
 
@@ -116,7 +123,9 @@ def test_an_adk_eval_id_with_a_line_break_is_refused():
     doc = json.loads((DATA / "refunds.evalset.json").read_text())
     doc["eval_cases"][0]["eval_id"] = "double\ncharge"
     with pytest.raises(ImportFailed) as caught:
-        import_cases(source=source("r.evalset.json", json.dumps(doc)), eval_set_name="refunds")
+        import_cases(
+            workspace=default_workspace(), source=source("r.evalset.json", json.dumps(doc)), eval_set_name="refunds"
+        )
     assert any(field.endswith("eval_id") for _, field in problems_of(caught.value))
     assert "line break (line feed)" in str(caught.value)
     assert row_counts()["Case"] == 0
@@ -126,23 +135,26 @@ def test_a_rubric_yaml_name_or_version_with_a_control_character_is_refused():
     text = (DATA / "rubric.yaml").read_text()
     bad_name = text.replace("name: refund-support", 'name: "refund\\u2028support"')
     with pytest.raises(ImportFailed) as caught:
-        import_rubric(source=source("r.yaml", bad_name))
+        import_rubric(workspace=default_workspace(), source=source("r.yaml", bad_name))
     assert problems_of(caught.value) == [(2, "name")] and "line separator" in str(caught.value)
     bad_version = text.replace('version: "1"', 'version: "1\\t2"')
     with pytest.raises(ImportFailed, match='field "version": contains a tab'):
-        import_rubric(source=source("r.yaml", bad_version))
+        import_rubric(workspace=default_workspace(), source=source("r.yaml", bad_version))
     assert not Rubric.objects.exists()
 
 
 def test_a_label_studio_case_id_with_a_control_character_is_refused():
-    import_rubric(source=data_source("rubric.json"))
-    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
+    import_rubric(workspace=default_workspace(), source=data_source("rubric.json"))
+    import_cases(workspace=default_workspace(), source=data_source("cases.jsonl"), eval_set_name="refunds")
     tasks = json.loads((DATA / "labelstudio.json").read_text())
     tasks[0]["data"]["case_id"] = "r-001\u200b"
     before = row_counts()
     with pytest.raises(ImportFailed) as caught:
         import_labels(
-            source=source("ls.json", json.dumps(tasks)), eval_set_name="refunds", rubric_ref="refund-support@1"
+            workspace=default_workspace(),
+            source=source("ls.json", json.dumps(tasks)),
+            eval_set_name="refunds",
+            rubric_ref="refund-support@1",
         )
     assert {field for _, field in problems_of(caught.value)} == {"tasks[0].data.case_id"}
     assert "zero-width space" in str(caught.value)
@@ -151,7 +163,9 @@ def test_a_label_studio_case_id_with_a_control_character_is_refused():
 
 def test_ordinary_names_in_any_script_still_import():
     records = [{**OUTPUT, "case_id": "r-café", "agent_version": "café-v2"}, {**OUTPUT, "case_id": "回答 1"}]
-    import_cases(source=source("o.jsonl", jsonl(*records)), eval_set_name="Évaluation rc 1")
+    import_cases(
+        workspace=default_workspace(), source=source("o.jsonl", jsonl(*records)), eval_set_name="Évaluation rc 1"
+    )
     assert sorted(Output.objects.values_list("case__case_id", "agent_version")) == [
         ("r-café", "café-v2"),
         ("回答 1", "v1"),
@@ -163,6 +177,7 @@ def test_ordinary_names_in_any_script_still_import():
 
 
 def test_import_cases_on_the_command_line_refuses_an_eval_set_name_with_a_line_break():
+    default_workspace()  # the one workspace the command works in
     with pytest.raises(CommandError, match="contains a line break"):
         call_command("import_cases", str(DATA / "cases.jsonl"), "--eval-set", "rc-1\nrc-2")
     assert row_counts()["EvalSet"] == 0
@@ -170,7 +185,7 @@ def test_import_cases_on_the_command_line_refuses_an_eval_set_name_with_a_line_b
 
 def test_import_verdicts_refuses_a_judge_name_with_a_line_separator(tmp_path):
     rv = make_rubric_version("refund", "1")
-    import_cases(source=source("o.jsonl", jsonl(OUTPUT)), eval_set_name="rc-1")
+    import_cases(workspace=default_workspace(), source=source("o.jsonl", jsonl(OUTPUT)), eval_set_name="rc-1")
     key = rv.criteria.first().key
     path = tmp_path / "verdicts.jsonl"
     path.write_text(jsonl({"case_id": "r-001", "agent_version": "v1", "criterion": key, "outcome": "PASS"}))
@@ -252,7 +267,7 @@ def test_an_inspect_sample_id_with_a_tab_is_refused(tmp_path, offline):
     samples = [{**REFUND_SAMPLES[0], "id": "r-001\tbis"}]
     log = write_log(tmp_path, samples, model_graded=False)
     with open_source(log) as src, pytest.raises(ImportFailed) as caught:
-        import_cases(source=src, eval_set_name="refunds")
+        import_cases(workspace=default_workspace(), source=src, eval_set_name="refunds")
     assert [field for _, field in problems_of(caught.value)] == ["samples[0].id"]
     assert "contains a tab (U+0009)" in str(caught.value)
     assert row_counts()["Case"] == 0

@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from evals.models import Rubric, RubricVersion
 from evals.validators import RUBRIC_REF_PATTERN, UnknownName, split_rubric_ref
-from tests.factories import make_eval_set, make_judge, make_rubric_version
+from tests.factories import default_workspace, make_eval_set, make_judge, make_rubric_version, make_workspace
 
 
 @pytest.mark.parametrize(
@@ -57,24 +57,33 @@ def test_by_ref_finds_the_version_and_says_what_exists_when_it_does_not():
     rv = make_rubric_version("refund", "1")
     make_rubric_version("refund", "2")
     make_rubric_version("tone", "1")
-    assert RubricVersion.objects.by_ref("refund@1") == rv
+    assert RubricVersion.objects.by_ref("refund@1", default_workspace()) == rv
     with pytest.raises(UnknownName, match=r"^rubric 'refund' has no version '9' \(known: 1, 2\)$"):
-        RubricVersion.objects.by_ref("refund@9")
+        RubricVersion.objects.by_ref("refund@9", default_workspace())
     with pytest.raises(UnknownName, match=r"^there is no rubric 'nope' \(known: refund, tone\)$"):
-        RubricVersion.objects.by_ref("nope@1")
+        RubricVersion.objects.by_ref("nope@1", default_workspace())
     with pytest.raises(UnknownName, match=r"^unknown rubric version 'nope@1'$"):
-        RubricVersion.objects.by_ref("nope@1", say_known=False)
+        RubricVersion.objects.by_ref("nope@1", default_workspace(), say_known=False)
     with pytest.raises(UnknownName, match=r"^unknown rubric version 'refund@9'$"):
-        RubricVersion.objects.by_ref("refund@9", say_known=False)
+        RubricVersion.objects.by_ref("refund@9", default_workspace(), say_known=False)
+    # Another workspace's rubric of the same name is not found from here, and its versions are not listed.
+    other = make_workspace("other")
+    make_rubric_version("refund", "9", workspace=other)
+    make_rubric_version("secret", "1", workspace=other)
+    with pytest.raises(UnknownName, match=r"^rubric 'refund' has no version '9' \(known: 1, 2\)$"):
+        RubricVersion.objects.by_ref("refund@9", default_workspace())
+    with pytest.raises(UnknownName, match=r"^there is no rubric 'secret' \(known: refund, tone\)$"):
+        RubricVersion.objects.by_ref("secret@1", default_workspace())
+    assert RubricVersion.objects.by_ref("refund@9", other).rubric.workspace == other  # negative control
 
 
 @pytest.mark.django_db
 def test_a_rubric_named_with_an_at_sign_before_the_rule_is_still_found():
     legacy = make_rubric_version("team@acme", "2")  # created directly, as the admin once allowed
-    assert RubricVersion.objects.by_ref("team@acme@2") == legacy
-    assert RubricVersion.objects.by_ref(legacy.ref) == legacy
+    assert RubricVersion.objects.by_ref("team@acme@2", default_workspace()) == legacy
+    assert RubricVersion.objects.by_ref(legacy.ref, default_workspace()) == legacy
     with pytest.raises(UnknownName, match="there is no rubric 'team'"):
-        RubricVersion.objects.by_ref("team@acme")  # read as rubric "team", version "acme"
+        RubricVersion.objects.by_ref("team@acme", default_workspace())  # read as rubric "team", version "acme"
 
 
 @pytest.mark.django_db

@@ -18,6 +18,7 @@ from formats.verdicts import EXPORT_WHAT as WHAT
 from formats.verdicts import export_data
 from judging.models import JudgeRun, Verdict
 from labeling.models import Annotation, GoldLabel, Label
+from tests.factories import default_workspace
 from tests.io_helpers import DATA, data_source, dump_cases, dump_gold, dump_labels, row_counts, source
 
 pytestmark = pytest.mark.django_db
@@ -28,15 +29,19 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 @pytest.fixture
 def refunds():
-    import_rubric(source=data_source("rubric.json"))
-    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
-    import_cases(source=data_source("refunds.evalset.json"), eval_set_name="refunds")  # cases without outputs too
-    import_labels(source=data_source("labels.jsonl"), eval_set_name="refunds", rubric_ref=REF)
+    import_rubric(workspace=default_workspace(), source=data_source("rubric.json"))
+    import_cases(workspace=default_workspace(), source=data_source("cases.jsonl"), eval_set_name="refunds")
+    import_cases(
+        workspace=default_workspace(), source=data_source("refunds.evalset.json"), eval_set_name="refunds"
+    )  # cases without outputs too
+    import_labels(
+        workspace=default_workspace(), source=data_source("labels.jsonl"), eval_set_name="refunds", rubric_ref=REF
+    )
 
 
 def export(what: str, fmt: str, **kwargs) -> str:
     out = io.StringIO()
-    export_data(eval_set_name="refunds", what=what, fmt=fmt, stream=out, **kwargs)
+    export_data(workspace=default_workspace(), eval_set_name="refunds", what=what, fmt=fmt, stream=out, **kwargs)
     return out.getvalue()
 
 
@@ -51,10 +56,10 @@ def test_cases_round_trip_in_every_format(refunds, fmt):
         before = [row[:4] + ((),) for row in before]
     EvalSet.objects.get(name="refunds").delete()
     name = FILE_NAMES[fmt]
-    import_cases(source=source(name, text), eval_set_name="refunds")
+    import_cases(workspace=default_workspace(), source=source(name, text), eval_set_name="refunds")
     assert dump_cases("refunds") == before
     counts = row_counts()
-    report = import_cases(source=source(name, text), eval_set_name="refunds")
+    report = import_cases(workspace=default_workspace(), source=source(name, text), eval_set_name="refunds")
     assert not report.changed and row_counts() == counts
     assert export("cases", fmt) == text
 
@@ -90,10 +95,14 @@ def test_labels_round_trip_with_their_slots(refunds, fmt):
     text = export("labels", fmt, rubric_ref=REF)
     before = dump_labels("refunds")
     Annotation.objects.all().delete()
-    import_labels(source=source(f"labels.{fmt}", text), eval_set_name="refunds", rubric_ref=REF)
+    import_labels(
+        workspace=default_workspace(), source=source(f"labels.{fmt}", text), eval_set_name="refunds", rubric_ref=REF
+    )
     assert dump_labels("refunds") == before
     counts = row_counts()
-    report = import_labels(source=source(f"labels.{fmt}", text), eval_set_name="refunds", rubric_ref=REF)
+    report = import_labels(
+        workspace=default_workspace(), source=source(f"labels.{fmt}", text), eval_set_name="refunds", rubric_ref=REF
+    )
     assert not report.changed and row_counts() == counts
     assert export("labels", fmt, rubric_ref=REF) == text
 
@@ -116,11 +125,15 @@ def test_gold_round_trips_without_turning_agreement_into_adjudications(refunds, 
     text = export("gold", fmt, rubric_ref=REF)
     before = dump_gold("refunds")
     GoldLabel.objects.all().delete()
-    report = import_labels(source=source(f"gold.{fmt}", text), eval_set_name="refunds", rubric_ref=REF)
+    report = import_labels(
+        workspace=default_workspace(), source=source(f"gold.{fmt}", text), eval_set_name="refunds", rubric_ref=REF
+    )
     assert report.counts["gold_created"] == 1 and report.counts["agreement_confirmed"] == 2
     assert dump_gold("refunds") == before
     counts = row_counts()
-    assert not import_labels(source=source(f"gold.{fmt}", text), eval_set_name="refunds", rubric_ref=REF).changed
+    assert not import_labels(
+        workspace=default_workspace(), source=source(f"gold.{fmt}", text), eval_set_name="refunds", rubric_ref=REF
+    ).changed
     assert row_counts() == counts
     assert export("gold", fmt, rubric_ref=REF) == text
 
@@ -135,9 +148,13 @@ def test_a_whole_installation_moves_by_export_and_import(refunds):
     Annotation.objects.all().delete()
     GoldLabel.objects.all().delete()
     EvalSet.objects.all().delete()
-    import_cases(source=source("c.jsonl", cases), eval_set_name="refunds")
-    import_labels(source=source("l.csv", labels), eval_set_name="refunds", rubric_ref=REF)
-    import_labels(source=source("g.jsonl", gold), eval_set_name="refunds", rubric_ref=REF)
+    import_cases(workspace=default_workspace(), source=source("c.jsonl", cases), eval_set_name="refunds")
+    import_labels(
+        workspace=default_workspace(), source=source("l.csv", labels), eval_set_name="refunds", rubric_ref=REF
+    )
+    import_labels(
+        workspace=default_workspace(), source=source("g.jsonl", gold), eval_set_name="refunds", rubric_ref=REF
+    )
     assert (dump_cases("refunds"), dump_labels("refunds"), dump_gold("refunds")) == want
 
 
@@ -177,7 +194,7 @@ def test_a_failed_export_leaves_no_file(refunds, tmp_path):
 )
 def test_an_export_that_cannot_run_says_why(refunds, kwargs, message):
     with pytest.raises(ExportError, match=message.replace("(", "\\(")):
-        export_data(stream=io.StringIO(), **kwargs)
+        export_data(workspace=default_workspace(), stream=io.StringIO(), **kwargs)
 
 
 # -- every export format imports back, and CSV cells cannot run as formulas ---------------------------------
@@ -327,7 +344,13 @@ def test_the_round_trips_cover_every_export_offered(spiky):
                 continue
             with pytest.raises(ExportError):  # not offered: nothing to round-trip
                 export_data(
-                    eval_set_name="spiky", what=what, fmt=fmt, stream=io.StringIO(), rubric_ref=REF, judge_name="ext"
+                    workspace=default_workspace(),
+                    eval_set_name="spiky",
+                    what=what,
+                    fmt=fmt,
+                    stream=io.StringIO(),
+                    rubric_ref=REF,
+                    judge_name="ext",
                 )
 
 

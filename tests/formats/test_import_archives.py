@@ -20,7 +20,7 @@ from evals.models import Case
 from evals.problems import ImportFailed
 from formats.case_import import import_cases
 from tests.api_helpers import call, create_token
-from tests.factories import make_rubric_version
+from tests.factories import default_workspace, make_rubric_version
 from tests.io_helpers import row_counts, source
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +55,7 @@ def declare_smaller(data: bytes, declared: int) -> bytes:
 
 
 def import_eval(data: bytes):
-    return import_cases(source=source("run.eval", data), eval_set_name="refunds")
+    return import_cases(workspace=default_workspace(), source=source("run.eval", data), eval_set_name="refunds")
 
 
 def refused(data: bytes) -> str:

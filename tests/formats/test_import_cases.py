@@ -12,6 +12,7 @@ from evals.models import Case, EvalSet, Output
 from evals.problems import MAX_PROBLEMS, ImportFailed
 from formats.adk import evalset_document
 from formats.case_import import import_cases
+from tests.factories import default_workspace
 from tests.io_helpers import DATA, data_source, dump_cases, jsonl, row_counts, source
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +27,9 @@ def fast_path(request):
 
 
 def run(src, fast_path, eval_set="refunds", **kwargs):
-    return import_cases(source=src, eval_set_name=eval_set, fast_path=fast_path, **kwargs)
+    return import_cases(
+        workspace=default_workspace(), source=src, eval_set_name=eval_set, fast_path=fast_path, **kwargs
+    )
 
 
 def test_it_imports_a_jsonl_file_one_output_a_line(fast_path):
@@ -319,8 +322,15 @@ def test_both_paths_give_the_same_data_and_the_same_messages():
     if connection.vendor != "postgresql":
         pytest.skip("the COPY path needs PostgreSQL")
     for fast, name in ((True, "copy"), (False, "bulk")):
-        import_cases(source=data_source("cases.jsonl"), eval_set_name=name, fast_path=fast)
-        import_cases(source=data_source("refunds.evalset_result.json"), eval_set_name=name, fast_path=fast)
+        import_cases(
+            workspace=default_workspace(), source=data_source("cases.jsonl"), eval_set_name=name, fast_path=fast
+        )
+        import_cases(
+            workspace=default_workspace(),
+            source=data_source("refunds.evalset_result.json"),
+            eval_set_name=name,
+            fast_path=fast,
+        )
     assert dump_cases("copy") == dump_cases("bulk")
     lines = (DATA / "cases.jsonl").read_text().splitlines()
     broken = [json.loads(lines[0]), {**json.loads(lines[1]), "tool_calls": []}, {**json.loads(lines[2]), "input": "X"}]
@@ -328,7 +338,12 @@ def test_both_paths_give_the_same_data_and_the_same_messages():
     messages = {}
     for fast, name in ((True, "copy"), (False, "bulk")):
         with pytest.raises(ImportFailed) as exc:
-            import_cases(source=source("b.jsonl", jsonl(*broken)), eval_set_name=name, fast_path=fast)
+            import_cases(
+                workspace=default_workspace(),
+                source=source("b.jsonl", jsonl(*broken)),
+                eval_set_name=name,
+                fast_path=fast,
+            )
         messages[name] = [m.replace(f'"{name}"', '"SET"') for m in exc.value.messages]
     assert messages["copy"] == messages["bulk"]
     assert len(messages["copy"]) == 3

@@ -13,6 +13,7 @@ from evals.models import Case, Output
 from evals.problems import ImportFailed
 from formats.case_import import import_cases
 from formats.readers import open_source
+from tests.factories import default_workspace
 from tests.inspect_helpers import INSPECT_MODEL, REFUND_SAMPLES, write_log
 from tests.io_helpers import dump_cases, row_counts, source
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 def import_log(path, **kwargs):
     with open_source(path) as src:
-        return import_cases(source=src, eval_set_name="refunds", **kwargs)
+        return import_cases(workspace=default_workspace(), source=src, eval_set_name="refunds", **kwargs)
 
 
 def test_an_eval_log_imports_its_samples_as_cases_and_outputs(refund_logs, offline):
@@ -70,7 +71,11 @@ def test_the_command_takes_a_log_and_an_agent_version(refund_logs, offline):
 
 
 def test_a_log_uploaded_as_a_stream_reads_like_a_file(refund_logs, offline):
-    report = import_cases(source=source("run.eval", refund_logs["eval"].read_bytes()), eval_set_name="refunds")
+    report = import_cases(
+        workspace=default_workspace(),
+        source=source("run.eval", refund_logs["eval"].read_bytes()),
+        eval_set_name="refunds",
+    )
     assert report.counts["outputs_created"] == 3
 
 
@@ -92,7 +97,7 @@ def test_reading_a_log_never_needs_tiktoken(refund_logs, offline):
 )
 def test_a_file_inspect_cannot_read_is_refused_with_the_reason(name, content, fragment, offline):
     with pytest.raises(ImportFailed) as exc:
-        import_cases(source=source(name, content), eval_set_name="refunds")
+        import_cases(workspace=default_workspace(), source=source(name, content), eval_set_name="refunds")
     assert fragment in str(exc.value) and str(exc.value).endswith("Nothing was imported.")
     assert row_counts()["EvalSet"] == 0
 

@@ -15,7 +15,7 @@ from formats.inspect_scores import ScoreMapping
 from formats.readers import open_source
 from formats.verdicts import import_verdicts
 from judging.models import JudgeConfig, Verdict
-from tests.factories import make_rubric_version
+from tests.factories import default_workspace, make_rubric_version
 from tests.inspect_helpers import INSPECT_MODEL, REFUND_SAMPLES, write_log
 from tests.io_helpers import jsonl, source
 
@@ -26,12 +26,13 @@ CRITERIA = [{"key": "correct_amount", "definition": "The amount is right."}, {"k
 
 def load_cases(path) -> None:
     with open_source(path) as src:
-        import_cases(source=src, eval_set_name="refunds")
+        import_cases(workspace=default_workspace(), source=src, eval_set_name="refunds")
 
 
 def verdicts_from(path, mapping: ScoreMapping | None = None, **kwargs):
     with open_source(path) as src:
         return import_verdicts(
+            workspace=default_workspace(),
             source=src,
             eval_set_name="refunds",
             rubric_ref="refund@1",
@@ -157,7 +158,11 @@ def test_a_jsonl_verdicts_file_is_still_read_as_jsonl(refund_logs, offline):
     make_rubric_version("refund", "1", criteria=CRITERIA)
     line = {"case_id": "r-001", "agent_version": INSPECT_MODEL, "criterion": "next_step", "outcome": "PASS"}
     report = import_verdicts(
-        source=source("v.jsonl", jsonl(line)), eval_set_name="refunds", rubric_ref="refund@1", judge_name="j"
+        workspace=default_workspace(),
+        source=source("v.jsonl", jsonl(line)),
+        eval_set_name="refunds",
+        rubric_ref="refund@1",
+        judge_name="j",
     )
     assert report.counts["verdicts_created"] == 1
 
@@ -178,7 +183,12 @@ def test_an_inspect_log_calibrates_end_to_end(refund_logs, offline):
     ]
     from formats.label_import import import_labels
 
-    import_labels(source=source("gold.jsonl", jsonl(*gold)), eval_set_name="refunds", rubric_ref="refund@1")
+    import_labels(
+        workspace=default_workspace(),
+        source=source("gold.jsonl", jsonl(*gold)),
+        eval_set_name="refunds",
+        rubric_ref="refund@1",
+    )
     call_command(
         "import_verdicts",
         *("--eval-set", "refunds", "--rubric", "refund@1", "--judge", "inspect-grader"),

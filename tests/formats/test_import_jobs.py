@@ -18,6 +18,7 @@ from django.urls import reverse
 
 from evals.models import Case
 from formats.models import ImportJob
+from tests.factories import default_workspace
 from tests.io_helpers import row_counts
 from tests.services import Worker
 
@@ -116,7 +117,13 @@ def test_a_small_file_still_imports_in_the_request(client, lead, settings):
 
 def test_the_page_shows_how_far_a_running_import_has_read(client, lead):
     job = ImportJob.objects.create(
-        kind="cases", file_name="big.jsonl", size=4_000_000, status="running", created_by=lead, options={}
+        kind="cases",
+        file_name="big.jsonl",
+        size=4_000_000,
+        status="running",
+        created_by=lead,
+        options={},
+        workspace=default_workspace(),
     )
     caches["progress"].set(f"import-job-{job.pk}", 1_000_000)
     client.force_login(lead)
@@ -125,6 +132,8 @@ def test_the_page_shows_how_far_a_running_import_has_read(client, lead):
 
 
 def test_only_leads_see_import_jobs(client, annotator, lead):
-    job = ImportJob.objects.create(kind="cases", file_name="x.jsonl", size=1, created_by=lead, options={})
+    job = ImportJob.objects.create(
+        kind="cases", file_name="x.jsonl", size=1, created_by=lead, options={}, workspace=default_workspace()
+    )
     client.force_login(annotator)
     assert client.get(reverse("formats:import_job", args=[job.pk])).status_code == 403

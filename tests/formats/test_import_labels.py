@@ -11,13 +11,13 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from evals.models import Role, RubricVersion, User
+from evals.models import Membership, Role, RubricVersion, User
 from evals.problems import ImportFailed
 from formats.case_import import import_cases
 from formats.label_import import import_labels, strict_majority
 from formats.rubric_import import import_rubric
 from labeling.models import Annotation, GoldLabel, Label
-from tests.factories import make_user
+from tests.factories import default_workspace, make_user
 from tests.io_helpers import DATA, data_source, dump_gold, dump_labels, jsonl, row_counts, source
 from tests.login_helpers import password_login
 
@@ -27,12 +27,12 @@ REF = "refund-support@1"
 
 @pytest.fixture
 def refunds():
-    import_rubric(source=data_source("rubric.json"))
-    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
+    import_rubric(workspace=default_workspace(), source=data_source("rubric.json"))
+    import_cases(workspace=default_workspace(), source=data_source("cases.jsonl"), eval_set_name="refunds")
 
 
 def run(src, **kwargs):
-    return import_labels(source=src, eval_set_name="refunds", rubric_ref=REF, **kwargs)
+    return import_labels(workspace=default_workspace(), source=src, eval_set_name="refunds", rubric_ref=REF, **kwargs)
 
 
 def slots(case_id: str, agent_version: str) -> list[tuple[int, str]]:
@@ -78,7 +78,7 @@ def test_slots_come_after_annotations_already_made_in_the_app(refunds, annotator
 
 
 def _rv():
-    return RubricVersion.objects.by_ref(REF)
+    return RubricVersion.objects.by_ref(REF, default_workspace())
 
 
 def test_unknown_people_become_accounts_that_cannot_log_in(refunds, client):
@@ -86,8 +86,14 @@ def test_unknown_people_become_accounts_that_cannot_log_in(refunds, client):
     users = {u.username: u for u in User.objects.filter(username__in=["maria", "li", "sam"])}
     assert sorted(users) == ["li", "maria", "sam"]
     assert all(not u.is_active and not u.has_usable_password() for u in users.values())
-    assert users["maria"].role == Role.ANNOTATOR and users["sam"].role == Role.REVIEWER
-    assert "cannot log in until a lead activates them (add_user NAME --role ...): li, maria, sam" in str(report)
+    here = default_workspace()  # where the eval set is, so where the new accounts are members
+    # role_in() says None while an account is inactive: the memberships the import made are read directly.
+    roles = dict(Membership.objects.filter(workspace=here).values_list("user__username", "role"))
+    assert roles["maria"] == Role.ANNOTATOR and roles["sam"] == Role.REVIEWER
+    assert (
+        "cannot log in until a lead activates them (add_user NAME --workspace default --role ...): li, maria, sam"
+        in str(report)
+    )
     assert not password_login(client, "maria", "")
 
 
@@ -96,7 +102,7 @@ def test_existing_accounts_are_used_as_they_are(refunds):
     sam = make_user("sam", Role.LEAD)  # sam only adjudicates in the file: a lead may
     run(data_source("labels.jsonl"))
     maria.refresh_from_db()
-    assert maria.is_active and maria.role == Role.ANNOTATOR
+    assert maria.is_active and maria.role_in(default_workspace()) == Role.ANNOTATOR
     assert Annotation.objects.filter(annotator=maria).count() == 4
     assert GoldLabel.objects.get().decided_by == sam
 
@@ -421,10 +427,17 @@ def test_a_file_with_many_problems_reports_each_with_its_line(refunds):
 
 def test_unknown_eval_set_or_rubric_version_is_refused_before_reading(refunds):
     with pytest.raises(ImportFailed, match='there is no eval set "nope"; import its cases first'):
-        import_labels(source=data_source("labels.jsonl"), eval_set_name="nope", rubric_ref=REF)
+        import_labels(
+            workspace=default_workspace(), source=data_source("labels.jsonl"), eval_set_name="nope", rubric_ref=REF
+        )
     unknown_version = """field "rubric": rubric 'refund-support' has no version '2' (known: 1)"""
     with pytest.raises(ImportFailed, match=re.escape(unknown_version)):
-        import_labels(source=data_source("labels.jsonl"), eval_set_name="refunds", rubric_ref="refund-support@2")
+        import_labels(
+            workspace=default_workspace(),
+            source=data_source("labels.jsonl"),
+            eval_set_name="refunds",
+            rubric_ref="refund-support@2",
+        )
     with pytest.raises(CommandError, match="NAME@VERSION"):
         call_command("import_labels", "--eval-set", "refunds", "--rubric", "refund-support", str(DATA / "labels.jsonl"))
 
@@ -541,7 +554,7 @@ def test_the_evidence_limit_holds_for_csv_label_studio_and_the_upload_page(refun
     data = {
         "kind": "labels",
         "labels-eval_set": "refunds",
-        "labels-rubric": RubricVersion.objects.by_ref(REF).pk,
+        "labels-rubric": RubricVersion.objects.by_ref(REF, default_workspace()).pk,
         "labels-agent_version": "v1",
         "labels-file": SimpleUploadedFile("long.csv", csv_text.encode()),
     }

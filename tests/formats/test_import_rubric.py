@@ -14,6 +14,7 @@ from django.core.management import CommandError, call_command
 from evals.models import Criterion, RubricVersion
 from evals.problems import ImportFailed
 from formats.rubric_import import import_rubric
+from tests.factories import default_workspace
 from tests.io_helpers import DATA, data_source, row_counts, source
 
 pytestmark = pytest.mark.django_db
@@ -27,7 +28,7 @@ TINY = {
 
 
 def test_it_imports_a_json_rubric_as_a_draft_version_with_ordered_criteria():
-    report = import_rubric(source=data_source("rubric.json"))
+    report = import_rubric(workspace=default_workspace(), source=data_source("rubric.json"))
     rv = RubricVersion.objects.get()
     assert rv.ref == "refund-support@1"
     assert rv.status == RubricVersion.Status.DRAFT
@@ -44,7 +45,7 @@ def test_it_imports_a_json_rubric_as_a_draft_version_with_ordered_criteria():
 
 
 def test_the_content_hash_is_sha256_of_the_canonical_instrument():
-    import_rubric(source=source("tiny.json", json.dumps(TINY)))
+    import_rubric(workspace=default_workspace(), source=source("tiny.json", json.dumps(TINY)))
     # Worked by hand: keys sorted, missing examples as "", no spaces trimmed beyond json.dumps defaults.
     payload = (
         '{"criteria": [{"definition": "The reply is polite.", "fail_example": "", "key": "polite", '
@@ -54,9 +55,9 @@ def test_the_content_hash_is_sha256_of_the_canonical_instrument():
 
 
 def test_yaml_with_the_same_content_is_the_same_instrument_and_a_no_op():
-    import_rubric(source=data_source("rubric.json"))
+    import_rubric(workspace=default_workspace(), source=data_source("rubric.json"))
     before = row_counts()
-    report = import_rubric(source=data_source("rubric.yaml"))
+    report = import_rubric(workspace=default_workspace(), source=data_source("rubric.yaml"))
     assert row_counts() == before
     assert "already imported with the same content; nothing changed" in report.summary
     assert report.counts["rubric_versions_created"] == 0
@@ -70,11 +71,11 @@ def test_importing_the_same_file_twice_changes_nothing():
 
 
 def test_different_content_under_an_existing_version_is_refused_and_points_to_a_new_version():
-    import_rubric(source=source("tiny.json", json.dumps(TINY)))
+    import_rubric(workspace=default_workspace(), source=source("tiny.json", json.dumps(TINY)))
     edited = {**TINY, "criteria": [{"key": "polite", "definition": "The reply is polite and warm."}]}
     before = row_counts()
     with pytest.raises(ImportFailed) as exc:
-        import_rubric(source=source("tiny-edited.json", json.dumps(edited)))
+        import_rubric(workspace=default_workspace(), source=source("tiny-edited.json", json.dumps(edited)))
     message = str(exc.value)
     assert 'tiny-edited.json, field "version": tiny@1 already exists with different content' in message
     assert 'change "version" (e.g. to "2")' in message
@@ -83,15 +84,18 @@ def test_different_content_under_an_existing_version_is_refused_and_points_to_a_
 
 
 def test_an_edit_imported_as_a_new_version_is_a_second_version():
-    import_rubric(source=source("tiny.json", json.dumps(TINY)))
+    import_rubric(workspace=default_workspace(), source=source("tiny.json", json.dumps(TINY)))
     edited = {**TINY, "version": "2", "instruction": "Grade it strictly."}
-    import_rubric(source=source("tiny2.json", json.dumps(edited)))
+    import_rubric(workspace=default_workspace(), source=source("tiny2.json", json.dumps(edited)))
     assert sorted(RubricVersion.objects.values_list("version", flat=True)) == ["1", "2"]
-    assert RubricVersion.objects.by_ref("tiny@2").instruction == "Grade it strictly."
+    assert RubricVersion.objects.by_ref("tiny@2", default_workspace()).instruction == "Grade it strictly."
 
 
 def test_a_whole_number_version_in_yaml_is_text():
-    import_rubric(source=source("r.yaml", "name: r\nversion: 3\ncriteria:\n  - key: a\n    definition: A.\n"))
+    import_rubric(
+        workspace=default_workspace(),
+        source=source("r.yaml", "name: r\nversion: 3\ncriteria:\n  - key: a\n    definition: A.\n"),
+    )
     assert RubricVersion.objects.get().version == "3"
 
 
@@ -186,7 +190,7 @@ def test_several_problems_are_reported_at_once():
         "criteria": [{"key": "ok", "definition": ""}, {"key": "no good", "definition": "x"}, "oops"],
     }
     with pytest.raises(ImportFailed) as exc:
-        import_rubric(source=source("r.json", json.dumps(bad, indent=1)))
+        import_rubric(workspace=default_workspace(), source=source("r.json", json.dumps(bad, indent=1)))
     fields = [p.field for p in exc.value.problems]
     assert fields == ["criteria[0].definition", "criteria[1].key", "criteria[2]"]
     assert all(p.line is not None for p in exc.value.problems)

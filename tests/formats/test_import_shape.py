@@ -20,6 +20,7 @@ from formats.case_import import import_cases
 from formats.rubric_import import import_rubric
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from labeling.models import Label
+from tests.factories import default_workspace
 from tests.io_helpers import data_source, row_counts
 
 pytestmark = pytest.mark.django_db
@@ -32,8 +33,8 @@ TOO_DEEP = f"is nested more than {MAX_NESTING} levels deep"
 
 @pytest.fixture
 def refunds():
-    import_rubric(source=data_source("rubric.json"))
-    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
+    import_rubric(workspace=default_workspace(), source=data_source("rubric.json"))
+    import_cases(workspace=default_workspace(), source=data_source("cases.jsonl"), eval_set_name="refunds")
 
 
 def lists(depth: int, leaf: str = "x") -> str:
@@ -358,4 +359,4 @@ def test_the_upload_page_refuses_a_key_given_twice(client, lead, refunds):
 
 
 def _rubric_pk() -> int:
-    return RubricVersion.objects.by_ref(REF).pk
+    return RubricVersion.objects.by_ref(REF, default_workspace()).pk

@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 
 from formats.label_import import import_labels
-from tests.factories import make_rubric_version
+from tests.factories import default_workspace, make_rubric_version
 from tests.inspect_helpers import INSPECT_MODEL
 from tests.io_helpers import jsonl, source
 
@@ -53,7 +53,12 @@ def imported(refund_logs, offline, tmp_path):
             ("r-003", "PASS", "No amount is stated, so none is wrong."),
         ]
     ]
-    import_labels(source=source("gold.jsonl", jsonl(*gold)), eval_set_name="refunds", rubric_ref="refund-support@1")
+    import_labels(
+        workspace=default_workspace(),
+        source=source("gold.jsonl", jsonl(*gold)),
+        eval_set_name="refunds",
+        rubric_ref="refund-support@1",
+    )
     return tmp_path
 
 

@@ -7,6 +7,7 @@ from django.db import connection
 
 from evals.models import Case, EvalSet, Output
 from formats.planner import analyze, planned_columns
+from tests.factories import default_workspace
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +31,7 @@ def common_values(model, column: str) -> str:
 
 
 def test_the_row_counts_and_the_planned_columns_are_analyzed_but_not_the_text():
-    eval_set = EvalSet.objects.create(name="planner")
+    eval_set = EvalSet.objects.create(name="planner", workspace=default_workspace())
     cases = Case.objects.bulk_create(
         Case(eval_set=eval_set, case_id=f"c{i}", input="planner question") for i in range(120)
     )

@@ -14,6 +14,7 @@ from evals.models import Case, RubricVersion
 from formats.case_import import import_cases
 from formats.rubric_import import import_rubric
 from labeling.models import Label
+from tests.factories import default_workspace
 from tests.io_helpers import DATA, data_source, row_counts
 
 pytestmark = pytest.mark.django_db
@@ -84,10 +85,10 @@ def test_cases_upload_creates_the_eval_set_and_answers_htmx_with_the_result_only
 
 
 def test_labels_upload_uses_the_chosen_eval_set_and_rubric_version(client, lead):
-    import_rubric(source=data_source("rubric.json"))
-    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
+    import_rubric(workspace=default_workspace(), source=data_source("rubric.json"))
+    import_cases(workspace=default_workspace(), source=data_source("cases.jsonl"), eval_set_name="refunds")
     client.force_login(lead)
-    rv = RubricVersion.objects.by_ref("refund-support@1")
+    rv = RubricVersion.objects.by_ref("refund-support@1", default_workspace())
     data = {
         "kind": "labels",
         "labels-eval_set": "refunds",
@@ -256,8 +257,10 @@ def test_large_text_fields_beside_the_file_are_refused(client, lead):
     ],
 )
 def test_a_file_of_another_type_is_refused_as_unsupported_not_read_as_csv(client, lead, kind, extra, read):
-    rv = import_rubric(source=data_source("rubric.json")).counts and RubricVersion.objects.by_ref("refund-support@1")
-    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
+    rv = import_rubric(
+        workspace=default_workspace(), source=data_source("rubric.json")
+    ).counts and RubricVersion.objects.by_ref("refund-support@1", default_workspace())
+    import_cases(workspace=default_workspace(), source=data_source("cases.jsonl"), eval_set_name="refunds")
     client.force_login(lead)
     before = row_counts()
     data = {"kind": kind, f"{kind}-file": upload("notes.txt", b"Remember to ask Rita about the refunds.\n"), **extra}
@@ -270,7 +273,9 @@ def test_a_file_of_another_type_is_refused_as_unsupported_not_read_as_csv(client
 
 def test_a_pushed_body_without_a_file_name_is_still_told_apart_by_its_content(lead):
     report = import_cases(
-        source=source_named("records", b'{"case_id": "c1", "input": "Q", "response": "A"}\n'), eval_set_name="e"
+        workspace=default_workspace(),
+        source=source_named("records", b'{"case_id": "c1", "input": "Q", "response": "A"}\n'),
+        eval_set_name="e",
     )
     assert report.counts["cases_created"] == 1
 
@@ -282,8 +287,8 @@ def source_named(name: str, content: bytes):
 
 
 def test_both_agent_version_fields_start_empty_and_empty_means_default(client, lead):
-    import_rubric(source=data_source("rubric.json"))
-    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
+    import_rubric(workspace=default_workspace(), source=data_source("rubric.json"))
+    import_cases(workspace=default_workspace(), source=data_source("cases.jsonl"), eval_set_name="refunds")
     client.force_login(lead)
     page = client.get(URL).content.decode()
     for kind in ("cases", "labels"):
@@ -293,7 +298,7 @@ def test_both_agent_version_fields_start_empty_and_empty_means_default(client, l
     data = {
         "kind": "labels",
         "labels-eval_set": "refunds",
-        "labels-rubric": RubricVersion.objects.by_ref("refund-support@1").pk,
+        "labels-rubric": RubricVersion.objects.by_ref("refund-support@1", default_workspace()).pk,
         "labels-agent_version": "",
         "labels-file": upload("labels.jsonl"),
     }

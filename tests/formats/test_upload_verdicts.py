@@ -13,7 +13,7 @@ from evals.models import RubricVersion
 from formats.case_import import import_cases
 from formats.readers import open_source
 from judging.models import JudgeConfig, JudgeRun, Verdict
-from tests.factories import make_eval_set, make_judge, make_output, make_rubric_version
+from tests.factories import default_workspace, make_eval_set, make_judge, make_output, make_rubric_version
 from tests.io_helpers import jsonl
 
 pytestmark = pytest.mark.django_db
@@ -122,7 +122,7 @@ def test_inspect_options_are_folded_until_one_is_used(client, lead, scope):
 
 def test_an_inspect_logs_scores_become_verdicts_through_the_page(client, lead, refund_logs, offline):
     with open_source(refund_logs["eval"]) as src:
-        import_cases(source=src, eval_set_name="refunds")
+        import_cases(workspace=default_workspace(), source=src, eval_set_name="refunds")
     make_rubric_version("refund", "1")
     client.force_login(lead)
     log = SimpleUploadedFile("refund.eval", refund_logs["eval"].read_bytes())

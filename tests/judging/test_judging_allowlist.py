@@ -23,7 +23,7 @@ from judging.backends.factory import backend_for
 from judging.models import JudgeConfig, JudgeRun, RunItem, Verdict
 from judging.prompt import CriterionSpec, Subject, build_request
 from tests.config.test_settings import ROOT, load_settings
-from tests.factories import make_llm_judge, make_scope
+from tests.factories import default_workspace, make_llm_judge, make_scope
 from tests.judging_helpers import CONFIG_FORM, KEY_ENV, KEY_VALUE
 
 ATTACK = {"api_key_env": "DATABASE_URL", "base_url": "http://attacker.example/v1"}
@@ -166,6 +166,7 @@ def test_the_judge_form_refuses_a_secret_variable_and_an_attacker_host(client, l
     ],
 )
 def test_add_judge_refuses_them_and_writes_nothing(tmp_path, fields, message):
+    default_workspace()  # the one workspace add_judge makes its config in
     path = tmp_path / "judge.json"
     config = {"name": "exfil", "backend": "openai", "model_id": "m-2026", "api_key_env": "OPENAI_API_KEY", **fields}
     path.write_text(json.dumps(config))
@@ -177,6 +178,7 @@ def test_add_judge_refuses_them_and_writes_nothing(tmp_path, fields, message):
 
 @pytest.mark.django_db
 def test_an_operator_who_lists_a_host_and_a_variable_lets_a_lead_use_them(tmp_path, settings):
+    default_workspace()  # the one workspace add_judge makes its config in
     settings.JUDGE_KEY_VARS = ["MY_LLM_KEY"]
     settings.JUDGE_BASE_URL_HOSTS = ["llm.internal"]
     path = tmp_path / "judge.json"
@@ -243,6 +245,7 @@ def test_the_judge_form_and_the_admin_refuse_a_malformed_base_url(client, lead, 
 @pytest.mark.django_db
 @pytest.mark.parametrize("url,message", BAD_URLS_IN_FORMS)
 def test_add_judge_refuses_a_malformed_base_url_and_writes_nothing(tmp_path, url, message):
+    default_workspace()  # the one workspace add_judge makes its config in
     path = tmp_path / "judge.json"
     path.write_text(json.dumps({"name": "j", "backend": "openai", "model_id": "m-2026", "base_url": url}))
     with pytest.raises(CommandError, match="Nothing was written") as exc:

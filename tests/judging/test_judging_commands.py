@@ -13,7 +13,15 @@ from django.urls import reverse
 from formats.verdicts import EXPORT_COLUMNS, export_verdicts
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from judging.run_progress import progress_of
-from tests.factories import RESPONSE, make_eval_set, make_llm_judge, make_output, make_rubric_version, make_scope
+from tests.factories import (
+    RESPONSE,
+    default_workspace,
+    make_eval_set,
+    make_llm_judge,
+    make_output,
+    make_rubric_version,
+    make_scope,
+)
 from tests.judging_helpers import KEY_ENV, judge_in_process
 
 INSTRUMENTS = {
@@ -39,6 +47,7 @@ def write(tmp_path, name: str, content) -> str:
 
 @pytest.mark.django_db
 def test_add_judge_creates_a_config_with_defaults_for_what_the_file_leaves_out(tmp_path):
+    default_workspace()  # the one workspace add_judge makes its config in
     path = write(
         tmp_path,
         "j.json",
@@ -58,6 +67,7 @@ def test_add_judge_creates_a_config_with_defaults_for_what_the_file_leaves_out(t
 
 @pytest.mark.django_db
 def test_add_judge_twice_is_a_no_op_and_a_used_config_cannot_change(tmp_path):
+    default_workspace()  # the one workspace add_judge makes its config in
     data = {"name": "inst", "backend": "instrument", "instruments": INSTRUMENTS}
     path = write(tmp_path, "j.json", data)
     run_command("add_judge", path)
@@ -104,6 +114,7 @@ def test_add_judge_twice_is_a_no_op_and_a_used_config_cannot_change(tmp_path):
     ],
 )
 def test_add_judge_rejects_bad_files_with_a_clear_message_and_writes_nothing(tmp_path, content, message):
+    default_workspace()  # the one workspace add_judge makes its config in
     path = write(tmp_path, "j.json", content)
     with pytest.raises(CommandError) as failure:
         run_command("add_judge", path)

@@ -22,7 +22,7 @@ from judging.backends import Misconfigured
 from judging.backends.instruments import evaluate, validate_instruments
 from judging.models import JudgeConfig, JudgeRun
 from tests.config.test_settings import ROOT
-from tests.factories import make_llm_judge, make_scope
+from tests.factories import default_workspace, make_llm_judge, make_scope
 from tests.judging_helpers import CONFIG_FORM
 
 CATASTROPHIC = "^(a+)+$"
@@ -91,6 +91,7 @@ def test_the_judge_form_refuses_it_and_creates_nothing(client, lead):
 
 @pytest.mark.django_db
 def test_add_judge_refuses_it_and_writes_nothing(tmp_path):
+    default_workspace()  # the one workspace add_judge makes its config in
     path = tmp_path / "judge.json"
     instruments = {"no_voucher": {"kind": "regex_must_not_match", "pattern": r"(refund)\s+\1"}}
     path.write_text(json.dumps({"name": "backref", "backend": "instrument", "instruments": instruments}))

@@ -21,7 +21,17 @@ from judging.backends import Misconfigured
 from judging.lane import work_lane
 from judging.models import JudgeRun, RunItem, Verdict
 from judging.run_progress import progress_of
-from tests.factories import RESPONSE, make_eval_set, make_llm_judge, make_output, make_rubric_version, make_scope
+from tests.factories import (
+    RESPONSE,
+    default_workspace,
+    make_eval_set,
+    make_judge,
+    make_llm_judge,
+    make_output,
+    make_rubric_version,
+    make_scope,
+    make_workspace,
+)
 from tests.judging_helpers import KEY_ENV, KEY_VALUE, Sleeps, judge_in_process
 
 # Lane threads use their own database connections: the data must be committed for them to see it.
@@ -465,14 +475,38 @@ def test_names_are_resolved_with_helpful_messages():
     make_eval_set("set-a")
     make_llm_judge(name="j1", backend="instrument", instruments={"x": {"kind": "max_length", "max_chars": 5}})
     with pytest.raises(Misconfigured, match="no eval set named 'nope' \\(known: set-a\\)"):
-        runner.resolve(eval_set="nope", rubric="refund@1", judge="j1")
+        runner.resolve(workspace=default_workspace(), eval_set="nope", rubric="refund@1", judge="j1")
     with pytest.raises(Misconfigured, match="must be written NAME@VERSION"):
-        runner.resolve(eval_set="set-a", rubric="refund", judge="j1")
+        runner.resolve(workspace=default_workspace(), eval_set="set-a", rubric="refund", judge="j1")
     with pytest.raises(Misconfigured, match="rubric 'refund' has no version '2' \\(known: 1\\)"):
-        runner.resolve(eval_set="set-a", rubric="refund@2", judge="j1")
+        runner.resolve(workspace=default_workspace(), eval_set="set-a", rubric="refund@2", judge="j1")
     with pytest.raises(Misconfigured, match="no judge config named 'j2' \\(known: j1\\)"):
-        runner.resolve(eval_set="set-a", rubric="refund@1", judge="j2")
-    assert runner.resolve(eval_set="set-a", rubric="refund@1", judge="j1").rubric_version == rv
+        runner.resolve(workspace=default_workspace(), eval_set="set-a", rubric="refund@1", judge="j2")
+    assert (
+        runner.resolve(workspace=default_workspace(), eval_set="set-a", rubric="refund@1", judge="j1").rubric_version
+        == rv
+    )
+
+
+def test_names_of_another_workspace_are_unknown_and_not_listed():
+    # The same three names in another workspace: looked up from the default workspace they do not exist, and
+    # the messages list only the default workspace's names (here: none yet).
+    other = make_workspace("other")
+    make_rubric_version(name="refund", version="1", workspace=other)
+    make_eval_set("set-a", workspace=other)
+    make_judge("j1", workspace=other)
+    home = default_workspace()
+    with pytest.raises(Misconfigured, match="^no eval set named 'set-a' \\(there are none yet\\)$"):
+        runner.resolve(workspace=home, eval_set="set-a", rubric="refund@1", judge="j1")
+    make_eval_set("mine")
+    with pytest.raises(Misconfigured, match="^there is no rubric 'refund' \\(there are none yet\\)$"):
+        runner.resolve(workspace=home, eval_set="mine", rubric="refund@1", judge="j1")
+    make_rubric_version(name="mine", version="1")
+    with pytest.raises(Misconfigured, match="^no judge config named 'j1' \\(there are none yet\\)$"):
+        runner.resolve(workspace=home, eval_set="mine", rubric="mine@1", judge="j1")
+    # Negative control: from the other workspace the same names resolve to its rows.
+    scope = runner.resolve(workspace=other, eval_set="set-a", rubric="refund@1", judge="j1")
+    assert scope.eval_set.workspace == other and scope.judge_config.workspace == other
 
 
 def test_a_worker_without_the_key_fails_the_run_with_a_clear_message(fake_llm, monkeypatch):

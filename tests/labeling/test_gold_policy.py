@@ -14,6 +14,7 @@ from calibration.report.rows import build_rows
 from evals.models import GoldPolicy, RubricVersion
 from formats.rubric_import import import_rubric
 from labeling.gold import AGREED, DISAGREED, derive_gold, gold_of_votes, item_states
+from tests.factories import default_workspace
 from tests.io_helpers import row_counts, source
 
 P, F, NA, AB = "PASS", "FAIL", "NOT_APPLICABLE", "ABSTAIN"
@@ -94,9 +95,9 @@ def rubric_with(policy: str | None, version: str = "1") -> str:
 
 @pytest.mark.django_db
 def test_the_policy_comes_from_the_rubric_file_and_is_part_of_the_content_hash():
-    import_rubric(source=source("a.json", rubric_with(None, "1")))
-    import_rubric(source=source("b.json", rubric_with("majority", "2")))
-    import_rubric(source=source("c.json", rubric_with("any_fail", "3")))
+    import_rubric(workspace=default_workspace(), source=source("a.json", rubric_with(None, "1")))
+    import_rubric(workspace=default_workspace(), source=source("b.json", rubric_with("majority", "2")))
+    import_rubric(workspace=default_workspace(), source=source("c.json", rubric_with("any_fail", "3")))
     v1, v2, v3 = RubricVersion.objects.order_by("version")
     assert [v.criteria.get().gold_policy for v in (v1, v2, v3)] == [MAJORITY, MAJORITY, ANY_FAIL]
     # Saying "majority" is saying nothing new (old versions keep their hash); any_fail is another instrument.
@@ -106,7 +107,7 @@ def test_the_policy_comes_from_the_rubric_file_and_is_part_of_the_content_hash()
 
 @pytest.mark.django_db
 def test_changing_the_policy_of_an_existing_version_is_refused_as_an_edit():
-    import_rubric(source=source("a.json", rubric_with(None)))
+    import_rubric(workspace=default_workspace(), source=source("a.json", rubric_with(None)))
     before = row_counts()
     with pytest.raises(CommandError, match="already exists with different content; a rubric edit is a new version"):
         call_command("import_rubric", _file(rubric_with("unanimous")))

@@ -6,7 +6,7 @@ import pytest
 
 from evals.transcript import MAX_QUOTES, Transcript
 from labeling.models import Annotation, Label
-from tests.factories import labeling_setup
+from tests.factories import default_workspace, labeling_setup
 from tests.labeling_helpers import next_url, save_url
 
 pytestmark = pytest.mark.django_db
@@ -110,8 +110,8 @@ def refunds():
     from formats.rubric_import import import_rubric
     from tests.io_helpers import data_source
 
-    import_rubric(source=data_source("rubric.json"))
-    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
+    import_rubric(workspace=default_workspace(), source=data_source("rubric.json"))
+    import_cases(workspace=default_workspace(), source=data_source("cases.jsonl"), eval_set_name="refunds")
 
 
 def import_lines(lines: list[dict], name: str = "labels.jsonl"):
@@ -121,7 +121,9 @@ def import_lines(lines: list[dict], name: str = "labels.jsonl"):
     from tests.io_helpers import source
 
     text = "".join(json.dumps(line) + "\n" for line in lines)
-    return import_labels(source=source(name, text), eval_set_name="refunds", rubric_ref="refund-support@1")
+    return import_labels(
+        workspace=default_workspace(), source=source(name, text), eval_set_name="refunds", rubric_ref="refund-support@1"
+    )
 
 
 def line(evidence, annotator: str = "maria", criterion: str = "correct_amount") -> dict:
@@ -135,7 +137,14 @@ def export(fmt: str) -> str:
     from formats.export import export_data
 
     out = io.StringIO()
-    export_data(eval_set_name="refunds", what="labels", fmt=fmt, stream=out, rubric_ref="refund-support@1")
+    export_data(
+        workspace=default_workspace(),
+        eval_set_name="refunds",
+        what="labels",
+        fmt=fmt,
+        stream=out,
+        rubric_ref="refund-support@1",
+    )
     return out.getvalue()
 
 
@@ -186,10 +195,20 @@ def test_several_quotes_round_trip_through_export_and_import(refunds, fmt):
     before = dump_labels("refunds")
     more = list(Label.objects.order_by("pk").values_list("evidence", "more_evidence"))
     Annotation.objects.all().delete()
-    import_labels(source=source(f"l.{fmt}", text), eval_set_name="refunds", rubric_ref="refund-support@1")
+    import_labels(
+        workspace=default_workspace(),
+        source=source(f"l.{fmt}", text),
+        eval_set_name="refunds",
+        rubric_ref="refund-support@1",
+    )
     assert dump_labels("refunds") == before
     assert list(Label.objects.order_by("pk").values_list("evidence", "more_evidence")) == more
-    again = import_labels(source=source(f"l.{fmt}", text), eval_set_name="refunds", rubric_ref="refund-support@1")
+    again = import_labels(
+        workspace=default_workspace(),
+        source=source(f"l.{fmt}", text),
+        eval_set_name="refunds",
+        rubric_ref="refund-support@1",
+    )
     assert again.counts["labels_unchanged"] == 2 and not again.changed
     assert export(fmt) == text
 

@@ -12,10 +12,12 @@ from django.urls import reverse
 from calibration.models import GateResult, GatingMark
 from calibration.report.compose import calibration_report, criterion_tiers
 from calibration.stats.metrics import HUMAN_MIN_KAPPA, MIN_N
-from evals.models import EvalSet, Output, RubricVersion, User
+from evals.models import EvalSet, Output, RubricVersion, User, Workspace
 from judging.models import JudgeConfig, JudgeRun
 from labeling.models import LabelingQueue
+from overview.demo.logins import DEMO_WORKSPACE
 from overview.management.commands.load_demo import DEMO_DIR, EVAL_SET, JUDGE, LLM_JUDGE
+from tests.factories import default_workspace, make_eval_set
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]  # slow: each test loads the whole demo
 
@@ -130,7 +132,8 @@ def test_the_demo_loads_without_its_llm_judge_where_the_key_allowlist_leaves_its
     call_command("load_demo", stdout=out)
     assert f"Judge {LLM_JUDGE} not added" in out.getvalue() and "OPENAI_API_KEY" in out.getvalue()
     assert not JudgeConfig.objects.filter(name=LLM_JUDGE).exists()
-    assert JudgeConfig.objects.filter(name=JUDGE).exists() and Output.objects.count() == 360
+    assert JudgeConfig.objects.filter(name=JUDGE).exists()
+    assert Output.objects.filter(case__eval_set__workspace__slug=DEMO_WORKSPACE).count() == 360
 
 
 def test_an_earlier_demos_database_is_refused_with_what_to_do_and_nothing_imported(tmp_path):
@@ -139,10 +142,24 @@ def test_an_earlier_demos_database_is_refused_with_what_to_do_and_nothing_import
         'name: refund-support\nversion: "1"\ninstruction: An earlier demo.\ncriteria:\n'
         "  - key: next_step\n    definition: The reply says what happens next.\n"
     )
+    call_command("add_workspace", DEMO_WORKSPACE, stdout=StringIO())
     call_command("import_rubric", str(earlier), stdout=StringIO())
     with pytest.raises(CommandError, match="earlier Icewater demo.*fresh database.*Nothing was imported"):
         call_command("load_demo", stdout=StringIO())
     assert not EvalSet.objects.exists() and not JudgeConfig.objects.exists()
+
+
+def test_a_demo_loaded_before_workspaces_is_refused_with_what_to_do_and_nothing_imported():
+    # What the migration made of a demo loaded before workspaces: its rows in the workspace `default`.
+    make_eval_set(EVAL_SET, workspace=default_workspace())
+    with pytest.raises(CommandError, match="demo from before workspaces.*fresh database.*Nothing was imported"):
+        call_command("load_demo", stdout=StringIO())
+    assert EvalSet.objects.count() == 1 and not Workspace.objects.filter(slug=DEMO_WORKSPACE).exists()
+    # Negative control: once the workspace refund-support exists, the demo loads there, beside the other
+    # workspace's eval set of the same name.
+    call_command("add_workspace", DEMO_WORKSPACE, stdout=StringIO())
+    call_command("load_demo", verbosity=0, stdout=StringIO())
+    assert EvalSet.objects.filter(name=EVAL_SET).count() == 2
 
 
 def test_loading_the_demo_again_adds_nothing_and_says_so():
@@ -151,7 +168,7 @@ def test_loading_the_demo_again_adds_nothing_and_says_so():
     call_command("load_demo", stdout=first)
     runs = list(JudgeRun.objects.values_list("pk", flat=True))
     call_command("load_demo", stdout=again)
-    assert "Demo loaded: eval set refund-support-demo" in first.getvalue()
-    assert "Demo already loaded, nothing added: eval set refund-support-demo" in again.getvalue()
+    assert "Demo loaded: workspace refund-support: eval set refund-support-demo" in first.getvalue()
+    assert "Demo already loaded, nothing added: workspace refund-support: eval set" in again.getvalue()
     assert "Demo loaded:" not in again.getvalue()
     assert list(JudgeRun.objects.values_list("pk", flat=True)) == runs

@@ -11,16 +11,20 @@ from django.urls import reverse
 
 from calibration.audits.figures import plan_figures
 from calibration.models import AuditPlan, GatingMark
-from evals.models import Output, RubricVersion, User
+from evals.models import Output, RubricVersion, User, Workspace
 from overview.demo import audit
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]  # slow: each test loads the whole demo
 
 
+def refund_support() -> Workspace:
+    return Workspace.objects.get(slug="refund-support")  # the billing team's rubric has the same name
+
+
 def test_load_demo_without_audit_makes_no_plan_and_leaves_the_walks_decisions_to_the_lead():
     call_command("load_demo", verbosity=0, stdout=StringIO())
     assert not AuditPlan.objects.exists() and not GatingMark.objects.exists()
-    assert RubricVersion.objects.get().status == RubricVersion.Status.DRAFT
+    assert RubricVersion.objects.by_ref("refund-support@1", refund_support()).status == RubricVersion.Status.DRAFT
 
 
 def test_the_audit_demo_is_a_partly_labeled_undecided_plan_on_a_candidate(client):
@@ -61,7 +65,7 @@ def test_the_audit_demo_is_a_partly_labeled_undecided_plan_on_a_candidate(client
     assert "27 of the 111 the judge passed, 9 of the 39 others" in page
     assert "after the next 25 labels, <strong>no decision</strong> in any of the simulations" in page
     shown = StringIO()
-    call_command("audit_plan", "show", str(plan.pk), stdout=shown)
+    call_command("audit_plan", "show", str(plan.pk), "--workspace", "refund-support", stdout=shown)
     assert "labeled 36 of 150 (31 gold PASS or FAIL, 4 N/A, 1 pending, 0 Can't tell)" in shown.getvalue()
     assert "stratified by the judge's verdict: 27 of the 111 it passed, 9 of the 39 others labeled" in shown.getvalue()
     assert "after 25 more labels no simulation decides" in shown.getvalue()

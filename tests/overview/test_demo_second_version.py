@@ -10,9 +10,10 @@ from django.core.management import call_command
 
 from calibration.report.compose import rows_on_outputs
 from calibration.stats.metrics import tier_for
-from evals.models import EvalSet, RubricVersion
+from evals.models import EvalSet, RubricVersion, Workspace
 from judging.gold_splits import look_count, part_outputs, split_for
 from judging.models import GoldSplit, JudgeConfig, JudgeRun, Verdict
+from overview.demo.logins import DEMO_WORKSPACE
 from overview.management.commands.load_demo import EVAL_SET, IMPROVED, JUDGE, JUDGE_V2, RUBRIC
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]  # slow: each test loads the whole demo
@@ -21,7 +22,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db]  # slow: each test loads 
 @pytest.fixture
 def demo():
     call_command("load_demo", verbosity=0, stdout=StringIO())
-    es, rv = EvalSet.objects.get(name=EVAL_SET), RubricVersion.objects.by_ref(RUBRIC)
+    es, rv = (
+        EvalSet.objects.get(name=EVAL_SET),
+        RubricVersion.objects.by_ref(RUBRIC, Workspace.objects.get(slug=DEMO_WORKSPACE)),
+    )
     return es, rv, split_for(es, rv)
 
 

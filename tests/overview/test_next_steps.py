@@ -10,7 +10,7 @@ from evals.models import EvalSet, RubricVersion
 from formats.case_import import import_cases
 from formats.rubric_import import import_rubric
 from judging.models import JudgeRun
-from tests.factories import make_eval_set, make_judge, make_rubric_version
+from tests.factories import default_workspace, make_eval_set, make_judge, make_rubric_version
 from tests.io_helpers import DATA, data_source
 
 pytestmark = pytest.mark.django_db
@@ -36,9 +36,9 @@ def test_a_cases_import_links_to_its_labeling_queue_and_to_a_judge_run(client, l
 
 
 def test_a_labels_import_links_to_adjudication_and_a_judge_run(client, lead):
-    import_rubric(source=data_source("rubric.json"))
-    import_cases(source=data_source("cases.jsonl"), eval_set_name="refunds")
-    rv, es = RubricVersion.objects.by_ref("refund-support@1"), EvalSet.objects.get(name="refunds")
+    import_rubric(workspace=default_workspace(), source=data_source("rubric.json"))
+    import_cases(workspace=default_workspace(), source=data_source("cases.jsonl"), eval_set_name="refunds")
+    rv, es = RubricVersion.objects.by_ref("refund-support@1", default_workspace()), EvalSet.objects.get(name="refunds")
     client.force_login(lead)
     data = {
         "kind": "labels",

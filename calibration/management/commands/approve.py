@@ -30,6 +30,7 @@ from calibration.workbench.holdout_looks import count_report_look
 from evals.lookup import eval_set_named
 from evals.models import RubricVersion, User
 from evals.validators import UnknownName
+from evals.workspace_option import add_workspace_argument, chosen_workspace
 from judging.judge_lookup import judge_named
 
 
@@ -68,8 +69,10 @@ class Command(BaseCommand):
             "corrected for the judge's errors on this calibration, or the observed Wilson bound "
             f"(default {DEFAULT_DECIDE_ON})",
         )
+        add_workspace_argument(parser)
 
     def handle(self, *args, **opts):
+        workspace = chosen_workspace(opts["workspace"])
         if opts["keep_gating"] and opts["gating"]:
             raise CommandError("--keep-gating and --gating exclude each other: mark criteria, or keep gating as it is")
         decision = opts["gating"] or opts["keep_gating"]
@@ -97,7 +100,7 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"unknown user {opts['by']!r}")
         try:
-            rubric_version = RubricVersion.objects.by_ref(opts["rubric"])
+            rubric_version = RubricVersion.objects.by_ref(opts["rubric"], workspace)
             if not decision:
                 rv = approve_rubric_version(rubric_version=rubric_version, by=user, reason=opts["reason"])
                 self.stdout.write(f"approved {rv.ref} (by {user.username} at {rv.approved_at:%Y-%m-%d %H:%M})")
@@ -105,8 +108,8 @@ class Command(BaseCommand):
             if opts["keep_gating"]:
                 review = record_review(
                     rubric_version=rubric_version,
-                    judge_config=judge_named(opts["judge"]),
-                    eval_set=eval_set_named(opts["eval_set"]),
+                    judge_config=judge_named(opts["judge"], workspace),
+                    eval_set=eval_set_named(opts["eval_set"], workspace),
                     by=user,
                     reason=opts["reason"],
                     agent_version=opts["agent_version"],
@@ -116,7 +119,8 @@ class Command(BaseCommand):
                     f"(calibration on {review.calibration_eval_set.name}, by {user.username})"
                 )
                 return
-            judge_config, eval_set = judge_named(opts["judge"]), eval_set_named(opts["eval_set"])
+            judge_config = judge_named(opts["judge"], workspace)
+            eval_set = eval_set_named(opts["eval_set"], workspace)
             # The mark's figures (printed below, or quoted by a refusal) are a look at a held-out split, if they
             # measure one: counted as every path that shows them is (docs/calibration.md, "Why looks are counted").
             count_report_look(

@@ -23,8 +23,10 @@ from calibration.audits.figures import AuditFigures, plan_figures
 from calibration.audits.plans import AuditPlanError, release_plan_next, released_words, start_plan
 from calibration.models import AuditPlan
 from evals.lookup import eval_set_named
-from evals.models import RubricVersion, User
+from evals.models import RubricVersion, User, Workspace
 from evals.validators import UnknownName
+from evals.workspace_option import add_workspace_argument, chosen_workspace
+from evals.workspaces import in_workspace
 from judging.judge_lookup import judge_named
 from labeling.audit_order import DEFAULT_RELEASE
 
@@ -59,18 +61,21 @@ class Command(BaseCommand):
         release.add_argument("plan", help="the plan's id")
         release.add_argument("-k", type=int, default=DEFAULT_RELEASE, help=f"how many (default {DEFAULT_RELEASE})")
         release.add_argument("--by", help="username of the lead (default: who started the plan)")
+        for action in (create, show, release):
+            add_workspace_argument(action)
 
     def handle(self, *args, **opts):
+        workspace = chosen_workspace(opts["workspace"])
         try:
             if opts["action"] == "create":
-                self._create(opts)
+                self._create(opts, workspace)
             elif opts["action"] == "show":
-                figures = plan_figures(_plan(opts["plan"]), k=_k(opts["k"]))
+                figures = plan_figures(_plan(opts["plan"], workspace), k=_k(opts["k"]))
                 self.stdout.write(
                     json.dumps(figures.as_dict(), indent=2) if opts["format"] == "json" else text(figures)
                 )
             else:
-                plan = _plan(opts["plan"])
+                plan = _plan(opts["plan"], workspace)
                 by = _user(opts["by"]) if opts["by"] else plan.created_by
                 release_plan_next(plan=plan, by=by, k=_k(opts["k"]))
                 plan.refresh_from_db()
@@ -78,16 +83,16 @@ class Command(BaseCommand):
         except (UnknownName, AuditPlanError) as exc:
             raise CommandError(str(exc))
 
-    def _create(self, opts) -> None:
-        rubric_version = RubricVersion.objects.by_ref(opts["rubric"])
+    def _create(self, opts, workspace: Workspace) -> None:
+        rubric_version = RubricVersion.objects.by_ref(opts["rubric"], workspace)
         criterion = rubric_version.criteria.filter(key=opts["criterion"]).first()
         if criterion is None:
             keys = ", ".join(rubric_version.criteria.order_by("order").values_list("key", flat=True))
             raise CommandError(f"unknown criterion {opts['criterion']!r} in {rubric_version.ref} (known: {keys})")
         plan = start_plan(
             criterion=criterion,
-            eval_set=eval_set_named(opts["eval_set"]),
-            judge_config=judge_named(opts["judge"]),
+            eval_set=eval_set_named(opts["eval_set"], workspace),
+            judge_config=judge_named(opts["judge"], workspace),
             by=_user(opts["by"]),
             agent_version=opts["agent_version"],
             seed=opts["seed"],
@@ -98,10 +103,11 @@ class Command(BaseCommand):
         self.stdout.write(str(plan.pk))
 
 
-def _plan(ref: str) -> AuditPlan:
+def _plan(ref: str, workspace: Workspace) -> AuditPlan:
     if not ref.isdigit():
         raise CommandError(f"a plan is named by its id (a number), got {ref!r}")
-    plan = AuditPlan.objects.for_figures().filter(pk=int(ref)).first()
+    # A plan of another workspace is as missing as one that never was.
+    plan = in_workspace(AuditPlan.objects.for_figures(), workspace).filter(pk=int(ref)).first()
     if plan is None:
         raise CommandError(f"no audit plan {ref}")
     return plan

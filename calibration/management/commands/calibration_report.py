@@ -11,6 +11,7 @@ from calibration.workbench.holdout_looks import count_report_look
 from evals.lookup import eval_set_named
 from evals.models import RubricVersion
 from evals.validators import UnknownName
+from evals.workspace_option import add_workspace_argument, chosen_workspace
 from judging.judge_lookup import judge_named
 
 RENDER = {"json": to_json, "csv": to_csv, "text": to_text}
@@ -26,14 +27,16 @@ class Command(BaseCommand):
         parser.add_argument("--agent-version", help="only the outputs of this agent version")
         parser.add_argument("--by", choices=["agent_version"], help="one report per agent version")
         parser.add_argument("--format", choices=sorted(RENDER), default="text")
+        add_workspace_argument(parser)
 
     def handle(self, *args, **opts):
         if opts["by"] and opts["agent_version"]:
             raise CommandError("--by agent_version and --agent-version exclude each other: pick one", returncode=2)
+        workspace = chosen_workspace(opts["workspace"])
         try:
-            eval_set = eval_set_named(opts["eval_set"])
-            rubric_version = RubricVersion.objects.by_ref(opts["rubric"])
-            judge_config = judge_named(opts["judge"])
+            eval_set = eval_set_named(opts["eval_set"], workspace)
+            rubric_version = RubricVersion.objects.by_ref(opts["rubric"], workspace)
+            judge_config = judge_named(opts["judge"], workspace)
         except UnknownName as exc:
             raise CommandError(str(exc), returncode=2)
         report: CalibrationReport | SegmentedReport

@@ -20,6 +20,7 @@ from calibration.gate.release_gate import gate_and_record
 from calibration.gate.request import EXIT_UNDECIDED, GateRequest
 from calibration.models import GateResult
 from calibration.stats.policy import PolicyRefused, Tightening
+from evals.workspace_option import add_workspace_argument, chosen_workspace
 
 TIGHTEN = "only tightens the lead's policy of each gating criterion (default: the lead's)"
 
@@ -36,15 +37,20 @@ class Command(BaseCommand):
         parser.add_argument("--max-error-rate", type=float, help=f"a lower maximum ERROR rate; {TIGHTEN}")
         parser.add_argument("--confidence", type=float, help=f"a higher confidence; {TIGHTEN}")
         parser.add_argument("--format", choices=["json", "text"], default="text")
+        add_workspace_argument(parser)
 
     def handle(self, *args, **opts):
         try:
             tightening = Tightening(opts["min_pass_rate"], opts["max_error_rate"], opts["confidence"])
         except ValueError as exc:
             raise CommandError(str(exc), returncode=EXIT_UNDECIDED)
+        try:
+            workspace = chosen_workspace(opts["workspace"])
+        except CommandError as exc:  # exit 1 would read as a failed gate in CI: it is "cannot decide"
+            raise CommandError(str(exc), returncode=EXIT_UNDECIDED) from None
         request = GateRequest(opts["eval_set"], opts["rubric"], opts["judge"], opts["agent_version"], tightening)
         try:
-            outcome = gate_and_record(request, source=GateResult.Source.CLI)
+            outcome = gate_and_record(request, workspace=workspace, source=GateResult.Source.CLI)
         except PolicyRefused as exc:
             raise CommandError(str(exc), returncode=EXIT_UNDECIDED)
         if outcome.decision is None or outcome.decision.undecided:

@@ -21,9 +21,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from calibration.workbench.holdout_looks import look_at_held_out
 from evals.lookup import eval_set_named
-from evals.models import RubricVersion, User
+from evals.models import EvalSet, RubricVersion, User
 from evals.record_fields import ShapeError, parse_json
 from evals.validators import UnknownName
+from evals.workspace_option import add_workspace_argument, chosen_workspace
 from judging import runner
 from judging.backends import Misconfigured
 from judging.gold_splits import SplitRefused, describe, split_for, start_split
@@ -119,20 +120,25 @@ class Command(BaseCommand):
         held.add_argument("--rubric", required=True, help="NAME@VERSION")
         held.add_argument("--judge", action="append", required=True, help="a judge config (repeat to compare)")
         held.add_argument("--by", help="username of who looks (recorded with the look)")
+        for action in (show, derive, split, count, held):
+            add_workspace_argument(action)
 
     def handle(self, *args, **opts):
+        opts["workspace"] = chosen_workspace(opts["workspace"])  # the slug, read once into its workspace
         try:
             getattr(self, "_" + opts["action"].replace("-", "_"))(opts)
         except (GuidanceRefused, SplitRefused, Misconfigured, UnknownName) as exc:
             raise CommandError(f"{exc}. Nothing was written.") from None
 
     def _show(self, opts) -> None:
-        self.stdout.write(json.dumps(as_document(judge_named(opts["judge"])), indent=2, ensure_ascii=False))
+        self.stdout.write(
+            json.dumps(as_document(judge_named(opts["judge"], opts["workspace"])), indent=2, ensure_ascii=False)
+        )
 
     def _derive(self, opts) -> None:
-        base, user = judge_named(opts["judge"]), _user(opts["by"])
+        base, user = judge_named(opts["judge"], opts["workspace"]), _user(opts["by"])
         document = read_guidance(Path(opts["file"]))
-        rubric = RubricVersion.objects.by_ref(opts["rubric"]) if opts["rubric"] else None
+        rubric = RubricVersion.objects.by_ref(opts["rubric"], opts["workspace"]) if opts["rubric"] else None
         try:
             config = derive_config(base=base, guidance=document, by=user, rubric_version=rubric)
         except GuidanceRefused as exc:
@@ -143,7 +149,7 @@ class Command(BaseCommand):
         )
 
     def _split(self, opts) -> None:
-        eval_set, rubric = eval_set_named(opts["eval_set"]), RubricVersion.objects.by_ref(opts["rubric"])
+        eval_set, rubric = _set_and_rubric(opts)
         if opts["split_action"] == "start":
             if not opts["by"]:
                 raise CommandError("split start needs --by LEAD")
@@ -159,7 +165,9 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(describe(split), indent=2))
 
     def _count(self, opts) -> None:
-        scope = runner.resolve(eval_set=opts["eval_set"], rubric=opts["rubric"], judge=opts["judge"])
+        scope = runner.resolve(
+            workspace=opts["workspace"], eval_set=opts["eval_set"], rubric=opts["rubric"], judge=opts["judge"]
+        )
         counted = runner.planned_calls(scope, runner.split_outputs_in(scope, opts["part"]))
         self.stdout.write(
             f"{counted.calls} model call(s) for {counted.items} item(s) of the {opts['part']} split "
@@ -167,11 +175,11 @@ class Command(BaseCommand):
         )
 
     def _held_out(self, opts) -> None:
-        eval_set, rubric = eval_set_named(opts["eval_set"]), RubricVersion.objects.by_ref(opts["rubric"])
+        eval_set, rubric = _set_and_rubric(opts)
         split = split_for(eval_set, rubric)
         if split is None:
             raise CommandError(f"{eval_set.name} has no gold split under {rubric.ref}; there is no held-out part")
-        configs = [judge_named(name) for name in opts["judge"]]
+        configs = [judge_named(name, opts["workspace"]) for name in opts["judge"]]
         rows, looks = look_at_held_out(
             split=split, configs=configs, by=_user(opts["by"]) if opts["by"] else None, via="command"
         )
@@ -183,6 +191,11 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"{name}\t{row.criterion}\tn {j.n}\tkappa {kappa}\tfalse passes {j.false_pass}\t{row.tier}"
                 )
+
+
+def _set_and_rubric(opts) -> tuple[EvalSet, RubricVersion]:
+    workspace = opts["workspace"]
+    return eval_set_named(opts["eval_set"], workspace), RubricVersion.objects.by_ref(opts["rubric"], workspace)
 
 
 def _user(username: str) -> User:

@@ -7,6 +7,7 @@ from typing import IO, cast
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evals.workspace_option import add_workspace_argument, chosen_workspace
 from formats.export import FORMATS, ExportError
 from formats.verdicts import EXPORT_WHAT, export_data
 
@@ -36,9 +37,13 @@ class Command(BaseCommand):
         parser.add_argument("--judge", help="judge config name (needed for verdicts)")
         parser.add_argument("--format", dest="fmt", default="jsonl", choices=FORMATS)
         parser.add_argument("--output", help="file to write (replaced only once the export is complete)")
+        add_workspace_argument(parser)
 
     def handle(self, *args, eval_set: str, what: str, rubric, judge, fmt: str, output, **options):
-        kwargs = dict(eval_set_name=eval_set, what=what, fmt=fmt, rubric_ref=rubric, judge_name=judge)
+        workspace = chosen_workspace(options["workspace"])
+        kwargs = dict(
+            workspace=workspace, eval_set_name=eval_set, what=what, fmt=fmt, rubric_ref=rubric, judge_name=judge
+        )
         try:
             if not output:
                 count = export_data(stream=cast(IO[str], _Out(self.stdout)), **kwargs)  # only write() is used

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
+from evals.workspace_option import add_workspace_argument, chosen_workspace
 from formats.label_import import import_labels
 
 from ._io import run_import
@@ -16,6 +17,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file")
+        add_workspace_argument(parser)
         parser.add_argument("--eval-set", required=True, help="name of the eval set whose outputs are labeled")
         parser.add_argument("--rubric", required=True, help="the rubric version, as NAME@VERSION")
         parser.add_argument(
@@ -26,6 +28,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, file: str, eval_set: str, rubric: str, agent_version: str, **options):
         report = run_import(
-            file, import_labels, eval_set_name=eval_set, rubric_ref=rubric, default_agent_version=agent_version
+            file,
+            import_labels,
+            workspace=chosen_workspace(options["workspace"]),
+            eval_set_name=eval_set,
+            rubric_ref=rubric,
+            default_agent_version=agent_version,
         )
         self.stdout.write(report)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from evals.problems import ImportFailed
+from evals.workspace_option import add_workspace_argument, chosen_workspace
 from formats.inspect_scores import ScoreMapping
 from formats.readers import open_source
 from formats.verdicts import import_verdicts
@@ -57,8 +58,10 @@ class Command(BaseCommand):
             "any other value is an ERROR verdict)",
         )
         parser.add_argument("file")
+        add_workspace_argument(parser)
 
     def handle(self, *args, **options):
+        workspace = chosen_workspace(options["workspace"])
         try:
             mapping = ScoreMapping.parse(options["scorer"], options["score"], options["skip_scorer"])
         except ValueError as exc:
@@ -67,6 +70,7 @@ class Command(BaseCommand):
             with open_source(options["file"]) as source:
                 report = import_verdicts(
                     source=source,
+                    workspace=workspace,
                     eval_set_name=options["eval_set"],
                     rubric_ref=options["rubric"],
                     judge_name=options["judge"],

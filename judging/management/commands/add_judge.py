@@ -11,26 +11,31 @@ from django.db import transaction
 from django.db.models import Field
 
 from evals.record_fields import ShapeError, parse_json
+from evals.workspace_option import add_workspace_argument, chosen_workspace
 from judging.forms import CONFIG_FIELDS, JudgeConfigForm
 from judging.models import JudgeConfig
 
 
 class Command(BaseCommand):
     help = (
-        "Create a judge config from a JSON file: {name, backend, model_id, base_url, api_key_env, temperature, "
-        "max_output_tokens, mode, samples, max_concurrency, timeout_s, max_retries, prompt_template_version, "
-        "instruments}. Only name and backend are required. Running it again with the same file changes nothing; "
-        "a config already used by a run cannot change (give the new one another name). Format: docs/formats.md."
+        "Create a judge config in the workspace from a JSON file: {name, backend, model_id, base_url, api_key_env, "
+        "temperature, max_output_tokens, mode, samples, max_concurrency, timeout_s, max_retries, "
+        "prompt_template_version, instruments}. Only name and backend are required. Running it again with the "
+        "same file changes nothing; a config already used by a run cannot change (give the new one another name). "
+        "Format: docs/formats.md."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="a JSON file holding one judge config object")
+        add_workspace_argument(parser)
 
     def handle(self, *args, **options):
         path = Path(options["file"])
-        data = load(path)
-        existing = JudgeConfig.objects.filter(name=str(data.get("name", "")).strip()).first()
-        form = JudgeConfigForm(data=form_data(data), instance=existing)
+        data = load(path)  # a broken file is said first, without asking the database
+        workspace = chosen_workspace(options["workspace"])
+        # The name is the workspace's: the same name in another workspace is another config.
+        existing = JudgeConfig.objects.filter(workspace=workspace, name=str(data.get("name", "")).strip()).first()
+        form = JudgeConfigForm(data=form_data(data), instance=existing or JudgeConfig(workspace=workspace))
         if not form.is_valid():
             raise CommandError(f"{path}: " + "; ".join(describe(form.errors)) + ". Nothing was written.")
         if existing is not None and not form.has_changed():

@@ -6,6 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evals.workspace_option import chosen_workspace
 from judging import runner
 from judging.backends import Misconfigured
 from judging.management.commands.run_judge import EXIT_INCOMPLETE, EXIT_MISCONFIGURED, add_run_arguments, follow
@@ -36,8 +37,10 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=["text", "json"], default="text", help="how to print the results")
 
     def handle(self, *args, **options):
+        workspace = chosen_workspace(options["workspace"])
         try:
             scope = runner.resolve(
+                workspace=workspace,
                 eval_set=options["eval_set"],
                 rubric=options["rubric"],
                 judge=options["judge"],

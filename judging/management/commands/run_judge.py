@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from evals.workspace_option import add_workspace_argument, chosen_workspace
 from judging import runner
 from judging.backends import Misconfigured
 from judging.models import GoldSplit, JudgeRun
@@ -34,6 +35,7 @@ def add_run_arguments(parser, *, what: str = "run") -> None:
     )
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="with --wait: give up after")
     parser.add_argument("--poll", type=float, default=2.0, metavar="SECONDS", help="with --wait: progress interval")
+    add_workspace_argument(parser)
 
 
 def follow(read_progress: Callable[[], Any], what: str, options, say) -> None:
@@ -72,8 +74,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        workspace = chosen_workspace(options["workspace"])
         try:
             scope = runner.resolve(
+                workspace=workspace,
                 eval_set=options["eval_set"],
                 rubric=options["rubric"],
                 judge=options["judge"],

@@ -1,5 +1,6 @@
 """Load the refund-support demo: users in every role, a rubric, 360 outputs, labels, judges, the instrument
-judge's verdicts and a probe run of it.
+judge's verdicts and a probe run of it, in the workspace refund-support; and a second, small workspace
+(overview/demo/billing.py) whose rubric has the same name, where one of the refund team's annotators is the lead.
 
 Safe to run again: every step goes through the product's own idempotent importers.
 """
@@ -19,6 +20,13 @@ from evals.role_groups import sync_role_group
 from formats.planner import analyze
 from judging.models import JudgeRun, Verdict
 from labeling.models import Annotation, GoldLabel, Label
+from overview.demo.billing import (
+    BILLING_EVAL_SET,
+    BILLING_RUBRIC,
+    BILLING_WORKSPACE,
+    BILLING_WORKSPACE_NAME,
+    load_billing_demo,
+)
 from overview.demo.logins import DEFAULT_DEMO_PASSWORD, DEMO_USERS, DEMO_WORKSPACE, DEMO_WORKSPACE_NAME
 
 # The demo's files: cases, labels and the instrument judge (overview/demo/generate.py writes them).
@@ -41,7 +49,7 @@ PROBE_SAMPLE = 80
 
 
 class Command(BaseCommand):
-    help = "Load the refund-support demo data (idempotent)."
+    help = "Load the refund-support demo data and the billing team's small workspace (idempotent)."
 
     def add_arguments(self, parser):
         parser.add_argument(
@@ -54,19 +62,28 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         password = os.environ.get("ICEWATER_DEMO_PASSWORD", DEFAULT_DEMO_PASSWORD)
         before = demo_rows()
+        refuse_a_demo_from_before_workspaces()
         with transaction.atomic():
-            workspace, _ = Workspace.objects.get_or_create(slug=DEMO_WORKSPACE, defaults={"name": DEMO_WORKSPACE_NAME})
+            workspace, made = Workspace.objects.get_or_create(
+                slug=DEMO_WORKSPACE, defaults={"name": DEMO_WORKSPACE_NAME}
+            )
             for username, role, _ in DEMO_USERS:
                 # An account that exists is left as it is: `make run` loads the demo at every start, and must not
                 # give back the public password, or the access, that someone took from it before sharing the server.
-                if User.objects.filter(username=username).exists():
+                # It joins the workspace only when the workspace is made now (nobody can have removed it yet).
+                existing = User.objects.filter(username=username).first()
+                if existing is not None:
+                    if made:
+                        Membership.objects.get_or_create(user=existing, workspace=workspace, defaults={"role": role})
+                        sync_role_group(existing)
                     continue
                 user = User(username=username, is_staff=role == Role.LEAD)
                 user.set_password(password)
                 user.save()
                 Membership.objects.create(user=user, workspace=workspace, role=role)
                 sync_role_group(user)
-        quiet = {"stdout": open(os.devnull, "w"), "verbosity": 0}
+        # Every command below works in the refund team's workspace (the billing team's: load_billing_demo).
+        quiet = {"stdout": open(os.devnull, "w"), "verbosity": 0, "workspace": DEMO_WORKSPACE}
         try:
             call_command("import_rubric", str(DEMO_DIR / "rubric.yaml"), **quiet)
         except CommandError as exc:
@@ -104,11 +121,15 @@ class Command(BaseCommand):
         load_judge_run(quiet)
         load_probe_run(quiet)
         load_second_version(quiet)
-        what = f"eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}"
+        load_billing_demo(quiet)
+        what = (
+            f"workspace {DEMO_WORKSPACE}: eval set {EVAL_SET}, rubric {RUBRIC}, judge {JUDGE}; workspace "
+            f"{BILLING_WORKSPACE}: eval set {BILLING_EVAL_SET}, its own rubric {BILLING_RUBRIC}"
+        )
         if options.get("audit"):
             from overview.demo.audit import load_audit_demo
 
-            plan = load_audit_demo(eval_set=EVAL_SET, rubric=RUBRIC, judge=JUDGE, quiet=quiet)
+            plan = load_audit_demo(workspace=workspace, eval_set=EVAL_SET, rubric=RUBRIC, judge=JUDGE, quiet=quiet)
             what += f"; audit plan {plan.pk} of correct_amount on {plan.eval_set.name} (Audits)"
         if before[0] and demo_rows() == before:  # `make run` again on the same data folder
             self.stdout.write(f"Demo already loaded, nothing added: {what}.")
@@ -125,6 +146,26 @@ class Command(BaseCommand):
         self.stdout.write(f"Demo logins (password {password!r} unless changed since they were made):")
         for username, role, what in DEMO_USERS:
             self.stdout.write(f"  {username:<8} {role.label:<10} {what}")
+        self.stdout.write(
+            f"  maria is also the lead of {BILLING_WORKSPACE_NAME} ({BILLING_WORKSPACE}): the header's switcher "
+            "moves between her two workspaces"
+        )
+
+
+def refuse_a_demo_from_before_workspaces() -> None:
+    """A data folder whose demo was loaded before workspaces holds it in the workspace `default` (the migration
+    put it there): loading it again into refund-support would make a second copy beside it, which the demo's
+    accounts (left as they are) could not reach. Refused, as an earlier demo's rubric is, with what to do."""
+    from evals.models import EvalSet
+
+    if Workspace.objects.filter(slug=DEMO_WORKSPACE).exists():
+        return
+    if EvalSet.objects.filter(name=EVAL_SET).exclude(workspace__slug=DEMO_WORKSPACE).exists():
+        raise CommandError(
+            f"this database holds an Icewater demo from before workspaces (eval set {EVAL_SET} in another "
+            "workspace); load the demo into a fresh database (for `make run`: remove the data folder, `rm -rf data`, "
+            "or set ICEWATER_DATA_DIR to an empty folder). Nothing was imported."
+        )
 
 
 def demo_rows() -> tuple[int, ...]:
@@ -152,7 +193,9 @@ def load_judge_run(quiet: dict) -> None:
     """The demo judge's run, once: a restart finds its verdicts there and judges nothing again."""
     from judging.models import JudgeRun
 
-    runs = JudgeRun.objects.filter(eval_set__name=EVAL_SET, judge_config__name=JUDGE, probe_run=None)
+    runs = JudgeRun.objects.filter(
+        eval_set__workspace__slug=DEMO_WORKSPACE, eval_set__name=EVAL_SET, judge_config__name=JUDGE, probe_run=None
+    )
     if not runs.filter(status=JudgeRun.Status.DONE).exists():
         call_command("run_judge", "--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE, "--in-process", **quiet)
 
@@ -162,7 +205,8 @@ def load_probe_run(quiet: dict) -> None:
     amount; padding slips past the concision instrument, which counts words)."""
     from judging.models import ProbeRun
 
-    if not ProbeRun.objects.filter(eval_set__name=EVAL_SET, judge_config__name=JUDGE).exists():
+    mine = ProbeRun.objects.filter(eval_set__workspace__slug=DEMO_WORKSPACE)
+    if not mine.filter(eval_set__name=EVAL_SET, judge_config__name=JUDGE).exists():
         scope = ("--eval-set", EVAL_SET, "--rubric", RUBRIC, "--judge", JUDGE)
         call_command("probe_judge", *scope, "--sample", str(PROBE_SAMPLE), "--in-process", **quiet)
 
@@ -180,10 +224,12 @@ def load_second_version(quiet: dict) -> None:
     from judging.guidance import derive_config
     from judging.models import GoldSplit, JudgeConfig, JudgeRun
 
-    base = JudgeConfig.objects.get(name=JUDGE)
-    eval_set, rubric_version = EvalSet.objects.get(name=EVAL_SET), RubricVersion.objects.by_ref(RUBRIC)
+    workspace = Workspace.objects.get(slug=DEMO_WORKSPACE)
+    base = JudgeConfig.objects.get(workspace=workspace, name=JUDGE)
+    eval_set = EvalSet.objects.get(workspace=workspace, name=EVAL_SET)
+    rubric_version = RubricVersion.objects.by_ref(RUBRIC, workspace)
     lead = User.objects.get(username="lee")
-    version = JudgeConfig.objects.filter(name=JUDGE_V2).first()
+    version = JudgeConfig.objects.filter(workspace=workspace, name=JUDGE_V2).first()
     if version is None:
         split = start_split(eval_set=eval_set, rubric_version=rubric_version, by=lead, seed=SPLIT_SEED)
         found = suggest_examples(

@@ -344,3 +344,8 @@ def test_the_real_process_exit_codes(world):
     assert undecided.returncode == 2 and "unknown judge config" in undecided.stderr
     assert run("--confidence", "2").returncode == 2
     assert run("--min-pass-rate", "0.5").returncode == 2  # looser than the lead's 0.9: refused
+    # An unknown workspace cannot decide either (exit 1 would read as a failed gate), and stores nothing.
+    before = GateResult.objects.count()
+    unknown = run("--workspace", "nope")
+    assert unknown.returncode == 2 and "there is no workspace 'nope' (workspaces: default)" in unknown.stderr
+    assert GateResult.objects.count() == before

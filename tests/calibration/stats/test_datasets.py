@@ -27,7 +27,7 @@ from calibration.report.compose import calibration_report, human_agreement, segm
 from evals.lookup import eval_set_named
 from evals.models import RubricVersion
 from judging.judge_lookup import judge_named
-from tests.factories import analyze
+from tests.factories import analyze, default_workspace
 
 DATASETS = Path(
     os.environ.get("ICEWATER_DATASETS_DIR", Path(__file__).resolve().parents[3].parent / "shared" / "datasets")
@@ -51,6 +51,7 @@ def write_jsonl(path: Path, records) -> Path:
 
 
 def run(command: str, *args) -> str:
+    default_workspace()  # the one workspace the commands work in (they need no --workspace then)
     out = io.StringIO()
     call_command(command, *[str(a) for a in args], stdout=out)
     if command.startswith("import_"):
@@ -138,7 +139,10 @@ def worker_pair_kappas(items) -> list[float]:
 def test_qags_human_ceiling_reproduces_the_published_alpha_and_pairs_the_real_workers(qags):
     _, rubric, items = qags
     assert len(items) == 953
-    h = human_agreement(eval_set=eval_set_named("qags"), rubric_version=RubricVersion.objects.by_ref(rubric))
+    h = human_agreement(
+        eval_set=eval_set_named("qags", default_workspace()),
+        rubric_version=RubricVersion.objects.by_ref(rubric, default_workspace()),
+    )
     ceiling = h["factually_consistent"]
     # JUDGE-BENCH (Bavaresco et al. 2025): nominal alpha over the three positions, pooled, n = 953.
     assert ceiling.alpha == pytest.approx(0.4878830126174004, abs=1e-12)
@@ -161,9 +165,9 @@ def test_qags_human_ceiling_does_not_depend_on_the_line_order_of_the_labels(qags
 
     tmp, rubric, items = qags
     import_qags(tmp, "qags-reversed", rubric, items, reverse=True)
-    rv = RubricVersion.objects.by_ref(rubric)
+    rv = RubricVersion.objects.by_ref(rubric, default_workspace())
     ceilings = [
-        human_agreement(eval_set=eval_set_named(name), rubric_version=rv)["factually_consistent"]
+        human_agreement(eval_set=eval_set_named(name, default_workspace()), rubric_version=rv)["factually_consistent"]
         for name in ("qags", "qags-reversed")
     ]
     assert ceilings[0] == ceilings[1]  # alpha, pairwise kappa, both intervals, every count
@@ -171,7 +175,10 @@ def test_qags_human_ceiling_does_not_depend_on_the_line_order_of_the_labels(qags
     # ceiling) is a different number for the same labels: README kappa(A, B) 0.5046, kappa(C, B) 0.4881.
     by_slot = [
         cohen_agreement(p["a"], p["b"]).kappa
-        for p in (human_pairs(load_labels(Scope(eval_set_named(name), rv))) for name in ("qags", "qags-reversed"))
+        for p in (
+            human_pairs(load_labels(Scope(eval_set_named(name, default_workspace()), rv)))
+            for name in ("qags", "qags-reversed")
+        )
     ]
     assert by_slot[0] == pytest.approx(0.5046, abs=5e-5) and by_slot[1] == pytest.approx(0.4881, abs=5e-5)
 
@@ -331,9 +338,9 @@ def import_xsum(tmp: Path, third_position_adjudicates: bool) -> str:
 def test_xsum_factual_reproduces_human_and_weak_judge_figures(tmp_path, third_position_adjudicates):
     rubric = import_xsum(tmp_path, third_position_adjudicates)
     report = calibration_report(
-        eval_set=eval_set_named("xsum"),
-        rubric_version=RubricVersion.objects.by_ref(rubric),
-        judge_config=judge_named("entailment"),
+        eval_set=eval_set_named("xsum", default_workspace()),
+        rubric_version=RubricVersion.objects.by_ref(rubric, default_workspace()),
+        judge_config=judge_named("entailment", default_workspace()),
     )
     row = report.row("factual")
     if third_position_adjudicates:
@@ -370,9 +377,9 @@ def test_xsum_factual_reproduces_human_and_weak_judge_figures(tmp_path, third_po
 def test_xsum_split_by_system_reproduces_the_per_system_alpha(tmp_path):
     rubric = import_xsum(tmp_path, third_position_adjudicates=False)
     seg = segmented_report(
-        eval_set=eval_set_named("xsum"),
-        rubric_version=RubricVersion.objects.by_ref(rubric),
-        judge_config=judge_named("entailment"),
+        eval_set=eval_set_named("xsum", default_workspace()),
+        rubric_version=RubricVersion.objects.by_ref(rubric, default_workspace()),
+        judge_config=judge_named("entailment", default_workspace()),
     )
     alpha = {s.agent_version: s.rows[0].human.alpha for s in seg.segments}
     n = {s.agent_version: s.rows[0].human.over_two for s in seg.segments}  # all three label each
@@ -461,8 +468,11 @@ def test_usr_topical_chat_binary_criteria_and_the_judge_bench_subset(tmp_path):
         "glue",
         write_jsonl(tmp_path / "verdicts.jsonl", verdicts),
     )
-    scope = dict(eval_set=eval_set_named("usr-tc"), rubric_version=RubricVersion.objects.by_ref(rubric))
-    report = calibration_report(**scope, judge_config=judge_named("glue"))
+    scope = dict(
+        eval_set=eval_set_named("usr-tc", default_workspace()),
+        rubric_version=RubricVersion.objects.by_ref(rubric, default_workspace()),
+    )
+    report = calibration_report(**scope, judge_config=judge_named("glue", default_workspace()))
     uk, un = report.row("uses_knowledge"), report.row("understandable")
     # README, all 360 responses: alpha nominal, the mean of kappa(A,B), kappa(A,C), kappa(B,C) over the
     # three positions (imported as three annotators), and the weak judges' kappa vs majority.
