@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError, connection, transaction
 
 from evals import record_fields as f
-from evals.models import Case, EvalSet, Output
+from evals.models import Case, EvalSet, Output, Workspace
 from evals.problems import Problems, RecordError
 
 from . import inspect_log, registry
@@ -140,11 +140,12 @@ def check_eval_set_name(name: str, problems: Problems) -> str:
 def import_cases(
     *,
     source: Source,
+    workspace: Workspace,
     eval_set_name: str,
     default_agent_version: str | None = None,
     fast_path: bool | None = None,
 ) -> ImportReport:
-    """Import a cases file into an eval set (created if missing); all or nothing.
+    """Import a cases file into `workspace`'s eval set of that name (created there if missing); all or nothing.
 
     `default_agent_version` None: "default", except for an Inspect AI log, whose outputs take the model's name.
     """
@@ -163,7 +164,7 @@ def import_cases(
     kind = detect_kind(source, problems)
     try:
         with transaction.atomic():
-            eval_set, created_set = EvalSet.objects.get_or_create(name=eval_set_name)
+            eval_set, created_set = EvalSet.objects.get_or_create(workspace=workspace, name=eval_set_name)
             # One import at a time per eval set: the checks and the inserts must see the same rows.
             EvalSet.objects.select_for_update().filter(pk=eval_set.pk).first()
             writer = (CopyWriter if use_fast_path(fast_path) else BulkWriter)(eval_set, problems)

@@ -29,7 +29,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evals import record_fields as f
-from evals.models import EvalSet, Output, RubricVersion
+from evals.models import EvalSet, Output, RubricVersion, Workspace
 from evals.problems import Problems, RecordError
 from evals.transcript import Transcript
 from evals.validators import UnknownName
@@ -129,6 +129,7 @@ def export_verdicts(
 def import_verdicts(
     *,
     source: Source,
+    workspace: Workspace,
     eval_set_name: str,
     rubric_ref: str,
     judge_name: str,
@@ -137,8 +138,9 @@ def import_verdicts(
     score_mapping: ScoreMapping | None = None,
     via: str = JudgeRun.ImportedVia.COMMAND,
 ) -> ImportReport:
-    """Import verdicts as one finished run; all or nothing. Only into an imported judge config (or a new name,
-    which creates one): a config that runs is refused before the file is read.
+    """Import verdicts as one finished run of `workspace`'s names; all or nothing. Only into an imported judge
+    config (or a new name, which creates one in `workspace`): a config that runs is refused before the file is
+    read. A name of another workspace is as unknown as one that exists nowhere.
 
     A verdict already there (same output, criterion, sample) with the same content is skipped; with
     different content it is an error, unless `new_run` names a run of its own for the whole file: then the
@@ -146,11 +148,11 @@ def import_verdicts(
     `score_mapping`: for an Inspect AI log, which scorer is which criterion and what its values mean.
     """
     problems = Problems(source.name)
-    eval_set = EvalSet.objects.filter(name=eval_set_name).first()
+    eval_set = EvalSet.objects.filter(workspace=workspace, name=eval_set_name).first()
     if eval_set is None:
         raise problems.fatal(None, "eval set", f'there is no eval set "{eval_set_name}"; import its cases first')
     try:
-        rv = RubricVersion.objects.by_ref(rubric_ref)
+        rv = RubricVersion.objects.by_ref(rubric_ref, workspace)
         judge_name = f.ident(judge_name, "judge", JUDGE_NAME_MAX)
         if default_agent_version:
             default_agent_version = f.ident(default_agent_version, "agent_version", AGENT_VERSION_MAX)
@@ -160,7 +162,7 @@ def import_verdicts(
         raise problems.fatal(None, "rubric", str(exc)) from None
     except RecordError as exc:
         raise problems.fatal(None, exc.field, exc.message) from None
-    imported_only(JudgeConfig.objects.filter(name=judge_name).first(), problems)
+    imported_only(JudgeConfig.objects.filter(workspace=workspace, name=judge_name).first(), problems)
     keys = list(rv.criteria.order_by("order").values_list("key", flat=True))
     options = registry.ReadOptions(
         default_agent_version=default_agent_version, criteria=tuple(keys), score_mapping=score_mapping
@@ -321,7 +323,9 @@ def _write(
 ) -> ImportReport:
     criteria = {c.key: c for c in rv.criteria.all()}
     with transaction.atomic():
-        judge = JudgeConfig.objects.select_for_update().filter(name=judge_name).first()
+        judge = (
+            JudgeConfig.objects.select_for_update().filter(workspace_id=eval_set.workspace_id, name=judge_name).first()
+        )
         imported_only(judge, problems)  # again under the lock: the config may have been made since the first look
         todo, same_run = _plan(resolved, eval_set, rv, judge, judge_name, new_run, problems)
         if not todo:
@@ -334,7 +338,9 @@ def _write(
             )
         created_judge = judge is None
         if judge is None:
-            judge = JudgeConfig.objects.create(name=judge_name, backend=JudgeConfig.Backend.IMPORTED)
+            judge = JudgeConfig.objects.create(
+                workspace_id=eval_set.workspace_id, name=judge_name, backend=JudgeConfig.Backend.IMPORTED
+            )
         now = timezone.now()
         run = JudgeRun.objects.create(
             eval_set=eval_set,
