@@ -30,6 +30,7 @@ from evals.access import has_role
 from evals.models import Output, Role, RubricVersion, User
 from evals.transcript import Transcript, normalize_ws
 from evals.validators import UnknownName
+from evals.workspaces import in_workspace
 from labeling.gold_loaders import load_item_states
 
 from .gold_splits import SplitRefused, part_of, start_split
@@ -163,7 +164,7 @@ def parse_document(data: Any) -> GuidanceDocument:
 def _rubric_version(document: GuidanceDocument, base: JudgeConfig) -> RubricVersion:
     if document.rubric:
         try:
-            return RubricVersion.objects.by_ref(document.rubric)
+            return RubricVersion.objects.by_ref(document.rubric, base.workspace_id)
         except UnknownName as exc:
             raise GuidanceRefused(f"rubric: {exc}") from None
     if base.guidance_rubric_version is not None:
@@ -174,7 +175,9 @@ def _rubric_version(document: GuidanceDocument, base: JudgeConfig) -> RubricVers
 def _check_example(
     example: Example, key: str, where: str, rubric_version: RubricVersion, splits: dict[int, GoldSplit], by: User
 ) -> dict:
-    output = Output.objects.select_related("case__eval_set").filter(pk=example.output_id).first()
+    # Outputs of the rubric version's workspace only: another workspace's id is refused as a missing one is.
+    outputs = in_workspace(Output, rubric_version.rubric.workspace_id).select_related("case__eval_set")
+    output = outputs.filter(pk=example.output_id).first()
     if output is None:
         raise GuidanceRefused(f"{where}.output_id: there is no output {example.output_id}")
     eval_set = output.case.eval_set
@@ -231,7 +234,10 @@ def _criterion_id(rubric_version: RubricVersion, key: str) -> int:
 def next_name(base: JudgeConfig) -> tuple[str, str, int]:
     """(name, family, version) of the next version of base's family: FAMILY-vN, N one more than the highest."""
     family = base.family_name
-    highest = max(JudgeConfig.objects.filter(family=family).values_list("version", flat=True), default=base.version)
+    versions = JudgeConfig.objects.filter(workspace_id=base.workspace_id, family=family).values_list(
+        "version", flat=True
+    )
+    highest = max(versions, default=base.version)
     version = max(highest, base.version) + 1
     return f"{family}-v{version}", family, version
 
@@ -263,6 +269,8 @@ def derive_config(
             "and reads no instructions; give it examples only, which it applies as precedents"
         )
     rubric_version = rubric_version or _rubric_version(document, base)
+    if rubric_version.rubric.workspace_id != base.workspace_id:  # as unknown as a version that does not exist
+        raise GuidanceRefused(f"rubric: unknown rubric version {rubric_version.ref!r}")
     known = list(rubric_version.criteria.order_by("order").values_list("key", flat=True))
     unknown = [k for k in document.criteria if k not in known]
     if unknown:
@@ -275,7 +283,7 @@ def derive_config(
             f"criteria: {', '.join(by_instrument)} graded by an instrument in {base.name}, which reads no prompt"
         )
     name, family, version = next_name(base)
-    if JudgeConfig.objects.filter(name=name).exists():
+    if JudgeConfig.objects.filter(workspace_id=base.workspace_id, name=name).exists():
         raise GuidanceRefused(f"a judge config named {name} exists already (not a version of {base.name})")
     with transaction.atomic():
         # The split is fixed here, with the first example: inside the transaction, so a refusal undoes it too.
@@ -297,6 +305,7 @@ def derive_config(
             name=name,
             family=family,
             version=version,
+            workspace_id=base.workspace_id,  # a version of a family lives where its base does
             derived_from=base,
             guidance=stored,
             guidance_rubric_version=rubric_version,
