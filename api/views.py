@@ -18,7 +18,8 @@ from django.views.decorators.http import require_POST
 
 from calibration.models import GateResult
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, role_required
-from evals.models import Role, Workspace
+from evals.audit_log import record
+from evals.models import AuditAction, Role, Workspace
 from evals.workspaces import in_workspace
 from formats.models import TraceBinding
 
@@ -67,6 +68,13 @@ def create_token(request: AuthenticatedHttpRequest) -> HttpResponse:
             if binding is not None:
                 binding.save()
             created = _create_token(form, secret, binding, request)
+            record(
+                request.workspace,
+                request.user,
+                AuditAction.TOKEN_CREATED,
+                f"created API token {created}",
+                token=created.pk,
+            )
         form = TokenForm(workspace=request.workspace)
     context = {
         "tokens": _tokens(request.workspace),
@@ -112,6 +120,7 @@ def revoke_token(request: AuthenticatedHttpRequest, token: int) -> HttpResponse:
     get_object_or_404(mine, pk=token)  # another workspace's token: the 404 of one that never was
     changed = mine.filter(pk=token, revoked_at__isnull=True).update(revoked_at=timezone.now(), revoked_by=request.user)
     if changed:
+        record(request.workspace, request.user, AuditAction.TOKEN_REVOKED, f"revoked API token #{token}", token=token)
         messages.success(request, "Token revoked: it no longer opens the gate.")
     else:
         messages.error(request, "That token was revoked already.")

@@ -12,11 +12,14 @@ import os
 import secrets
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from judging import allowlist
+from signin.issuer import issuer_origin
+from signin.role_map import Grant, parse_role_map
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -127,6 +130,7 @@ INSTALLED_APPS = [
     "csp",
     "axes",
     "evals",
+    "signin",
     "labeling",
     "judging",
     "calibration",
@@ -283,8 +287,70 @@ ICEWATER_OTLP_ROOTLESS_SECONDS = env_int("ICEWATER_OTLP_ROOTLESS_SECONDS", 600, 
 ICEWATER_OTLP_MAX_WAITING_SPANS = env_int("ICEWATER_OTLP_MAX_WAITING_SPANS", 500_000, minimum=1)
 
 # Sessions live in the database (Django's default engine), so they stay revocable on the server.
-# django-axes first: it refuses a locked-out username+address before any password is checked.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+
+
+# Sign-in with OpenID Connect (signin/; docs/security.md, "Sign-in with OpenID Connect"). On when
+# ICEWATER_OIDC_ISSUER is set; then the client's id and secret and a role map are needed, and each is refused
+# alone (a typo in a name would otherwise switch nothing on, silently).
+def _oidc_issuer() -> str:
+    raw = env_str("ICEWATER_OIDC_ISSUER").strip()
+    if not raw:
+        return ""
+    parts = urlsplit(raw)
+    loopback = parts.hostname in {"127.0.0.1", "localhost", "::1"}
+    if (
+        not parts.hostname
+        or parts.query
+        or parts.fragment
+        or not (parts.scheme == "https" or (parts.scheme == "http" and loopback))
+    ):
+        raise ImproperlyConfigured(
+            f"ICEWATER_OIDC_ISSUER={raw!r} is not an issuer URL (https://..., without ? or #; http only on loopback)"
+        )
+    return raw
+
+
+def _oidc_role_map(enabled: bool) -> tuple[Grant, ...]:
+    raw = env_str("ICEWATER_OIDC_ROLE_MAP")
+    try:
+        grants = parse_role_map(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"ICEWATER_OIDC_ROLE_MAP: {exc}") from None
+    if enabled and not grants:
+        raise ImproperlyConfigured("ICEWATER_OIDC_ROLE_MAP must map at least one GROUP=WORKSPACE:ROLE")
+    return grants
+
+
+ICEWATER_OIDC_ISSUER = _oidc_issuer()
+ICEWATER_OIDC_CLIENT_ID = env_str("ICEWATER_OIDC_CLIENT_ID").strip()
+ICEWATER_OIDC_CLIENT_SECRET = env_str("ICEWATER_OIDC_CLIENT_SECRET")
+ICEWATER_OIDC_GROUPS_CLAIM = env_str("ICEWATER_OIDC_GROUPS_CLAIM", "groups").strip() or "groups"
+ICEWATER_OIDC_ROLE_MAP = _oidc_role_map(bool(ICEWATER_OIDC_ISSUER))
+# An email address is kept only when the provider says it verified it (email_verified): 0 for a provider that
+# never says, whose addresses the company vouches for.
+ICEWATER_OIDC_VERIFIED_EMAIL = env_bool("ICEWATER_OIDC_VERIFIED_EMAIL", True)
+for _name, _value in (
+    ("ICEWATER_OIDC_CLIENT_ID", ICEWATER_OIDC_CLIENT_ID),
+    ("ICEWATER_OIDC_CLIENT_SECRET", ICEWATER_OIDC_CLIENT_SECRET),
+    ("ICEWATER_OIDC_ROLE_MAP", ICEWATER_OIDC_ROLE_MAP),
+):
+    if ICEWATER_OIDC_ISSUER and not _value:
+        raise ImproperlyConfigured(f"{_name} must be set when ICEWATER_OIDC_ISSUER is")
+    if _value and not ICEWATER_OIDC_ISSUER:
+        raise ImproperlyConfigured(f"{_name} is set but ICEWATER_OIDC_ISSUER is not: set the issuer too")
+# 0: no password sign-in anywhere (the login page, the admin's), only the company's; needs a provider.
+ICEWATER_PASSWORD_LOGIN = env_bool("ICEWATER_PASSWORD_LOGIN", True)
+if not ICEWATER_PASSWORD_LOGIN and not ICEWATER_OIDC_ISSUER:
+    raise ImproperlyConfigured("ICEWATER_PASSWORD_LOGIN=0 needs ICEWATER_OIDC_ISSUER: nobody could sign in")
+
+# django-axes first: it refuses a locked-out username+address before any password is checked. With password
+# sign-in off no backend checks a password at all (the pages refuse the form before that). The OpenID backend
+# answers only a callback with a code, and reads the network only then.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    *(["django.contrib.auth.backends.ModelBackend"] if ICEWATER_PASSWORD_LOGIN else []),
+    "signin.backend.OIDCBackend",
+]
 # Login throttling (django-axes; docs/security.md). After LOGIN_FAILURE_LIMIT wrong passwords in a row
 # for one username from one address, that pair is refused for LOGIN_COOL_OFF, even with the right
 # password. 5: a person who mistypes gets it within two or three tries, and a correct login clears the
@@ -338,7 +404,8 @@ X_FRAME_OPTIONS = "DENY"
 # static/js hold no inline script, event handler or style attribute (bar widths are pct-N classes,
 # icewater.css); htmx is told by <meta name="htmx-config"> (base.html) not to inject its indicator
 # <style> and not to evaluate code from attributes. A transcript that got past escaping still could
-# not run script. Django's debug 404/500 pages are left without it (django-csp's own exemption).
+# not run script. Django's debug 404/500 pages are left without it (django-csp's own exemption). Forms may
+# also lead to the identity provider: the logout form redirects to its end_session_endpoint (signin/issuer.py).
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
@@ -347,7 +414,7 @@ CONTENT_SECURITY_POLICY = {
         "img-src": ["'self'"],
         "object-src": ["'none'"],
         "base-uri": ["'none'"],
-        "form-action": ["'self'"],
+        "form-action": ["'self'", *([issuer_origin(ICEWATER_OIDC_ISSUER)] if ICEWATER_OIDC_ISSUER else [])],
         "frame-ancestors": ["'none'"],
     },
 }

@@ -1,16 +1,17 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from api.urls import calibration_patterns as calibration_api
 from api.urls import token_panel_patterns
 from calibration import urls as calibration_urls
 from overview.home import home
+from signin.views import LogoutView
 
-from .login import LoginView
+from .login import LoginView, admin_login
 from .moved_addresses import moved
+from .password_change import PasswordChangeView
 
 handler400 = "config.errors.bad_request"
 handler403 = "config.errors.permission_denied"
@@ -18,9 +19,12 @@ handler404 = "config.errors.page_not_found"
 # handler500 stays Django's default: it renders templates/500.html with no context, which cannot fail again.
 
 urlpatterns = [
+    path("admin/login/", admin_login),  # before the admin's own: it follows ICEWATER_PASSWORD_LOGIN
     path("admin/", admin.site.urls),
     path("accounts/login/", LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/logout/", LogoutView.as_view(), name="logout"),
+    path("oidc/", include("signin.urls")),  # sign-in with OpenID Connect: 404 while no provider is set
+    path("accounts/password/", PasswordChangeView.as_view(), name="password_change"),
     path("judging/", include("judging.urls")),
     # The calibration namespace: calibration's pages and the gate's first address (/calibration/api/gate), which the
     # API serves; and the gate page with its token panel, which the API's room serves under /api/, before /api/'s

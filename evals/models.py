@@ -12,6 +12,7 @@ import json
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.core.exceptions import ValidationError
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
 from evals.validators import UnknownName, known_names, rubric_part_problem, split_rubric_ref, validate_name
@@ -370,3 +371,45 @@ class Criterion(models.Model):
         if self.rubric_version.is_in_use():
             raise RubricVersionLocked(f"{self.rubric_version.ref} is in use; its criteria cannot change")
         return super().delete(*args, **kwargs)
+
+
+class AuditAction(models.TextChoices):
+    """The decisions of a workspace that its leads must be able to trace (evals/audit_log.py records them)."""
+
+    WORKSPACE_CREATED = "workspace_created", "Workspace created"
+    RUBRIC_APPROVED = "rubric_approved", "Rubric version approved"
+    GATING_MARKED = "gating_marked", "Criteria marked gating"
+    GATING_REVOKED = "gating_revoked", "Gating mark revoked"
+    GATING_REVIEWED = "gating_reviewed", "Gating reviewed"
+    TOKEN_CREATED = "token_created", "API token created"
+    TOKEN_REVOKED = "token_revoked", "API token revoked"
+    MEMBER_ADDED = "member_added", "Member added"
+    MEMBER_ROLE_CHANGED = "member_role_changed", "Member's role changed"
+    MEMBER_REMOVED = "member_removed", "Member removed"
+
+
+class AuditEvent(models.Model):
+    """One decision that matters, in the workspace it was made in: who, what, when, and its particulars.
+
+    Rows are only added. The actor's username is kept as well as the link, so an event still says who decided
+    after the account is gone; `actor` is None for a command run on the server (add_user, add_workspace).
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="audit_events")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_name = models.CharField(max_length=150, blank=True)
+    action = models.CharField(max_length=32, choices=AuditAction.choices)
+    summary = models.CharField(max_length=500)
+    detail = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    workspace_path = "workspace"
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["workspace", "-created_at"], name="audit_event_newest_first")]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.action}: {self.summary}"

@@ -6,6 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/system-packages.sh
 make -s venv
+# The real OpenID provider the sign-in tests start (tests/oidc_provider/): its npm packages, from the lock file,
+# only when they are missing or older than it.
+oidc=tests/oidc_provider
+if [ ! -f "$oidc/node_modules/.package-lock.json" ] || [ "$oidc/package-lock.json" -nt "$oidc/node_modules/.package-lock.json" ]; then
+  (cd "$oidc" && npm ci --no-audit --no-fund --loglevel=error)
+fi
 export ICEWATER_PG_PORT=${ICEWATER_PG_PORT:-55432} ICEWATER_REDIS_PORT=${ICEWATER_REDIS_PORT:-56379}
 own_services=0
 if ! pg_isready -h 127.0.0.1 -p "$ICEWATER_PG_PORT" >/dev/null 2>&1; then own_services=1; fi

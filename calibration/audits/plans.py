@@ -40,7 +40,7 @@ def _refuse_non_lead(by: User, eval_set: EvalSet) -> None:
     if role != Role.LEAD:
         held = f"is {role} there" if role else "is not a member of it"
         raise AuditPlanError(
-            f"Only a lead of the eval set's workspace may start or extend an audit plan; {by.username} {held}."
+            f"Only a lead of the eval set's workspace may start, extend or close an audit plan; {by.username} {held}."
         )
 
 

@@ -17,7 +17,8 @@ from calibration.report import robustness
 from calibration.report.compose import calibration_report
 from calibration.stats.policy import GateThresholds
 from evals.access import has_role
-from evals.models import EvalSet, Role, RubricVersion, User
+from evals.audit_log import record
+from evals.models import AuditAction, EvalSet, Role, RubricVersion, User
 from judging.models import JudgeConfig
 
 
@@ -40,6 +41,7 @@ def _check_lead_and_reason(by: User, reason: str, rubric_version: RubricVersion,
 
 def approve_rubric_version(*, rubric_version: RubricVersion, by: User, reason: str) -> RubricVersion:
     reason = _check_lead_and_reason(by, reason, rubric_version)
+    workspace_id = rubric_version.rubric.workspace_id
     if rubric_version.status == RubricVersion.Status.APPROVED:
         who = rubric_version.approved_by.username if rubric_version.approved_by else "someone"
         when = f"{rubric_version.approved_at:%Y-%m-%d}" if rubric_version.approved_at else "an unknown date"
@@ -54,6 +56,7 @@ def approve_rubric_version(*, rubric_version: RubricVersion, by: User, reason: s
     if changed != 1:
         raise ApprovalRefused(f"{rubric_version.ref} changed status meanwhile; reload and try again")
     rubric_version.refresh_from_db()
+    record(workspace_id, by, AuditAction.RUBRIC_APPROVED, f"approved {rubric_version.ref}", reason=reason)
     return rubric_version
 
 
@@ -119,7 +122,7 @@ def mark_gating(
         )
     criteria = {c.key: c for c in rubric_version.criteria.all()}
     with transaction.atomic():
-        return [
+        made = [
             GatingMark.objects.create(
                 rubric_version=rubric_version,
                 judge_config=judge_config,
@@ -140,6 +143,24 @@ def mark_gating(
             )
             for row in rows
         ]
+        _record_marks(made, policy, by)
+        return made
+
+
+def _record_marks(marks: list[GatingMark], policy: GateThresholds, by: User) -> None:
+    first = marks[0]
+    keys = [mark.criterion.key for mark in marks]
+    summary = (
+        f"marked {', '.join(keys)} of {first.rubric_version.ref} gating with {first.judge_config.name}"
+        f"{' (override)' if any(mark.override for mark in marks) else ''}, calibrated on {first.calibration_eval_set}"
+    )
+    detail = {
+        "marks": [mark.pk for mark in marks],
+        "criteria": keys,
+        "policy": policy.as_dict(),
+        "reason": first.reason,
+    }
+    record(first.rubric_version.rubric.workspace_id, by, AuditAction.GATING_MARKED, summary, **detail)
 
 
 def revoke_gating(*, mark: GatingMark, by: User, reason: str) -> GatingMark:
@@ -152,6 +173,10 @@ def revoke_gating(*, mark: GatingMark, by: User, reason: str) -> GatingMark:
     if changed != 1:
         raise ApprovalRefused("this mark was already revoked")
     mark.refresh_from_db()
+    summary = f"revoked gating of {mark.criterion.key} ({mark.rubric_version.ref}, {mark.judge_config.name})"
+    record(
+        mark.rubric_version.rubric.workspace_id, by, AuditAction.GATING_REVOKED, summary, mark=mark.pk, reason=reason
+    )
     return mark
 
 
@@ -175,7 +200,7 @@ def record_review(
         eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version
     )
     gating = [row.criterion for row in report.rows if row.gating]
-    return GatingReview.objects.create(
+    review = GatingReview.objects.create(
         rubric_version=rubric_version,
         judge_config=judge_config,
         rubric_content_hash=rubric_version.content_hash,
@@ -187,6 +212,10 @@ def record_review(
         reason=reason,
         decided_by=by,
     )
+    kept = ", ".join(gating) or "no criterion gating"
+    summary = f"reviewed gating of {rubric_version.ref} with {judge_config.name} on {eval_set.name}: kept {kept}"
+    record(eval_set.workspace_id, by, AuditAction.GATING_REVIEWED, summary, review=review.pk, reason=reason)
+    return review
 
 
 def _refuse_measured_examples(

@@ -126,7 +126,10 @@ def annotator_agreement(
     """
     binary = labels.loc[labels["outcome"].isin(BINARY), [*KEY, "annotator", "outcome"]]
     gold = leave_one_out_gold(labels, adjudicated, policies)
-    compared = binary.merge(gold[gold["gold"].isin(BINARY)], on=[*KEY, "annotator"])
+    if gold.empty:  # no gold yet (one label per output so far): an empty frame's columns have no types to merge on
+        compared = binary.iloc[:0].assign(gold=pd.Series(dtype=object))
+    else:
+        compared = binary.merge(gold[gold["gold"].isin(BINARY)], on=[*KEY, "annotator"])
     versus_gold = dict(iter(compared.groupby(["criterion", "annotator"], sort=False)))
     pairs = annotator_pair_cells(labels)
     rows = []

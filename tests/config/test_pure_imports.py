@@ -19,8 +19,12 @@ PURE = (
     "calibration.data.frame_reading",
     "calibration.stats.judge_compare",
     "calibration.stats.metrics",
+    "calibration.stats.watch",
     "labeling.gold",
     "judging.sample_majority",
+    # config/settings.py reads the sign-in's role map and issuer with these, before Django is set up.
+    "signin.role_map",
+    "signin.issuer",
 )
 
 

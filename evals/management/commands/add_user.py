@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from evals.audit_log import record_membership
 from evals.models import Membership, Role, User
 from evals.role_groups import sync_role_group
 from evals.workspace_option import add_workspace_argument, chosen_workspace
@@ -47,6 +48,8 @@ class Command(BaseCommand):
                 user.is_staff = True
             user.set_password(password)
             user.save()
+            previous = Membership.objects.filter(user=user, workspace=chosen).values_list("role", flat=True).first()
             Membership.objects.update_or_create(user=user, workspace=chosen, defaults={"role": role})
+            record_membership(chosen, None, user, previous, role, how="manage.py add_user")
             sync_role_group(user)  # a lead gets the lead group's admin permissions (evals/role_groups.py)
         self.stdout.write(f"{'created' if created else 'updated'} {username} ({role} in {chosen.slug})")

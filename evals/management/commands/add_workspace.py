@@ -4,7 +4,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.core.validators import validate_slug
 
-from evals.models import Workspace
+from evals.audit_log import record
+from evals.models import AuditAction, Workspace
 
 
 class Command(BaseCommand):
@@ -23,6 +24,10 @@ class Command(BaseCommand):
             raise CommandError("a workspace slug has at most 50 characters and a name at most 200")
         name = name.strip() or slug
         workspace, created = Workspace.objects.get_or_create(slug=slug, defaults={"name": name})
+        if created:
+            record(
+                workspace, None, AuditAction.WORKSPACE_CREATED, f"workspace {slug} created (manage.py add_workspace)"
+            )
         if not created and workspace.name != name and options["name"]:
             workspace.name = name
             workspace.save(update_fields=["name"])

@@ -212,3 +212,14 @@ def test_the_page_runs_a_fixed_number_of_queries(client, lead, django_assert_max
     client.force_login(lead)
     with django_assert_max_num_queries(8):
         assert client.get(page_url(es, rv)).status_code == 200
+
+
+def test_one_label_per_output_so_far_has_no_gold_and_no_error():
+    """Every output labeled by one person only (an audit's first labels): no gold to compare with yet.
+
+    Was a 500 on the page (an empty gold frame had no column types to merge on); found by the workspace
+    authorization matrix, whose world has one label.
+    """
+    single = pd.DataFrame([{"criterion": CRITERION, "output": 1, "annotator": A, "outcome": "PASS"}])
+    (row,) = annotator_agreement(single, NO_ADJUDICATION)
+    assert (row.annotator, row.labeled, row.gold.n) == (A, 1, 0)
