@@ -61,7 +61,8 @@ def _plan_in_scope(request: TokenHttpRequest, plan_id: int) -> AuditPlan:
     except ApiError:
         plan = None
     if plan is None:
-        raise ApiError(404, f"there is no audit plan {plan_id}")
+        # The message does not repeat the id: the answer is byte for byte that of a plan that never was.
+        raise ApiError(404, "there is no audit plan with this id")
     return plan
 
 

@@ -62,5 +62,6 @@ def judge_run_progress(request: TokenHttpRequest, run_id: int):
     except ApiError:
         run = None
     if run is None:
-        raise ApiError(404, f"there is no judge run {run_id}")
+        # The message does not repeat the id: the answer is byte for byte that of a run that never was.
+        raise ApiError(404, "there is no judge run with this id")
     return JsonResponse(progress_body(progress_of(run)))
