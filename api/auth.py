@@ -6,6 +6,10 @@ is logged in is not a CI system. A missing, unknown or revoked token is a 401; a
 the endpoint's scope, or asking about another rubric version or an eval set its pattern does
 not match, a 403. Each message says what to do, and names only what the caller named or the
 token's own scope, never what else exists.
+
+A token belongs to one workspace (issue 36), and that workspace becomes the request's (`request.workspace`, as the
+session gives it to a page): every endpoint finds names and ids in it only, so an object of another workspace
+answers exactly as a missing one.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
+
+from evals.models import Workspace
 
 from .models import GateToken, TokenScope, hash_token
 
@@ -62,9 +68,11 @@ class TokenAuth(HttpBearer):
         return self.authenticate(request, bearer_secret(request) or "")
 
     def authenticate(self, request: HttpRequest, token: str) -> GateToken:
-        tokens = GateToken.objects.select_related("rubric_version__rubric")
+        tokens = GateToken.objects.select_related("rubric_version__rubric", "workspace")
         found = checked_token(token, self.scope, no_token=no_token(self.scope), tokens=tokens)
         GateToken.objects.filter(pk=found.pk).update(last_used_at=timezone.now())
+        # The token's workspace is the request's: a call never reaches beyond it, whatever the session says.
+        request.workspace = found.workspace  # type: ignore[attr-defined]
         return found
 
 
@@ -92,8 +100,9 @@ def checked_token(secret: str, scope: str, *, no_token: str, tokens: QuerySet[Ga
         raise ApiError(401, f"unknown token; {no_token}")
     if not found.is_active:
         raise ApiError(401, "this token was revoked; ask a lead for a new one")
-    # A traces token without a bound eval set (not something the page makes) has nowhere to put its spans.
-    unbound = scope == TokenScope.TRACES and found.trace_binding_id is None
+    # A traces token without a bound eval set of its own workspace (not something the page makes) has nowhere to
+    # put its spans.
+    unbound = scope == TokenScope.TRACES and not found.sends_traces_home()
     if not found.allows(scope) or unbound:
         action, needs = _SCOPE_WORDS.get(scope, (scope, ""))
         raise ApiError(
@@ -105,9 +114,11 @@ def checked_token(secret: str, scope: str, *, no_token: str, tokens: QuerySet[Ga
 
 
 class TokenHttpRequest(HttpRequest):
-    """A request to an endpoint behind TokenAuth: django-ninja sets `auth` to the token it returned."""
+    """A request to an endpoint behind TokenAuth: django-ninja sets `auth` to the token it returned, and TokenAuth
+    sets `workspace` to the token's."""
 
     auth: GateToken
+    workspace: Workspace
 
 
 def check_scope(request: TokenHttpRequest, *, eval_set: str, rubric: str | None = None) -> None:

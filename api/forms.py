@@ -1,5 +1,6 @@
 """The lead's form for a new token (on the gate page): its project, rubric version, scopes, eval sets and the
-judge configs it may push verdicts into."""
+judge configs it may push verdicts into. Everything it offers and checks is of one workspace, the page's: the token
+is made there (issue 36)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import fnmatch
 from django import forms
 
 from evals import record_fields as f
-from evals.models import EvalSet, RubricVersion
+from evals.models import EvalSet, RubricVersion, Workspace
 from evals.problems import RecordError
 from evals.validators import validate_name
+from evals.workspaces import in_workspace
 from formats.models import TraceBinding
 from judging.models import JudgeConfig
 
@@ -24,7 +26,7 @@ class TokenForm(forms.Form):
         max_length=200, validators=[validate_name], help_text="Who uses the token, e.g. the CI pipeline's name."
     )
     rubric_version = forms.ModelChoiceField(
-        RubricVersion.objects.select_related("rubric").exclude(status=RubricVersion.Status.RETIRED),
+        RubricVersion.objects.none(),  # the workspace's, set in __init__
         label="Rubric version",
         help_text="The token may only gate on, push verdicts for, judge with and report on this rubric version.",
     )
@@ -51,7 +53,7 @@ class TokenForm(forms.Form):
     )
 
     trace_eval_set = forms.ModelChoiceField(
-        EvalSet.objects.all(),
+        EvalSet.objects.none(),  # the workspace's, set in __init__
         required=False,
         label="Traces go into",
         help_text="With the traces scope: the one eval set its OpenTelemetry traces become outputs of.",
@@ -99,6 +101,18 @@ class TokenForm(forms.Form):
         help_text="An attribute and its value, e.g. user.tier=enterprise; empty for none.",
     )
 
+    def __init__(self, *args, workspace: Workspace, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.workspace = workspace
+        # Only this workspace's choices: another workspace's id is refused as one that does not exist.
+        rubric_field = self.fields["rubric_version"]
+        trace_field = self.fields["trace_eval_set"]
+        assert isinstance(rubric_field, forms.ModelChoiceField) and isinstance(trace_field, forms.ModelChoiceField)
+        rubric_field.queryset = (
+            in_workspace(RubricVersion, workspace).select_related("rubric").exclude(status=RubricVersion.Status.RETIRED)
+        )
+        trace_field.queryset = in_workspace(EvalSet, workspace)
+
     def clean_project(self) -> str:
         project = self.cleaned_data["project"].strip()
         if not project:
@@ -114,7 +128,11 @@ class TokenForm(forms.Form):
                 raise forms.ValidationError(f"{line!r} {exc.message}") from None
             if name not in names:
                 names.append(name)
-        runs = JudgeConfig.objects.filter(name__in=names).exclude(backend=JudgeConfig.Backend.IMPORTED)
+        runs = (
+            in_workspace(JudgeConfig, self.workspace)
+            .filter(name__in=names)
+            .exclude(backend=JudgeConfig.Backend.IMPORTED)
+        )
         refused = [f"{c.name} ({c.get_backend_display()})" for c in runs.order_by("name")]
         if refused:
             raise forms.ValidationError(

@@ -97,6 +97,12 @@ class GateToken(models.Model):
     def allows(self, scope: str) -> bool:
         return scope in self.scopes
 
+    def sends_traces_home(self) -> bool:
+        """A trace binding whose eval set is of the token's own workspace: the one place its spans may go (a
+        binding that points elsewhere is treated as none: the token reaches nothing outside its workspace)."""
+        binding = self.trace_binding
+        return binding is not None and binding.eval_set.workspace_id == self.workspace_id
+
     def may_push_verdicts_into(self, judge_name: str) -> bool:
         return self.allows(TokenScope.PUSH) and judge_name in self.judges
 

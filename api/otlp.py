@@ -7,7 +7,8 @@ gzip-compressed, and the answers follow the OTLP/HTTP specification rather than 
   (no valid ids, no end time, larger than ICEWATER_OTLP_MAX_SPAN_KB, or late: new spans of a trace already
   finished) and says why;
 - 400 a body that is not an export request (or broken gzip, or OTLP/JSON the API's JSON body reader refuses: a key
-  twice, nesting past 64 levels); 401/403 no token, or one without the traces scope;
+  twice, nesting past 64 levels); 401/403 no token, or one without the traces scope (or whose binding's eval set
+  is not of the token's workspace: spans go only into the token's own workspace);
   413 a body (compressed or not) over ICEWATER_UPLOAD_MAX_MB; 415 another Content-Type or Content-Encoding;
 - 429 with Retry-After when over ICEWATER_OTLP_MAX_WAITING_SPANS spans of this token wait for their traces to
   finish; 503 with Retry-After when the database cannot take the write now (SQLite locked by another writer, a
@@ -70,7 +71,7 @@ def receive_traces(request: HttpRequest) -> HttpResponse:
             raise Refusal(415, INVALID_ARGUMENT, f"send {PROTOBUF} or {JSON}, not {request.content_type!r}")
         body = _body(request)
         binding = token.trace_binding
-        assert binding is not None  # checked_token refuses a traces token without one
+        assert binding is not None  # checked_token refuses a traces token without one of its workspace
         try:
             read = otel_traces.read_spans(
                 _export_request(body, request.content_type), max_span_bytes=settings.ICEWATER_OTLP_MAX_SPAN_BYTES
@@ -120,7 +121,7 @@ def _token(request: HttpRequest) -> GateToken:
     secret = bearer_secret(request)
     if secret is None:
         secret = request.headers.get("x-icewater-token", "").strip()
-    tokens = GateToken.objects.select_related("trace_binding")
+    tokens = GateToken.objects.select_related("trace_binding__eval_set")
     try:
         return checked_token(secret, TokenScope.TRACES, no_token=NO_TOKEN, tokens=tokens)
     except ApiError as exc:

@@ -1,9 +1,10 @@
 """The commands shown with a new token, once: ready to paste, with this server's address and, where they are
 known, real names (docs/api.md has the same calls).
 
-The eval set is the token's pattern when it has no wildcard, else the newest eval set that matches it; the
-judge is the one that gates the token's rubric version, else the newest that judged it. What is not known
-stays a placeholder in capitals (EVAL_SET, JUDGE).
+The eval set is the token's pattern when it has no wildcard, else the newest eval set of the token's workspace that
+matches it; the judge is the one that gates the token's rubric version, else the newest that judged it, of that
+workspace too (no other workspace's name is ever shown). What is not known stays a placeholder in capitals
+(EVAL_SET, JUDGE).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from urllib.parse import urlencode
 
 from calibration.models import GatingMark
 from evals.models import EvalSet
+from evals.workspaces import in_workspace
 from judging.models import JudgeRun
 
 from .models import GateToken, TokenScope
@@ -34,7 +36,7 @@ class Example:
 
 def token_examples(*, token: GateToken, secret: str, base_url: str) -> list[Example]:
     """One curl command per scope of the token, in the order docs/api.md describes them."""
-    eval_set = example_eval_set(token.eval_set_pattern)
+    eval_set = example_eval_set(token.eval_set_pattern, token.workspace_id)
     rubric = token.rubric_version.ref
     judge = example_judge(token)
     auth = f"-H {shlex.quote('Authorization: Bearer ' + secret)}"
@@ -79,18 +81,24 @@ def token_examples(*, token: GateToken, secret: str, base_url: str) -> list[Exam
     return [Example(str(scope), *commands[scope]) for scope in order if scope in token.scopes]
 
 
-def example_eval_set(pattern: str) -> str:
+def example_eval_set(pattern: str, workspace_id: int) -> str:
     if not any(char in pattern for char in "*?["):
         return pattern
-    names = EvalSet.objects.order_by("-created_at", "-pk").values_list("name", flat=True)[:_EVAL_SETS_TRIED]
+    newest = in_workspace(EvalSet, workspace_id).order_by("-created_at", "-pk")
+    names = newest.values_list("name", flat=True)[:_EVAL_SETS_TRIED]
     return next((name for name in names if fnmatch.fnmatchcase(name, pattern)), "EVAL_SET")
 
 
 def example_judge(token: GateToken) -> str:
-    marks = GatingMark.objects.active().filter(rubric_version=token.rubric_version).select_related("judge_config")
+    # The rubric version is of the token's workspace; the judge configs (and the runs' eval sets) are held to it too.
+    marks = GatingMark.objects.active().filter(rubric_version=token.rubric_version)
+    marks = marks.filter(judge_config__workspace_id=token.workspace_id).select_related("judge_config")
     mark = marks.order_by("-pk").first()
     if mark is not None:
         return mark.judge_config.name
-    runs = JudgeRun.objects.filter(rubric_version=token.rubric_version, probe_run__isnull=True)
+    runs = in_workspace(JudgeRun, token.workspace_id).filter(
+        rubric_version=token.rubric_version, probe_run__isnull=True
+    )
+    runs = runs.filter(judge_config__workspace_id=token.workspace_id)
     run = runs.select_related("judge_config").order_by("-created_at", "-pk").first()
     return run.judge_config.name if run is not None else "JUDGE"

@@ -141,9 +141,9 @@ def import_verdicts(
     score_mapping: ScoreMapping | None = None,
     via: str = JudgeRun.ImportedVia.COMMAND,
 ) -> ImportReport:
-    """Import verdicts as one finished run, the names looked up in `workspace`; all or nothing. Only into an
-    imported judge config (or a new name, which creates one there): a config that runs is refused before the
-    file is read.
+    """Import verdicts as one finished run of `workspace`'s names; all or nothing. Only into an imported judge
+    config (or a new name, which creates one in `workspace`): a config that runs is refused before the file is
+    read. A name of another workspace is as unknown as one that exists nowhere.
 
     A verdict already there (same output, criterion, sample) with the same content is skipped; with
     different content it is an error, unless `new_run` names a run of its own for the whole file: then the

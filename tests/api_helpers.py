@@ -16,15 +16,18 @@ def create_token(
     pattern: str = "*",
     project: str = "refund-bot CI",
     judges: tuple[str, ...] = (),
+    workspace=None,
     **fields,
 ):
     """Create a token on the gate page and read the secret off the page. `judges`: the imported judge configs a
-    push token may push verdicts into; `fields`: the form's other fields (a traces token's)."""
+    push token may push verdicts into; `workspace`: the one the lead works in (the token's; their first unless
+    given); `fields`: the form's other fields (a traces token's)."""
     client.force_login(lead)
     data = {"project": project, "rubric_version": rubric_version.pk, "eval_set_pattern": pattern, "scopes": scopes}
     data.update(fields)
     data["judges"] = "\n".join(judges)
-    response = client.post(reverse("calibration:create_token"), data)
+    url = reverse("calibration:create_token")
+    response = client.post(url if workspace is None else f"{url}?workspace={workspace.slug}", data)
     assert response.status_code == 200 and response["Cache-Control"] == "no-store"
     body = response.content.decode()
     start = body.index('id="new-token">') + len('id="new-token">')

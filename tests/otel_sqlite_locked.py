@@ -31,20 +31,24 @@ def main() -> None:
     from google.rpc.status_pb2 import Status
 
     from api.models import GateToken, TokenScope, hash_token
-    from evals.models import EvalSet, Output, Rubric, RubricVersion, User
+    from evals.models import EvalSet, Membership, Output, Rubric, RubricVersion, User, Workspace
     from formats.models import TraceBinding, TraceSpan
     from formats.tasks import finish_traces
     from tests.otel_helpers import PROTOBUF, URL, export, refund_trace
 
     call_command("migrate", verbosity=0)
-    lead = User.objects.create(username="sqlite-lead", role="lead")
+    workspace, _ = Workspace.objects.get_or_create(slug="default", defaults={"name": "Default workspace"})
+    lead = User.objects.create(username="sqlite-lead")
+    Membership.objects.create(user=lead, workspace=workspace, role="lead")
     rubric_version = RubricVersion.objects.create(
-        rubric=Rubric.objects.create(name="r"), version="1", instruction="Grade it.", content_hash="x"
-    )
-    binding = TraceBinding.objects.create(eval_set=EvalSet.objects.create(name="sqlite-traces"))
+        rubric=Rubric.objects.create(name="r", workspace=workspace), version="1", instruction="Grade it.",
+        content_hash="x",
+    )  # fmt: skip
+    eval_set = EvalSet.objects.create(name="sqlite-traces", workspace=workspace)
+    binding = TraceBinding.objects.create(eval_set=eval_set)
     GateToken.objects.create(
-        project="p", rubric_version=rubric_version, scopes=[TokenScope.TRACES], trace_binding=binding,
-        token_hash=hash_token(TOKEN), hint=TOKEN[:8], created_by=lead,
+        workspace=workspace, project="p", rubric_version=rubric_version, scopes=[TokenScope.TRACES],
+        trace_binding=binding, token_hash=hash_token(TOKEN), hint=TOKEN[:8], created_by=lead,
     )  # fmt: skip
     connection.close()
 

@@ -27,6 +27,7 @@ from calibration.models import AuditPlan
 from evals.lookup import eval_set_named
 from evals.models import Role
 from evals.validators import UnknownName
+from evals.workspaces import in_workspace
 
 from .names import EvalSetName, named
 
@@ -50,16 +51,18 @@ def _lead_of(request: TokenHttpRequest):
 
 
 def _plan_in_scope(request: TokenHttpRequest, plan_id: int) -> AuditPlan:
-    """The plan, if the token's scope covers its eval set and rubric version; else the answer a missing plan gets
-    (a 403 would tell a token holder which plan ids exist)."""
-    plan = AuditPlan.objects.for_figures().select_related("created_by").filter(pk=plan_id).first()
+    """The plan, if it is of the token's workspace and the token's scope covers its eval set and rubric version;
+    else the answer a missing plan gets (a 403 would tell a token holder which plan ids exist)."""
+    plans = in_workspace(AuditPlan.objects.for_figures(), request.workspace).select_related("created_by")
+    plan = plans.filter(pk=plan_id).first()
     try:
         if plan is not None:
             check_scope(request, eval_set=plan.eval_set.name, rubric=plan.criterion.rubric_version.ref)
     except ApiError:
         plan = None
     if plan is None:
-        raise ApiError(404, f"there is no audit plan {plan_id}")
+        # The message does not repeat the id: the answer is byte for byte that of a plan that never was.
+        raise ApiError(404, "there is no audit plan with this id")
     return plan
 
 
@@ -76,7 +79,9 @@ def create_audit_plan(request: TokenHttpRequest, payload: AuditPlanIn):
     """
     check_scope(request, eval_set=payload.eval_set, rubric=payload.rubric)
     lead = _lead_of(request)
-    eval_set, rubric_version, judge_config = named(payload.eval_set, payload.rubric, payload.judge)
+    eval_set, rubric_version, judge_config = named(
+        payload.eval_set, payload.rubric, payload.judge, workspace=request.workspace
+    )
     criterion = rubric_version.criteria.filter(key=payload.criterion).first()
     if criterion is None:
         raise ApiError(404, f"{rubric_version.ref} has no criterion {payload.criterion!r}")
@@ -102,7 +107,7 @@ def list_audit_plans(request: TokenHttpRequest, eval_set: EvalSetName):
     """The audit plans of an eval set under the token's rubric version, newest first, open and closed."""
     check_scope(request, eval_set=eval_set)
     try:
-        found = eval_set_named(eval_set, say_known=False)
+        found = eval_set_named(eval_set, request.workspace, say_known=False)
     except UnknownName as exc:
         raise ApiError(404, str(exc)) from None
     plans = (

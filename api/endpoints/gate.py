@@ -28,7 +28,8 @@ def _unknown_name(outcome: GateOutcome) -> bool:
 @router.post("/gate", auth=GATE, response={200: GateOut, 409: ErrorOut, 411: ErrorOut, 413: ErrorOut, **ERRORS})
 def gate(request: TokenHttpRequest, payload: GateIn):
     """The release gate, as `manage.py gate --format json` (the token's rubric version, eval set pattern and the
-    lead's policy, which the thresholds may only tighten). Also answers at /calibration/api/gate.
+    policy of its workspace's lead, which the thresholds may only tighten; names are looked up in the token's
+    workspace only). Also answers at /calibration/api/gate.
 
     200 with the decision (read "passed"), 409 when it cannot decide, 404 for a name that matches nothing (both
     with "passed": null); every decision is recorded.
@@ -40,7 +41,7 @@ def gate(request: TokenHttpRequest, payload: GateIn):
     tightening = Tightening(payload.min_pass_rate, payload.max_error_rate, payload.confidence)  # GateIn checked
     asked = GateRequest(payload.eval_set, payload.rubric, payload.judge, payload.agent_version or None, tightening)
     try:
-        outcome = gate_and_record(asked, source=GateResult.Source.HTTP, token=token)
+        outcome = gate_and_record(asked, workspace=request.workspace, source=GateResult.Source.HTTP, token=token)
     except PolicyRefused as exc:
         raise ApiError(400, str(exc)) from None
     if outcome.decision is None:

@@ -14,6 +14,7 @@ from evals.access import has_role
 from evals.lookup import eval_set_named
 from evals.models import Output, Role, RubricVersion, User
 from evals.validators import UnknownName
+from evals.workspaces import in_workspace
 from judging.gold_splits import describe, split_for
 from judging.guidance import GuidanceRefused, as_document, derive_config
 from judging.judge_lookup import judge_named
@@ -26,7 +27,8 @@ GUIDANCE = TokenAuth(TokenScope.GUIDANCE)
 
 
 def _token_lead(request: TokenHttpRequest) -> User:
-    """The lead a guidance token acts for: who made it, while still an active lead."""
+    """The lead a guidance token acts for: who made it, while still an active lead of the token's workspace (a lead
+    of another workspace only is no longer this token's lead)."""
     lead = request.auth.created_by
     if not has_role(lead, request.auth.workspace_id, Role.LEAD):
         raise ApiError(403, "the lead who made this token is no longer an active lead; ask a lead for a new token")
@@ -51,7 +53,7 @@ def _check_rubric(request: TokenHttpRequest, ref: str) -> None:
 def read_guidance(request: TokenHttpRequest, judge: JudgeName):
     """A judge config's guidance (notes and examples per criterion), its version and what it was derived from."""
     try:
-        config = judge_named(judge, say_known=False)
+        config = judge_named(judge, request.workspace, say_known=False)
     except UnknownName as exc:
         raise ApiError(404, str(exc)) from None
     _check_guidance_scope(request, config)
@@ -65,13 +67,16 @@ def derive_guidance(request: TokenHttpRequest, payload: DeriveIn):
     _check_rubric(request, payload.rubric)
     lead = _token_lead(request)
     try:
-        base = judge_named(payload.judge, say_known=False)
+        base = judge_named(payload.judge, request.workspace, say_known=False)
     except UnknownName as exc:
         raise ApiError(404, str(exc)) from None
     _check_guidance_scope(request, base)
     document = payload.model_dump()
     ids = {e["output_id"] for c in document["criteria"].values() for e in c["examples"]}
-    for name in sorted(set(Output.objects.filter(pk__in=ids).values_list("case__eval_set__name", flat=True))):
+    # Only this workspace's outputs: an id of another workspace is left to derive_config, which refuses it as the
+    # output that does not exist (no 403 that would tell the id is someone's).
+    mine = in_workspace(Output, request.workspace).filter(pk__in=ids)
+    for name in sorted(set(mine.values_list("case__eval_set__name", flat=True))):
         check_scope(request, eval_set=name)
     del document["judge"]
     try:
@@ -86,7 +91,8 @@ def read_split(request: TokenHttpRequest, eval_set: EvalSetName, rubric: RubricR
     """The development and held-out split of an eval set's gold (output ids; figures are never here)."""
     check_scope(request, eval_set=eval_set, rubric=rubric)
     try:
-        es, rv = eval_set_named(eval_set, say_known=False), RubricVersion.objects.by_ref(rubric, say_known=False)
+        es = eval_set_named(eval_set, request.workspace, say_known=False)
+        rv = RubricVersion.objects.by_ref(rubric, request.workspace, say_known=False)
     except UnknownName as exc:
         raise ApiError(404, str(exc)) from None
     split = split_for(es, rv)

@@ -11,6 +11,7 @@ from ninja import Router
 from api.auth import ApiError, TokenAuth, TokenHttpRequest, check_scope
 from api.models import TokenScope
 from api.schemas import ERRORS, ErrorOut, ProgressOut, RunIn
+from evals.workspaces import in_workspace
 from judging import runner
 from judging.backends import Misconfigured
 from judging.models import JudgeRun
@@ -35,7 +36,8 @@ def start_judge_run(request: TokenHttpRequest, payload: RunIn):
     """Queue a judge run on the Celery workers (as `run_judge` does); follow it with GET /api/judge-runs/{id}."""
     check_scope(request, eval_set=payload.eval_set, rubric=payload.rubric)
     try:
-        scope = runner.Scope(*named(payload.eval_set, payload.rubric, payload.judge), payload.agent_version)
+        names = named(payload.eval_set, payload.rubric, payload.judge, workspace=request.workspace)
+        scope = runner.Scope(*names, payload.agent_version)
         # The judge's API key lives where the workers run, not necessarily here: the lane checks it.
         run = runner.start_run(scope, check_api_key=False)
     except Misconfigured as exc:
@@ -50,14 +52,16 @@ def start_judge_run(request: TokenHttpRequest, payload: RunIn):
 @router.get("/judge-runs/{run_id}", auth=JUDGE, response={200: ProgressOut, **ERRORS})
 def judge_run_progress(request: TokenHttpRequest, run_id: int):
     """How far a judge run has got: items, verdicts per outcome, the most frequent ERROR reasons."""
-    run = JudgeRun.objects.select_related("eval_set", "rubric_version__rubric").filter(pk=run_id).first()
-    # A run outside the token's scope gets the very answer a missing one gets: a 403 would tell a token
-    # holder which run ids exist (and so how many runs other projects made).
+    runs = in_workspace(JudgeRun, request.workspace).select_related("eval_set", "rubric_version__rubric")
+    run = runs.filter(pk=run_id).first()
+    # A run outside the token's scope (or workspace) gets the very answer a missing one gets: a 403 would tell a
+    # token holder which run ids exist (and so how many runs other projects made).
     try:
         if run is not None:
             check_scope(request, eval_set=run.eval_set.name, rubric=run.rubric_version.ref)
     except ApiError:
         run = None
     if run is None:
-        raise ApiError(404, f"there is no judge run {run_id}")
+        # The message does not repeat the id: the answer is byte for byte that of a run that never was.
+        raise ApiError(404, "there is no judge run with this id")
     return JsonResponse(progress_body(progress_of(run)))

@@ -8,7 +8,7 @@ from ninja import Field
 
 from api.auth import ApiError
 from evals.lookup import eval_set_named
-from evals.models import EvalSet, RubricVersion
+from evals.models import EvalSet, RubricVersion, Workspace
 from evals.validators import RUBRIC_REF_PATTERN, UnknownName
 from judging.judge_lookup import judge_named
 from judging.models import JudgeConfig
@@ -19,17 +19,21 @@ RubricRef = Annotated[str, Field(min_length=3, max_length=310, pattern=RUBRIC_RE
 JudgeName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
-def named(eval_set: str, rubric: str, judge: str) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
-    """The eval set, rubric version and judge config by name; ApiError 404 naming what was asked.
+def named(
+    eval_set: str, rubric: str, judge: str, *, workspace: Workspace
+) -> tuple[EvalSet, RubricVersion, JudgeConfig]:
+    """The eval set, rubric version and judge config of `workspace` (the token's) by name; ApiError 404 naming
+    what was asked.
 
     As at the HTTP gate, the message does not list the names that exist: a token holder learns
-    nothing beyond what it named and its token's scope.
+    nothing beyond what it named and its token's scope. A name that exists only in another workspace is
+    unknown here, with the same message as a name that exists nowhere.
     """
     try:
         return (
-            eval_set_named(eval_set, say_known=False),
-            RubricVersion.objects.by_ref(rubric, say_known=False),
-            judge_named(judge, say_known=False),
+            eval_set_named(eval_set, workspace, say_known=False),
+            RubricVersion.objects.by_ref(rubric, workspace, say_known=False),
+            judge_named(judge, workspace, say_known=False),
         )
     except UnknownName as exc:
         raise ApiError(404, str(exc)) from None

@@ -132,11 +132,16 @@ def push_outputs(
     agent_version: str | None = None,
     filename: str = "outputs.jsonl",
 ):
-    """Push cases and outputs into an eval set (created if missing), as `import_cases` does: all or nothing."""
+    """Push cases and outputs into an eval set of the token's workspace (created there if missing), as
+    `import_cases` does: all or nothing."""
     check_scope(request, eval_set=eval_set)
     return Status(
         *run_import(
-            import_cases, body_source(request, filename), eval_set_name=eval_set, default_agent_version=agent_version
+            import_cases,
+            body_source(request, filename),
+            workspace=request.workspace,
+            eval_set_name=eval_set,
+            default_agent_version=agent_version,
         )
     )
 
@@ -156,7 +161,8 @@ def push_verdicts(
     skip_scorer: list[str] = Query([]),  # noqa: B008
 ):
     """Push verdicts judged elsewhere, as `import_verdicts` does (scorer/score/skip_scorer: Inspect AI logs), into
-    an imported judge config the token names; the run records the token."""
+    an imported judge config the token names, of the token's workspace (created there if missing); the run records
+    the token."""
     check_scope(request, eval_set=eval_set, rubric=rubric)
     check_judge(request, judge=judge)
     try:
@@ -169,6 +175,7 @@ def push_verdicts(
         status, body = run_import(
             import_verdicts,
             source,
+            workspace=request.workspace,
             eval_set_name=eval_set,
             rubric_ref=rubric,
             judge_name=judge,

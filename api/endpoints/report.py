@@ -33,7 +33,7 @@ def report(
         raise ApiError(400, f"by must be agent_version (or left out), not {by!r}")
     if by and agent_version:
         raise ApiError(400, "by=agent_version and agent_version exclude each other: pick one")
-    es, rv, jc = named(eval_set, rubric, judge)
+    es, rv, jc = named(eval_set, rubric, judge, workspace=request.workspace)
     built = (
         segmented_report(eval_set=es, rubric_version=rv, judge_config=jc)
         if by

@@ -106,7 +106,8 @@ def test_a_token_reaches_only_its_rubric_version_and_eval_sets(client, lead, rv)
     run = JudgeRun.objects.create(eval_set=make_eval_set("cal-2"), rubric_version=rv, judge_config=make_judge("j"))
     # Outside its scope, an existing run answers as a missing one does: ids tell nothing (the 404 test's message).
     hidden = call(client, "GET", f"/api/judge-runs/{run.pk}", token)
-    assert hidden.status_code == 404 and hidden.json() == {"error": f"there is no judge run {run.pk}", "problems": []}
+    assert hidden.status_code == 404
+    assert hidden.json() == {"error": "there is no judge run with this id", "problems": []}
     assert row_counts()["EvalSet"] == 1 and JudgeRun.objects.count() == 1  # nothing was written
     inside = call(client, "POST", "/api/outputs", token, {"records": [OUTPUT]}, eval_set="rc-1")
     assert inside.status_code == 201  # the positive control
@@ -340,7 +341,7 @@ def test_garbage_run_requests_get_a_helpful_error_and_start_nothing(client, toke
 
 def test_the_progress_of_an_unknown_run_is_a_404(client, tokens):
     response = call(client, "GET", "/api/judge-runs/4242", tokens["judge"])
-    assert response.status_code == 404 and response.json()["error"] == "there is no judge run 4242"
+    assert response.status_code == 404 and response.json()["error"] == "there is no judge run with this id"
     assert call(client, "GET", "/api/judge-runs/abc", tokens["judge"]).status_code == 400
 
 

@@ -16,6 +16,7 @@ from labeling.audit_order import seeded_order
 from labeling.models import AuditOrder
 from tests.api_helpers import call, create_token
 from tests.audit_helpers import candidate, gold, in_order, plan_on
+from tests.factories import set_role
 
 pytestmark = pytest.mark.django_db
 
@@ -227,8 +228,7 @@ def test_a_token_without_the_audit_scope_is_refused_before_anything(client, c):
 
 
 def test_a_token_whose_maker_is_no_longer_a_lead_may_not_act_for_one(client, c, token):
-    c.lead.role = Role.REVIEWER
-    c.lead.save(update_fields=["role"])
+    set_role(c.lead, Role.REVIEWER)
     response = call(client, "POST", "/api/audit-plans", token, ASK)
     assert response.status_code == 403 and "no longer a lead" in response.json()["error"]
     assert not AuditPlan.objects.exists()

@@ -12,7 +12,14 @@ from django.urls import reverse
 from api.models import GateToken
 from calibration.models import GateResult
 from tests import api_helpers
-from tests.factories import bulk_verdicts, make_eval_set, make_judge, make_rubric_version, mark_as_gating
+from tests.factories import (
+    bulk_verdicts,
+    default_workspace,
+    make_eval_set,
+    make_judge,
+    make_rubric_version,
+    mark_as_gating,
+)
 
 pytestmark = pytest.mark.django_db
 API = "/calibration/api/gate"
@@ -217,7 +224,12 @@ def test_token_management_is_for_leads(client, world, reviewer, lead):
     assert "This field is required" in body or "Name the project" in body
     assert "Select a valid choice" in body and "Give a pattern of printable characters" in body
     token = GateToken.objects.create(
-        project="p", rubric_version=world[2], token_hash="0" * 64, hint="icw_abcd", created_by=lead
+        workspace=default_workspace(),
+        project="p",
+        rubric_version=world[2],
+        token_hash="0" * 64,
+        hint="icw_abcd",
+        created_by=lead,
     )
     client.force_login(reviewer)
     client.post(reverse("calibration:revoke_token", args=[token.pk]))

@@ -20,7 +20,7 @@ from evals.models import Output
 from formats.models import TraceBinding, TraceOutcome, TraceSpan
 from formats.trace_outputs import finish_ready_traces
 from tests.api_helpers import call, create_token
-from tests.factories import make_eval_set, make_rubric_version
+from tests.factories import default_workspace, make_eval_set, make_rubric_version
 from tests.otel_helpers import as_otlp_json, export, post, refund_trace, span, traces_token
 
 pytestmark = pytest.mark.django_db
@@ -446,6 +446,7 @@ def test_no_token_a_wrong_token_or_one_without_the_traces_scope_is_refused(clien
     assert answer.status_code == 403 and "may not send traces" in status_of(answer).message
     # A traces scope without a bound eval set (not something the page makes): refused as well.
     GateToken.objects.create(
+        workspace=default_workspace(),
         project="p",
         rubric_version=make_rubric_version(),
         scopes=[TokenScope.TRACES],

@@ -18,7 +18,7 @@ from calibration.models import GateResult
 from evals.role_groups import LEAD_GROUP
 from judging.models import JudgeRun
 from overview.lead_permissions import sync_lead_group
-from tests.factories import make_eval_set, make_judge, make_rubric_version, make_user
+from tests.factories import default_workspace, make_eval_set, make_judge, make_rubric_version, make_user
 from tests.migration_helpers import migrate_to_latest
 
 pytestmark = pytest.mark.slow  # migrates from an old schema with data
@@ -72,7 +72,14 @@ def test_tokens_pushes_and_gate_results_survive_the_move_to_api(migrator):
     push = VerdictPush.objects.select_related("run", "token").get()
     assert (push.run, push.token.project) == (run, "ci") and JudgeRun.objects.get().push == push
     assert sorted((r.source, r.token_id) for r in GateResult.objects.all()) == [("cli", None), ("http", ci.pk)]
-    GateToken.objects.create(project="new", token_hash="c" * 64, hint="icw_new", created_by=lee, rubric_version=rv)
+    GateToken.objects.create(
+        workspace=default_workspace(),  # where the migration to workspaces put every row
+        project="new",
+        token_hash="c" * 64,
+        hint="icw_new",
+        created_by=lee,
+        rubric_version=rv,
+    )
     with connection.cursor() as cursor:  # still the old table, no copy
         cursor.execute("SELECT count(*) FROM calibration_gatetoken")
         assert cursor.fetchone() == (3,)

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 from api.models import GateToken, TokenScope, hash_token
 from evals.models import Role
 from formats.models import TraceBinding, TraceOutcome
-from tests.factories import make_eval_set, make_output, make_rubric_version, make_user
+from tests.factories import default_workspace, make_eval_set, make_output, make_rubric_version, make_user
 
 from .browser_helpers import screenshot
 
@@ -30,7 +30,8 @@ def traced_set(db):
         make_output(es, case_id=f"ticket-{i}")
     binding = TraceBinding.objects.create(eval_set=es, sample_one_in=10, root_span_name="support-agent")
     GateToken.objects.create(
-        project="support-bot", rubric_version=make_rubric_version(), scopes=[TokenScope.TRACES],
+        workspace=default_workspace(), project="support-bot", rubric_version=make_rubric_version(),
+        scopes=[TokenScope.TRACES],
         trace_binding=binding, eval_set_pattern=es.name, token_hash=hash_token("icw_t"), hint="icw_t", created_by=lead,
     )  # fmt: skip
     TraceOutcome.objects.bulk_create(
