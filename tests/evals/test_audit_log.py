@@ -142,7 +142,6 @@ def test_a_gating_review_writes_one_event(world, lead_b, team_b):
 
 # On main at b583a21 the gate page does not yet give a new token its workspace (the api sweep of #36 does):
 # the insert fails. Strict, so that the marker must go once it does.
-@pytest.mark.xfail(strict=True, reason="api/views.py _create_token sets no workspace yet (the api sweep of #36)")
 def test_creating_a_token_writes_one_event(client, world, lead_b, team_b):
     client.force_login(lead_b)
     client.get("/", {"workspace": "team-b"})  # work in team-b
