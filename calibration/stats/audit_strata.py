@@ -111,9 +111,10 @@ def stratum_log_capital(*, y: Floats, nulls: Floats, size: int, shared: int = 0)
 BLOCK_CELLS = 1 << 18
 
 
-# A block's capitals are products of at most this many factors before they are rescaled: each factor lies in
-# [1 - BET_SHARE, about sqrt(draws) / 2 x 2] (the cap keeps it above 1 - BET_SHARE), so 32 of them stay far inside
-# a float's range.
+# A block's capitals are products of at most this many factors before they are rescaled. For draws y in [0, 1] a
+# factor 1 + beta (y - c) is at least 1 - BET_SHARE where the cap holds (beta <= BET_SHARE / c), at least 1 - 1e-6
+# where c <= 1e-12 (beta <= 1e6), and at most 1 + beta (1 + |c|) with beta <= sqrt(draws + PRIOR_WEIGHT) / 2 (the
+# variance prior): at a million outputs 32 of them stay far inside a float's range.
 RESCALE = 32
 
 
@@ -184,8 +185,7 @@ class Running:
         cap = np.where(c > 1e-12, BET_SHARE / np.maximum(c, 1e-12), 1e6)  # the null moves only the cap
         factor = np.minimum(beta[:, :, :, None], cap[:, :, None, :])  # (B, S, E, G)
         factor *= (y.T[:, :, None] - c)[:, :, None, :]
-        factor += 1
-        np.maximum(factor, 1e-15, out=factor)
+        factor += 1  # at least 1 - BET_SHARE for draws in [0, 1] (RESCALE), so no floor is needed
         self.s_y, self.s_yy, self.t = s_y[-1].copy(), s_yy[-1].copy(), self.t + B
         if not every:
             self.capital = self.capital * np.multiply.reduce(factor, axis=0)

@@ -13,6 +13,7 @@ test_strata_size.py checks it against the implementation this replaced).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -150,7 +151,8 @@ def rejects(
 
 def _capital_after(y: Floats, nulls: Floats, size: int) -> Floats:
     """One sequence's log capital in one stratum after all its draws y (1, T), at the null totals `nulls` (G,)."""
-    return Running.fresh(1, nulls.size).advance(y, nulls[None, :], size, every=False)[0]
+    after = Running.fresh(1, nulls.size).advance(y, nulls[None, :], size, every=False)
+    return cast(Floats, after[0])
 
 
 @dataclass
