@@ -30,14 +30,6 @@ def per_stratum(gold: Floats, path: Ints) -> tuple[Floats, Floats]:
     return gold[path == 0][None, :], gold[path == 1][None, :]
 
 
-def _counts_along(path: Ints) -> Ints:
-    """(T + 1, 2): the labels in each stratum before and after each label of the path."""
-    steps = np.zeros((path.size + 1, 2), dtype=int)
-    steps[1:, 0] = np.cumsum(path == 0)
-    steps[1:, 1] = np.cumsum(path == 1)
-    return steps
-
-
 def _plan_tests(
     gold: Floats, path: Ints, sizes: tuple[int, int], minimum: float, confidence: float, min_gold: int
 ) -> tuple[Floats, Floats]:

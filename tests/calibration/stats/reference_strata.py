@@ -43,7 +43,15 @@ from calibration.stats.audit_strata import (
     refine,
     split_grid,
 )
-from calibration.stats.strata_plan import _check_plan, _counts_along, _estimate, _forecast_grids, per_stratum
+from calibration.stats.strata_plan import _check_plan, _estimate, _forecast_grids, per_stratum
+
+
+def _counts_along(path: Ints) -> Ints:
+    """(T + 1, 2): the labels in each stratum before and after each label of the path."""
+    steps = np.zeros((path.size + 1, 2), dtype=int)
+    steps[1:, 0] = np.cumsum(path == 0)
+    steps[1:, 1] = np.cumsum(path == 1)
+    return steps
 
 
 def stratum_log_capital(*, y: Floats, nulls: Floats, size: int, shared: int = 0) -> Floats:
