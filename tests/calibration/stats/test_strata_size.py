@@ -83,7 +83,7 @@ def test_a_stratums_capital_is_what_the_loop_of_one_draw_at_a_time_gave():
 
 
 def test_a_plans_decision_and_bounds_are_the_replaced_implementations_on_small_candidates():
-    decided = [same_decision(plan)[0] for plan, _ in plans(11, 8, (60, 800))]
+    decided = [same_decision(plan)[0] for plan, _ in plans(12, 8, (60, 800))]
     assert {PASS, FAIL, None} <= set(decided)  # every kind of reading was compared
 
 
