@@ -127,21 +127,11 @@ def start_plan(
         ) from exc
 
 
-# The largest candidate a stratified plan is offered for: its figures replay every forecast simulation's own tests,
-# which takes about 10 s at 2,000 outputs and grows with N (a uniform plan has no limit).
-STRATIFIED_MAX_N = 4000
-
-
 def _frozen_strata(order: AuditOrder, criterion: Criterion, judge_config: JudgeConfig, agent_version: str) -> str:
     """The stratum of each output of the population (one digit, in order position) from the judge's verdicts now:
-    0 judged PASS, 1 the rest. Refused without a single PASS or FAIL verdict (there would be nothing to split),
-    and above STRATIFIED_MAX_N outputs."""
+    0 judged PASS, 1 the rest. Refused without a single PASS or FAIL verdict (there would be nothing to split).
+    Any size: the figures cost the labels and the strata's pairs, not N (calibration/stats/strata_walk.py)."""
     population = population_of(order.pk, agent_version)
-    if len(population) > STRATIFIED_MAX_N:
-        raise AuditPlanError(
-            f"A stratified audit is offered for candidates of up to {STRATIFIED_MAX_N:,} outputs, and this one has "
-            f"{len(population):,}: its forecast would take minutes to read. Start a uniform audit."
-        )
     scope = label_frames.Scope(order.queue.eval_set, criterion.rubric_version, agent_version or None)
     judge = by_output(current_verdicts(frames.load_verdicts(scope, judge_config)), criterion.pk, "judge")
     verdicts = [verdict_value(judge.get(output_id)) for output_id, _, _ in population]

@@ -33,7 +33,7 @@ Nothing about the judge: a poor one costs labels, never validity.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -85,7 +85,8 @@ def stratum_log_capital(*, y: Floats, nulls: Floats, size: int, shared: int = 0)
     each capped at BET_SHARE / c (so a draw of 0 keeps the capital positive); the residual variance is shrunk
     towards 1/4 with PRIOR_WEIGHT pseudo-labels. beta does not depend on s except through the cap, and each
     factor falls as c rises, so the capital falls as s rises: what `_pairs` rests on. Once the draws exceed s, the
-    null is refuted and the capital is REFUTED (which keeps it falling in s).
+    null is refuted and the capital is REFUTED (which keeps it falling in s). The draws are run in blocks
+    (`Running`): the cost is the draws times the null totals, whatever the stratum's size.
     """
     y = np.atleast_2d(np.asarray(y, dtype=float))
     S, T = y.shape
@@ -95,62 +96,120 @@ def stratum_log_capital(*, y: Floats, nulls: Floats, size: int, shared: int = 0)
     nulls = np.broadcast_to(np.asarray(nulls, dtype=float), (S, np.shape(nulls)[-1]))
     out = np.zeros((S, nulls.shape[1], T + 1))
     shared = min(shared, T) if one_row and S > 1 else 0
+    state = Running.fresh(1 if shared else S, nulls.shape[1])
     if shared:
-        first = _Capital.fresh(1, nulls.shape[1])
-        first.run(y[:1], nulls[:1], size, 0, shared, out[:1])
-        out[:, :, : shared + 1] = out[:1, :, : shared + 1]
-        state = first.repeated(S)
-    else:
-        state = _Capital.fresh(S, nulls.shape[1])
-    state.run(y, nulls, size, shared, T, out)
+        for at, block in state.blocks(y[:1, :shared], nulls[:1], size):
+            out[:, :, at + 1 : at + 1 + block.shape[0]] = block.transpose(1, 2, 0)
+        state = state.repeated(S)
+    for at, block in state.blocks(y[:, shared:], nulls, size):
+        out[:, :, shared + at + 1 : shared + at + 1 + block.shape[0]] = block.transpose(1, 2, 0)
     return out
 
 
+# A block of draws holds about this many cells (draws x sequences x EDGES x null totals) in each of its arrays:
+# large enough that numpy's per-call cost is small beside the arithmetic, small enough to stay in the caches.
+BLOCK_CELLS = 1 << 18
+
+
+# A block's capitals are products of at most this many factors before they are rescaled. For draws y in [0, 1] a
+# factor 1 + beta (y - c) is at least 1 - BET_SHARE where the cap holds (beta <= BET_SHARE / c), at least 1 - 1e-6
+# where c <= 1e-12 (beta <= 1e6), and at most 1 + beta (1 + |c|) with beta <= sqrt(draws + PRIOR_WEIGHT) / 2 (the
+# variance prior): at a million outputs 32 of them stay far inside a float's range.
+RESCALE = 32
+
+
 @dataclass
-class _Capital:
-    """stratum_log_capital's running state: each edge's capital as capital[s, g, e] * exp(scale[s, g]) (products,
-    not sums of logs: a log and an exp per cell and step fewer; rescaled before they could overflow or
-    underflow), and the sums of the draws and of their squares so far."""
+class Running:
+    """One stratum's tests at G null totals for S sequences after `t` draws: each edge's capital as
+    capital[s, e, g] * exp(scale[s, g]) (products, rescaled before they could overflow or underflow), and the sums
+    of the draws and of their squares (S,). `advance` takes the next draws as a block, every bet of the block in one
+    numpy expression: a bet reads only sums of the draws before it (running sums, carried), so only the capitals'
+    products run draw by draw, a slab of (S, E, G) at a time."""
 
     capital: Floats
     scale: Floats
     s_y: Floats
     s_yy: Floats
+    t: int
 
     @classmethod
-    def fresh(cls, S: int, G: int) -> _Capital:
-        return cls(np.ones((S, G, EDGES.size)), np.zeros((S, G)), np.zeros(S), np.zeros(S))
+    def fresh(cls, S: int, G: int) -> Running:
+        return cls(np.ones((S, EDGES.size, G)), np.zeros((S, G)), np.zeros(S), np.zeros(S), 0)
 
-    def repeated(self, S: int) -> _Capital:
-        return _Capital(
+    def repeated(self, S: int) -> Running:
+        return Running(
             np.repeat(self.capital, S, axis=0),
             np.repeat(self.scale, S, axis=0),
             np.repeat(self.s_y, S),
             np.repeat(self.s_yy, S),
+            self.t,
         )
 
-    def run(self, y: Floats, nulls: Floats, size: int, start: int, end: int, out: Floats) -> None:
-        """Draws start..end - 1 of y, writing log K after each into out[:, :, t + 1]."""
-        for t in range(start, end):
-            c = (nulls - self.s_y[:, None]) / (size - t)
-            var = (PRIOR_WEIGHT * 0.25 + np.maximum(self.s_yy - (self.s_y**2 / t if t else 0.0), 0.0)) / (
-                t + PRIOR_WEIGHT
-            )
-            gain = (size / (size - t)) * EDGES
-            beta = gain[None, :] / (var[:, None] + gain[None, :] ** 2)  # (S, E): the null moves only the cap
-            cap = np.where(c > 1e-12, BET_SHARE / np.maximum(c, 1e-12), 1e6)
-            beta = np.minimum(beta[:, None, :], cap[:, :, None])
-            self.capital *= np.maximum(1 + beta * (y[:, t, None] - c)[:, :, None], 1e-15)
-            total = self.capital.sum(axis=2)
-            out[:, :, t + 1] = self.scale + np.log(total) - math.log(EDGES.size)
-            wild = (total > 1e100) | (total < 1e-100)
-            if wild.any():
-                self.capital[wild] /= total[wild][:, None]
-                self.scale[wild] += np.log(total[wild])
-            self.s_y += y[:, t]
-            self.s_yy += y[:, t] ** 2
-            # Draws already above a null total refute it outright: no order could make it true.
-            out[:, :, t + 1] = np.where(self.s_y[:, None] > nulls + 1e-9, REFUTED, out[:, :, t + 1])
+    def rows(self, rows: Ints) -> Running:
+        """The state of sequences `rows` only."""
+        return Running(self.capital[rows], self.scale[rows], self.s_y[rows], self.s_yy[rows], self.t)
+
+    def step(self) -> int:
+        """Draws per block: about BLOCK_CELLS cells, at most RESCALE draws."""
+        return max(1, min(RESCALE, BLOCK_CELLS // max(1, self.capital.size)))
+
+    def blocks(self, y: Floats, nulls: Floats, size: int) -> Iterator[tuple[int, Floats]]:
+        """Advance by the draws y (S, T), a block at a time: (the block's first draw in y, log K after each of its
+        draws (B, S, G))."""
+        step = self.step()
+        for at in range(0, y.shape[1], step):
+            yield at, self.advance(y[:, at : at + step], nulls, size)
+
+    def advance(self, y: Floats, nulls: Floats, size: int, *, every: bool = True) -> Floats:
+        """The draws y (S, B) in sequence at null totals `nulls` (S, G) (or (1, G)): log K after each draw
+        (B, S, G), or with every=False after the last only (S, G). The arithmetic is that of one draw at a time
+        (the sums of draws are the same additions in the same order; only the rescaling falls elsewhere)."""
+        S, B = y.shape
+        if B > self.step():
+            parts = [
+                self.advance(y[:, at : at + self.step()], nulls, size, every=every) for at in range(0, B, self.step())
+            ]
+            return np.concatenate(parts) if every else parts[-1]
+        if B == 0:
+            return np.zeros((0, S, nulls.shape[-1])) if every else self.last(nulls)
+        t = self.t + np.arange(B)
+        # The sums before each draw, and after the last: (B + 1, S).
+        s_y = np.cumsum(np.concatenate([self.s_y[None, :], y.T]), axis=0)
+        s_yy = np.cumsum(np.concatenate([self.s_yy[None, :], (y**2).T]), axis=0)
+        before, before_yy = s_y[:-1], s_yy[:-1]
+        spread = np.divide(before**2, t[:, None], out=np.zeros_like(before), where=t[:, None] > 0)
+        var = (PRIOR_WEIGHT * 0.25 + np.maximum(before_yy - spread, 0.0)) / (t + PRIOR_WEIGHT)[:, None]  # (B, S)
+        gain = (size / (size - t))[:, None] * EDGES  # (B, E)
+        beta = gain[:, None, :] / (var[:, :, None] + gain[:, None, :] ** 2)  # (B, S, E)
+        c = (nulls[None, :, :] - before[:, :, None]) / (size - t)[:, None, None]  # (B, S, G)
+        cap = np.where(c > 1e-12, BET_SHARE / np.maximum(c, 1e-12), 1e6)  # the null moves only the cap
+        factor = np.minimum(beta[:, :, :, None], cap[:, :, None, :])  # (B, S, E, G)
+        factor *= (y.T[:, :, None] - c)[:, :, None, :]
+        factor += 1  # at least 1 - BET_SHARE for draws in [0, 1] (RESCALE), so no floor is needed
+        self.s_y, self.s_yy, self.t = s_y[-1].copy(), s_yy[-1].copy(), self.t + B
+        if not every:
+            self.capital = self.capital * np.multiply.reduce(factor, axis=0)
+            total = self.capital.sum(axis=1)
+            self._rescale(total)
+            return self.last(nulls)
+        factor[0] *= self.capital
+        for i in range(1, B):  # the running products, slab by slab
+            factor[i] *= factor[i - 1]
+        total = factor.sum(axis=2)  # (B, S, G)
+        out = self.scale + np.log(total) - math.log(EDGES.size)
+        self.capital = factor[-1].copy()
+        self._rescale(total[-1])
+        # Draws already above a null total refute it outright: no order could make it true.
+        return np.where(s_y[1:, :, None] > nulls[None, :, :] + 1e-9, REFUTED, out)
+
+    def _rescale(self, total: Floats) -> None:
+        self.capital /= total[:, None, :]
+        self.scale = self.scale + np.log(total)
+
+    def last(self, nulls: Floats) -> Floats:
+        """log K now (S, G)."""
+        out = self.scale + np.log(self.capital.sum(axis=1)) - math.log(EDGES.size)
+        return np.where(self.s_y[:, None] > nulls + 1e-9, REFUTED, out) if self.t else out
 
 
 def split_grid(total: float, sizes: tuple[int, int], points: int = SPLIT_POINTS) -> Floats:

@@ -21,7 +21,8 @@ from calibration.stats.audit_stats import (
     decision_of,
     first_decisions,
 )
-from calibration.stats.audit_strata import Tests, build_tests, refine, run_allocation, split_grid
+from calibration.stats.audit_strata import refine, split_grid
+from calibration.stats.strata_walk import SideWalk, along, final, first_along, rejects, side_values
 
 
 def per_stratum(gold: Floats, path: Ints) -> tuple[Floats, Floats]:
@@ -29,49 +30,53 @@ def per_stratum(gold: Floats, path: Ints) -> tuple[Floats, Floats]:
     return gold[path == 0][None, :], gold[path == 1][None, :]
 
 
-def _counts_along(path: Ints) -> Ints:
-    """(T + 1, 2): the labels in each stratum before and after each label of the path."""
-    steps = np.zeros((path.size + 1, 2), dtype=int)
-    steps[1:, 0] = np.cumsum(path == 0)
-    steps[1:, 1] = np.cumsum(path == 1)
-    return steps
-
-
-def _along(tests: Tests, path: Ints) -> tuple[Floats, Floats, Floats, Floats]:
-    """Each side's log capital after each label of one plan's path (T,), and stratum 0's null total at its hardest
-    pair then (T,)."""
-    counts = _counts_along(path)[1:]
-    rows = np.zeros(path.size, dtype=int)
-    pass_products = tests.pass_side.products(rows, counts)
-    fail_products = tests.fail_side.products(rows, counts)
-    return (
-        pass_products.min(axis=1),
-        fail_products.min(axis=1),
-        tests.pass_side.pairs[0][0, pass_products.argmin(axis=1)],
-        tests.fail_side.pairs[0][0, fail_products.argmin(axis=1)],
-    )
-
-
 def _plan_tests(
-    gold: Floats, path: Ints, sizes: tuple[int, int], minimum: float, threshold: float
-) -> tuple[Tests, Floats, Floats]:
-    """The tests of one plan on a grid refined around the hardest split wherever a side came within a factor e^2
-    of deciding, and at the last label (the refinement only raises the lower bounds, and the same labels always
-    get the same grid). Each side's log capital along the path."""
+    gold: Floats, path: Ints, sizes: tuple[int, int], minimum: float, confidence: float, min_gold: int
+) -> tuple[Floats, Floats]:
+    """Each side's log capital along one plan's path, on a grid refined around the hardest split wherever the side
+    came within a factor e^2 of deciding, and at the last label (the refinement only raises the lower bounds, and
+    the same labels always get the same grid).
+
+    What the decision reads of the refined tests is each label's up to the first decision, and the last label's
+    (the evidence): the refined product is at least the coarse one at every label (each of its pairs lies within
+    a coarse pair's bracket), so it decides no later than the coarse test, and the labels after the coarse test's
+    first decision are run through without reading them (their entries keep the coarse values, which decide
+    nothing earlier)."""
     N = sizes[0] + sizes[1]
+    threshold = math.log(2 / (1 - confidence))
     stratum_gold = per_stratum(gold, path)
-    coarse = build_tests(stratum_gold, sizes, minimum)
-    k_pass, k_fail, hard_pass, hard_fail = _along(coarse, path)
-    grids = []
-    for total, capital, hardest in ((minimum * N, k_pass, hard_pass), ((1 - minimum) * N, k_fail, hard_fail)):
-        near = np.unique(np.round(np.r_[hardest[capital >= threshold - 2], hardest[-1:]], 1))
+    values = (side_values(stratum_gold[0], minimum), side_values(stratum_gold[1], minimum))
+    totals = (minimum * N, (1 - minimum) * N)
+    coarse, grids = [], []
+    for side, total in enumerate(totals):
+        ys = (values[0][side], values[1][side])
         grid = split_grid(total, sizes)
+        capital, hardest = along(SideWalk.fresh(1, sizes, total, grid), ys, path)
+        near = np.unique(np.round(np.r_[hardest[capital >= threshold - 2], hardest[-1:]], 1))
         for centre in near:
             grid = refine(grid, np.array([centre]))[0]
+        coarse.append(capital)
         grids.append(grid)
-    fine = build_tests(stratum_gold, sizes, minimum, (grids[0], grids[1]))
-    k_pass, k_fail, _, _ = _along(fine, path)
-    return fine, k_pass, k_fail
+    first = first_decisions(
+        gold=gold[None, :],
+        N=N,
+        log_k_pass=coarse[0][None, :],
+        log_k_fail=coarse[1][None, :],
+        minimum=minimum,
+        confidence=confidence,
+        min_gold=min_gold,
+    )
+    stop = int(first.at[0]) if first.at[0] > 0 else path.size
+    seen = [int(np.sum(path[:stop] == h)) for h in (0, 1)]
+    capitals = []
+    for side, total in enumerate(totals):
+        ys = (values[0][side], values[1][side])
+        walk = SideWalk.fresh(1, sizes, total, grids[side])
+        capital = coarse[side].copy()
+        capital[:stop] = along(walk, ys, path[:stop])[0]
+        capital[-1] = final(walk, (ys[0][:, seen[0] :], ys[1][:, seen[1] :]))[0]
+        capitals.append(capital)
+    return capitals[0], capitals[1]
 
 
 def _estimate(stratum_gold: tuple[Floats, Floats], sizes: tuple[int, int]) -> float | None:
@@ -133,7 +138,7 @@ def stratified_decision(
     N = sizes[0] + sizes[1]
     threshold = math.log(2 / (1 - confidence))
     if g.size:
-        _, k_pass, k_fail = _plan_tests(g, p, sizes, minimum, threshold)
+        k_pass, k_fail = _plan_tests(g, p, sizes, minimum, confidence, min_gold)
     else:
         k_pass = k_fail = np.zeros(0)
     d = first_decisions(
@@ -152,15 +157,15 @@ def stratified_decision(
     return decision_of(d, gold=g, N=N, bounds=(lower, upper), estimate=estimate, rule=(minimum, confidence, min_gold))
 
 
-def _rejected(g: Floats, p: Ints, sizes: tuple[int, int], m: float, threshold: float) -> tuple[bool, bool]:
-    """Whether "pass rate <= m" and "pass rate >= m" are rejected at the last label, on split_grid's grid (a lower
-    bound at every split like any grid: the interval it gives is a little wider than a refined grid's, and
-    valid)."""
-    tests = build_tests(per_stratum(g, p), sizes, m)
-    rows, counts = np.zeros(1, dtype=int), _counts_along(p)[-1:]
-    return bool(tests.pass_side.at(rows, counts)[0] >= threshold), bool(
-        tests.fail_side.at(rows, counts)[0] >= threshold
-    )
+def _rejected(g: Floats, p: Ints, sizes: tuple[int, int], m: float, threshold: float, side: int) -> bool:
+    """Whether "pass rate <= m" (side 0) or "pass rate >= m" (side 1) is rejected at the last label, on split_grid's
+    grid (a lower bound at every split like any grid: the interval it gives is a little wider than a refined
+    grid's, and valid)."""
+    N = sizes[0] + sizes[1]
+    total = m * N if side == 0 else (1 - m) * N
+    stratum_gold = per_stratum(g, p)
+    ys = (side_values(stratum_gold[0], m)[side], side_values(stratum_gold[1], m)[side])
+    return rejects(ys, sizes, total, split_grid(total, sizes), threshold)
 
 
 def _bounds(g: Floats, p: Ints, sizes: tuple[int, int], threshold: float) -> tuple[float, float]:
@@ -177,20 +182,20 @@ def _bounds(g: Floats, p: Ints, sizes: tuple[int, int], threshold: float) -> tup
     # The largest m with "pass rate <= m" rejected is the lower bound (rejections below it follow: a lower m is
     # a smaller null); bisection on the grid of step.
     lo, hi = 0, int(math.floor(exact_upper / step))  # grid indices: lo rejected or the floor, hi not
-    if not _rejected(g, p, sizes, lo * step, threshold)[0]:
+    if not _rejected(g, p, sizes, lo * step, threshold, 0):
         lower = 0.0
     else:
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if _rejected(g, p, sizes, mid * step, threshold)[0] else (lo, mid)
+            lo, hi = (mid, hi) if _rejected(g, p, sizes, mid * step, threshold, 0) else (lo, mid)
         lower = lo * step
     lo, hi = int(math.ceil(exact_lower / step)), int(round(1 / step))
-    if not _rejected(g, p, sizes, hi * step, threshold)[1]:
+    if not _rejected(g, p, sizes, hi * step, threshold, 1):
         upper = 1.0
     else:
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if _rejected(g, p, sizes, mid * step, threshold)[1] else (mid, hi)
+            lo, hi = (lo, mid) if _rejected(g, p, sizes, mid * step, threshold, 1) else (mid, hi)
         upper = hi * step
     return max(lower, exact_lower), min(upper, exact_upper)
 
@@ -223,37 +228,34 @@ def stratified_forecast(
     full_path = np.concatenate([p, np.asarray(ahead, dtype=np.int8).ravel()])
     if full_path.size != sizes[0] + sizes[1] or int(np.sum(full_path == 0)) != sizes[0]:
         raise ValueError("the path and the labels ahead must hold every output of each stratum once")
-    rng = np.random.default_rng(seed)
-    with_na = bool(np.any(g == NOT_APPLICABLE))
-    drawn = []
-    for h in (0, 1):
-        known = g[p == h]
-        full = np.concatenate([known, np.full(sizes[h] - known.size, np.nan)])
-        todo = np.isnan(full)
-        settled = full[~todo]
-        rate = rng.beta(1 + np.sum(settled == 1), 1 + np.sum(settled == 0), size=n_sims)
-        sims = np.tile(full, (n_sims, 1))
-        sims[:, todo] = (rng.random((n_sims, int(todo.sum()))) < rate[:, None]).astype(float)
-        if with_na:
-            na_rate = rng.beta(1 + np.sum(settled == NOT_APPLICABLE), 1 + np.sum(settled != NOT_APPLICABLE), n_sims)
-            na = rng.random((n_sims, int(todo.sum()))) < na_rate[:, None]
-            sims[:, todo] = np.where(na, NOT_APPLICABLE, sims[:, todo])
-        drawn.append(sims)
-    start = np.tile(_counts_along(p)[-1], (n_sims, 1))
-    # Each stratum's labels up to its first pending one are the same in every simulation.
-    shared = tuple(int(np.argmax(np.isnan(np.r_[g[p == h], np.nan]))) for h in (0, 1))
-    gold_drawn = (drawn[0], drawn[1])
-    _, _, decided, at, _ = run_allocation(
-        gold=gold_drawn,
-        start=start,
+    drawn = _draw(g, p, sizes, n_sims, seed)
+    N = sizes[0] + sizes[1]
+    grids = _forecast_grids(sizes, minimum)
+    counts = (int(np.sum(p == 0)), int(np.sum(p == 1)))
+    # Each stratum's labels up to its first pending one are the same in every simulation: run once.
+    shared = [int(np.argmax(np.isnan(np.r_[g[p == h], np.nan]))) for h in (0, 1)]
+    sides = []
+    for side, total in enumerate((minimum * N, (1 - minimum) * N)):
+        walk = SideWalk.fresh(1, sizes, total, grids[side])
+        walk.skip(
+            (_values(drawn[0][:1, : shared[0]], minimum, side), _values(drawn[1][:1, : shared[1]], minimum, side))
+        )
+        walk = walk.repeated(n_sims)
+        walk.skip(
+            (
+                _values(drawn[0][:, shared[0] : counts[0]], minimum, side),
+                _values(drawn[1][:, shared[1] : counts[1]], minimum, side),
+            )
+        )
+        sides.append(walk)
+    decided, at = first_along(
+        sides=(sides[0], sides[1]),
+        gold=drawn,
         minimum=minimum,
+        path=full_path,
+        start=p.size,
         threshold=math.log(2 / (1 - confidence)),
-        k=max(k, 1),
-        first_k=max(k, 1),
         min_gold=min_gold,
-        grids=_forecast_grids(sizes, minimum),
-        shared=shared,  # type: ignore[arg-type]
-        path=np.tile(full_path, (n_sims, 1)),
     )
     more = np.maximum(at - p.size, 0)
     within = more <= k
@@ -268,6 +270,38 @@ def stratified_forecast(
         p90_labels=int(np.ceil(np.quantile(more, 0.9))),
         n_sims=n_sims,
     )
+
+
+def _draw(g: Floats, p: Ints, sizes: tuple[int, int], n_sims: int, seed: int) -> tuple[Ints, Ints]:
+    """Each simulation's gold of every output, per stratum in its order (n_sims, N_h): the labels' settled gold, and
+    for the rest (pending ones included) a pass with the simulation's rate (Beta(1 + passes, 1 + fails)), or N/A with
+    its N/A share once N/A gold is seen. int8 (1, 0, -1), a byte a cell, drawn a simulation at a time: the same
+    numbers as one draw of the whole (n_sims, outputs) block, in a small part of its memory."""
+    rng = np.random.default_rng(seed)
+    with_na = bool(np.any(g == NOT_APPLICABLE))
+    drawn = []
+    for h in (0, 1):
+        known = g[p == h]
+        full = np.concatenate([known, np.full(sizes[h] - known.size, np.nan)])
+        todo = np.isnan(full)
+        settled = full[~todo]
+        sims = np.tile(np.where(todo, 0, full).astype(np.int8), (n_sims, 1))
+        rate = rng.beta(1 + np.sum(settled == 1), 1 + np.sum(settled == 0), size=n_sims)
+        n_todo = int(todo.sum())
+        for row in range(n_sims):
+            sims[row, todo] = rng.random(n_todo) < rate[row]
+        if with_na:
+            na_rate = rng.beta(1 + np.sum(settled == NOT_APPLICABLE), 1 + np.sum(settled != NOT_APPLICABLE), n_sims)
+            for row in range(n_sims):
+                na = np.flatnonzero(todo)[rng.random(n_todo) < na_rate[row]]
+                sims[row, na] = -1
+        drawn.append(sims)
+    return drawn[0], drawn[1]
+
+
+def _values(gold: Ints, minimum: float, side: int) -> Floats:
+    """The values side 0 (PASS) or 1 (FAIL) reads of drawn gold (int8, no pending)."""
+    return side_values(gold.astype(float), minimum)[side]
 
 
 def _forecast_grids(sizes: tuple[int, int], minimum: float) -> tuple[Floats, Floats]:

@@ -190,14 +190,15 @@ def plan_candidate(rv):
     return _C()
 
 
-def test_a_stratified_plan_on_a_candidate_too_large_for_its_forecast_is_refused_with_the_way_out(monkeypatch):
-    from calibration.audits import plans
-
-    lead, rv, judge, eval_set, outputs = mixed()
-    monkeypatch.setattr(plans, "STRATIFIED_MAX_N", 39)
-    with pytest.raises(AuditPlanError, match="up to 39 outputs, and this one has 40.*Start a uniform audit"):
-        start(lead, rv, judge, eval_set)
-    assert not AuditPlan.objects.exists()
+@pytest.mark.slow
+def test_a_stratified_plan_starts_on_a_candidate_past_the_old_limit_of_4000_outputs_and_reads_its_figures():
+    # Stratified plans were refused above 4,000 outputs (their figures took minutes there); now any size starts.
+    lead, rv, judge, eval_set, outputs = mixed(passes=3001, fails=1100)
+    plan = start(lead, rv, judge, eval_set)
+    assert len(plan.strata) == 4101 and plan.strata.count("0") == 3001
+    figures = plan_figures(plan)
+    assert (figures.N, figures.strata_sizes, figures.n_labeled, figures.decided) == (4101, (3001, 1100), 0, None)
+    assert figures.forecast.expected_labels > 0
 
 
 def test_an_unknown_design_is_refused_by_the_service_and_the_command_and_nothing_is_written():
