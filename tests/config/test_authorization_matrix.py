@@ -23,7 +23,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from evals.models import Role
-from tests.workspace_helpers import KEY, build, same_answer, unmasked
+from tests.workspace_helpers import KEY, World, build, same_answer, unmasked
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -98,6 +98,18 @@ def kind_of(name: str, parameter: str) -> str | None:
     return PARAMETER_KINDS.get(parameter)
 
 
+def asked_afresh(client, user, method: str, path: str):
+    """One request in a session of its own: a message another request queued (the admin's "doesn't exist" after
+    a redirect not followed) would otherwise show on whichever page is rendered next, and differ by order alone."""
+    client.cookies.clear()
+    client.force_login(user)
+    return getattr(client, method)(path)
+
+
+def body_of(response) -> bytes:
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
 def url(name: str, params: list[str], ids: dict[str, str]) -> str:
     return reverse(name, kwargs={p: ids.get(p, SLUGS.get(p, "x")) for p in params})
 
@@ -125,27 +137,44 @@ def id_routes():
 ROLES = (Role.ANNOTATOR, Role.REVIEWER, Role.LEAD)
 
 
-@pytest.mark.parametrize("role", ROLES)
-def test_another_workspaces_ids_answer_as_missing_ones_on_every_page(client, worlds, role):
-    alpha, beta = worlds
-    client.raise_request_exception = False  # a 500 is an answer too: it differs from a missing id's 404
-    client.force_login(alpha.people[role])
-    problems = []
+def differences(client, user, mine: World, theirs: World) -> tuple[list[str], int]:
+    """Every id route, GET and POST, asked by `user` (of `mine`) with `theirs`' ids and with missing ids: the
+    pairs that answer differently, and how many pairs were asked."""
+    problems, asked = [], 0
     for name, params, kinds in id_routes():
         id_params = [p for p in params if kinds[p]]
-        own = {p: str(alpha.ids[kinds[p]]) for p in id_params}
-        variants = [({p: str(beta.ids[kinds[p]]) for p in id_params}, {p: str(MISSING) for p in id_params})]
-        if len(id_params) > 1:  # one of beta's ids among alpha's own
+        own = {p: str(mine.ids[kinds[p]]) for p in id_params}
+        variants = [({p: str(theirs.ids[kinds[p]]) for p in id_params}, {p: str(MISSING) for p in id_params})]
+        if len(id_params) > 1:  # one of the other workspace's ids among this one's own
             for p in id_params:
-                variants.append(({**own, p: str(beta.ids[kinds[p]])}, {**own, p: str(MISSING)}))
+                variants.append(({**own, p: str(theirs.ids[kinds[p]])}, {**own, p: str(MISSING)}))
         for foreign, missing in variants:
             for method in ("get", "post"):
-                a = getattr(client, method)(url(name, params, foreign))
-                b = getattr(client, method)(url(name, params, missing))
-                CHECKS["count"] += 1
+                a = asked_afresh(client, user, method, url(name, params, foreign))
+                b = asked_afresh(client, user, method, url(name, params, missing))
+                asked += 1
                 if not same_answer(a, b):
                     problems.append(f"{method.upper()} {name} {foreign}: {a.status_code} vs missing {b.status_code}")
+    return problems, asked
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("direction", ["alpha asks for beta's", "beta asks for alpha's"])
+def test_another_workspaces_ids_answer_as_missing_ones_on_every_page(client, worlds, role, direction):
+    alpha, beta = worlds if direction.startswith("alpha") else reversed(worlds)
+    client.raise_request_exception = False  # a 500 is an answer too: it differs from a missing id's 404
+    problems, asked = differences(client, alpha.people[role], alpha, beta)
+    CHECKS["count"] += asked
     assert not problems, "\n".join(problems)
+
+
+def test_the_comparison_tells_a_visible_object_from_a_missing_one(client, worlds):
+    """The negative control: beta's lead asking for beta's own ids gets its objects, which must answer otherwise
+    than missing ones on most pages; were the comparison blind, the matrix above would pass whatever leaked."""
+    _, beta = worlds
+    client.raise_request_exception = False
+    problems, asked = differences(client, beta.people[Role.LEAD], beta, beta)
+    assert len(problems) > asked / 2, (len(problems), asked)
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -159,7 +188,7 @@ def test_pages_without_ids_never_show_another_workspaces_names(client, worlds, r
             continue
         response = client.get(reverse(name))
         CHECKS["count"] += 1
-        if beta.only_name.encode() in unmasked(response.content):
+        if beta.only_name.encode() in unmasked(body_of(response)):
             leaks.append(f"{name} ({response.status_code})")
     assert not leaks, leaks
 
