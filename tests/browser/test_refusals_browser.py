@@ -7,7 +7,7 @@ from django.contrib.sessions.models import Session
 from playwright.sync_api import expect
 
 from evals.access import LABELING_REFUSED, SIGNED_OUT
-from evals.models import Role, User
+from evals.models import Membership, Role
 from labeling.models import Label
 
 from ..factories import labeling_setup, make_user
@@ -29,14 +29,14 @@ def test_a_demoted_or_signed_out_annotator_is_told_why_the_save_failed(live_serv
     page.keyboard.press("Enter")
     wait_saved(page, "correct_amount")
 
-    User.objects.filter(username="kim").update(role=Role.REVIEWER)  # a lead makes kim a reviewer meanwhile
+    Membership.objects.filter(user__username="kim").update(role=Role.REVIEWER)  # a lead makes kim a reviewer meanwhile
     page.keyboard.press("f")  # next_step: FAIL, saved on change
     status = page.locator("#status-next_step")
     expect(status).to_have_text(LABELING_REFUSED)
     expect(status).to_have_attribute("role", "alert")
     screenshot(page, "refused_save_demoted")
 
-    User.objects.filter(username="kim").update(role=Role.ANNOTATOR)
+    Membership.objects.filter(user__username="kim").update(role=Role.ANNOTATOR)
     Session.objects.all().delete()  # signed out elsewhere, or the session ended
     page.keyboard.type("NONE")
     page.keyboard.press("Enter")

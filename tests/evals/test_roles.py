@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from evals.access import has_role
 from evals.models import Role, User
+from tests.factories import default_workspace, make_workspace
 from tests.login_helpers import password_login
 
 
@@ -29,7 +30,7 @@ def test_every_role_sees_the_home_page(client, annotator, reviewer, lead):
 
 def test_an_inactive_account_cannot_log_in(client, outsider):
     assert not password_login(client, "outsider", "pw-for-tests-1")
-    assert not has_role(outsider, Role.ANNOTATOR)
+    assert not has_role(outsider, default_workspace(), Role.ANNOTATOR)
 
 
 @pytest.mark.django_db  # the page names the demo accounts that still have the public password (issue 41)
@@ -48,13 +49,30 @@ def test_the_admin_is_for_staff_only(client, lead):
 @pytest.mark.django_db
 def test_add_user_creates_then_updates_an_account(monkeypatch):
     monkeypatch.setenv("ICEWATER_PASSWORD", "correct horse battery")
+    workspace = default_workspace()  # the only one: --workspace may be left out
     call_command("add_user", "maria", "--role", "reviewer")
     user = User.objects.get(username="maria")
-    assert user.role == Role.REVIEWER and user.check_password("correct horse battery")
+    assert user.role_in(workspace) == Role.REVIEWER and user.check_password("correct horse battery")
     call_command("add_user", "maria", "--role", "lead")
-    user.refresh_from_db()
-    assert user.role == Role.LEAD
+    user = User.objects.get(username="maria")
+    assert user.role_in(workspace) == Role.LEAD
     assert User.objects.filter(username="maria").count() == 1
+
+
+@pytest.mark.django_db
+def test_add_user_gives_one_role_per_workspace(monkeypatch):
+    monkeypatch.setenv("ICEWATER_PASSWORD", "correct horse battery")
+    alpha, beta = make_workspace("alpha"), make_workspace("beta")
+    call_command("add_user", "maria", "--role", "annotator", "--workspace", "alpha")
+    call_command("add_user", "maria", "--role", "lead", "--workspace", "beta")
+    maria = User.objects.get(username="maria")
+    assert (maria.role_in(alpha), maria.role_in(beta)) == (Role.ANNOTATOR, Role.LEAD)
+    with pytest.raises(CommandError, match=r"say which workspace with --workspace SLUG .*workspaces: alpha, beta"):
+        call_command("add_user", "maria", "--role", "reviewer")  # two workspaces, none named
+    with pytest.raises(CommandError, match=r"there is no workspace 'gamma' \(workspaces: alpha, beta\)"):
+        call_command("add_user", "maria", "--role", "reviewer", "--workspace", "gamma")
+    maria = User.objects.get(username="maria")
+    assert (maria.role_in(alpha), maria.role_in(beta)) == (Role.ANNOTATOR, Role.LEAD)  # nothing changed
 
 
 @pytest.mark.django_db
@@ -75,6 +93,7 @@ def test_add_user_reactivates_an_imported_account(monkeypatch, outsider):
 )
 def test_add_user_rejects_bad_input_and_writes_nothing(monkeypatch, args, password, message):
     monkeypatch.setenv("ICEWATER_PASSWORD", password)
+    default_workspace()
     with pytest.raises(CommandError, match=message):
         call_command("add_user", *args)
     assert not User.objects.exists()
@@ -94,8 +113,10 @@ def test_add_user_rejects_an_unknown_role():
 def test_a_role_is_asked_through_has_role_not_a_user_property(lead):
     # User.is_lead / is_reviewer once said "no" to a superuser, whom has_role counts as a lead.
     assert not hasattr(User, "is_lead") and not hasattr(User, "is_reviewer")
-    superuser = User(username="root", is_superuser=True, role=Role.ANNOTATOR)
-    assert has_role(superuser, Role.LEAD) and has_role(lead, Role.LEAD)
+    workspace = default_workspace()
+    superuser = User(username="root", is_superuser=True)
+    assert has_role(superuser, workspace, Role.LEAD) and has_role(lead, workspace, Role.LEAD)
+    assert not has_role(lead, make_workspace("elsewhere"), Role.LEAD)  # a lead of one workspace only
 
 
 # A template reading a property the user does not have renders it empty, silently: so none reads one.

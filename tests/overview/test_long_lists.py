@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from calibration.models import GateResult
 from labeling.models import Annotation
-from tests.factories import annotate, make_eval_set, make_output, make_rubric_version
+from tests.factories import annotate, default_workspace, make_eval_set, make_output, make_rubric_version
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +36,14 @@ def test_a_short_my_work_has_no_page_links(client, annotator):
 
 def test_the_gate_history_is_paginated(client, lead):
     GateResult.objects.bulk_create(
-        GateResult(decision="passed", source="cli", eval_set_name=f"rc-{i}", rubric_ref="r@1", judge_name="j")
+        GateResult(
+            workspace=default_workspace(),
+            decision="passed",
+            source="cli",
+            eval_set_name=f"rc-{i}",
+            rubric_ref="r@1",
+            judge_name="j",
+        )
         for i in range(60)
     )
     client.force_login(lead)
