@@ -6,15 +6,22 @@ object id is then exactly as missing as an unknown one (the admin says "doesn't 
 lists another workspace's eval sets or rubrics. Every app's ModelAdmin of a model with rows in workspaces
 derives from `WorkspaceScopedAdmin`; a related-field filter is `(field, RelatedOnlyFieldListFilter)`, whose
 choices are read from the (already limited) list.
+
+A row with a `workspace` field of its own (eval sets, rubrics, judge configs) is added to the workspace in use,
+shown read-only on the add page, by a lead of that workspace (a superuser counts as one); only a superuser
+moves a row to another workspace on its change page.
 """
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.http import HttpRequest
 
-from evals.models import Role, User
+from evals.access import has_role
+from evals.models import Role, User, Workspace
 from evals.workspaces import workspace_path
 
 
@@ -38,6 +45,41 @@ def has_workspace(model: type[models.Model]) -> bool:
     return getattr(model, "workspace_path", None) is not None
 
 
+def has_own_workspace(model: type[models.Model]) -> bool:
+    """The model names its workspace in a field of its own (not through a parent row)."""
+    return any(field.name == "workspace" for field in model._meta.fields)
+
+
+def in_workspace_form(form: type[forms.ModelForm], workspace: Workspace | None) -> type[forms.ModelForm]:
+    """`form` for a model with a `workspace` field the form does not show: a new row gets `workspace`, and a
+    name already taken in the row's workspace is refused in words.
+
+    Django validates a constraint only when the form shows all its fields, so without the check below a taken
+    name would pass the form and fail the save with an integrity error (a 500 instead of the form again).
+    """
+
+    class InWorkspace(form):  # type: ignore[valid-type,misc]
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if self.instance.workspace_id is None and workspace is not None:
+                self.instance.workspace = workspace
+
+        def _post_clean(self) -> None:
+            super()._post_clean()
+            if "workspace" in self.fields or self.instance.workspace_id is None:
+                return  # shown: Django has checked its constraints (an empty workspace is its own error)
+            # Fields the form refused are left out, as Django does: their value is not the one to compare.
+            unchecked = {field.name for field in self.instance._meta.fields} - {*self.cleaned_data, "workspace"}
+            for constraint in self.instance._meta.constraints:
+                if "workspace" in getattr(constraint, "fields", ()):
+                    try:
+                        constraint.validate(type(self.instance), self.instance, exclude=unchecked)
+                    except ValidationError as refused:
+                        self.add_error(None, refused)
+
+    return InWorkspace
+
+
 class WorkspaceScopedAdmin(admin.ModelAdmin):
     """Lists, object pages, autocomplete and foreign-key choices limited to the workspaces the person leads."""
 
@@ -58,7 +100,20 @@ class WorkspaceScopedAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):
         fields = super().get_readonly_fields(request, obj)
-        # Moving a row to another workspace is the site administrator's (a lead would hand it to another team).
-        if not request.user.is_superuser and "workspace" in {f.name for f in self.model._meta.fields}:
+        # A new row goes to the workspace in use (shown, not chosen); moving a row to another workspace is the
+        # site administrator's (a lead would hand it to another team).
+        if has_own_workspace(self.model) and (obj is None or not request.user.is_superuser):
             return (*fields, "workspace") if "workspace" not in fields else fields
         return fields
+
+    def get_form(self, request: HttpRequest, obj=None, change: bool = False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if not has_own_workspace(self.model):
+            return form
+        return in_workspace_form(form, request.workspace)  # type: ignore[attr-defined]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        if not super().has_add_permission(request):
+            return False
+        # The new row goes to the workspace in use: only a lead of it adds one (with none in use, nobody).
+        return not has_own_workspace(self.model) or has_role(request.user, request.workspace, Role.LEAD)  # type: ignore[attr-defined]

@@ -2,9 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from evals.access import has_role
 from evals.admin_scope import WorkspaceScopedAdmin
-from evals.models import Role
 
 from .forms import JudgeConfigForm
 from .models import GoldSplit, HoldoutLook, JudgeConfig, JudgeRun, ProbedOutput, ProbeRun, RunItem, Verdict
@@ -19,28 +17,9 @@ class JudgeConfigAdmin(WorkspaceScopedAdmin):
     # shown here, never edited.
     readonly_fields = ("content_hash", "family", "version", "derived_from", "guidance_rubric_version", "guidance")
 
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        form = super().get_form(request, obj, change=change, **kwargs)
-        if obj is not None:
-            return form
-        workspace = request.workspace
-
-        class InWorkspace(form):  # type: ignore[valid-type,misc]
-            """A new config goes to the workspace the lead works in; its names are the ones to differ from."""
-
-            def __init__(self, *args, **kw):
-                super().__init__(*args, workspace=workspace, **kw)
-
-        return InWorkspace
-
-    def has_add_permission(self, request) -> bool:
-        # A new config belongs to the workspace in use: only a lead of it adds one.
-        return super().has_add_permission(request) and has_role(request.user, request.workspace, Role.LEAD)
-
     def save_model(self, request, obj, form, change):
         if not change:
-            obj.created_by = request.user
-            obj.workspace = request.workspace
+            obj.created_by = request.user  # its workspace is the one in use (WorkspaceScopedAdmin's form)
         super().save_model(request, obj, form, change)
 
     def get_readonly_fields(self, request, obj=None):

@@ -20,6 +20,7 @@ from ..factories import (
     bulk_calibration,
     bulk_verdicts,
     calibration_set,
+    default_workspace,
     make_eval_set,
     make_judge,
     make_output,
@@ -166,7 +167,7 @@ def test_a_lead_uses_the_admin_for_judge_configs_and_annotator_accounts(live_ser
     lee.is_staff = True
     lee.save()
     sync_role_group(lee)
-    make_user("ann", Role.ANNOTATOR)
+    ann = make_user("ann", Role.ANNOTATOR)
     judge = make_judge(
         "draft-judge",
         backend=JudgeConfig.Backend.INSTRUMENT,
@@ -184,4 +185,12 @@ def test_a_lead_uses_the_admin_for_judge_configs_and_annotator_accounts(live_ser
     page.goto(live_server.url + "/admin/evals/user/")
     page.get_by_role("link", name="ann", exact=True).click()
     expect(page.get_by_label("Superuser status")).to_have_count(0)  # read-only for a lead
-    expect(page.get_by_label("Role")).to_be_visible()
+    expect(page.get_by_label("Active")).to_be_visible()  # the account itself is the lead's to change
+    # Roles are per workspace now: not on the account's admin page, but on the workspace's Members page.
+    expect(page.get_by_label("Role")).to_have_count(0)
+    page.goto(live_server.url + "/members/")
+    page.get_by_label("Role of ann").select_option("reviewer")
+    page.locator("form", has=page.get_by_label("Role of ann")).get_by_role("button", name="Change role").click()
+    expect(page.get_by_text("ann is now a reviewer here.")).to_be_visible()
+    ann.forget_workspace_roles()
+    assert ann.role_in(default_workspace()) == Role.REVIEWER

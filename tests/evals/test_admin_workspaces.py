@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from evals.models import User
+from evals.models import EvalSet, Rubric, User, Workspace
 from evals.role_groups import LEAD_GROUP, sync_role_group
 from judging.models import JudgeConfig
 from labeling.models import LabelingQueue
-from tests.factories import make_eval_set, make_output
+from tests.factories import make_eval_set, make_output, make_workspace
 from tests.judging_helpers import CONFIG_FORM
-from tests.two_workspaces import MISSING
+from tests.two_workspaces import EVAL_SET, MISSING, RUBRIC, signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -81,3 +81,51 @@ def test_a_lead_adds_a_judge_config_to_the_workspace_in_use(sides, admin_lead):
     # A name alpha already has is refused in words, not with an integrity error.
     taken = admin_lead.post(reverse("admin:judging_judgeconfig_add"), {**form, "name": a.judge.name})
     assert taken.status_code == 200 and "already has a judge config of this name" in taken.content.decode()
+
+
+@pytest.mark.parametrize("model,name", [("evalset", EVAL_SET), ("rubric", RUBRIC)])
+def test_a_superuser_adds_to_the_workspace_in_use_and_a_taken_name_is_refused_in_words(sides, model, name):
+    a, b = sides
+    root = User.objects.create_superuser("site-admin", password="pw-for-tests-1")
+    rows = {"evalset": EvalSet, "rubric": Rubric}[model].objects
+    add = reverse(f"admin:evals_{model}_add")
+    in_beta = signed_in(root, b.workspace)
+    page = in_beta.get(add)
+    # The workspace is shown, not chosen: the add form has no workspace field, the page names the one in use.
+    assert page.status_code == 200 and "workspace" not in page.context["adminform"].form.fields
+    assert "Team beta" in page.content.decode() and "Team alpha" not in page.content.decode()
+    assert in_beta.post(add, {"name": "fresh", "description": ""}).status_code == 302
+    assert rows.get(name="fresh").workspace == b.workspace
+    # beta has this name: the form again with the reason (before the fix: an integrity error, a 500).
+    before = rows.count()
+    taken = in_beta.post(add, {"name": name, "description": ""})
+    assert taken.status_code == 200 and rows.count() == before
+    assert "with this Workspace and Name already exists" in taken.content.decode()
+    # The same name in a workspace that does not have it yet is fine (the negative control).
+    make_workspace("gamma")
+    assert signed_in(root, Workspace.objects.get(slug="gamma")).post(add, {"name": name}).status_code == 302
+    assert rows.filter(name=name).count() == 3
+
+
+def test_a_lead_renaming_an_eval_set_to_a_name_taken_in_their_workspace_is_told_so(sides, admin_lead):
+    a, b = sides
+    make_eval_set("taken-here", workspace=a.workspace)
+    make_eval_set("taken-there", workspace=b.workspace)
+    change = reverse("admin:evals_evalset_change", args=[a.eval_set.pk])
+    refused = admin_lead.post(change, {"name": "taken-here", "description": ""})
+    assert refused.status_code == 200 and "with this Workspace and Name already exists" in refused.content.decode()
+    assert EvalSet.objects.get(pk=a.eval_set.pk).name == EVAL_SET
+    # A name only another workspace has is free here; the workspace stays alpha's (read-only for a lead).
+    assert (
+        admin_lead.post(change, {"name": "taken-there", "description": "", "workspace": b.workspace.pk}).status_code
+        == 302
+    )
+    renamed = EvalSet.objects.get(pk=a.eval_set.pk)
+    assert (renamed.name, renamed.workspace) == ("taken-there", a.workspace)
+
+
+def test_nobody_adds_a_row_of_a_workspace_without_one_in_use(db, client):
+    client.force_login(User.objects.create_superuser("site-admin", password="pw-for-tests-1"))
+    assert client.get(reverse("admin:evals_evalset_add")).status_code == 403  # no workspace exists yet
+    make_workspace("first")
+    assert client.get(reverse("admin:evals_evalset_add")).status_code == 200

@@ -89,12 +89,12 @@ def test_a_rubric_named_with_an_at_sign_before_the_rule_is_still_found():
 @pytest.mark.django_db
 def test_forms_and_the_admin_refuse_an_at_sign_in_a_name_or_a_version():
     with pytest.raises(ValidationError) as refused:
-        Rubric(name="team@acme").full_clean()
+        Rubric(name="team@acme", workspace=default_workspace()).full_clean()
     assert refused.value.message_dict == {
         "name": ['A rubric name must not contain "@" (rubrics are referred to as NAME@VERSION).']
     }
-    Rubric(name="team-acme").full_clean()  # the negative control
-    rubric = Rubric.objects.create(name="refund")
+    Rubric(name="team-acme", workspace=default_workspace()).full_clean()  # the negative control
+    rubric = Rubric.objects.create(name="refund", workspace=default_workspace())
     with pytest.raises(ValidationError) as refused:
         RubricVersion(rubric=rubric, version="1@2", content_hash="x").full_clean()
     assert refused.value.message_dict == {
@@ -105,11 +105,13 @@ def test_forms_and_the_admin_refuse_an_at_sign_in_a_name_or_a_version():
 
 @pytest.mark.django_db
 def test_the_admin_form_shows_the_refusal(admin_client):
+    default_workspace()  # the workspace in use, where the admin adds the rubric
     response = admin_client.post("/admin/evals/rubric/add/", {"name": "team@acme"})
     assert response.status_code == 200
     assert "must not contain &quot;@&quot;" in response.content.decode()
     assert not Rubric.objects.exists()
     assert admin_client.post("/admin/evals/rubric/add/", {"name": "team-acme"}).status_code == 302
+    assert Rubric.objects.get().workspace == default_workspace()
 
 
 UNKNOWN_VERSION = "rubric 'refund' has no version '9' (known: 1)"

@@ -190,6 +190,7 @@ def test_an_operator_who_lists_a_host_and_a_variable_lets_a_lead_use_them(tmp_pa
 
 @pytest.mark.django_db
 def test_the_admin_refuses_them_too(admin_client):
+    default_workspace()  # the workspace in use, where the admin adds the config
     response = admin_client.post("/admin/judging/judgeconfig/add/", {**FORM, **ATTACK})
     page = response.content.decode()
     assert response.status_code == 200 and not JudgeConfig.objects.exists()

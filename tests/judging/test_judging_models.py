@@ -10,12 +10,12 @@ from judging import current_verdicts as reading
 from judging.models import JudgeConfig, JudgeConfigLocked, JudgeRun, Verdict
 from judging.sample_majority import majority
 from labeling import label_frames
-from tests.factories import make_eval_set, make_output, make_rubric_version
+from tests.factories import default_workspace, make_eval_set, make_output, make_rubric_version
 
 
 @pytest.mark.django_db
 def test_an_unused_config_may_change_and_its_hash_follows():
-    config = JudgeConfig.objects.create(name="j", backend="openai", model_id="m-2026-01")
+    config = JudgeConfig.objects.create(name="j", backend="openai", model_id="m-2026-01", workspace=default_workspace())
     first = config.content_hash
     config.model_id = "m-2026-02"
     config.save()
@@ -27,7 +27,7 @@ def test_an_unused_config_may_change_and_its_hash_follows():
 
 @pytest.mark.django_db
 def test_a_used_config_cannot_change_in_any_field():
-    config = JudgeConfig.objects.create(name="j", backend="openai", model_id="m-2026-01")
+    config = JudgeConfig.objects.create(name="j", backend="openai", model_id="m-2026-01", workspace=default_workspace())
     JudgeRun.objects.create(eval_set=make_eval_set(), rubric_version=make_rubric_version(), judge_config=config)
     for field, value in (("model_id", "m-2026-02"), ("temperature", 0.5), ("name", "renamed"), ("samples", 3)):
         fresh = JudgeConfig.objects.get(pk=config.pk)
@@ -77,7 +77,9 @@ EXPECTED = {
 @pytest.mark.django_db
 def test_the_judge_pages_and_calibration_read_the_same_current_verdict_from_stored_samples():
     eval_set, rv = make_eval_set(), make_rubric_version()
-    judge = JudgeConfig.objects.create(name="j", backend="openai", model_id="m", samples=3)
+    judge = JudgeConfig.objects.create(
+        name="j", backend="openai", model_id="m", samples=3, workspace=eval_set.workspace
+    )
     outputs = {name: make_output(eval_set, case_id=name) for name in ("o1", "o2")}
     criteria = {c.key: c for c in rv.criteria.all()}
     runs = {
@@ -124,7 +126,7 @@ def test_the_judge_pages_and_calibration_read_the_same_current_verdict_from_stor
 
 @pytest.mark.django_db
 def test_the_admin_shows_a_used_config_read_only(admin_client):
-    config = JudgeConfig.objects.create(name="j", backend="openai", model_id="m-2026-01")
+    config = JudgeConfig.objects.create(name="j", backend="openai", model_id="m-2026-01", workspace=default_workspace())
     url = f"/admin/judging/judgeconfig/{config.pk}/change/"
     assert 'name="model_id"' in admin_client.get(url).content.decode()
     JudgeRun.objects.create(eval_set=make_eval_set(), rubric_version=make_rubric_version(), judge_config=config)

@@ -103,6 +103,7 @@ def test_add_judge_refuses_it_and_writes_nothing(tmp_path):
 
 @pytest.mark.django_db
 def test_the_admin_refuses_it(admin_client):
+    default_workspace()  # the workspace in use, where the admin would add the config
     instruments = {"no_voucher": {"kind": "regex_must_not_match", "pattern": "refund(?!ed)"}}
     form = {**CONFIG_FORM, "name": "lookahead", "instruments": json.dumps(instruments)}
     response = admin_client.post("/admin/judging/judgeconfig/add/", form)

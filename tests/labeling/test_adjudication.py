@@ -257,7 +257,8 @@ def test_the_adjudication_page_never_shows_a_judge_verdict(client, reviewer, spl
     from judging.models import JudgeConfig, JudgeRun, Verdict
 
     eval_set, rv, output, crit = split
-    config = JudgeConfig.objects.create(name="anchoring-judge", backend="instrument")
+    # In the eval set's workspace: a verdict the reviewer could otherwise be shown.
+    config = JudgeConfig.objects.create(name="anchoring-judge", backend="instrument", workspace=eval_set.workspace)
     run = JudgeRun.objects.create(eval_set=eval_set, rubric_version=rv, judge_config=config)
     Verdict.objects.create(
         run=run, output=output, rubric_version=rv, criterion=crit["correct_amount"], judge_config=config,

@@ -132,8 +132,8 @@ def test_the_rubric_editor_speaks_of_gold_not_of_source_files(demo, lee):
 @pytest.mark.slow
 def test_imported_judges_show_no_content_hash_that_would_read_the_same(demo, lee):
     es, rv, judge = demo
-    first = JudgeConfig.objects.create(name="inspect-a", backend=JudgeConfig.Backend.IMPORTED)
-    second = JudgeConfig.objects.create(name="inspect-b", backend=JudgeConfig.Backend.IMPORTED)
+    first = JudgeConfig.objects.create(name="inspect-a", backend=JudgeConfig.Backend.IMPORTED, workspace=es.workspace)
+    second = JudgeConfig.objects.create(name="inspect-b", backend=JudgeConfig.Backend.IMPORTED, workspace=es.workspace)
     assert first.content_hash == second.content_hash  # why the pages must not show it
     for config in (first, second):
         report = lee.get(report_url(es, rv, config)).content.decode()
@@ -147,7 +147,9 @@ def test_imported_judges_show_no_content_hash_that_would_read_the_same(demo, lee
 @pytest.mark.slow
 def test_a_judge_without_verdicts_on_a_criterion_is_said_so_on_the_report(demo, lee):
     es, rv, _ = demo
-    imported = JudgeConfig.objects.create(name="inspect-partial", backend=JudgeConfig.Backend.IMPORTED)
+    imported = JudgeConfig.objects.create(
+        name="inspect-partial", backend=JudgeConfig.Backend.IMPORTED, workspace=es.workspace
+    )
     page = lee.get(report_url(es, rv, imported)).content.decode()
     line = verdict_line(page, "correct_amount")
     assert "this judge has no verdicts for correct_amount" in line and 'data-why="no_verdicts"' in line
