@@ -22,7 +22,7 @@ from django.http import HttpRequest
 
 from evals.access import has_role
 from evals.models import Role, User, Workspace
-from evals.workspaces import workspace_path
+from evals.workspaces import workspace_id_of, workspace_path
 
 
 def led_workspace_ids(user: User) -> list[int] | None:
@@ -80,6 +80,26 @@ def in_workspace_form(form: type[forms.ModelForm], workspace: Workspace | None) 
     return InWorkspace
 
 
+def one_workspace_form(form: type[forms.ModelForm]) -> type[forms.ModelForm]:
+    """`form`, refusing a row whose chosen objects belong to different workspaces (a queue of one team's eval set
+    under another team's rubric): a lead of two workspaces is offered both teams' rows in the choices."""
+
+    class OneWorkspace(form):  # type: ignore[valid-type,misc]
+        def clean(self):
+            cleaned = super().clean()
+            found: set[int] = set()
+            if has_own_workspace(type(self.instance)) and self.instance.workspace_id is not None:
+                found.add(self.instance.workspace_id)
+            for value in (cleaned or {}).values():
+                if isinstance(value, models.Model) and has_workspace(type(value)):
+                    found.add(workspace_id_of(value))
+            if len(found) > 1:
+                raise ValidationError("The objects chosen here belong to different workspaces: choose them in one.")
+            return cleaned
+
+    return OneWorkspace
+
+
 class WorkspaceScopedAdmin(admin.ModelAdmin):
     """Lists, object pages, autocomplete and foreign-key choices limited to the workspaces the person leads."""
 
@@ -107,7 +127,7 @@ class WorkspaceScopedAdmin(admin.ModelAdmin):
         return fields
 
     def get_form(self, request: HttpRequest, obj=None, change: bool = False, **kwargs):
-        form = super().get_form(request, obj, change=change, **kwargs)
+        form = one_workspace_form(super().get_form(request, obj, change=change, **kwargs))
         if not has_own_workspace(self.model):
             return form
         return in_workspace_form(form, request.workspace)  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ from evals.models import EvalSet, Rubric, User, Workspace
 from evals.role_groups import LEAD_GROUP, sync_role_group
 from judging.models import JudgeConfig
 from labeling.models import LabelingQueue
-from tests.factories import make_eval_set, make_output, make_workspace
+from tests.factories import make_eval_set, make_output, make_rubric_version, make_workspace
 from tests.judging_helpers import CONFIG_FORM
 from tests.two_workspaces import EVAL_SET, MISSING, RUBRIC, signed_in
 
@@ -129,3 +129,22 @@ def test_nobody_adds_a_row_of_a_workspace_without_one_in_use(db, client):
     assert client.get(reverse("admin:evals_evalset_add")).status_code == 403  # no workspace exists yet
     make_workspace("first")
     assert client.get(reverse("admin:evals_evalset_add")).status_code == 200
+
+
+def test_the_admin_refuses_a_row_whose_objects_belong_to_different_workspaces(client):
+    """A queue of one team's eval set under another team's rubric version: the choices of someone who sees both
+    (here the site's administrator) offer both, and the form refuses the mix in words; one team's pair saves."""
+    alpha, beta = make_workspace("alpha"), make_workspace("beta")
+    es_alpha, rv_beta = make_eval_set("rc-1", workspace=alpha), make_rubric_version("refund", workspace=beta)
+    rv_alpha = make_rubric_version("refund", workspace=alpha)
+    root = User.objects.create_superuser("root", password="pw-for-tests-1")
+    client.force_login(root)
+    add = reverse("admin:labeling_labelingqueue_add")
+    form = {"eval_set": es_alpha.pk, "opened_by": root.pk, "is_current": "on", "opened_at_0": "2026-12-07",
+            "opened_at_1": "01:00:00"}  # fmt: skip
+    mixed = client.post(add, {**form, "rubric_version": rv_beta.pk})
+    assert mixed.status_code == 200 and "belong to different workspaces" in mixed.content.decode()
+    assert not LabelingQueue.objects.exists()
+    same = client.post(add, {**form, "rubric_version": rv_alpha.pk})
+    assert same.status_code == 302, same.content.decode()[:2000]
+    assert LabelingQueue.objects.get().rubric_version == rv_alpha
