@@ -41,5 +41,26 @@ def _later(graph, node: tuple[str, str], than: tuple[str, str]) -> bool:
 
 
 def migrate_to_latest() -> None:
-    """Every app's newest migration, as the next tests expect."""
+    """Every app's newest migration, as the next tests expect.
+
+    A test that left the history of a database from before the shared models moved (evals 0001 unrecorded)
+    gets what evals' migrate command does first, else the next tests would find no tables at all.
+    """
+    from evals.management.commands.migrate import record_state_only_move
+
+    record_state_only_move(connection)
     migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+def old_rubric_version(old, rubric: str, version: str, *, keys=("correct_amount", "polite"), app="labeling", **fields):
+    """A rubric version with criteria `keys`, written through the historical models in `old` (the shared models
+    are in `app`: labeling before calibration 0011, evals after); the rubric is made on first use."""
+    found, _ = old.get_model(app, "Rubric").objects.get_or_create(name=rubric)
+    made = old.get_model(app, "RubricVersion").objects.create(
+        rubric=found, version=version, instruction="Grade it.", content_hash="r" * 64, **fields
+    )
+    for order, key in enumerate(keys):
+        old.get_model(app, "Criterion").objects.create(
+            rubric_version=made, key=key, definition=f"{key} holds.", order=order
+        )
+    return made

@@ -20,7 +20,7 @@ WRITERS = 8  # the 8 annotators of the load test that found the "database is loc
 TRANSACTIONS_PER_WRITER = 25
 
 
-def write(writer: int, start: threading.Barrier, errors: list[str]) -> None:
+def write(writer: int, workspace_id: int, start: threading.Barrier, errors: list[str]) -> None:
     from django.db import DatabaseError, connection, transaction
 
     from evals.models import EvalSet
@@ -30,8 +30,8 @@ def write(writer: int, start: threading.Barrier, errors: list[str]) -> None:
         for i in range(TRANSACTIONS_PER_WRITER):
             try:
                 with transaction.atomic():
-                    EvalSet.objects.filter(name__startswith=f"writer-{writer}-").count()
-                    EvalSet.objects.create(name=f"writer-{writer}-{i}")
+                    EvalSet.objects.filter(workspace_id=workspace_id, name__startswith=f"writer-{writer}-").count()
+                    EvalSet.objects.create(workspace_id=workspace_id, name=f"writer-{writer}-{i}")
             except DatabaseError as exc:
                 errors.append(f"writer {writer}: {exc}")
     finally:
@@ -44,13 +44,14 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from evals.models import EvalSet
+    from evals.models import EvalSet, Workspace
 
     call_command("migrate", verbosity=0)
+    workspace_id = Workspace.objects.create(slug="default", name="Default workspace").pk  # every eval set is in one
     connection.close()
     start = threading.Barrier(WRITERS)
     errors: list[str] = []
-    threads = [threading.Thread(target=write, args=(w, start, errors)) for w in range(WRITERS)]
+    threads = [threading.Thread(target=write, args=(w, workspace_id, start, errors)) for w in range(WRITERS)]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -18,7 +18,7 @@ from django.db.migrations.exceptions import InconsistentMigrationHistory
 from django.db.migrations.recorder import MigrationRecorder
 
 from calibration.models import GatingMark
-from evals.models import Case, Criterion, EvalSet, Output, Rubric, RubricVersion, User
+from evals.models import Case, Criterion, EvalSet, Output, Rubric, RubricVersion, User, Workspace
 from judging.models import Verdict
 from labeling.models import GoldLabel, Label
 
@@ -35,6 +35,9 @@ BEFORE_THE_MOVE = [
 def production_before_the_move(migrator):
     """The schema and migration history of a database made before the move; the models of that time."""
     old = migrator(BEFORE_THE_MOVE)  # evals 0002 undone: the content types say "labeling" again
+    # The content types of evals' own later models (workspaces, memberships, ...) were made by this test
+    # database's post_migrate; a database of that time has none, and evals 0003 brings them.
+    old.get_model("contenttypes", "ContentType").objects.filter(app_label="evals").delete()
     # evals 0001 changes nothing in the database: unrecorded, the history is the one production has.
     MigrationRecorder(connection).record_unapplied("evals", "0001_initial")
     applied = MigrationRecorder(connection).applied_migrations()
@@ -102,7 +105,8 @@ def test_migrate_moves_todays_rows_foreign_keys_and_permissions_to_evals(migrato
     call_command("migrate", verbosity=0)  # what an operator runs after deploying: no InconsistentMigrationHistory
 
     lee = User.objects.get(pk=ids["user"])
-    assert (lee.username, lee.role, lee.is_staff) == ("lee", "lead", True)
+    default = Workspace.objects.get()  # the only workspace: the one the rows of that time moved into
+    assert (default.slug, lee.username, lee.role_in(default), lee.is_staff) == ("default", "lee", "lead", True)
     assert list(lee.groups.values_list("name", flat=True)) == ["auditors"]
     assert lee.has_perm("evals.view_case")  # their own permission, on the relabeled content type
     assert lee.has_perm("evals.view_output")  # through their group
@@ -112,11 +116,12 @@ def test_migrate_moves_todays_rows_foreign_keys_and_permissions_to_evals(migrato
 
     output = Output.objects.get(pk=ids["output"])
     assert (output.response, output.case.pk, output.case.eval_set.pk) == ("done", ids["case"], ids["eval_set"])
-    assert EvalSet.objects.get(pk=ids["eval_set"]).description == "kept"
+    eval_set = EvalSet.objects.get(pk=ids["eval_set"])
+    assert (eval_set.description, eval_set.workspace) == ("kept", default)
     assert Case.objects.get(pk=ids["case"]).input == "refund me"
     version = RubricVersion.objects.get(pk=ids["version"])
     assert (version.ref, version.status, version.approved_by) == ("support@1", "approved", lee)
-    assert version.rubric == Rubric.objects.get(pk=ids["rubric"])
+    assert version.rubric == Rubric.objects.get(pk=ids["rubric"], workspace=default)
     criterion = Criterion.objects.get(pk=ids["criterion"])
     assert (criterion.rubric_version, criterion.gold_policy) == (version, "any_fail")
 
@@ -126,6 +131,7 @@ def test_migrate_moves_todays_rows_foreign_keys_and_permissions_to_evals(migrato
     assert (gold.output, gold.rubric_version, gold.decided_by, gold.outcome) == (output, version, lee, "PASS")
     verdict = Verdict.objects.get(pk=ids["verdict"])
     assert (verdict.output, verdict.criterion, verdict.run.started_by) == (output, criterion, lee)
+    assert verdict.judge_config.workspace == default
     mark = GatingMark.objects.get(pk=ids["mark"])
     assert (mark.criterion, mark.calibration_eval_set.name, mark.marked_by) == (criterion, "refunds", lee)
     assert version.is_in_use()  # the reverse relations of labeling, judging and calibration reach it

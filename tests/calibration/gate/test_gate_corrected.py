@@ -16,6 +16,8 @@ from calibration.models import GateResult, GatingMark
 from calibration.stats.metrics import wilson_interval
 from calibration.stats.pass_rate import corrected_pass_rate, rogan_gladen
 from calibration.stats.policy import GateThresholds
+from evals.models import Workspace
+from evals.workspaces import in_workspace
 from tests.factories import (
     bulk_calibration,
     bulk_verdicts,
@@ -25,6 +27,7 @@ from tests.factories import (
     make_user,
     mark_as_gating,
 )
+from tests.migration_helpers import migrate_to_latest, old_rubric_version
 
 
 def judgy_inputs(cells: tuple[int, int, int, int], passes: int, n: int):
@@ -230,20 +233,29 @@ def test_marks_made_before_the_choice_keep_the_observed_bound_and_new_ones_get_t
         [("calibration", "0007_gate_result_web")],
         [("calibration", "0008_gating_mark_decide_on")],
     )
-    lee, cal, judge = make_user("lee"), make_eval_set("cal"), make_judge("gpt-judge")
-    rv = make_rubric_version("refund", "1")
-    old = migrator(before)
+    old = migrator(before)  # the rows of that time, through its models
+    lee = old.get_model("labeling", "User").objects.create(username="lee", role="lead")
+    cal = old.get_model("labeling", "EvalSet").objects.create(name="cal")
+    judge = old.get_model("judging", "JudgeConfig").objects.create(
+        name="gpt-judge", backend="imported", content_hash="j" * 64
+    )
+    rv = old_rubric_version(old, "refund", "1")
+    first, last = rv.criteria.order_by("order").values_list("pk", flat=True)
     old.get_model("calibration", "GatingMark").objects.create(
-        rubric_version_id=rv.pk, judge_config_id=judge.pk, criterion_id=rv.criteria.first().pk,
+        rubric_version_id=rv.pk, judge_config_id=judge.pk, criterion_id=first,
         rubric_content_hash="r", judge_config_hash="j", calibration_eval_set_id=cal.pk, tier="gate",
         reason="old", marked_by_id=lee.pk,
     )  # fmt: skip
     new = migrator(after)
     Mark = new.get_model("calibration", "GatingMark")
-    assert Mark.objects.get().decide_on == "wilson_lower"
+    marked = Mark.objects.get()
+    assert marked.decide_on == "wilson_lower"
     fresh = GatingMark(
-        rubric_version_id=rv.pk, judge_config_id=judge.pk, criterion_id=rv.criteria.last().pk,
+        rubric_version_id=rv.pk, judge_config_id=judge.pk, criterion_id=last,
         rubric_content_hash="r", judge_config_hash="j", calibration_eval_set_id=cal.pk, tier="gate",
         reason="new", marked_by_id=lee.pk,
     )  # fmt: skip
     assert fresh.decide_on == "audit"  # the corrected bound until issue 40, the audit of the candidate since
+    migrate_to_latest()  # and forward to today: the old mark keeps its bound, in the default workspace
+    kept = in_workspace(GatingMark, Workspace.objects.get(slug="default")).get()
+    assert (kept.pk, kept.decide_on) == (marked.pk, "wilson_lower")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from evals.models import RubricVersion
-from tests.factories import make_eval_set, make_judge, make_rubric_version, make_user
+from api.models import GateToken
+from calibration.models import GateResult
+from tests.migration_helpers import migrate_to_latest, old_rubric_version
 
 pytestmark = pytest.mark.slow  # migrates from an old schema with data
 
@@ -15,15 +16,16 @@ AFTER = [("calibration", "0004_gate_token_rubric_version_only")]
 
 @pytest.mark.django_db(transaction=True)
 def test_old_tokens_keep_the_version_they_gated_on_else_the_newest_approved_one(migrator):
-    lee = make_user("lee")
-    cal = make_eval_set("cal")
-    judge = make_judge("gpt-judge")
-    used, newest_approved, draft = (make_rubric_version("refund", v) for v in ("1", "2", "3"))
-    RubricVersion.objects.filter(pk__in=[used.pk, newest_approved.pk]).update(status="approved")
-    RubricVersion.objects.filter(pk=newest_approved.pk).update(approved_at="2026-11-01T00:00Z")
-    RubricVersion.objects.filter(pk=used.pk).update(approved_at="2026-10-01T00:00Z")
-    only_draft = make_rubric_version("billing", "1")
-    old = migrator(BEFORE)
+    old = migrator(BEFORE)  # the rows of that time, through its models
+    lee = old.get_model("labeling", "User").objects.create(username="lee", role="lead")
+    cal = old.get_model("labeling", "EvalSet").objects.create(name="cal")
+    judge = old.get_model("judging", "JudgeConfig").objects.create(
+        name="gpt-judge", backend="imported", content_hash="j" * 64
+    )
+    used = old_rubric_version(old, "refund", "1", status="approved", approved_at="2026-10-01T00:00Z")
+    newest_approved = old_rubric_version(old, "refund", "2", status="approved", approved_at="2026-11-01T00:00Z")
+    draft = old_rubric_version(old, "refund", "3")
+    only_draft = old_rubric_version(old, "billing", "1")
     Token, Result = old.get_model("calibration", "GateToken"), old.get_model("calibration", "GateResult")
     Mark = old.get_model("calibration", "GatingMark")
     Rubric = old.get_model("labeling", "Rubric")
@@ -43,7 +45,7 @@ def test_old_tokens_keep_the_version_they_gated_on_else_the_newest_approved_one(
         rubric_version_id=used.pk, min_pass_rate=0.8, max_error_rate=0.05, confidence=0.9, token=ci,
     )  # fmt: skip
     Mark.objects.create(
-        rubric_version_id=used.pk, judge_config_id=judge.pk, criterion_id=used.criteria.first().pk,
+        rubric_version_id=used.pk, judge_config_id=judge.pk, criterion_id=used.criteria.order_by("order").first().pk,
         rubric_content_hash="r", judge_config_hash="j", calibration_eval_set_id=cal.pk, tier="gate",
         reason="old", marked_by_id=lee.pk,
     )  # fmt: skip
@@ -69,3 +71,11 @@ def test_old_tokens_keep_the_version_they_gated_on_else_the_newest_approved_one(
         "fresh": used.rubric_id,
         "drafts": only_draft.rubric_id,
     }
+
+    migrate_to_latest()  # and forward to today: the tokens and their gate result are in the default workspace
+    assert set(GateToken.objects.values_list("hint", "workspace__slug")) == {
+        ("ci", "default"),
+        ("fresh", "default"),
+        ("drafts", "default"),
+    }
+    assert GateResult.objects.get().workspace.slug == "default"

@@ -251,7 +251,7 @@ def test_an_old_database_with_imports_into_a_config_that_runs_is_listed_and_cann
     assert [w.id for w in warnings] == ["judging.W001"]
     assert f"'demo-instruments' (instrument) holds 3 imported verdicts in 1 run: run {legacy.pk} (3)" in warnings[0].msg
     ask = GateRequest("rc-9", "refund@1", "demo-instruments", None, Tightening())
-    refused = gate_and_record(ask, source=GateResult.Source.CLI)
+    refused = gate_and_record(ask, workspace=es.workspace, source=GateResult.Source.CLI)
     assert refused.decision is None and "3 of the verdicts to decide on came into judge config demo-instruments" in (
         refused.reason
     )
@@ -260,7 +260,7 @@ def test_an_old_database_with_imports_into_a_config_that_runs_is_listed_and_cann
     own = JudgeRun.objects.create(eval_set=es, rubric_version=rv, judge_config=inst, status="done", mode="in_process")
     for o in outputs:
         add_verdict(own, o, "correct_amount", "FAIL")
-    decided = gate_and_record(ask, source=GateResult.Source.CLI)
+    decided = gate_and_record(ask, workspace=es.workspace, source=GateResult.Source.CLI)
     assert decided.decision is not None and decided.decision.passed is False
     assert [(s.run, s.origin) for s in decided.decision.provenance] == [(own.pk, "judge_run")]
     # The check still lists the old run (it is still stored), and never an imported config's imports.

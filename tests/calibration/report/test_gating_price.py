@@ -131,7 +131,8 @@ def test_the_calibrations_report_prices_the_newest_candidate_gated_not_its_own_s
     assert before["N"] == 40 and before["candidate"].startswith("no candidate gated or audited yet")
     assert before["minimum"] == 0.7  # the mark's own minimum, not 0.9
     bulk_verdicts(make_eval_set("rc-1"), rv, judge, {KEY: {"PASS": 400}})
-    gate_and_record(GateRequest("rc-1", "refund@1", "gpt-judge", None, Tightening()), source=GateResult.Source.CLI)
+    ask = GateRequest("rc-1", "refund@1", "gpt-judge", None, Tightening())
+    gate_and_record(ask, workspace=cal.workspace, source=GateResult.Source.CLI)
     after = price()
     assert after["N"] == 400 and after["candidate"] == "rc-1, the newest candidate gated or audited with this judge"
     # And on the candidate's own report, the candidate is itself; with no gold there, nothing to price from.
