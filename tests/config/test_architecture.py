@@ -18,7 +18,19 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ("evals", "signin", "labeling", "judging", "calibration", "formats", "api", "periodic", "overview", "config")
+LAYERS = (
+    "evals",
+    "signin",
+    "labeling",
+    "judging",
+    "calibration",
+    "formats",
+    "watch",
+    "api",
+    "periodic",
+    "overview",
+    "config",
+)
 
 CALIBRATION_ROOMS = ("stats", "data", "audits", "report", "gate", "workbench")
 PAGE_MODULES = {"views", "forms", "urls", "page"}
