@@ -67,7 +67,9 @@ def test_reviewers_read_but_may_not_start_or_stop_and_annotators_see_nothing(cli
     assert client.get("/watches/start").status_code == 403
     assert client.post("/watches/start", _form(w, audit_share="0.2")).status_code == 403
     assert client.post(f"/watches/{watch.pk}/stop").status_code == 403
+    assert 'href="/watches/">Watches<' in client.get("/").content.decode()
     client.force_login(people[Role.ANNOTATOR])
+    assert 'href="/watches/"' not in client.get("/").content.decode()  # no menu entry for annotators
     for url in ("/watches/", f"/watches/{watch.pk}/", "/watches/start"):
         assert client.get(url).status_code == 403, url
     assert client.post(f"/watches/{watch.pk}/stop").status_code == 403

@@ -9,11 +9,12 @@ import pytest
 from calibration.stats.watch import AuditedOutput, Outputs, WatchSettings, replay
 from judging.models import JudgeRun
 from labeling.models import AuditOrderItem
+from periodic.jobs import JOBS
 from tests.factories import add_verdict, adjudicate, all_answers, annotate_directly, make_user
 from tests.watch_helpers import KEY, arrive, watched_set
-from watch import feed, notify
+from watch import feed, notify, tasks
 from watch.models import Watch, WatchAlarm, WatchOutput, WatchPoint
-from watch.starting import start
+from watch.starting import start, stop
 
 pytestmark = pytest.mark.django_db
 
@@ -232,3 +233,24 @@ def test_a_stream_at_the_minimum_or_above_raises_no_alarm(fake_llm, monkeypatch,
     _labeled_stream(w, watch, "PASS", 8, django_capture_on_commit_callbacks)
     assert watch.labels_fed == 8 and WatchPoint.objects.filter(watch=watch).count() == 8
     assert not WatchAlarm.objects.exists() and fired == []
+
+
+def test_the_periodic_job_sends_the_update_of_every_active_watch_and_no_stopped_one(fake_llm, monkeypatch):
+    w = watched_set(fake_llm)
+    active = _watch(w)
+    other = w.rubric_version.criteria.get(key="next_step")
+    stopped = start(
+        eval_set=w.production,
+        criterion=other,
+        judge_config=w.judge,
+        by=w.lead,
+        audit_share=0.1,
+        minimum=0.7,
+        tpr_lower=0.8,
+        tnr_lower=0.7,
+    )
+    stop(watch=stopped, by=w.lead)
+    sent: list[int] = []
+    monkeypatch.setattr(tasks.update_watch, "delay", sent.append)
+    assert JOBS["watch-updates"].run() == "sent the update of 1 active watches"
+    assert sent == [active.pk]
