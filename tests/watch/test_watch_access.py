@@ -260,3 +260,39 @@ def test_a_token_whose_maker_is_no_longer_a_lead_may_not_start_and_an_annotator_
     assert call(client, "GET", "/api/watches", token).status_code == 403
     watch.refresh_from_db()
     assert watch.stopped_at is None
+
+
+def test_the_list_page_costs_the_same_queries_for_one_watch_as_for_five(client, world):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    w, _, _ = world
+    client.force_login(w.lead)
+    criteria = [w.criterion, w.rubric_version.criteria.get(key="next_step")]
+    start(eval_set=w.production, criterion=criteria[0], judge_config=w.judge, by=w.lead, audit_share=0.1)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as seen:
+            assert client.get("/watches/").status_code == 200
+        seen_last[:] = [q["sql"][:150] for q in seen.captured_queries]
+        return len(seen)
+
+    seen_last: list[str] = []
+
+    queries()  # the first request of a session reads more (its workspace, its roles): not this page's cost
+    one = queries()
+    for share in (0.2, 0.3, 0.4, 0.5):  # stopped ones of the second criterion, and one still watching
+        watch = start(
+            eval_set=w.production,
+            criterion=criteria[1],
+            judge_config=w.judge,
+            by=w.lead,
+            audit_share=share,
+            minimum=0.7,
+            tpr_lower=0.8,
+            tnr_lower=0.7,
+        )
+        if share < 0.5:
+            Watch.objects.filter(pk=watch.pk).update(stopped_at=watch.started_at)
+    assert Watch.objects.filter(eval_set=w.production).count() == 5
+    assert queries() == one, seen_last
