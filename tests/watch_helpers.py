@@ -4,6 +4,7 @@ open under it, and outputs that arrive later."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from calibration.models import GatingMark
@@ -21,6 +22,7 @@ from tests.factories import (
 )
 
 KEY = "correct_amount"
+_replies = itertools.count(1)
 # The calibration the mark relied on: TPR 0.90 [0.82, 0.95], TNR 0.80 [0.70, 0.87].
 FIGURES = {"tpr": 0.9, "tpr_ci": [0.82, 0.95], "tnr": 0.8, "tnr_ci": [0.70, 0.87]}
 
@@ -50,5 +52,6 @@ def watched_set(fake=None, workspace: Workspace | None = None, lead: User | None
 
 
 def arrive(eval_set: EvalSet, n: int, response: str = "Your refund of $40.00 is on its way.") -> list[Output]:
-    """n outputs arriving in production, in this order."""
-    return [make_output(eval_set, response=response) for _ in range(n)]
+    """n outputs arriving in production, in this order, each its own answer (the judge's cache answers none of them
+    for another)."""
+    return [make_output(eval_set, response=f"{response} (reply {next(_replies)})") for _ in range(n)]
