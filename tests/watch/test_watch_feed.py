@@ -254,3 +254,31 @@ def test_the_periodic_job_sends_the_update_of_every_active_watch_and_no_stopped_
     monkeypatch.setattr(tasks.update_watch, "delay", sent.append)
     assert JOBS["watch-updates"].run() == "sent the update of 1 active watches"
     assert sent == [active.pk]
+
+
+def test_gold_that_may_have_settled_sends_the_watchs_update_after_commit_and_other_outputs_send_nothing(
+    fake_llm, monkeypatch, django_capture_on_commit_callbacks
+):
+    w = watched_set(fake_llm)
+    watch = _watch(w)
+    outputs = arrive(w.production, 3)
+    _update(watch)
+    _audit_only(watch, {1})
+    sent: list[int] = []
+    monkeypatch.setattr(tasks.update_watch, "delay", sent.append)
+    ann = make_user("wa")
+    with django_capture_on_commit_callbacks(execute=True):
+        annotate_directly(outputs[1], w.rubric_version, ann, all_answers(w.rubric_version, "FAIL"))  # not drawn
+        draft = annotate_directly(outputs[0], w.rubric_version, ann, all_answers(w.rubric_version), submit=False)
+    assert sent == []  # an output the watch did not draw, and a draft, send nothing
+    with django_capture_on_commit_callbacks(execute=True):
+        draft.status = draft.Status.SUBMITTED
+        draft.save(update_fields=["status"])
+    assert sent == [watch.pk]
+    with django_capture_on_commit_callbacks(execute=True):
+        adjudicate(outputs[0], w.rubric_version, KEY, "PASS", by=w.lead)
+    assert sent == [watch.pk, watch.pk]
+    stop(watch=watch, by=w.lead)
+    with django_capture_on_commit_callbacks(execute=True):
+        adjudicate(outputs[0], w.rubric_version, "next_step", "FAIL", by=w.lead)
+    assert sent == [watch.pk, watch.pk]  # a stopped watch takes nothing more
