@@ -22,7 +22,7 @@ from watch.models import Watch
 from watch.starting import WatchError, start, stop
 from watch.tasks import send_update
 
-from .names import named
+from .names import named_instrument
 
 router = Router()
 AUDIT = TokenAuth(TokenScope.AUDIT)
@@ -161,12 +161,9 @@ def start_watch(request: TokenHttpRequest, payload: WatchIn):
     watched)."""
     check_scope(request, eval_set=payload.eval_set, rubric=payload.rubric)
     lead = _maker(request, Role.LEAD)
-    eval_set, rubric_version, judge_config = named(
-        payload.eval_set, payload.rubric, payload.judge, workspace=request.workspace
+    eval_set, criterion, judge_config = named_instrument(
+        payload.eval_set, payload.rubric, payload.judge, payload.criterion, workspace=request.workspace
     )
-    criterion = rubric_version.criteria.filter(key=payload.criterion).first()
-    if criterion is None:
-        raise ApiError(404, f"{rubric_version.ref} has no criterion {payload.criterion!r}")
     try:
         watch = start(
             eval_set=eval_set,
