@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from calibration.stats.watch import AuditedOutput, Outputs, WatchSettings, replay
+from evals.models import Output
 from judging.models import JudgeRun
 from labeling.models import AuditOrderItem
 from periodic.jobs import JOBS
@@ -282,3 +283,22 @@ def test_gold_that_may_have_settled_sends_the_watchs_update_after_commit_and_oth
     with django_capture_on_commit_callbacks(execute=True):
         adjudicate(outputs[0], w.rubric_version, "next_step", "FAIL", by=w.lead)
     assert sent == [watch.pk, watch.pk]  # a stopped watch takes nothing more
+
+
+def test_outputs_that_arrive_as_opentelemetry_traces_are_drawn_in_the_order_they_were_made(client, fake_llm):
+    from formats.models import TraceBinding
+    from formats.trace_outputs import finish_ready_traces
+    from tests.otel_helpers import export, post, refund_trace, traces_token
+
+    w = watched_set(fake_llm)
+    watch = _watch(w)
+    token = traces_token(client, w.lead, w.production)
+    for first in (1, 4):  # two exports of three traces, each finished into outputs as the receiver's finisher does
+        spans = [s for n in range(first, first + 3) for s in refund_trace(trace=n, session=f"case-{n}")]
+        assert post(client, export(spans).SerializeToString(), token).status_code == 200
+        finish_ready_traces(binding_id=TraceBinding.objects.get(eval_set=w.production).pk, quiet_seconds=0)
+    made = list(Output.objects.filter(case__eval_set=w.production).order_by("pk").values_list("pk", flat=True))
+    assert len(made) == 6
+    assert feed.enroll(watch) == 6
+    rows = WatchOutput.objects.filter(watch=watch).order_by("position")
+    assert list(rows.values_list("output_id", flat=True)) == made
