@@ -392,7 +392,7 @@ def pass_rate_summary(points: Sequence[BandPoint], minimum: float, alarms: Seque
 
 # --- The judge's TPR and TNR now, beside the calibration's intervals --------------------------------------
 
-RATE_ROW = 78
+RATE_ROW = 84
 RATE_TOP = 6
 RATE_LABEL_W = 92  # "calibration" right-aligned before the track
 RATE_VALUE_W = 150  # the numbers after the track
@@ -410,6 +410,7 @@ class RateRow:
     band_x: float
     band_w: float
     now_text: str
+    message_w: float  # the patch under the words when there is no estimate: the bound's line stops at it
     calibration_x: float
     calibration_w: float
     calibration_text: str
@@ -511,12 +512,13 @@ def rates_chart(
                 meaning=meaning,
                 heading=f"{name}: {meaning} · {thousands(n)} {kind} item{'' if n == 1 else 's'}",
                 top=top,
-                now_y=top + 38,
-                calibration_y=top + 58,
+                now_y=top + 44,
+                calibration_y=top + 64,
                 estimate_x=x_of(band.estimate) if band.estimate is not None else None,
                 band_x=x_of(band.lower),
                 band_w=round(max(x_of(band.upper) - x_of(band.lower), 1.0), 1),
                 now_text=now_text,
+                message_w=round(len(now_text) * TEXT_EM * 12 / 11 + 12, 1),
                 calibration_x=x_of(calibration[0]),
                 calibration_w=round(max(x_of(calibration[1]) - x_of(calibration[0]), 1.0), 1),
                 calibration_text=f"{calibration[0]:.2f}–{calibration[1]:.2f}",
