@@ -78,15 +78,16 @@ class LegendItem:
 LEGEND_KEY = 22  # the key's width and the gap after it
 
 
-def legend(left: float, clipped: bool) -> list[LegendItem]:
-    """The legend's row, each item after the last one's text (its width estimated from its characters)."""
+def legend(left: float, clipped: bool, *, alarmed: bool) -> list[LegendItem]:
+    """The legend's row, each item after the last one's text (its width estimated from its characters); the
+    alarm's keys only when there is an alarm to read them by."""
     texts = [
         ("band", "band (cut at the chart's edges)" if clipped else "band"),
         ("estimate", "estimate"),
         ("minimum", "minimum"),
-        ("alarm", "alarm"),
-        ("change", "since the change"),
     ]
+    if alarmed:
+        texts += [("alarm", "alarm"), ("change", "since the change")]
     items, x = [], left
     for kind, text in texts:
         items.append(LegendItem(kind, round(x, 1), text))
@@ -253,6 +254,76 @@ def _alarm_label(points: Sequence[BandPoint], alarm: Alarm) -> tuple[int, int]:
     return (points[at - 1].labels if at else 0), (points[since - 1].labels if since else 0)
 
 
+@dataclass(frozen=True)
+class Axes:
+    """Where audit labels and rates land in the plot; a value beyond an axis is drawn at its edge."""
+
+    left: float
+    right: float
+    top: float
+    bottom: float
+    x_hi: int  # the last audit label, at the right edge (0 is at the left)
+    y_lo: float
+    y_hi: float
+
+    def x(self, labels: float) -> float:
+        return round(self.left + min(max(labels, 0), self.x_hi) / self.x_hi * (self.right - self.left), 1)
+
+    def y(self, rate: float) -> float:
+        r = min(max(rate, self.y_lo), self.y_hi)
+        return round(self.bottom - (r - self.y_lo) / (self.y_hi - self.y_lo) * (self.bottom - self.top), 1)
+
+
+def _band_path(points: Sequence[BandPoint], cuts: list[range], ax: Axes) -> str:
+    """The band as one polygon: the upper edge forward, the lower edge back, each with its extremes kept."""
+    if len(points) == 1:  # one label: a bar, not a polygon of no width
+        x, p = ax.x(points[0].labels), points[0]
+        return (
+            _path([(x - 4, ax.y(p.upper)), (x + 4, ax.y(p.upper)), (x + 4, ax.y(p.lower)), (x - 4, ax.y(p.lower))])
+            + " Z"
+        )
+    if not points:
+        return ""
+    uppers: list[float | None] = [p.upper for p in points]
+    lowers: list[float | None] = [p.lower for p in points]
+    upper = [(ax.x(points[i].labels), ax.y(points[i].upper)) for b in cuts for i in extremes(uppers, b)]
+    lower = [(ax.x(points[i].labels), ax.y(points[i].lower)) for b in cuts for i in extremes(lowers, b)]
+    return _path([*upper, *reversed(lower)]) + " Z"
+
+
+def _estimate_path(points: Sequence[BandPoint], cuts: list[range], ax: Axes) -> str:
+    """The estimate's line, its extremes kept, the pen lifted over a stretch with no estimate."""
+    estimates = [p.estimate for p in points]
+    line: list[tuple[float, float] | None] = []
+    for b in cuts:
+        kept = extremes(estimates, b)
+        line += [(ax.x(points[i].labels), ax.y(e)) for i in kept if (e := estimates[i]) is not None] or [None]
+    return _path(line)
+
+
+def _columns(points: Sequence[BandPoint], cuts: list[range], ax: Axes) -> list[Column]:
+    """One tooltip a bucket, reaching half-way to its neighbours."""
+    columns = []
+    for k, b in enumerate(cuts):
+        x0 = ax.left if k == 0 else (ax.x(points[cuts[k - 1][-1]].labels) + ax.x(points[b[0]].labels)) / 2
+        x1 = ax.right if k == len(cuts) - 1 else (ax.x(points[b[-1]].labels) + ax.x(points[cuts[k + 1][0]].labels)) / 2
+        columns.append(Column(round(x0, 1), round(max(x1 - x0, 0.5), 1), _column_title(points, b)))
+    return columns
+
+
+def _alarm_marks(points: Sequence[BandPoint], alarms: Sequence[Alarm], ax: Axes, width: int) -> list[AlarmMark]:
+    marks = []
+    for k, alarm in enumerate(alarms):
+        at, since = _alarm_label(points, alarm)
+        x, since_x = ax.x(at), ax.x(min(since, at))
+        label = f"{SHORT.get(alarm.what, alarm.what)} (since about audit label {thousands(since)})"
+        half = len(label) * TEXT_EM / 2  # about half the label's width at 11px: keep it inside the SVG
+        anchor = "end" if x + half > width - 4 else "start" if x - half < 4 else "middle"
+        row_y = LEGEND_Y + 14 + (k % 3) * ALARM_ROW
+        marks.append(AlarmMark(x, since_x, round(x - since_x, 1), label, row_y, anchor, alarm.message()))
+    return marks
+
+
 def pass_rate_chart(
     points: Sequence[BandPoint],
     minimum: float,
@@ -265,99 +336,45 @@ def pass_rate_chart(
     """The pass rate's band after each audit label, its estimate, the minimum and the alarms."""
     if width < 600:  # the legend's row
         raise ValueError(f"the pass rate chart needs a width of at least 600, got {width}")
-    height = PASS_HEIGHT
-    rows = min(len(alarms), 3)
-    top = LEGEND_Y + 12 + rows * ALARM_ROW
-    left, right, bottom = PASS_MARGIN_LEFT, width - PASS_MARGIN_RIGHT, height - PASS_MARGIN_BOTTOM
     y_lo, y_hi, y_step = y_range(points, minimum)
-    x_hi = max(points[-1].labels, 1) if points else 1
-
-    def x_of(labels: float) -> float:
-        return round(left + min(max(labels, 0), x_hi) / x_hi * (right - left), 1)
-
-    def y_of(rate: float) -> float:
-        r = min(max(rate, y_lo), y_hi)
-        return round(bottom - (r - y_lo) / (y_hi - y_lo) * (bottom - top), 1)
-
-    y_ticks = [
-        Tick(y_of(y_lo + i * y_step), f"{y_lo + i * y_step:.2f}") for i in range(round((y_hi - y_lo) / y_step) + 1)
-    ]
+    top = LEGEND_Y + 12 + min(len(alarms), 3) * ALARM_ROW
+    right, bottom = width - PASS_MARGIN_RIGHT, PASS_HEIGHT - PASS_MARGIN_BOTTOM
+    ax = Axes(PASS_MARGIN_LEFT, right, top, bottom, max(points[-1].labels, 1) if points else 1, y_lo, y_hi)
+    y_values = [y_lo + i * y_step for i in range(round((y_hi - y_lo) / y_step) + 1)]
     x_ticks: list[Tick] = []
     if points:
-        step = max(1, int(nice_step(x_hi, max(2, int((right - left) // 90)))))
-        x_ticks = [Tick(x_of(v), thousands(v)) for v in range(0, x_hi + 1, step)]
-
+        step = max(1, int(nice_step(ax.x_hi, max(2, int((ax.right - ax.left) // 90)))))
+        x_ticks = [Tick(ax.x(v), thousands(v)) for v in range(0, ax.x_hi + 1, step)]
     cuts = buckets(len(points), max_columns)
-    estimates = [p.estimate for p in points]
-    uppers: list[float | None] = [p.upper for p in points]
-    lowers: list[float | None] = [p.lower for p in points]
-    upper_at = [i for b in cuts for i in extremes(uppers, b)]
-    lower_at = [i for b in cuts for i in extremes(lowers, b)]
-    band = [(x_of(points[i].labels), y_of(points[i].upper)) for i in upper_at]
-    band += [(x_of(points[i].labels), y_of(points[i].lower)) for i in reversed(lower_at)]
-    band_path = _path(list(band)) + " Z" if len(points) > 1 else ""
-    if len(points) == 1:  # one label: a bar, not a line of no width
-        x, p = x_of(points[0].labels), points[0]
-        band_path = (
-            _path([(x - 4, y_of(p.upper)), (x + 4, y_of(p.upper)), (x + 4, y_of(p.lower)), (x - 4, y_of(p.lower))])
-            + " Z"
-        )
-    line: list[tuple[float, float] | None] = []
-    for b in cuts:
-        for i in extremes(estimates, b):
-            est = estimates[i]
-            line.append(None if est is None else (x_of(points[i].labels), y_of(est)))
-        if all(estimates[i] is None for i in b):
-            line.append(None)
     known = [p for p in points if p.estimate is not None]
-    now = (x_of(known[-1].labels), y_of(known[-1].estimate)) if known and known[-1].estimate is not None else None
-
-    columns = []
-    for k, b in enumerate(cuts):
-        x0 = left if k == 0 else (x_of(points[cuts[k - 1][-1]].labels) + x_of(points[b[0]].labels)) / 2
-        x1 = right if k == len(cuts) - 1 else (x_of(points[b[-1]].labels) + x_of(points[cuts[k + 1][0]].labels)) / 2
-        columns.append(Column(round(x0, 1), round(max(x1 - x0, 0.5), 1), _column_title(points, b)))
-
-    marks = []
-    for k, alarm in enumerate(alarms):
-        at, since = _alarm_label(points, alarm)
-        x, since_x = x_of(at), x_of(min(since, at))
-        label = f"{SHORT.get(alarm.what, alarm.what)} (since about audit label {thousands(since)})"
-        half = len(label) * TEXT_EM / 2  # about half the label's width at 11px: keep it inside the SVG
-        anchor = "end" if x + half > width - 4 else "start" if x - half < 4 else "middle"
-        row_y = LEGEND_Y + 14 + (k % 3) * ALARM_ROW
-        marks.append(AlarmMark(x, since_x, round(x - since_x, 1), label, row_y, anchor, alarm.message()))
-
     clipped = any(p.lower < y_lo or p.upper > y_hi for p in points)
-    title = f"The pass rate over time, against the minimum {minimum:.2f}"
-    desc = (
-        "The shaded band is where the pass rate is, from the recent audit labels; the line is the recent "
-        "estimate; the dashed line is the release's minimum; red lines mark alarms, with the estimated change "
-        "shaded before them. Audit labels run along the bottom."
-    )
     return PassRateChart(
         id=chart_id,
         width=width,
-        height=height,
-        left=left,
-        right=right,
+        height=PASS_HEIGHT,
+        left=ax.left,
+        right=ax.right,
         top=top,
         bottom=bottom,
         y_min=y_lo,
         y_max=y_hi,
-        band_path=band_path,
-        estimate_path=_path(line),
-        now=now,
-        minimum_y=y_of(minimum),
+        band_path=_band_path(points, cuts, ax),
+        estimate_path=_estimate_path(points, cuts, ax),
+        now=(ax.x(known[-1].labels), ax.y(known[-1].estimate or 0.0)) if known else None,
+        minimum_y=ax.y(minimum),
         minimum_label=f"minimum {minimum:.2f}",
         x_ticks=x_ticks,
-        y_ticks=y_ticks,
-        columns=columns,
-        alarms=marks,
+        y_ticks=[Tick(ax.y(v), f"{v:.2f}") for v in y_values],
+        columns=_columns(points, cuts, ax),
+        alarms=_alarm_marks(points, alarms, ax, width),
         clipped=clipped,
-        legend=legend(left, clipped),
-        title=title,
-        desc=desc,
+        legend=legend(ax.left, clipped, alarmed=bool(alarms)),
+        title=f"The pass rate over time, against the minimum {minimum:.2f}",
+        desc=(
+            "The shaded band is where the pass rate is, from the recent audit labels; the line is the recent "
+            "estimate; the dashed line is the release's minimum; red lines mark alarms, with the estimated "
+            "change shaded before them. Audit labels run along the bottom."
+        ),
         summary=pass_rate_summary(points, minimum, alarms),
         empty="" if points else "No audit labels yet: the band appears after the first one is settled.",
     )

@@ -168,6 +168,18 @@ def test_an_alarm_near_the_right_edge_keeps_its_label_inside():
     assert chart.alarms[0].anchor == "start"
 
 
+def test_the_line_starts_at_the_first_estimate_and_the_legend_shows_alarm_keys_only_with_an_alarm():
+    # A watch whose first audited outputs had no usable verdict has no estimate yet: no line there.
+    points = [point(1, None), point(2, None)] + [point(i) for i in range(3, 11)]
+    chart = pass_rate_chart(points, 0.80, [])
+    line = path_vertices(chart.estimate_path)
+    assert line[0] == (round(56 + 0.3 * 848, 1), 132.3) and chart.estimate_path.startswith("M")
+    assert chart.estimate_path.count("M") == 1 and len(line) == 8
+    assert [k.kind for k in chart.legend] == ["band", "estimate", "minimum"]
+    chart = pass_rate_chart(points, 0.80, [alarm()])
+    assert [k.kind for k in chart.legend] == ["band", "estimate", "minimum", "alarm", "change"]
+
+
 def test_a_single_label_is_drawn_as_a_bar_and_a_dot():
     chart = pass_rate_chart([point(1, 0.9, 0.0, 1.0)], 0.80, [])
     assert len(path_vertices(chart.band_path)) == 4 and chart.now is not None
