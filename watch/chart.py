@@ -236,11 +236,16 @@ def _column_title(points: Sequence[BandPoint], bucket: range) -> str:
     if len(bucket) == 1:
         return f"{where}: estimate {_rate(first.estimate)}, band {first.lower:.2f} to {first.upper:.2f}"
     known = [e for i in bucket if (e := points[i].estimate) is not None]
-    estimate = f"estimate {min(known):.2f} to {max(known):.2f}" if known else "estimate unknown"
+    estimate = f"estimate {_between(min(known), max(known))}" if known else "estimate unknown"
     lowest = min(points[i].lower for i in bucket)
     highest = max(points[i].upper for i in bucket)
     upper_low = min(points[i].upper for i in bucket)
-    return f"{where}: {estimate}, band within {lowest:.2f} to {highest:.2f} (upper edge as low as {upper_low:.2f})"
+    dip = f" (upper edge as low as {upper_low:.2f})" if f"{upper_low:.2f}" != f"{highest:.2f}" else ""
+    return f"{where}: {estimate}, band within {lowest:.2f} to {highest:.2f}{dip}"
+
+
+def _between(low: float, high: float) -> str:
+    return f"{low:.2f}" if f"{low:.2f}" == f"{high:.2f}" else f"{low:.2f} to {high:.2f}"
 
 
 def _alarm_label(points: Sequence[BandPoint], alarm: Alarm) -> tuple[int, int]:
