@@ -20,6 +20,7 @@ PURE = (
     "calibration.stats.judge_compare",
     "calibration.stats.metrics",
     "calibration.stats.watch",
+    "watch.chart",  # the watch page's chart geometry: pure, like the report's
     "labeling.gold",
     "judging.sample_majority",
     # config/settings.py reads the sign-in's role map and issuer with these, before Django is set up.
