@@ -256,8 +256,8 @@ class _Read:
 def _stratified_inputs(c: CriterionAudit) -> tuple[Floats, Ints, tuple[int, int]]:
     strata = np.asarray(strata_of(c.verdicts) if c.strata is None else c.strata, dtype=np.int8).ravel()
     g = np.array([np.nan if v is None else v for v in c.gold], dtype=float).ravel()
-    if np.size(c.verdicts) != strata.size:
-        raise ValueError(f"{c.key}: {np.size(c.verdicts)} verdicts for {strata.size} frozen strata")
+    if len(c.verdicts) != strata.size:
+        raise ValueError(f"{c.key}: {len(c.verdicts)} verdicts for {strata.size} frozen strata")
     if g.size > strata.size:
         raise ValueError(f"{c.key}: gold has {g.size} items but there are only {strata.size} outputs")
     # The shared order's prefix: its strata in release order, the path a stratified test counts labels in.
@@ -339,7 +339,7 @@ def shared_decision(
     keys = [c.key for c in criteria]
     if len(set(keys)) != len(keys):
         raise ValueError(f"each criterion once, got {keys}")
-    sizes = {np.size(c.verdicts) for c in criteria}
+    sizes = {len(c.verdicts) for c in criteria}
     if len(sizes) != 1:
         raise ValueError(f"every criterion reads the same order of outputs; got verdicts for {sorted(sizes)} outputs")
     k = len(criteria)

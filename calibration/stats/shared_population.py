@@ -24,7 +24,8 @@ class SharedPopulation:
 
     @property
     def thetas(self) -> Floats:
-        return self.gold.mean(axis=1)
+        means: Floats = self.gold.mean(axis=1)
+        return means
 
     def phi(self) -> Floats:
         """Each judge's correlation with its gold."""
