@@ -16,6 +16,10 @@ worst of the orders, and the wrong decisions:
   side: the labels of the shared sample, but the FAIL side's conjunction is not valid (up to k alpha);
 - separate orders: k plans each on its own random order, at alpha per side, labeled side by side (a round labels
   the next output of every undecided plan); an output two plans ask for is labeled once.
+
+A second table, on the FAIL rows: the labels until the FAIL tests fail the release, by the union bound (a criterion's
+capital reaching k / alpha) against the mean of the k FAIL capitals reaching 1 / alpha (combined e-values, which name
+no criterion; audit_shared.py's docstring), the tests alone (no exact rule), from label MIN_GOLD on.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from calibration.stats.audit_shared import conjunction, release_decisions_each_order  # noqa: E402
-from calibration.stats.audit_stats import FAIL, PASS, judge_scores  # noqa: E402
+from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS, decide_each_label, judge_scores  # noqa: E402
 from calibration.stats.shared_population import SharedPopulation, shared_population  # noqa: E402
 
 THETAS = (0.7, 0.8, 0.6)
@@ -64,6 +68,30 @@ def _separate(pop: SharedPopulation, orders: list[np.ndarray], minimums: list[fl
     return release, labeled.sum(axis=1)
 
 
+def _fail_times(golds: list[np.ndarray], scores: list[np.ndarray], minimums: list[float]) -> tuple[np.ndarray, ...]:
+    """Labels until the FAIL tests fail the release (N + 1 if never): by the union bound, and by the mean of the
+    capitals."""
+    k = len(golds)
+    alpha = (1 - CONFIDENCE) / 2
+    logs = np.stack(
+        [
+            decide_each_label(gold=g, f=f, minimum=m, confidence=CONFIDENCE, min_gold=MIN_GOLD).log_k_fail
+            for g, f, m in zip(golds, scores, minimums, strict=True)
+        ]
+    )  # (k, S, T)
+    T = logs.shape[2]
+    allowed = np.arange(T) + 1 >= MIN_GOLD
+
+    def first(crossed: np.ndarray) -> np.ndarray:
+        crossed = crossed & allowed[None, :]
+        return np.where(crossed.any(axis=1), crossed.argmax(axis=1) + 1, T + 1)
+
+    union = first((logs >= np.log(k / alpha)).any(axis=0))
+    top = logs.max(axis=0)
+    mean = top + np.log(np.exp(logs - top[None]).mean(axis=0))
+    return union, first(mean >= np.log(1 / alpha))
+
+
 def _cell(decided: np.ndarray, labels: np.ndarray, N: int, right: str) -> str:
     wrong = ((decided != "") & (decided != right)).mean()
     share = 100 * labels / N
@@ -77,6 +105,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     started = time.time()
+    emean_rows = []
     print(f"labels to the release's decision, % of N = {args.N}: median / worst of {args.orders} orders (wrong)")
     print("| k | criteria | margin | side | shared sample | today, one order (FAIL side invalid) | separate orders |")
     print("|---|---|---|---|---|---|---|")
@@ -112,7 +141,21 @@ def main() -> int:
                     release, labels = _separate(pop, own_orders, minimums)
                     cells.append(_cell(release, labels, args.N, side))
                     kind = "correlated" if correlated else "independent"
+                    if side == FAIL:
+                        union, mean = _fail_times(golds, scores, minimums)
+                        shares = [100 * np.minimum(t, args.N) / args.N for t in (union, mean)]
+                        emean_rows.append(
+                            f"| {k} | {kind} | {margin:.2f} | "
+                            + " | ".join(f"{np.median(x):5.1f} / {x.max():5.1f}" for x in shares)
+                            + " |"
+                        )
                     print(f"| {k} | {kind} | {margin:.2f} | {side} | " + " | ".join(cells) + " |", flush=True)
+    print()
+    print("FAIL rows, the tests alone: labels until the FAIL tests fail the release, % of N, median / worst")
+    print("| k | criteria | margin | union bound (alpha / k each) | mean of the e-values (1 / alpha) |")
+    print("|---|---|---|---|---|")
+    for row in emean_rows:
+        print(row)
     print(f"({time.time() - started:.0f} s)")
     return 0
 

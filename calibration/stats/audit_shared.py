@@ -27,8 +27,9 @@ fails as soon as one fails. Let alpha = (1 - confidence) / 2, the error the gate
   does (the mean is at least max / k). But it rejects the intersection only: it can fail a release without any
   criterion being refuted, and the lead is left without a criterion to fix and the gate without a criterion to
   name ("not met: which?"); closed testing would recover names at a cost that grows as 2^k. A release usually has
-  one binding criterion, and then the mean is about that criterion's capital / k, the union bound's threshold: the
-  e-mean saves little where it matters. So the gate uses the union bound, and every FAIL names its criterion.
+  one binding criterion, and then the mean is about that criterion's capital / k, the union bound's threshold:
+  bench/audit_shared.py measures the same median and worst labels to a FAIL by either rule in all its 8 cells. So
+  the gate uses the union bound, and every FAIL names its criterion.
 - With k = 1 both sides run at alpha: exactly today's single-criterion decision (tested to 1e-9).
 
 The release's decision along the order: FAIL at the first label at which some criterion's first decision is FAIL,
