@@ -30,8 +30,8 @@ def run(*args) -> str:
     return out.getvalue()
 
 
-def test_add_list_test_and_remove(teams, receiver):
-    said = run(
+def add_signed_hook(receiver) -> str:
+    return run(
         "add",
         "ops",
         "--kind",
@@ -43,6 +43,10 @@ def test_add_list_test_and_remove(teams, receiver):
         "--workspace",
         "alpha",
     )
+
+
+def test_add_list_test_and_remove(teams, receiver):
+    said = add_signed_hook(receiver)
     assert said == "added webhook destination ops to workspace alpha\n"
     run("add", "mail", "--kind", "email", "--addresses", "a@example.com,b@example.com", "--workspace", "alpha")
     assert run("list", "--workspace", "alpha") == (
@@ -78,17 +82,6 @@ def test_a_failed_test_says_why_and_fails_the_command(teams, receiver):
     from tests.alert_helpers import Answer
 
     receiver.answers = [Answer(400)]
-    run(
-        "add",
-        "ops",
-        "--kind",
-        "webhook",
-        "--url",
-        receiver.url(),
-        "--secret-env",
-        "HOOKS_SIGNING_KEY",
-        "--workspace",
-        "alpha",
-    )
+    add_signed_hook(receiver)
     with pytest.raises(CommandError, match=r"test alert to ops: failed \(HTTP 400\): 127\.0\.0\.1 answered HTTP 400"):
         run("test", "ops", "--workspace", "alpha")

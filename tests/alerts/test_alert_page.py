@@ -212,3 +212,21 @@ def test_a_lead_of_another_workspace_sees_only_its_destinations(client, operator
     client.get(reverse("alerts:page") + "?workspace=other")
     hook()
     assert client.get(reverse("alerts:page")).content.decode().count("No destinations yet") == 1
+
+
+def test_the_log_polls_while_a_delivery_is_under_way_and_stops_after(as_lead, operator):
+    destination = hook()
+    message = {"kind": "test", "title": "t", "text": "", "url": "", "facts": [], "dedupe_key": "k"}
+    delivery = AlertDelivery.objects.create(
+        workspace=default_workspace(),
+        destination=destination,
+        destination_name="ops",
+        dedupe_key="k",
+        message=message,
+        next_attempt_at="2026-12-07T00:00:00Z",
+    )
+    text = as_lead.get(reverse("alerts:log")).content.decode()
+    assert text.lstrip().startswith('<section class="card" id="delivery-log" hx-get=') and "every 2s" in text
+    AlertDelivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.SENT)
+    text = as_lead.get(reverse("alerts:log")).content.decode()
+    assert "hx-get" not in text and "Sent" in text
