@@ -47,7 +47,8 @@ def slack_body(message: AlertMessage) -> dict:
         # In a link, | ends the address; a URL never needs one unescaped.
         link = message.url.replace("|", "%7C").replace(">", "%3E")
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"<{link}|Open in Icewater>"}})
-    return {"text": _cut(f"{message.title}: {message.text}", SLACK_TEXT_CHARS), "blocks": blocks}
+    # The text is the notification's and the fallback: mrkdwn as well.
+    return {"text": _cut(slack_escape(f"{message.title}: {message.text}"), SLACK_TEXT_CHARS), "blocks": blocks}
 
 
 def webhook_body(message: AlertMessage, *, delivery: int, workspace: str) -> dict:

@@ -25,10 +25,13 @@ from .models import AlertDelivery, AlertDestination
 log = logging.getLogger("icewater.alerts")
 DELIVER_TASK = "alerts.tasks.deliver_alert"
 # A few quick publish retries; a broker that stays down leaves the delivery queued for the sweep (alerts/sweep.py).
+DEDUPE_KEY_CHARS = 200  # AlertDelivery.dedupe_key's column
 BROKER_RETRY = {"max_retries": 3, "interval_start": 0.2, "interval_step": 0.5, "interval_max": 1.0}
 
 
 def send_alert(workspace: Workspace, message: AlertMessage) -> list[AlertDelivery]:
+    if not message.dedupe_key or len(message.dedupe_key) > DEDUPE_KEY_CHARS:
+        raise ValueError(f"an alert's dedupe_key has 1 to {DEDUPE_KEY_CHARS} characters: {message.dedupe_key[:50]!r}")
     deliveries = []
     destinations = in_workspace(AlertDestination, workspace).filter(enabled=True).order_by("name")
     for destination in destinations:

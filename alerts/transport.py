@@ -45,24 +45,36 @@ class Answer:
     location_host: str  # where a redirect pointed (its host only)
 
 
+def _connect(addresses: list[str], port: int, timeout: float | None) -> socket.socket:
+    """A connection to the first of the checked `addresses` that answers (a name may have an IPv6 and an IPv4
+    address, and a receiver listen on one of them only)."""
+    failure: OSError | None = None
+    for address in addresses:
+        try:
+            return socket.create_connection((address, port), timeout)
+        except OSError as exc:
+            failure = exc
+    assert failure is not None  # checked_addresses never gives an empty list
+    raise failure
+
+
 class _PinnedHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, host: str, port: int, address: str, timeout: float):
+    def __init__(self, host: str, port: int, addresses: list[str], timeout: float):
         super().__init__(host, port, timeout=timeout)
-        self._address = address
+        self._addresses = addresses
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = _connect(self._addresses, self.port, self.timeout)
 
 
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, host: str, port: int, address: str, timeout: float, context: ssl.SSLContext):
+    def __init__(self, host: str, port: int, addresses: list[str], timeout: float, context: ssl.SSLContext):
         super().__init__(host, port, timeout=timeout, context=context)
-        self._address = address
+        self._addresses = addresses
         self._tls = context
 
     def connect(self) -> None:
-        raw = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._tls.wrap_socket(raw, server_hostname=self.host)
+        self.sock = self._tls.wrap_socket(_connect(self._addresses, self.port, self.timeout), server_hostname=self.host)
 
 
 def checked_addresses(host: str, port: int, *, allow_private: bool) -> list[str]:
@@ -88,12 +100,12 @@ def post(url: str, body: bytes, headers: dict[str, str], *, allow_private: bool,
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    address = checked_addresses(host, port, allow_private=allow_private)[0]
+    addresses = checked_addresses(host, port, allow_private=allow_private)
     connection: http.client.HTTPConnection
     if parts.scheme == "https":
-        connection = _PinnedHTTPSConnection(host, port, address, timeout, tls_context())
+        connection = _PinnedHTTPSConnection(host, port, addresses, timeout, tls_context())
     else:
-        connection = _PinnedHTTPConnection(host, port, address, timeout)
+        connection = _PinnedHTTPConnection(host, port, addresses, timeout)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
         connection.request("POST", target, body=body, headers={"Content-Type": "application/json", **headers})

@@ -268,3 +268,27 @@ def test_email_to_a_mail_server_that_is_down_is_tried_again(db, allowed):
     assert outcome is not None and outcome.status == DeliveryStatus.QUEUED
     delivery.refresh_from_db()
     assert "the mail server did not take it (ConnectionRefusedError" in delivery.last_error
+
+
+def test_a_name_with_an_address_that_does_not_answer_is_reached_at_the_next_checked_one(
+    db, allowed, receiver, monkeypatch
+):
+    """A name with an IPv6 and an IPv4 address, and a receiver listening on the IPv4 one only (127.0.0.2 stands
+    for the silent one here): the try goes on to the next address it checked."""
+    real = socket.getaddrinfo
+
+    def two_addresses(host, port, *args, **kwargs):
+        if host == "hooks.example.net":
+            return real("127.0.0.2", port, *args, **kwargs) + real("127.0.0.1", port, *args, **kwargs)
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", two_addresses)
+    answer = post(f"http://hooks.example.net:{receiver.port}/hook", b"{}", {}, allow_private=True, timeout=1)
+    assert answer.status == 401 and len(receiver.received) == 1
+
+
+def test_an_alert_without_a_usable_dedupe_key_is_refused(db, allowed):
+    for key in ("", "k" * 201):
+        with pytest.raises(ValueError, match="an alert's dedupe_key has 1 to 200 characters"):
+            send_alert(default_workspace(), AlertMessage("test", "t", "x", "", (), key))
+    assert AlertDelivery.objects.count() == 0
