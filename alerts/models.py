@@ -97,6 +97,14 @@ class AlertDelivery(models.Model):
         return f"{self.dedupe_key} to {self.destination_name}: {self.status}"
 
 
+class AttemptOutcome(models.TextChoices):
+    SENT = "sent", "sent"
+    RETRY = "retry", "failed, tried again"
+    FAILED = "failed", "failed"
+    REFUSED = "refused", "refused"
+    LOST = "lost", "lost with its worker, tried again"
+
+
 class DeliveryAttempt(models.Model):
     """One try of a delivery: when, how it ended, the receiver's status code, the error in words, how long."""
 
@@ -105,7 +113,7 @@ class DeliveryAttempt(models.Model):
     delivery = models.ForeignKey(AlertDelivery, on_delete=models.CASCADE, related_name="attempt_log")
     number = models.PositiveIntegerField()
     started_at = models.DateTimeField()
-    outcome = models.CharField(max_length=10)  # sent, retry, failed, refused
+    outcome = models.CharField(max_length=10, choices=AttemptOutcome.choices)
     status_code = models.PositiveIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
     duration_ms = models.PositiveIntegerField()

@@ -24,7 +24,7 @@ from judging.backends import redact
 
 from . import bodies
 from .messages import AlertMessage
-from .models import AlertDelivery, AlertDestination, DeliveryAttempt, DeliveryStatus, DestinationKind
+from .models import AlertDelivery, AlertDestination, AttemptOutcome, DeliveryAttempt, DeliveryStatus, DestinationKind
 from .rules import retry_delay, retryable_status, secret_var_refusal, url_refusal
 from .transport import Refused, SendFailed, post
 
@@ -70,7 +70,7 @@ def _record(delivery, outcome, status_code, error, now, started, delay) -> Outco
         delivery=delivery,
         number=delivery.attempts,
         started_at=now,
-        outcome="retry" if outcome == DeliveryStatus.QUEUED else outcome,
+        outcome=AttemptOutcome.RETRY if outcome == DeliveryStatus.QUEUED else outcome,
         status_code=status_code,
         error=error,
         duration_ms=duration_ms,
@@ -86,7 +86,7 @@ def _record(delivery, outcome, status_code, error, now, started, delay) -> Outco
         delivery.dedupe_key,
         delivery.destination_name,
         delivery.attempts,
-        "retry" if outcome == DeliveryStatus.QUEUED else outcome,
+        AttemptOutcome.RETRY if outcome == DeliveryStatus.QUEUED else outcome,
         f" (HTTP {status_code})" if status_code else "",
         f": {error}" if error else "",
     )

@@ -14,7 +14,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from .delivery import enqueue
-from .models import AlertDelivery, DeliveryAttempt, DeliveryStatus
+from .models import AlertDelivery, AttemptOutcome, DeliveryAttempt, DeliveryStatus
 
 STALE_QUEUED = timedelta(minutes=1)
 SENDING_LEASE = timedelta(minutes=5)  # far above the timeouts of one try
@@ -33,7 +33,7 @@ def sweep_deliveries() -> str:
                 number=delivery.attempts,
                 defaults={
                     "started_at": delivery.claimed_at or now,
-                    "outcome": "lost",
+                    "outcome": AttemptOutcome.LOST,
                     "error": "the worker stopped during this try; tried again",
                     "duration_ms": 0,
                 },
