@@ -100,7 +100,7 @@ def _send(delivery: AlertDelivery) -> int | None:
     if destination is None:
         raise Refused("the destination was removed before the alert was sent")
     if not destination.enabled:
-        raise Refused(f"the destination {destination.name} was disabled before the alert was sent")
+        raise Refused(f"the destination {destination.name} is switched off: switch it on to send to it")
     message = AlertMessage.from_json(delivery.message)
     if destination.kind == DestinationKind.EMAIL:
         _email(destination, message)

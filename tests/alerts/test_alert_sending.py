@@ -292,3 +292,16 @@ def test_an_alert_without_a_usable_dedupe_key_is_refused(db, allowed):
         with pytest.raises(ValueError, match="an alert's dedupe_key has 1 to 200 characters"):
             send_alert(default_workspace(), AlertMessage("test", "t", "x", "", (), key))
     assert AlertDelivery.objects.count() == 0
+
+
+def test_a_destination_switched_off_or_removed_after_the_alert_sends_nothing(db, allowed, receiver):
+    off, gone = webhook(receiver, name="off"), webhook(receiver, name="gone")
+    by_name = {d.destination_name: d for d in send_alert(default_workspace(), MESSAGE)}
+    AlertDestination.objects.filter(pk=off.pk).update(enabled=False)
+    gone.delete()
+    switched_off, removed = run_to_the_end(by_name["off"]), run_to_the_end(by_name["gone"])
+    assert receiver.received == []
+    assert (removed.status, removed.destination_name) == (DeliveryStatus.REFUSED, "gone")
+    assert removed.last_error == "the destination was removed before the alert was sent"
+    assert switched_off.status == DeliveryStatus.REFUSED
+    assert switched_off.last_error == "the destination off is switched off: switch it on to send to it"
