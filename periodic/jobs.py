@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from alerts.sweep import sweep_deliveries
 from formats.trace_outputs import finish_every_waiting_trace
 
 from .slots import SlotSchedule
@@ -33,6 +34,9 @@ JOBS: dict[str, Job] = {
         # Spans staged while the broker was down (the receiver could not schedule their finisher) are finished
         # without waiting for another export (docs/formats.md, "OpenTelemetry").
         Job("finish-traces", dt.timedelta(seconds=settings.ICEWATER_TRACE_SWEEP_SECONDS), finish_every_waiting_trace),
+        # Alert deliveries whose task was lost (broker down when queued) or whose worker stopped mid-try
+        # (docs/alerts.md).
+        Job("alert-deliveries", dt.timedelta(seconds=settings.ICEWATER_ALERT_SWEEP_SECONDS), sweep_deliveries),
     ]
 }
 
