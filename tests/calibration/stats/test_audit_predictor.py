@@ -276,21 +276,22 @@ def test_the_jurys_wrong_decisions_stay_below_alpha_over_2_on_both_sides_of_the_
     wrong, median = _wrong_rate(ys, fs, distance)
     assert wrong <= 0.025
     # What it costs, measured: this jury's combination correlates with gold at R = 0.73 on this population
-    # (its best judge alone 0.70), so it needs about what the best one does (within 10%: fitting three slopes
-    # on the first labels is noisier than one), fewer than the phi 0.5 judge at distance 0.05 and about as
-    # many at 0.10 (88 labels against 87 at +0.10: about 85 labels in, the variance matters little).
+    # (its best judge alone 0.70), so it needs a few labels fewer than the best judge alone (median labels at
+    # -0.10, -0.05, +0.05, +0.10: 86, 184, 178, 82 against 92, 199, 190, 83) and fewer than the phi 0.5 one.
     if abs(distance) >= 0.05:
         minimum = THETA + distance
         middle = decide_each_label(gold=ys, f=fs[:, :, 1], minimum=minimum, confidence=0.95, min_gold=MIN_GOLD)
         best = decide_each_label(gold=ys, f=fs[:, :, 2], minimum=minimum, confidence=0.95, min_gold=MIN_GOLD)
-        assert median < np.median(middle.at) if abs(distance) == 0.05 else median <= 1.1 * np.median(middle.at)
-        assert median <= 1.1 * np.median(best.at)
+        assert median < np.median(middle.at)
+        assert median <= np.median(best.at)
 
 
 @pytest.mark.parametrize("distance", DISTANCES)
 @pytest.mark.slow
-def test_a_judge_confidently_wrong_on_a_stratum_costs_labels_never_validity(confidently_wrong, distance):
+def test_a_judge_confidently_wrong_on_a_stratum_never_makes_the_decision_wrong(confidently_wrong, distance):
     ys, fs = confidently_wrong
+    # Read alone, the wrong judge passes 94% of the outputs: trusting it would PASS every minimum here.
+    assert fs[0, :, 1].mean() > THETA + 0.2
     wrong, _ = _wrong_rate(ys, fs, distance)
     assert wrong <= 0.025
 
@@ -306,3 +307,22 @@ def test_the_reading_shows_each_signals_correlation_with_the_gold_so_far():
     assert b.correlation == pytest.approx(0.0)
     assert a.coefficient == pytest.approx(1.0) and b.coefficient == pytest.approx(0.0)
     assert reading.correlation == pytest.approx(1.0)
+
+
+def test_labeling_every_output_closes_the_bounds_on_the_truth_and_decides():
+    y, f = population(N=120, theta=0.6, phis=(0.5, 0.7), seed=41)
+    shuffled = np.random.default_rng(42).permutation(120)
+    y, f = y[shuffled], f[shuffled]
+    partial = jury_decision(gold=y[:60], f=f, minimum=0.55)
+    assert partial.lower <= partial.estimate.estimate <= partial.upper
+    full = jury_decision(gold=y, f=f, minimum=0.55)
+    assert full.lower == full.upper == pytest.approx(0.6)
+    assert full.decided == PASS and full.estimate.estimate == pytest.approx(0.6)
+
+
+def test_with_na_gold_the_estimate_is_the_pass_rate_among_the_applicable_labels():
+    # Every signal constant on the labels: the slopes are 0 and each share is its labeled mean: passes 2/5,
+    # applicable 4/5, so the pass rate among the applicable ones is 1/2.
+    est = jury_estimate(gold=[1, 1, 0, 0, -1], f=np.full((8, 2), 0.5))
+    assert est.estimate == pytest.approx((2 / 5) / (4 / 5))
+    assert est.lower is None

@@ -1,0 +1,191 @@
+"""Audits with a jury predictor (calibration/stats/audit_predictor.py) beside today's one-bit audit: labels to a
+decision per side and wrong decisions, on synthetic known-truth sets and on the public sets' raters.
+
+    python bench/audit_jury.py                       # 500 label orders per set and threshold
+    python bench/audit_jury.py --orders 200 --only usr synthetic
+    python bench/audit_jury.py --large               # also a 20,000-output candidate at distance 0.05 (100 orders)
+
+Both designs are the uniform plan's (one random order, two one-sided anytime-valid betting tests without
+replacement, the exact rule, at least 20 gold items, 95% confidence: 2.5% per side), replayed along the same
+orders. "one bit": today's predictor, one judge's PASS/FAIL (audit_stats.decide_each_label). "jury": every
+signal of the set as control variates, slopes fitted on the labels before each draw
+(audit_predictor.jury_decide_each_label).
+
+Sets:
+- synthetic jury: 1,000 outputs, theta 0.70, three judges independent given gold with correlations 0.3, 0.5 and
+  0.7 (each passing 70%). One bit: the best judge (0.7).
+- synthetic samples: 1,000 outputs, theta 0.70, one judge config sampled five times, each output with its own
+  chance of PASS (Beta(4, 1.5) where gold is PASS, Beta(1.5, 3) where FAIL). One bit: the majority of the
+  five samples (what the judge's pages show); jury: the vote share.
+- the public sets in ../shared/datasets (or ICEWATER_DATASETS_DIR), binarised as bench/audit.py does. Each item
+  has three raters; no per-item LLM verdicts are published, so the raters are the judges: gold is rater 2,
+  one bit is rater 0, the jury raters 0 and 1 (on XSum also the Entailment score, a number in [0, 1]). A rater
+  is a stronger judge than most LLMs, and its errors are independent of gold's rater, so the figures say what a
+  jury of good, independent judges saves, not what a jury of LLMs from one family would.
+
+Prints per set and threshold, for each design: the median and worst labels to a decision (% of N) and the
+wrong-decision rate; then per side (PASS: minimum below the truth; FAIL: above) the worst median over the
+distances, and R, the correlation with gold of the predictor's least-squares fit on the whole set (phi for one
+bit): what the variance pays, 1 - R^2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.audit import CONFIDENCE, DISTANCES, datasets_dir, thresholds, xsum_items  # noqa: E402
+from calibration.stats.audit_predictor import jury_decide_each_label  # noqa: E402
+from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS, decide_each_label  # noqa: E402
+
+# A set: its name, gold (N,), the one-bit judge (N,), the jury's signals (N, K) and their names.
+Set = tuple[str, np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]
+
+
+def raters(name: str, votes: np.ndarray, extra: dict[str, np.ndarray] | None = None) -> Set:
+    """Gold rater 2, one bit rater 0, the jury raters 0 and 1 (and any extra signals)."""
+    extra = extra or {}
+    signals = np.column_stack([votes[:, 0], votes[:, 1], *extra.values()])
+    return name, votes[:, 2], votes[:, 0], signals, ("rater 0", "rater 1", *extra)
+
+
+def qags(base: Path) -> Iterator[Set]:
+    votes = []
+    for name in ("mturk_cnndm.jsonl", "mturk_xsum.jsonl"):
+        for line in (base / "qags" / name).read_text().splitlines():
+            for sentence in json.loads(line)["summary_sentences"]:
+                votes.append([int(r["response"] == "yes") for r in sentence["responses"]][:3])
+    yield raters("qags factual", np.array(votes, float))
+
+
+def usr(base: Path) -> Iterator[Set]:
+    for corpus, file in (("topical", "usr_topical_chat.json"), ("persona", "usr_percona_chat.json")):
+        responses = [r for c in json.loads((base / "usr_dialog" / file).read_text()) for r in c["responses"]]
+        for criterion, key, passes in (("uses_knowledge", "Uses Knowledge", 1), ("overall>=4", "Overall", 4)):
+            votes = np.array([[int(s >= passes) for s in r[key]] for r in responses], float)
+            yield raters(f"usr {corpus} {criterion}", votes)
+
+
+def xsum(base: Path) -> Iterator[Set]:
+    labels, entailment, keys = xsum_items(base)
+    votes = np.array([labels[k] for k in keys], float)
+    yield raters("xsum factual", votes, {"entailment": np.array([entailment[k] for k in keys])})
+
+
+def synthetic_jury(rng: np.random.Generator, N: int = 1000, theta: float = 0.70) -> Set:
+    y = np.r_[np.ones(round(N * theta)), np.zeros(N - round(N * theta))]
+    phis = (0.3, 0.5, 0.7)
+    judges = np.column_stack(
+        [(rng.random(N) < np.where(y == 1, theta + p * (1 - theta), theta * (1 - p))).astype(float) for p in phis]
+    )
+    return f"synthetic jury phi 0.3/0.5/0.7 (N={N})", y, judges[:, 2], judges, tuple(f"phi {p}" for p in phis)
+
+
+def synthetic_samples(rng: np.random.Generator, N: int = 1000, theta: float = 0.70) -> Set:
+    y = np.r_[np.ones(round(N * theta)), np.zeros(N - round(N * theta))]
+    chance = np.where(y == 1, rng.beta(4, 1.5, N), rng.beta(1.5, 3, N))
+    share = (rng.random((N, 5)) < chance[:, None]).mean(axis=1)
+    return "synthetic 5 samples of one judge", y, (share > 0.5).astype(float), share[:, None], ("vote share",)
+
+
+def fit_r(y: np.ndarray, f: np.ndarray) -> float:
+    X = np.c_[np.ones(y.size), f]
+    fitted = X @ np.linalg.lstsq(X, y, rcond=None)[0]
+    return float(np.corrcoef(fitted, y)[0, 1])
+
+
+def run(item: Set, *, orders: int, rng: np.random.Generator, rows: list[dict], distances: tuple[float, ...]) -> None:
+    name, gold, judge, signals, names = item
+    N = gold.size
+    theta = float(gold.mean())
+    perm = np.argsort(rng.random((orders, N)), axis=1)
+    ys, fs, js = gold[perm], signals[perm], judge[perm]
+    r_bit, r_jury = fit_r(gold, judge), fit_r(gold, signals)
+    each = ", ".join(f"{n} {np.corrcoef(gold, signals[:, k])[0, 1]:.2f}" for k, n in enumerate(names))
+    print(f"\n{name}: N = {N}, theta {theta:.3f}; one bit phi {r_bit:.2f}; jury R {r_jury:.2f} ({each})")
+    print(
+        f"  {'minimum':>8} {'dist':>6} {'right':>5} | {'one bit: median':>15} {'worst':>6} {'wrong%':>6} |"
+        f" {'jury: median':>12} {'worst':>6} {'wrong%':>6}"
+    )
+    for distance, sign, minimum, right in thresholds(theta, distances):
+        bit = decide_each_label(gold=ys, f=js, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
+        jury = jury_decide_each_label(gold=ys, f=fs, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
+        cells = []
+        for design, d in (("one bit", bit), ("jury", jury)):
+            at = d.at.astype(float) / N
+            wrong = float(((d.decided != "") & (d.decided != right)).mean())
+            cells.append((float(np.median(at)), float(at.max()), wrong))
+            rows.append(
+                {"set": name, "design": design, "side": right, "distance": distance, "N": N}
+                | {"median": cells[-1][0], "worst": cells[-1][1], "wrong": wrong}
+            )
+        (bm, bw, bx), (jm, jw, jx) = cells
+        print(
+            f"  {minimum:8.3f} {sign * distance:+6.2f} {right:>5} | {100 * bm:15.1f} {100 * bw:6.1f}"
+            f" {100 * bx:6.2f} | {100 * jm:12.1f} {100 * jw:6.1f} {100 * jx:6.2f}"
+        )
+    for side in (PASS, FAIL):
+        mine = [r for r in rows if r["set"] == name and r["side"] == side]
+        if not mine:
+            continue
+        summary = []
+        for design in ("one bit", "jury"):
+            cells = [r for r in mine if r["design"] == design]
+            summary.append(
+                f"{design}: worst median {100 * max(r['median'] for r in cells):.1f}%,"
+                f" worst order {100 * max(r['worst'] for r in cells):.1f}%,"
+                f" wrong <= {100 * max(r['wrong'] for r in cells):.2f}%"
+            )
+        print(f"  {side} side: " + "; ".join(summary))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--orders", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", nargs="*", default=[], help="only the sets whose name holds one of these words")
+    parser.add_argument("--distances", nargs="*", type=float, default=list(DISTANCES))
+    parser.add_argument("--large", action="store_true", help="also a 20,000-output synthetic jury at 0.05")
+    args = parser.parse_args()
+    base = datasets_dir()
+    rng = np.random.default_rng(args.seed)
+    sets: list[Set] = [synthetic_jury(rng), synthetic_samples(rng)]
+    if base.is_dir():
+        sets += [*qags(base), *usr(base), *xsum(base)]
+    else:
+        print(f"no datasets at {base} (set ICEWATER_DATASETS_DIR): synthetic sets only", file=sys.stderr)
+    rows: list[dict] = []
+    started = time.perf_counter()
+    for item in sets:
+        if args.only and not any(word in item[0] for word in args.only):
+            continue
+        run(item, orders=args.orders, rng=rng, rows=rows, distances=tuple(args.distances))
+    if args.large:
+        large = synthetic_jury(rng, N=20_000)
+        run(large, orders=100, rng=rng, rows=rows, distances=(0.05,))
+        for side in (PASS, FAIL):
+            cells = {r["design"]: r for r in rows if r["set"] == large[0] and r["side"] == side}
+            print(
+                f"  20,000 outputs, distance 0.05, {side} side: median labels one bit"
+                f" {cells['one bit']['median'] * 20_000:.0f}, jury {cells['jury']['median'] * 20_000:.0f}"
+            )
+    seconds = time.perf_counter() - started
+    print(f"\n{len(rows) // 2} set x threshold cells, {args.orders} orders each, {seconds:.0f} s")
+    for design in ("one bit", "jury"):
+        mine = [r for r in rows if r["design"] == design]
+        worst = max(mine, key=lambda r: r["wrong"])
+        print(f"  {design}: wrong decisions at most {100 * worst['wrong']:.2f}% per side ({worst['set']})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
