@@ -7,9 +7,11 @@ decision per side and wrong decisions, on synthetic known-truth sets and on the 
 
 Both designs are the uniform plan's (one random order, two one-sided anytime-valid betting tests without
 replacement, the exact rule, at least 20 gold items, 95% confidence: 2.5% per side), replayed along the same
-orders. "one bit": today's predictor, one judge's PASS/FAIL (audit_stats.decide_each_label). "jury": every
-signal of the set as control variates, slopes fitted on the labels before each draw
-(audit_predictor.jury_decide_each_label).
+orders. "one bit": today's predictor, one judge's PASS/FAIL. "best": the jury's best member alone (by its phi
+on the whole set, which a lead would read from the calibration instead). "jury": every signal of the set as
+control variates, slopes fitted on the labels before each draw. All three run
+audit_predictor.jury_decide_each_label, which with one signal is audit_stats.decide_each_label to 1e-9
+(tests/calibration/stats/test_audit_predictor.py).
 
 Sets:
 - synthetic jury: 1,000 outputs, theta 0.70, three judges independent given gold with correlations 0.3, 0.5 and
@@ -23,10 +25,11 @@ Sets:
   is a stronger judge than most LLMs, and its errors are independent of gold's rater, so the figures say what a
   jury of good, independent judges saves, not what a jury of LLMs from one family would.
 
-Prints per set and threshold, for each design: the median and worst labels to a decision (% of N) and the
-wrong-decision rate; then per side (PASS: minimum below the truth; FAIL: above) the worst median over the
-distances, and R, the correlation with gold of the predictor's least-squares fit on the whole set (phi for one
-bit): what the variance pays, 1 - R^2.
+Prints per set its signals' phi with gold and the jury's R (the correlation with gold of the least-squares fit
+on the whole set: the variance the tests pay falls with 1 - R^2); per threshold, for each design, the median and
+worst (over the orders) labels to a decision (% of N) and the wrong-decision rate; then, per side (PASS: the
+minimum below the truth; FAIL: above) and distance, what the jury saved against one bit and against its best
+member, the median over the sets and the range.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.audit import CONFIDENCE, DISTANCES, datasets_dir, thresholds, xsum_items  # noqa: E402
 from calibration.stats.audit_predictor import jury_decide_each_label  # noqa: E402
-from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS, decide_each_label  # noqa: E402
+from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS  # noqa: E402
 
 # A set: its name, gold (N,), the one-bit judge (N,), the jury's signals (N, K) and their names.
 Set = tuple[str, np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]
@@ -108,44 +111,31 @@ def run(item: Set, *, orders: int, rng: np.random.Generator, rows: list[dict], d
     N = gold.size
     theta = float(gold.mean())
     perm = np.argsort(rng.random((orders, N)), axis=1)
-    ys, fs, js = gold[perm], signals[perm], judge[perm]
-    r_bit, r_jury = fit_r(gold, judge), fit_r(gold, signals)
-    each = ", ".join(f"{n} {np.corrcoef(gold, signals[:, k])[0, 1]:.2f}" for k, n in enumerate(names))
-    print(f"\n{name}: N = {N}, theta {theta:.3f}; one bit phi {r_bit:.2f}; jury R {r_jury:.2f} ({each})")
+    ys, fs = gold[perm], signals[perm]
+    phis = [float(np.corrcoef(gold, signals[:, k])[0, 1]) for k in range(len(names))]
+    # The design to beat is not only today's judge but the jury's best member alone (known here from the whole
+    # set's gold; a lead would pick it from the calibration's phi).
+    best = int(np.argmax(phis))
+    designs = {"one bit": judge[perm][:, :, None], f"best ({names[best]})": fs[:, :, best : best + 1], "jury": fs}
+    each = ", ".join(f"{n} {phi:.2f}" for n, phi in zip(names, phis, strict=True))
     print(
-        f"  {'minimum':>8} {'dist':>6} {'right':>5} | {'one bit: median':>15} {'worst':>6} {'wrong%':>6} |"
-        f" {'jury: median':>12} {'worst':>6} {'wrong%':>6}"
+        f"\n{name}: N = {N}, theta {theta:.3f}; one bit phi {fit_r(gold, judge):.2f}; jury R {fit_r(gold, signals):.2f}"
     )
+    print(f"  signals' phi with gold: {each}")
+    print(f"  {'minimum':>8} {'dist':>6} {'right':>5} | " + " | ".join(f"{d[:20]:>20} worst wrong%" for d in designs))
     for distance, sign, minimum, right in thresholds(theta, distances):
-        bit = decide_each_label(gold=ys, f=js, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
-        jury = jury_decide_each_label(gold=ys, f=fs, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
         cells = []
-        for design, d in (("one bit", bit), ("jury", jury)):
+        for design, f in designs.items():
+            d = jury_decide_each_label(gold=ys, f=f, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
             at = d.at.astype(float) / N
             wrong = float(((d.decided != "") & (d.decided != right)).mean())
-            cells.append((float(np.median(at)), float(at.max()), wrong))
+            median, worst = float(np.median(at)), float(at.max())
+            cells.append(f"{100 * median:20.1f} {100 * worst:5.1f} {100 * wrong:6.2f}")
             rows.append(
-                {"set": name, "design": design, "side": right, "distance": distance, "N": N}
-                | {"median": cells[-1][0], "worst": cells[-1][1], "wrong": wrong}
+                {"set": name, "design": design.split(" (")[0], "side": right, "distance": distance, "N": N}
+                | {"median": median, "worst": worst, "wrong": wrong}
             )
-        (bm, bw, bx), (jm, jw, jx) = cells
-        print(
-            f"  {minimum:8.3f} {sign * distance:+6.2f} {right:>5} | {100 * bm:15.1f} {100 * bw:6.1f}"
-            f" {100 * bx:6.2f} | {100 * jm:12.1f} {100 * jw:6.1f} {100 * jx:6.2f}"
-        )
-    for side in (PASS, FAIL):
-        mine = [r for r in rows if r["set"] == name and r["side"] == side]
-        if not mine:
-            continue
-        summary = []
-        for design in ("one bit", "jury"):
-            cells = [r for r in mine if r["design"] == design]
-            summary.append(
-                f"{design}: worst median {100 * max(r['median'] for r in cells):.1f}%,"
-                f" worst order {100 * max(r['worst'] for r in cells):.1f}%,"
-                f" wrong <= {100 * max(r['wrong'] for r in cells):.2f}%"
-            )
-        print(f"  {side} side: " + "; ".join(summary))
+        print(f"  {minimum:8.3f} {sign * distance:+6.2f} {right:>5} | " + " | ".join(cells))
 
 
 def main() -> int:
@@ -179,11 +169,25 @@ def main() -> int:
                 f" {cells['one bit']['median'] * 20_000:.0f}, jury {cells['jury']['median'] * 20_000:.0f}"
             )
     seconds = time.perf_counter() - started
-    print(f"\n{len(rows) // 2} set x threshold cells, {args.orders} orders each, {seconds:.0f} s")
-    for design in ("one bit", "jury"):
+    print(f"\n{len(rows) // 3} set x threshold cells, {args.orders} orders each, {seconds:.0f} s")
+    for design in ("one bit", "best", "jury"):
         mine = [r for r in rows if r["design"] == design]
         worst = max(mine, key=lambda r: r["wrong"])
         print(f"  {design}: wrong decisions at most {100 * worst['wrong']:.2f}% per side ({worst['set']})")
+    print("  the jury's median against one bit / the best member alone, per side (% of N, the median over sets):")
+    for side in (PASS, FAIL):
+        for distance in sorted({r["distance"] for r in rows}):
+            cell = {
+                (r["set"], r["design"]): r["median"] for r in rows if r["side"] == side and r["distance"] == distance
+            }
+            sets = {s for s, _ in cell}
+            saved = [cell[(s, "one bit")] - cell[(s, "jury")] for s in sets]
+            over_best = [cell[(s, "best")] - cell[(s, "jury")] for s in sets]
+            print(
+                f"    {side} side at {distance:.2f}: saved {100 * np.median(saved):.1f}% of N"
+                f" ({100 * min(saved):+.1f} to {100 * max(saved):+.1f}); against the best member"
+                f" {100 * np.median(over_best):.1f}% ({100 * min(over_best):+.1f} to {100 * max(over_best):+.1f})"
+            )
     return 0
 
 

@@ -326,3 +326,17 @@ def test_with_na_gold_the_estimate_is_the_pass_rate_among_the_applicable_labels(
     est = jury_estimate(gold=[1, 1, 0, 0, -1], f=np.full((8, 2), 0.5))
     assert est.estimate == pytest.approx((2 / 5) / (4 / 5))
     assert est.lower is None
+
+
+def test_the_worked_example_in_the_docs():
+    # docs/calibration.md, "The jury predictor": six outputs, a config's verdicts (one ERROR) and another
+    # config's vote shares of three samples; four labeled.
+    raw = {"instrument": [1, 1, 0, 0, 1, None], "sampled x3": [1, 0, 1, 0, 1, 2 / 3]}
+    p = predictor(raw)
+    assert p.fills[0] == pytest.approx(3 / 5) and p.missing == (1, 0)
+    est = jury_estimate(gold=[1, 1, 1, 0], f=p.scores)
+    assert est.coefficients == pytest.approx((0.5, 0.5))
+    assert est.estimate == pytest.approx(77 / 90)  # (3/4 - 1/2) + 1/2 * 3/5 + 1/2 * 11/18
+    reading = jury_reading(gold=[1, 1, 1, 0], p=p, raw=raw)
+    assert [round(s.correlation or 0, 3) for s in reading.signals] == [0.577, 0.577]
+    assert reading.correlation == pytest.approx(math.sqrt(2 / 3))
