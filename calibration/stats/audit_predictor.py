@@ -161,9 +161,13 @@ def jury_log_capital(*, y: Floats, f: Floats, m: ArrayLike, bet_share: float = B
     f_total = f.sum(axis=1)
     # Each signal's largest value among the outputs not yet drawn before draw t: a suffix maximum per signal.
     f_max_rest = np.maximum.accumulate(f[:, ::-1, :], axis=1)[:, ::-1, :]
-    s_y, s_yy = np.zeros(S), np.zeros(S)
-    s_f, s_yf = np.zeros((S, K)), np.zeros((S, K))
-    s_ff = np.zeros((S, K, K))
+    # The confidence sequence tests many m on one order and one gold: everything but the null mean is then the
+    # same for every m, so the sums, the slopes and the residual variance are kept once (R = 1 row) and
+    # broadcast (the same numbers; on 20,000 outputs after 8,000 labels the decision took 17 s, 4 s this way).
+    R = 1 if f.shape[0] == 1 and S > 1 and bool(np.all(y == y[:1])) else S
+    s_y, s_yy = np.zeros(R), np.zeros(R)
+    s_f, s_yf = np.zeros((R, K)), np.zeros((R, K))
+    s_ff = np.zeros((R, K, K))
     log_k = np.zeros((S, EDGES.size))
     out = np.empty((S, T))
     w = PRIOR_WEIGHT
@@ -175,7 +179,7 @@ def jury_log_capital(*, y: Floats, f: Floats, m: ArrayLike, bet_share: float = B
             cov_yf = s_yf / t - (s_y / t)[:, None] * mean_f
             b = slopes(cov_ff=cov_ff, cov_yf=cov_yf, shrink=SLOPE_PRIOR / t)
         else:
-            b = np.zeros((S, K))
+            b = np.zeros((R, K))
         f_rest_mean = (f_total - s_f) / rest
         c = (N * m - s_y) / rest - np.sum(b * (f_rest_mean - f_mean), axis=1)
         z_min = -np.sum(b * (f_max_rest[:, t, :] - f_mean), axis=1)
@@ -188,8 +192,8 @@ def jury_log_capital(*, y: Floats, f: Floats, m: ArrayLike, bet_share: float = B
         with np.errstate(divide="ignore"):
             cap = np.where(room > 1e-12, bet_share / np.maximum(room, 1e-12), 1e6)
         beta = np.minimum(beta, cap[:, None])
-        yt = y[:, t]
-        ft = np.broadcast_to(f[:, t, :], (S, K))
+        yt = y[:R, t]
+        ft = np.broadcast_to(f[:, t, :], (R, K))
         z = yt - np.sum(b * (ft - f_mean), axis=1)
         log_k += np.log1p(np.maximum(beta * (z - c)[:, None], -1 + 1e-15))
         top = log_k.max(axis=1)

@@ -340,3 +340,15 @@ def test_the_worked_example_in_the_docs():
     reading = jury_reading(gold=[1, 1, 1, 0], p=p, raw=raw)
     assert [round(s.correlation or 0, 3) for s in reading.signals] == [0.577, 0.577]
     assert reading.correlation == pytest.approx(math.sqrt(2 / 3))
+
+
+def test_many_nulls_on_one_order_give_each_nulls_own_capital():
+    # The confidence sequence's shortcut (one fit for every m when they share the order and the gold) changes
+    # no number: each m's capital as if it were run alone.
+    y, f = population(N=200, theta=0.6, phis=(0.4, 0.7), seed=51)
+    shuffled = np.random.default_rng(52).permutation(200)
+    y, f = y[shuffled], f[shuffled]
+    grid = np.array([0.5, 0.55, 0.6, 0.65])
+    together = jury_log_capital(y=np.broadcast_to(y[:150], (4, 150)), f=f, m=grid)
+    alone = np.vstack([jury_log_capital(y=y[None, :150], f=f, m=m) for m in grid])
+    assert np.abs(together - alone).max() <= 1e-12
