@@ -4,6 +4,7 @@ decision per side and wrong decisions, on synthetic known-truth sets and on the 
     python bench/audit_jury.py                       # 500 label orders per set and threshold
     python bench/audit_jury.py --orders 200 --only usr synthetic
     python bench/audit_jury.py --large               # also a 20,000-output candidate at distance 0.05 (100 orders)
+    python bench/audit_jury.py --gold-rater 0        # the public sets with rater 0 as gold, raters 1 and 2 the jury
 
 Both designs are the uniform plan's (one random order, two one-sided anytime-valid betting tests without
 replacement, the exact rule, at least 20 gold items, 95% confidence: 2.5% per side), replayed along the same
@@ -20,8 +21,9 @@ Sets:
   chance of PASS (Beta(4, 1.5) where gold is PASS, Beta(1.5, 3) where FAIL). One bit: the majority of the
   five samples (what the judge's pages show); jury: the vote share.
 - the public sets in ../shared/datasets (or ICEWATER_DATASETS_DIR), binarised as bench/audit.py does. Each item
-  has three raters; no per-item LLM verdicts are published, so the raters are the judges: gold is rater 2,
-  one bit is rater 0, the jury raters 0 and 1 (on XSum also the Entailment score, a number in [0, 1]). A rater
+  has three raters; no per-item LLM verdicts are published, so the raters are the judges: gold is rater 2
+  (--gold-rater), one bit the first of the other two, the jury both (on XSum also the Entailment score, a number
+  in [0, 1]). A rater
   is a stronger judge than most LLMs, and its errors are independent of gold's rater, so the figures say what a
   jury of good, independent judges saves, not what a jury of LLMs from one family would.
 
@@ -54,34 +56,36 @@ from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS  # noqa: E402
 Set = tuple[str, np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]
 
 
-def raters(name: str, votes: np.ndarray, extra: dict[str, np.ndarray] | None = None) -> Set:
-    """Gold rater 2, one bit rater 0, the jury raters 0 and 1 (and any extra signals)."""
+def raters(name: str, votes: np.ndarray, gold: int, extra: dict[str, np.ndarray] | None = None) -> Set:
+    """Gold one rater (2 by default), one bit the first of the other two, the jury both (and any extra signals)."""
     extra = extra or {}
-    signals = np.column_stack([votes[:, 0], votes[:, 1], *extra.values()])
-    return name, votes[:, 2], votes[:, 0], signals, ("rater 0", "rater 1", *extra)
+    first, second = (r for r in range(3) if r != gold)
+    signals = np.column_stack([votes[:, first], votes[:, second], *extra.values()])
+    names = (f"rater {first}", f"rater {second}", *extra)
+    return f"{name} (gold rater {gold})", votes[:, gold], votes[:, first], signals, names
 
 
-def qags(base: Path) -> Iterator[Set]:
+def qags(base: Path, gold: int) -> Iterator[Set]:
     votes = []
     for name in ("mturk_cnndm.jsonl", "mturk_xsum.jsonl"):
         for line in (base / "qags" / name).read_text().splitlines():
             for sentence in json.loads(line)["summary_sentences"]:
                 votes.append([int(r["response"] == "yes") for r in sentence["responses"]][:3])
-    yield raters("qags factual", np.array(votes, float))
+    yield raters("qags factual", np.array(votes, float), gold)
 
 
-def usr(base: Path) -> Iterator[Set]:
+def usr(base: Path, gold: int) -> Iterator[Set]:
     for corpus, file in (("topical", "usr_topical_chat.json"), ("persona", "usr_percona_chat.json")):
         responses = [r for c in json.loads((base / "usr_dialog" / file).read_text()) for r in c["responses"]]
         for criterion, key, passes in (("uses_knowledge", "Uses Knowledge", 1), ("overall>=4", "Overall", 4)):
             votes = np.array([[int(s >= passes) for s in r[key]] for r in responses], float)
-            yield raters(f"usr {corpus} {criterion}", votes)
+            yield raters(f"usr {corpus} {criterion}", votes, gold)
 
 
-def xsum(base: Path) -> Iterator[Set]:
+def xsum(base: Path, gold: int) -> Iterator[Set]:
     labels, entailment, keys = xsum_items(base)
     votes = np.array([labels[k] for k in keys], float)
-    yield raters("xsum factual", votes, {"entailment": np.array([entailment[k] for k in keys])})
+    yield raters("xsum factual", votes, gold, {"entailment": np.array([entailment[k] for k in keys])})
 
 
 def synthetic_jury(rng: np.random.Generator, N: int = 1000, theta: float = 0.70) -> Set:
@@ -144,13 +148,14 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", nargs="*", default=[], help="only the sets whose name holds one of these words")
     parser.add_argument("--distances", nargs="*", type=float, default=list(DISTANCES))
+    parser.add_argument("--gold-rater", type=int, choices=(0, 1, 2), default=2, help="the public sets' gold rater")
     parser.add_argument("--large", action="store_true", help="also a 20,000-output synthetic jury at 0.05")
     args = parser.parse_args()
     base = datasets_dir()
     rng = np.random.default_rng(args.seed)
     sets: list[Set] = [synthetic_jury(rng), synthetic_samples(rng)]
     if base.is_dir():
-        sets += [*qags(base), *usr(base), *xsum(base)]
+        sets += [*qags(base, args.gold_rater), *usr(base, args.gold_rater), *xsum(base, args.gold_rater)]
     else:
         print(f"no datasets at {base} (set ICEWATER_DATASETS_DIR): synthetic sets only", file=sys.stderr)
     rows: list[dict] = []
