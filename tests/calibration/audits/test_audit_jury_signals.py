@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from calibration.audits.plan_outputs import vote_shares
+from calibration.audits.plan_outputs import jury_signals, vote_shares
 from calibration.data import frames
-from calibration.stats.audit_predictor import predictor
+from calibration.stats.audit_predictor import jury_decision, predictor
 from evals.models import Criterion
 from labeling import label_frames
+from tests.audit_helpers import KEY, candidate, in_order, plan_on
 from tests.factories import add_verdict, make_eval_set, make_judge, make_output, make_rubric_version, make_run
 
 pytestmark = pytest.mark.django_db
@@ -39,3 +40,19 @@ def test_each_configs_signal_is_the_pass_share_of_its_own_current_samples():
     assert others == [1.0, None, None]  # never the first config's verdicts
     p = predictor({"sampled": shares, "other": others})
     assert p.scores[:, 1].tolist() == [1.0, 1.0, 1.0] and p.missing == (1, 2)
+
+
+def test_a_plans_jury_signals_come_in_order_position_one_per_config_and_feed_a_decision():
+    c = candidate(n=6, judge_says="PASS")
+    plan = plan_on(c)
+    outputs = in_order(plan)
+    second = make_judge("instrument")
+    run = make_run(c.eval_set, c.rubric_version, second, agent_version="default")
+    for i, output in enumerate(outputs[:4]):  # the instrument judged four, FAIL on the odd positions
+        add_verdict(run, output, KEY, "FAIL" if i % 2 else "PASS")
+    ids = [o.pk for o in outputs]
+    signals = jury_signals(plan, [c.judge, second], ids)
+    assert signals == {c.judge.name: [1.0] * 6, "instrument": [1.0, 0.0, 1.0, 0.0, None, None]}
+    p = predictor(signals)
+    decision = jury_decision(gold=[1, 0, 1], f=p.scores, minimum=0.5, min_gold=1)
+    assert decision.n_gold == 3 and decision.N == 6
