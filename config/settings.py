@@ -137,6 +137,7 @@ INSTALLED_APPS = [
     "alerts",
     "calibration",
     "formats",
+    "watch",
     "ninja",  # its templates and static files: the API docs page serves Swagger UI from here, no CDN
     "api",
     "periodic",
@@ -504,6 +505,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "periodic.scheduler:SlotScheduler"
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 ICEWATER_TRACE_SWEEP_SECONDS = env_int("ICEWATER_TRACE_SWEEP_SECONDS", 60, minimum=1)
+# Every ICEWATER_WATCH_UPDATE_SECONDS each active watch is updated (watch/feed.py): new outputs drawn and sent to
+# the judge, drawn ones released to annotators, and what is ready fed to its statistics.
+ICEWATER_WATCH_UPDATE_SECONDS = env_int("ICEWATER_WATCH_UPDATE_SECONDS", 60, minimum=1)
 
 # What a judge config may read its API key from and send it to: operator allowlists (the rule, the
 # defaults and why: judging/allowlist.py; docs/judging.md). A reserved name listed here stops the start.

@@ -27,6 +27,7 @@ LAYERS = (
     "alerts",
     "calibration",
     "formats",
+    "watch",
     "api",
     "periodic",
     "overview",
