@@ -1,6 +1,7 @@
 """Labels where the judge is unsure (calibration/stats/audit_unsure.py) beside today's uniform and stratified designs:
 labels to a decision per side (median and worst order) and wrong decisions.
 
+    python bench/audit_unsure.py --orders 300 --distances 0.05 0.10   # the figures in docs/calibration.md (727 s)
     python bench/audit_unsure.py                          # 500 orders per set and threshold
     python bench/audit_unsure.py --orders 100 --only usr --floors 0.1 0.3
     python bench/audit_unsure.py --no-stratified          # skip the (slow) stratified design

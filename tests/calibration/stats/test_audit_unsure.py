@@ -208,7 +208,7 @@ def _orders(gold, scores, floor, rng, S=500):
     return simulate_orders(gold=gold, scores=scores, floor=floor, orders=S, rng=rng)
 
 
-@pytest.mark.parametrize("floor", [FLOOR, 0.5])
+@pytest.mark.parametrize("floor", [0.1, 0.5, FLOOR])
 def test_known_truth_wrong_decisions_stay_within_the_level(floor):
     rng = np.random.default_rng(38)
     gold, scores = _population(rng)
@@ -233,7 +233,7 @@ def test_known_truth_without_the_weights_errs_more_than_the_level():
     rng = np.random.default_rng(38)
     gold, scores = _population(rng)
     theta = gold.mean()
-    ys, fs = _orders(gold, scores, FLOOR, rng)
+    ys, fs = _orders(gold, scores, 0.1, rng)
     d = decide_each_label(gold=ys, f=fs, minimum=theta + 0.05, confidence=0.95, min_gold=MIN_GOLD)
     assert float((d.decided == PASS).mean()) > 0.10
 
