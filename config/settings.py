@@ -529,3 +529,8 @@ LOGGING = {
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
+
+# Audit plans' figures are computed in a worker (calibration/audits/stored_figures.py). The gate decides only on
+# figures of the gold it reads: when they are behind it asks a worker and waits at most this long, then answers
+# "undecided: figures updating" (exit 2).
+ICEWATER_GATE_FIGURES_WAIT_SECONDS = env_int("ICEWATER_GATE_FIGURES_WAIT_SECONDS", 120, minimum=0)
