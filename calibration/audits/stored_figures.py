@@ -52,6 +52,10 @@ KICK_AFTER = timedelta(seconds=60)
 WAIT_POLL_S = 0.2
 
 
+# How the gate's answer begins when the wait runs out (the API answers it with 503, the CLI with exit 2).
+FIGURES_UPDATING = "undecided: figures updating"
+
+
 class FiguresUpdating(Exception):
     """The figures of the gold the gate reads were not computed within the wait."""
 
@@ -258,7 +262,7 @@ def current_figures(
         if row is not None and row.figures is not None and row.gold_state == state:
             return AuditFigures.from_dict(row.figures)
         updating = FiguresUpdating(
-            f"undecided: figures updating (audit plan {plan.pk}: a worker is computing the figures of today's gold, "
+            f"{FIGURES_UPDATING} (audit plan {plan.pk}: a worker is computing the figures of today's gold, "
             f"not done within {wait_s:g} s); ask again shortly"
         )
         if time.monotonic() >= deadline and row is not None and row.done >= row.wanted:

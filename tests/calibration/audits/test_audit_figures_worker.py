@@ -25,6 +25,7 @@ from calibration.audits.figures import AuditFigures, read_plan
 from calibration.gate.release_gate import evaluate, gating_criteria
 from calibration.models import AuditPlanFigures
 from calibration.stats.policy import Tightening
+from tests.api_helpers import call, create_token
 from tests.audit_helpers import candidate, gold, in_order, plan_on
 from tests.calibration.gate.test_audit_gate import gate
 
@@ -182,8 +183,10 @@ def test_a_worker_killed_mid_computation_leaves_the_last_figures_whole_and_loses
     assert AuditFigures.from_dict(done.figures).n_labeled == 1  # nothing lost: the new gold is in the figures
 
 
-def test_the_gate_never_decides_on_stale_figures_which_would_have_passed(workers, settings):
+def test_the_gate_never_decides_on_stale_figures_which_would_have_passed(client, workers, settings):
     c = candidate(n=40, decide_on="audit")
+    token = create_token(client, c.lead, ["gate"], c.rubric_version, pattern="rc-*")
+    ask = {"eval_set": "rc-1", "rubric": "refund@1", "judge": "gpt-judge"}
     plan = plan_on(c, release=40)
     worker = workers(concurrency=1)
     order = in_order(plan)
@@ -196,6 +199,9 @@ def test_the_gate_never_decides_on_stale_figures_which_would_have_passed(workers
     settings.ICEWATER_GATE_FIGURES_WAIT_SECONDS = 1
     code, out, err = gate()
     assert code == 2 and "undecided: figures updating" in err
+    answer = call(client, "POST", "/api/gate", token, ask)
+    assert answer.status_code == 503 and answer.json()["passed"] is None and answer.json()["figures_updating"]
+    assert "undecided: figures updating" in answer.json()["error"]
     # The negative control: the stored, stale figures would have passed the gate.
     stale = AuditFigures.from_dict(row_of(plan).figures)
     assert stale.decided == "PASS" and row_of(plan).gold_state != read_plan(plan).state
@@ -212,3 +218,4 @@ def test_the_gate_never_decides_on_stale_figures_which_would_have_passed(workers
     settings.ICEWATER_GATE_FIGURES_WAIT_SECONDS = WITHIN_S
     assert gate()[0] == 0
     assert row_of(plan).gold_state == read_plan(plan).state
+    assert call(client, "POST", "/api/gate", token, ask).json()["passed"] is True

@@ -371,3 +371,22 @@ def test_the_plan_page_runs_a_bounded_number_of_queries_whatever_n(client, n):
     with CaptureQueriesContext(connection) as queries:
         assert client.get(url("audit_plan", plan)).status_code == 200
     assert len(queries) <= QUERY_BOUND
+
+
+# The plan page's queries (session, user, memberships, the plan, its stored figures, ...), whatever N and the labels.
+PLAN_PAGE_QUERIES = 5
+
+
+@pytest.mark.parametrize(("n", "labeled"), [(40, 0), (40, 30), (400, 0), (400, 30)])
+def test_the_plan_page_reads_stored_figures_in_as_many_queries_whatever_the_plan_s_size(client, n, labeled):
+    # Issue 37: the page reads one stored row, so its queries do not grow with N or the labels (before, the figures
+    # were read and computed in the request: the labels, the gold, the verdicts and the statistics).
+    c = candidate(n=n)
+    plan = plan_on(c, release=n)
+    for output in in_order(plan)[:labeled]:
+        gold(c, output, "PASS")
+    client.force_login(c.lead)
+    client.get(url("audit_plan", plan))  # the worker (played here) computes the figures of this gold
+    with CaptureQueriesContext(connection) as queries:
+        assert "as of gold change" in client.get(url("audit_plan", plan)).content.decode()
+    assert len(queries) == PLAN_PAGE_QUERIES, [q["sql"][:80] for q in queries.captured_queries]
