@@ -162,8 +162,8 @@ class AuditPlan(models.Model):
 
     It follows the audit order of the candidate's labeling queue (labeling.AuditOrder; several plans on one
     eval set share it), restricted to `agent_version`'s outputs when one is set. The figures (estimate,
-    interval, forecast) are computed from the labels when read; the decision is kept once first reached
-    (AuditPlanDecision). The
+    interval, forecast) are computed from the labels by a worker and stored (AuditPlanFigures); the decision is
+    kept once first reached (AuditPlanDecision). The
     thresholds default to the gating mark's policy and may only be stricter. One open plan per criterion,
     eval set, agent version and judge config; closing keeps the row.
     """

@@ -250,7 +250,7 @@ def calibration_report(
     for the newest complete probe run and three more when there is one).
 
     `with_audit_plans`: also what the report says of the eval set as a release candidate: its audit plans (one
-    query, and plan_figures' six and a Monte Carlo forecast for each plan shown), the price of gating for the
+    query, and one for each plan's figures as a worker stored them, issue 37), the price of gating for the
     candidate it is about and the transport test of the gating marks' calibrations (up to five queries): what the
     report's page, its JSON export, the command and the API show; the overview grid and the approvals, which read
     only the rows, leave them out."""
