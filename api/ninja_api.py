@@ -25,7 +25,7 @@ from evals.problems import Problem
 
 from .answers import LENGTH_REQUIRED, bad_parameters, error, refused_body, server_error, too_large, unread_chunked_body
 from .auth import NO_TOKEN, ApiError
-from .endpoints import audits, gate, guidance, judge_runs, pushes, report
+from .endpoints import audits, gate, guidance, judge_runs, pushes, report, watches
 from .schemas import GateIn
 from .strict_json import BodyRefused, check_query, parse_json_body, schema_problems
 
@@ -89,7 +89,7 @@ api = IcewaterApi(
     parser=BodyParser(),
 )
 # The order of the OpenAPI document's paths.
-for concern in (pushes, judge_runs, report, guidance, gate, audits):
+for concern in (pushes, judge_runs, report, guidance, gate, audits, watches):
     api.add_router("", concern.router)
 
 

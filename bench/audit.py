@@ -91,6 +91,15 @@ def usr(base: Path):
 
 
 def xsum(base: Path):
+    labels, entailment, keys = xsum_items(base)
+    gold = np.array([majority(labels[k]) for k in keys], float)
+    judge = np.array([float(entailment[k] >= 0.5) for k in keys], float)
+    yield "xsum factual (Entailment>=0.5)", gold, judge
+
+
+def xsum_items(base: Path):
+    """XSum's three raters' is_factual votes and the Entailment score by (bbcid, system), and the items with
+    both (bench/audit_jury.py reads them too)."""
     folder = base / "xsum_hallucination"
     labels: dict[tuple[str, str], list[int]] = {}
     with open(folder / "factuality_annotations_xsum_summaries.csv", newline="") as handle:
@@ -104,9 +113,7 @@ def xsum(base: Path):
             prefix, bbcid = row["system_bbcid"].rsplit("_", 1)
             entailment[(bbcid, systems[prefix])] = float(row["Entailment"])
     keys = [k for k, v in labels.items() if len(v) == 3 and k in entailment]
-    gold = np.array([majority(labels[k]) for k in keys], float)
-    judge = np.array([float(entailment[k] >= 0.5) for k in keys], float)
-    yield "xsum factual (Entailment>=0.5)", gold, judge
+    return labels, entailment, keys
 
 
 def synthetic(N: int = 1000, theta: float = 0.70, judge_rate: float = 0.75, phis: tuple = (0.3, 0.6, 0.8)):
@@ -118,6 +125,16 @@ def synthetic(N: int = 1000, theta: float = 0.70, judge_rate: float = 0.75, phis
         gold = np.r_[np.ones(n11), np.ones(n10), np.zeros(n01), np.zeros(n00)]
         judge = np.r_[np.ones(n11), np.zeros(n10), np.ones(n01), np.zeros(n00)]
         yield f"synthetic phi={phi}", gold, judge
+
+
+def thresholds(theta: float, distances: tuple[float, ...]):
+    """(distance, sign, minimum, the right decision) for each distance below (sign -1) and above the truth,
+    minimums outside (0, 1) left out (bench/audit_jury.py measures the same cells)."""
+    for distance in distances:
+        for sign in (-1, 1):
+            minimum = theta + sign * distance
+            if 0 < minimum < 1:
+                yield distance, sign, minimum, PASS if theta >= minimum else FAIL
 
 
 def stratified_decisions(
@@ -163,31 +180,26 @@ def run(
         f"  {'minimum':>8} {'distance':>9} {'right':>5} {'median %N':>10} {'p90 %N':>8} {'max %N':>7} {'wrong %':>8}"
         f" {'x fixed-n':>9}"
     )
-    for distance in distances:
-        for sign in (-1, 1):
-            minimum = theta + sign * distance
-            if not 0 < minimum < 1:
-                continue
-            right = PASS if theta >= minimum else FAIL
-            if design != "uniform":
-                path = strata if design == "stratified" else None
-                decided, at = stratified_decisions(strata_gold, minimum, path)  # type: ignore[arg-type]
-            else:
-                d = decide_each_label(gold=ys, f=fs, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
-                decided, at = d.decided, d.at
-            labels = at.astype(float)
-            median, p90 = float(np.median(labels)), float(np.quantile(labels, 0.9))
-            wrong = float(((decided != "") & (decided != right)).mean())
-            fixed = labels_per_decision(phi=phi, pass_rate=theta, margin=distance, N=N, factor=1.0).fixed_n
-            worst = float(labels.max())
-            rows.append(
-                {"set": name, "phi": phi, "distance": distance, "median": median / N, "p90": p90 / N, "wrong": wrong}
-                | {"ratio": median / fixed, "max": worst / N}
-            )
-            print(
-                f"  {minimum:8.3f} {sign * distance:+9.2f} {right:>5} {100 * median / N:10.1f} {100 * p90 / N:8.1f}"
-                f" {100 * worst / N:7.1f} {100 * wrong:8.2f} {median / fixed:9.2f}"
-            )
+    for distance, sign, minimum, right in thresholds(theta, distances):
+        if design != "uniform":
+            path = strata if design == "stratified" else None
+            decided, at = stratified_decisions(strata_gold, minimum, path)  # type: ignore[arg-type]
+        else:
+            d = decide_each_label(gold=ys, f=fs, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
+            decided, at = d.decided, d.at
+        labels = at.astype(float)
+        median, p90 = float(np.median(labels)), float(np.quantile(labels, 0.9))
+        wrong = float(((decided != "") & (decided != right)).mean())
+        fixed = labels_per_decision(phi=phi, pass_rate=theta, margin=distance, N=N, factor=1.0).fixed_n
+        worst = float(labels.max())
+        rows.append(
+            {"set": name, "phi": phi, "distance": distance, "median": median / N, "p90": p90 / N, "wrong": wrong}
+            | {"ratio": median / fixed, "max": worst / N}
+        )
+        print(
+            f"  {minimum:8.3f} {sign * distance:+9.2f} {right:>5} {100 * median / N:10.1f} {100 * p90 / N:8.1f}"
+            f" {100 * worst / N:7.1f} {100 * wrong:8.2f} {median / fixed:9.2f}"
+        )
 
 
 def main() -> int:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
+from alerts import nav as alerts_nav
 from calibration import nav as calibration_nav
 from evals.models import Role
 from judging import nav as judging_nav
 from labeling import nav as labeling_nav
 from overview import nav as overview_nav
+from watch import nav as watch_nav
 
 
 def workspace(request: HttpRequest) -> dict:
@@ -31,6 +33,6 @@ def navigation(request: HttpRequest) -> dict:
     if user is None or not user.is_authenticated:
         return {"nav_items": []}
     items = []
-    for module in (labeling_nav, judging_nav, calibration_nav, overview_nav):
+    for module in (labeling_nav, judging_nav, calibration_nav, watch_nav, alerts_nav, overview_nav):
         items.extend(module.nav_items(user, getattr(request, "workspace", None)))
     return {"nav_items": items}

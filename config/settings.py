@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from alerts import rules as alert_rules
 from judging import allowlist
 from signin.issuer import issuer_origin
 from signin.role_map import Grant, parse_role_map
@@ -133,8 +134,10 @@ INSTALLED_APPS = [
     "signin",
     "labeling",
     "judging",
+    "alerts",
     "calibration",
     "formats",
+    "watch",
     "ninja",  # its templates and static files: the API docs page serves Swagger UI from here, no CDN
     "api",
     "periodic",
@@ -502,6 +505,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "periodic.scheduler:SlotScheduler"
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 ICEWATER_TRACE_SWEEP_SECONDS = env_int("ICEWATER_TRACE_SWEEP_SECONDS", 60, minimum=1)
+# Every ICEWATER_WATCH_UPDATE_SECONDS each active watch is updated (watch/feed.py): new outputs drawn and sent to
+# the judge, drawn ones released to annotators, and what is ready fed to its statistics.
+ICEWATER_WATCH_UPDATE_SECONDS = env_int("ICEWATER_WATCH_UPDATE_SECONDS", 60, minimum=1)
 
 # What a judge config may read its API key from and send it to: operator allowlists (the rule, the
 # defaults and why: judging/allowlist.py; docs/judging.md). A reserved name listed here stops the start.
@@ -510,6 +516,41 @@ JUDGE_BASE_URL_HOSTS = env_list("ICEWATER_JUDGE_BASE_URL_HOSTS", list(allowlist.
 _judge_lists_problem = allowlist.operator_list_problem(JUDGE_KEY_VARS, JUDGE_BASE_URL_HOSTS)
 if _judge_lists_problem:
     raise ImproperlyConfigured(_judge_lists_problem)
+
+# Alerts (alerts/; docs/alerts.md, docs/security.md "Alerts go only where allowed"): the hosts a webhook may name
+# (the syntax of ICEWATER_JUDGE_BASE_URL_HOSTS; none by default, so nothing leaves until the operator names one),
+# whether those may resolve to private addresses, the variables a signed webhook may read its secret from (reserved
+# names stop the start), the timeout of each network step, and the waits between tries (seconds, comma-separated:
+# five tries in about 41 minutes, then failed).
+ICEWATER_ALERT_HOSTS = env_list("ICEWATER_ALERT_HOSTS", [])
+ICEWATER_ALERT_PRIVATE_ADDRESSES = env_bool("ICEWATER_ALERT_PRIVATE_ADDRESSES", False)
+ICEWATER_ALERT_SECRET_VARS = env_list("ICEWATER_ALERT_SECRET_VARS", [])
+ICEWATER_ALERT_TIMEOUT_SECONDS = env_int("ICEWATER_ALERT_TIMEOUT_SECONDS", 5, minimum=1)
+
+
+def _retry_delays() -> tuple[float, ...]:
+    raw = env_list("ICEWATER_ALERT_RETRY_DELAYS", ["30", "120", "480", "1800"])
+    try:
+        delays = tuple(float(item) for item in raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"ICEWATER_ALERT_RETRY_DELAYS={','.join(raw)!r} is not a list of seconds") from None
+    if any(delay < 0 or delay != delay for delay in delays) or len(delays) > 20:
+        raise ImproperlyConfigured("ICEWATER_ALERT_RETRY_DELAYS: at most 20 waits, each 0 seconds or more")
+    return delays
+
+
+ICEWATER_ALERT_RETRY_DELAYS = _retry_delays()
+ICEWATER_ALERT_SWEEP_SECONDS = env_int("ICEWATER_ALERT_SWEEP_SECONDS", 60, minimum=1)
+_alert_lists_problem = alert_rules.operator_lists_problem(ICEWATER_ALERT_SECRET_VARS, ICEWATER_ALERT_HOSTS)
+if _alert_lists_problem:
+    raise ImproperlyConfigured(_alert_lists_problem)
+# Email alerts go through Django's email backend: SMTP to ICEWATER_EMAIL_HOST (Django's defaults otherwise).
+EMAIL_HOST = env_str("ICEWATER_EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("ICEWATER_EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("ICEWATER_EMAIL_USER")
+EMAIL_HOST_PASSWORD = env_str("ICEWATER_EMAIL_PASSWORD")
+EMAIL_USE_TLS = env_bool("ICEWATER_EMAIL_STARTTLS", False)
+DEFAULT_FROM_EMAIL = env_str("ICEWATER_EMAIL_FROM", "icewater@localhost")
 
 # Probes of the judge beyond the built-in ones: dotted paths of judging.probes.Probe objects (docs/judging.md).
 PROBES = env_list("ICEWATER_PROBES", [])

@@ -26,6 +26,8 @@ urlpatterns = [
     path("oidc/", include("signin.urls")),  # sign-in with OpenID Connect: 404 while no provider is set
     path("accounts/password/", PasswordChangeView.as_view(), name="password_change"),
     path("judging/", include("judging.urls")),
+    path("watches/", include("watch.urls")),
+    path("alerts/", include("alerts.urls")),
     # The calibration namespace: calibration's pages and the gate's first address (/calibration/api/gate), which the
     # API serves; and the gate page with its token panel, which the API's room serves under /api/, before /api/'s
     # own patterns (the last of which answers any other address there with a JSON 404).

@@ -69,14 +69,29 @@ def reserved(name: str) -> bool:
 
 def key_var_refusal(name: str, allowed: list[str] | tuple[str, ...]) -> str | None:
     """Why a judge may not read its key from variable `name` (None: it may)."""
+    return var_refusal(
+        name,
+        allowed,
+        reader=("a judge", "judges"),
+        setting="ICEWATER_JUDGE_KEY_VARS",
+        hint="; name the provider's key variable, e.g. OPENAI_API_KEY",
+    )
+
+
+def var_refusal(
+    name: str, allowed: list[str] | tuple[str, ...], *, reader: tuple[str, str], setting: str, hint: str = ""
+) -> str | None:
+    """Why `reader` (one, many: "a judge", "judges") may not read variable `name` from the operator's list
+    `setting` (None: it may). The one rule of every secret Icewater reads by a name someone wrote: judge keys here,
+    webhook signing secrets in alerts/."""
     if reserved(name):
         return (
-            f"{name} is reserved: a judge never reads Icewater's own settings or the infrastructure's "
-            f"({RESERVED_RULE}); name the provider's key variable, e.g. OPENAI_API_KEY"
+            f"{name} is reserved: {reader[0]} never reads Icewater's own settings or the infrastructure's "
+            f"({RESERVED_RULE}){hint}"
         )
     if name not in allowed:
         shown = ", ".join(allowed) if allowed else "none"
-        return f"{name} is not a variable judges may read (ICEWATER_JUDGE_KEY_VARS allows: {shown})"
+        return f"{name} is not a variable {reader[1]} may read ({setting} allows: {shown})"
     return None
 
 
@@ -116,19 +131,34 @@ def base_url_refusal(url: str, allowed_hosts: list[str] | tuple[str, ...]) -> st
     problem = url_problem(url)
     if problem:
         return problem
+    if host_allowed(url, allowed_hosts):
+        return None
+    return (
+        f"{host_not_allowed(url, allowed_hosts, 'judges may call', 'ICEWATER_JUDGE_BASE_URL_HOSTS')}; "
+        "leave base_url empty for the provider's own API"
+    )
+
+
+def host_allowed(url: str, allowed_hosts: list[str] | tuple[str, ...]) -> bool:
+    """True when the host (and port) of `url`, a URL `url_problem` passes, is one of `allowed_hosts`: `host`,
+    `host:port` (that port only) or `*.domain` (every subdomain). The one matching rule of every operator host
+    list (judge base URLs here, alert destinations in alerts/)."""
     host, port = _host_port(urlsplit(url).netloc)
     for entry in allowed_hosts:
         want, want_port = _host_port(entry)
         if want_port is not None and want_port != port:
             continue
         if host == want or (want.startswith("*.") and host.endswith(want[1:])):
-            return None
+            return True
+    return False
+
+
+def host_not_allowed(url: str, allowed_hosts: list[str] | tuple[str, ...], who: str, setting: str) -> str:
+    """The words of a refusal by `host_allowed`: which host, what `setting` allows."""
+    host, port = _host_port(urlsplit(url).netloc)
     shown = ", ".join(allowed_hosts) if allowed_hosts else "none"
     where = f"{host}:{port}" if port is not None else host
-    return (
-        f"{where} is not a host judges may call (ICEWATER_JUDGE_BASE_URL_HOSTS allows: {shown}); "
-        "leave base_url empty for the provider's own API"
-    )
+    return f"{where} is not a host {who} ({setting} allows: {shown})"
 
 
 def operator_list_problem(key_vars: list[str], hosts: list[str]) -> str | None:
@@ -141,14 +171,19 @@ def operator_list_problem(key_vars: list[str], hosts: list[str]) -> str | None:
                 f"ICEWATER_JUDGE_KEY_VARS lists {name}, which no judge may read ({RESERVED_RULE} are "
                 "Icewater's and the infrastructure's); remove it"
             )
+    return host_list_problem("ICEWATER_JUDGE_BASE_URL_HOSTS", hosts)
+
+
+def host_list_problem(setting: str, hosts: list[str]) -> str | None:
+    """What is wrong with an operator's host list named `setting` (None: nothing). For start-up."""
     for entry in hosts:
         try:
             host, _ = _host_port(entry)
         except ValueError:
-            return f"ICEWATER_JUDGE_BASE_URL_HOSTS: {entry!r} has a port that is not a number"
+            return f"{setting}: {entry!r} has a port that is not a number"
         if "/" in entry or "@" in entry or not host or "*" in host.removeprefix("*."):
             return (
-                f"ICEWATER_JUDGE_BASE_URL_HOSTS: {entry!r} is not a host name (give hosts like api.openai.com, "
+                f"{setting}: {entry!r} is not a host name (give hosts like api.openai.com, "
                 "*.openai.azure.com or localhost:11434, not URLs)"
             )
     return None

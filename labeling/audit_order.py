@@ -91,3 +91,32 @@ def release_outputs(*, order: AuditOrder, output_ids: Sequence[int]) -> int:
     """Let Next hand out these outputs of the order, wherever they stand in it (a stratified audit's next ones of
     its population, which may be one agent version's); how many were not released before."""
     return AuditOrderItem.objects.filter(order=order, output_id__in=output_ids, released=False).update(released=True)
+
+
+def append_released(*, queue: LabelingQueue, output_ids: Sequence[int], by: User) -> AuditOrder:
+    """Put these outputs at the end of the queue's audit order, released, making an empty order if it has none.
+
+    A watch's audit stream (watch/feed.py): its outputs arrive after the order was made and were drawn at random
+    on arrival, so each goes to the queue as it is drawn, in arrival order. An order made here has no permutation
+    to reproduce: its seed is 0 and its size grows. Once a queue has an order, Next hands out only released
+    positions, so production outputs that were not drawn are never handed out.
+    """
+    with transaction.atomic():
+        LabelingQueue.objects.select_for_update(no_key=True).filter(pk=queue.pk).first()
+        order = audit_order_of(queue) or AuditOrder.objects.create(queue=queue, seed=0, size=0, created_by=by)
+        AuditOrder.objects.select_for_update().filter(pk=order.pk).first()
+        order.refresh_from_db(fields=["size", "released"])
+        already = set(
+            AuditOrderItem.objects.filter(order=order, output_id__in=output_ids).values_list("output_id", flat=True)
+        )
+        AuditOrderItem.objects.filter(order=order, output_id__in=already, released=False).update(released=True)
+        new = [i for i in output_ids if i not in already]
+        AuditOrderItem.objects.bulk_create(
+            AuditOrderItem(order=order, output_id=output_id, position=position, released=True)
+            for position, output_id in enumerate(new, start=order.size + 1)
+        )
+        # `released` counts a released prefix: it grows with the appended items while every earlier one is released.
+        prefix = {"released": F("released") + len(new)} if order.released == order.size else {}
+        AuditOrder.objects.filter(pk=order.pk).update(size=F("size") + len(new), **prefix)
+        order.refresh_from_db(fields=["size", "released"])
+        return order

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from alerts.sweep import sweep_deliveries
 from formats.trace_outputs import finish_every_waiting_trace
+from watch.tasks import send_every_update
 
 from .slots import SlotSchedule
 
@@ -33,6 +35,12 @@ JOBS: dict[str, Job] = {
         # Spans staged while the broker was down (the receiver could not schedule their finisher) are finished
         # without waiting for another export (docs/formats.md, "OpenTelemetry").
         Job("finish-traces", dt.timedelta(seconds=settings.ICEWATER_TRACE_SWEEP_SECONDS), finish_every_waiting_trace),
+        # Every active watch's update (watch/feed.py): what arrived is drawn, graded and fed, and gold that settled
+        # since is taken, without anyone having to trigger it.
+        Job("watch-updates", dt.timedelta(seconds=settings.ICEWATER_WATCH_UPDATE_SECONDS), send_every_update),
+        # Alert deliveries whose task was lost (broker down when queued) or whose worker stopped mid-try
+        # (docs/alerts.md).
+        Job("alert-deliveries", dt.timedelta(seconds=settings.ICEWATER_ALERT_SWEEP_SECONDS), sweep_deliveries),
     ]
 }
 

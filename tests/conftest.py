@@ -234,3 +234,23 @@ def gunicorn(tmp_path):
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def receiver():
+    """A webhook receiver on loopback (tests/alert_helpers.py): set `answers` and `secret`, read `received`."""
+    from .alert_helpers import Receiver
+
+    server = Receiver()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def smtp_server():
+    """A real SMTP server on loopback (aiosmtpd); Django's SMTP backend pointed at it."""
+    from .alert_helpers import SmtpServer
+
+    server = SmtpServer()
+    yield server
+    server.stop()

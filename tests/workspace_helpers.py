@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from api.models import GateToken, TokenScope, hash_token
 from calibration.audits.plans import start_plan
 from calibration.models import GateResult, GatingMark
+from calibration.stats.watch import WatchSettings, start_watch
 from evals.models import Role, User, Workspace
 from formats.models import ImportJob
 from judging.models import JudgeRun, ProbeRun, Verdict
@@ -25,6 +26,7 @@ from tests.factories import (
     mark_as_gating,
     open_queue,
 )
+from watch.models import Watch
 
 KEY = "correct_amount"
 
@@ -115,6 +117,7 @@ def build(slug: str) -> World:
         world.scoped_tokens[scope.value] = one
     probe = ProbeRun.objects.create(eval_set=candidate, rubric_version=rv, judge_config=judge, started_by=lead)
     job = ImportJob.objects.create(workspace=ws, kind="cases", file_name="cases.jsonl", size=1, created_by=lead)
+    watch = watch_row(candidate, criterion, judge, lead)
     world.ids = {
         "eval_set": candidate.pk,
         "rubric_version": rv.pk,
@@ -131,5 +134,26 @@ def build(slug: str) -> World:
         "criterion": criterion.pk,
         "annotation": Annotation.objects.filter(annotator=people[Role.ANNOTATOR]).first().pk,
         "import_job": job.pk,
+        "watch": watch.pk,
     }
     return world
+
+
+def watch_row(eval_set, criterion, judge, lead) -> Watch:
+    """A watch written directly (the world's judge holds imported verdicts, which no watch could start with)."""
+    settings = WatchSettings(minimum=0.5, audit_share=0.1, tpr_lower=0.8, tnr_lower=0.7)
+    return Watch.objects.create(
+        eval_set=eval_set,
+        rubric_version=criterion.rubric_version,
+        criterion=criterion,
+        judge_config=judge,
+        minimum=0.5,
+        minimum_source="tests",
+        audit_share=0.1,
+        alpha=0.05,
+        tpr_lower=0.8,
+        tnr_lower=0.7,
+        bounds_source="tests",
+        started_by=lead,
+        state=start_watch(settings).to_json(),
+    )

@@ -30,7 +30,7 @@ from evals.models import Role
 from evals.validators import UnknownName
 from evals.workspaces import in_workspace
 
-from .names import EvalSetName, named
+from .names import EvalSetName, named_instrument
 
 router = Router()
 AUDIT = TokenAuth(TokenScope.AUDIT)
@@ -91,12 +91,9 @@ def create_audit_plan(request: TokenHttpRequest, payload: AuditPlanIn):
     """
     check_scope(request, eval_set=payload.eval_set, rubric=payload.rubric)
     lead = _lead_of(request)
-    eval_set, rubric_version, judge_config = named(
-        payload.eval_set, payload.rubric, payload.judge, workspace=request.workspace
+    eval_set, criterion, judge_config = named_instrument(
+        payload.eval_set, payload.rubric, payload.judge, payload.criterion, workspace=request.workspace
     )
-    criterion = rubric_version.criteria.filter(key=payload.criterion).first()
-    if criterion is None:
-        raise ApiError(404, f"{rubric_version.ref} has no criterion {payload.criterion!r}")
     try:
         plan = start_plan(
             criterion=criterion,

@@ -8,7 +8,7 @@ from ninja import Field
 
 from api.auth import ApiError
 from evals.lookup import eval_set_named
-from evals.models import EvalSet, RubricVersion, Workspace
+from evals.models import Criterion, EvalSet, RubricVersion, Workspace
 from evals.validators import RUBRIC_REF_PATTERN, UnknownName
 from judging.judge_lookup import judge_named
 from judging.models import JudgeConfig
@@ -37,3 +37,15 @@ def named(
         )
     except UnknownName as exc:
         raise ApiError(404, str(exc)) from None
+
+
+def named_instrument(
+    eval_set: str, rubric: str, judge: str, criterion: str, *, workspace: Workspace
+) -> tuple[EvalSet, Criterion, JudgeConfig]:
+    """`named`, and the criterion of the rubric version by its key (ApiError 404 naming it when it has none): what an
+    audit plan and a watch are started on."""
+    found_set, rubric_version, judge_config = named(eval_set, rubric, judge, workspace=workspace)
+    found = rubric_version.criteria.filter(key=criterion).first()
+    if found is None:
+        raise ApiError(404, f"{rubric_version.ref} has no criterion {criterion!r}")
+    return found_set, found, judge_config

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from calibration.data import frames
 from calibration.models import AuditPlan
-from calibration.stats import audit_stats
+from calibration.stats import audit_predictor, audit_stats
 from calibration.stats.metrics import FAIL, NOT_APPLICABLE, PASS
+from judging.models import JudgeConfig
 from labeling import label_frames
 from labeling.gold import derive_gold
 from labeling.models import AuditOrderItem
@@ -100,3 +102,22 @@ def gold_value(outcome: str | None) -> float:
     if outcome == NOT_APPLICABLE:
         return audit_stats.NOT_APPLICABLE
     return verdict_value(outcome)
+
+
+def vote_shares(verdicts: pd.DataFrame, criterion_id: int, ids: list[int]) -> list[float | None]:
+    """One judge config's signal for the jury predictor (calibration/stats/audit_predictor.py), per output of
+    `ids`: the share of PASS among its current samples of the criterion (each sample from the most recent run
+    that has it, as frame_reading.current_verdicts reads them; ERROR, ABSTAIN and N/A are not votes), None
+    where it has no usable sample. `verdicts`: frames.load_verdicts of that config, so a config's signal comes
+    only from its own runs."""
+    rows = verdicts[verdicts["criterion"] == criterion_id]
+    current = rows.sort_values("run_rank", kind="stable").drop_duplicates(["output", "sample"], keep="first")
+    outcomes = current.groupby("output")["outcome"].agg(list).to_dict()
+    return [audit_predictor.vote_share(outcomes.get(output_id, [])) for output_id in ids]
+
+
+def jury_signals(plan: AuditPlan, configs: list[JudgeConfig], ids: list[int]) -> dict[str, list[float | None]]:
+    """The jury's signals of a plan's outputs `ids` (in order position), one per judge config, by config name:
+    what `audit_predictor.predictor` takes. One query per config."""
+    scope = label_frames.Scope(plan.eval_set, plan.criterion.rubric_version, plan.agent_version or None)
+    return {config.name: vote_shares(frames.load_verdicts(scope, config), plan.criterion.pk, ids) for config in configs}

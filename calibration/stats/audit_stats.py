@@ -36,7 +36,7 @@ The parts:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -304,12 +304,7 @@ def decide_each_label(*, gold: Floats, f: Floats, minimum: float, confidence: fl
     if T == 0:  # nothing labeled yet (a plan just started): nothing to decide on, and argmax needs a column
         none = np.full(S, "", dtype=object)
         return Decisions(none, np.full(S, -1), none.copy(), np.zeros((S, 0)), np.zeros((S, 0)))
-    pending = np.isnan(gold)
-    na = gold == NOT_APPLICABLE
-    # A pending item counts against the decision it would help; an N/A item counts as the minimum itself, so
-    # the tests are of the pass rate among the outputs the criterion applies to (the module's docstring).
-    y_for_pass = np.where(pending, 0.0, np.where(na, minimum, gold))
-    y_for_fail = np.where(pending, 1.0, np.where(na, minimum, gold))
+    y_for_pass, y_for_fail = tested_gold(gold=gold, minimum=minimum)
     log_k_pass = betting_log_capital(y=y_for_pass, f=f, m=minimum)
     # "theta >= minimum" is "1 - theta <= 1 - minimum" on the complemented gold and scores.
     log_k_fail = betting_log_capital(y=1.0 - y_for_fail, f=1.0 - f, m=1.0 - minimum)
@@ -322,6 +317,15 @@ def decide_each_label(*, gold: Floats, f: Floats, minimum: float, confidence: fl
         confidence=confidence,
         min_gold=min_gold,
     )
+
+
+def tested_gold(*, gold: Floats, minimum: float) -> tuple[Floats, Floats]:
+    """The gold each test reads: a pending item counts against the decision it would help; an N/A item counts
+    as the minimum itself, so the tests are of the pass rate among the outputs the criterion applies to (the
+    module's docstring). Shared with audit_predictor.py."""
+    pending = np.isnan(gold)
+    na = gold == NOT_APPLICABLE
+    return np.where(pending, 0.0, np.where(na, minimum, gold)), np.where(pending, 1.0, np.where(na, minimum, gold))
 
 
 def first_decisions(
@@ -400,11 +404,15 @@ class AuditDecision:
     evidence_fail: float
 
 
-def _confidence_sequence(*, f: Floats, gold: Floats, confidence: float) -> tuple[float, float]:
+def _confidence_sequence(
+    *, f: Floats, gold: Floats, confidence: float, capital: Callable[..., Floats] | None = None
+) -> tuple[float, float]:
     """The m not rejected by either test at any time so far (on the grid k/N, where theta lies without N/A
     gold; on a grid of 2,001 points widened to its neighbours otherwise), and the exact bounds (labeled
-    passes / A, 1 - labeled fails / A, A the outputs not labeled N/A)."""
-    N = f.size
+    passes / A, 1 - labeled fails / A, A the outputs not labeled N/A). `capital`: the tests' log capital,
+    betting_log_capital with f (N,), or audit_predictor.jury_log_capital with several signals f (N, K)."""
+    capital = betting_log_capital if capital is None else capital
+    N = f.shape[0]
     T = gold.size
     pending = np.isnan(gold)
     na = gold == NOT_APPLICABLE
@@ -436,8 +444,8 @@ def _confidence_sequence(*, f: Floats, gold: Floats, confidence: float) -> tuple
     for horizon in horizons(start=0, first=64, end=T):
         if not todo.size:
             break
-        k_pass = betting_log_capital(y=y_pass[todo, :horizon], f=f, m=grid[todo])
-        k_fail = betting_log_capital(y=1 - y_fail[todo, :horizon], f=1 - f, m=1 - grid[todo])
+        k_pass = capital(y=y_pass[todo, :horizon], f=f, m=grid[todo])
+        k_fail = capital(y=1 - y_fail[todo, :horizon], f=1 - f, m=1 - grid[todo])
         # "theta <= m" or "theta >= m" rejected
         out = (k_pass >= threshold).any(axis=1) | (k_fail >= threshold).any(axis=1)
         rejected[todo[out]] = True

@@ -89,8 +89,9 @@ def test_every_success_answer_and_json_body_has_a_real_schema(schema):
                 assert resolved(schema, body["schema"])["additionalProperties"] is False, (method, path)
     # outputs and verdicts (200, 201), judge runs (202) and their progress, the report, the gate; audit plans: create
     # (201), list, show, next and close, and the 202 of create, show and next while a worker computes a plan's first
-    # figures (issue 37); judge guidance (read 200, derive 201) and the gold split
-    assert seen == 19
+    # figures (issue 37); judge guidance (read 200, derive 201) and the gold split; watches: start (201), list, show
+    # and stop
+    assert seen == 23
 
 
 @pytest.fixture
@@ -223,6 +224,8 @@ OPERATIONS = [
     ("GET", "/api/gold-split", "api_endpoints_read_split"),
     ("GET", "/api/judge-guidance", "api_endpoints_read_guidance"),
     ("GET", "/api/judge-runs/{run_id}", "api_endpoints_judge_run_progress"),
+    ("GET", "/api/watches", "api_endpoints_list_watches"),
+    ("GET", "/api/watches/{watch_id}", "api_endpoints_show_watch"),
     ("POST", "/api/audit-plans", "api_endpoints_create_audit_plan"),
     ("POST", "/api/audit-plans/{plan_id}/close", "api_endpoints_close_audit_plan"),
     ("POST", "/api/audit-plans/{plan_id}/next", "api_endpoints_release_audit_plan_next"),
@@ -231,6 +234,8 @@ OPERATIONS = [
     ("POST", "/api/judge-runs", "api_endpoints_start_judge_run"),
     ("POST", "/api/outputs", "api_endpoints_push_outputs"),
     ("POST", "/api/verdicts", "api_endpoints_push_verdicts"),
+    ("POST", "/api/watches", "api_endpoints_start_watch"),
+    ("POST", "/api/watches/{watch_id}/stop", "api_endpoints_stop_watch"),
 ]
 
 

@@ -33,6 +33,8 @@ from tests.factories import (
     open_queue,
 )
 from tests.io_helpers import jsonl
+from tests.workspace_helpers import watch_row
+from watch.models import Watch
 
 pytestmark = pytest.mark.django_db
 
@@ -75,6 +77,7 @@ class World:
     b: Team
     token: str
     b_plan: AuditPlan
+    b_watch: Watch
 
 
 @pytest.fixture
@@ -88,7 +91,8 @@ def world(client) -> World:
         criterion=b.rubric_version.criteria.get(key=KEY), eval_set=b.rc, judge_config=b.judge, by=b.lead, seed=7
     )
     token = create_token(client, a.lead, SCOPES, a.rubric_version, judges=PUSH_JUDGES)
-    return World(a, b, token, b_plan)
+    b_watch = watch_row(b.rc, b.rubric_version.criteria.get(key=KEY), b.judge, b.lead)
+    return World(a, b, token, b_plan, b_watch)
 
 
 def missing_id(model) -> int:
@@ -147,6 +151,10 @@ def _calls(n: dict) -> dict:
         ),
         # Verdicts are pushed into an imported judge config the token names (A's gpt-judge runs: it takes none).
         ("POST", "/api/verdicts"): ("POST", "/api/verdicts", jsonl(VERDICT), "application/x-ndjson", pushed_into),
+        ("GET", "/api/watches"): ("GET", "/api/watches", None, None, {}),
+        ("GET", "/api/watches/{watch_id}"): ("GET", f"/api/watches/{n['watch_id']}", None, None, {}),
+        ("POST", "/api/watches"): ("POST", "/api/watches", {**names, "criterion": KEY, "audit_share": 0.1}, None, {}),
+        ("POST", "/api/watches/{watch_id}/stop"): ("POST", f"/api/watches/{n['watch_id']}/stop", {}, None, {}),
     }
 
 
@@ -167,6 +175,10 @@ ASKED = {
     ("GET", "/api/judge-runs/{run_id}"): ["run_id"],
     ("POST", "/api/outputs"): ["eval_set"],
     ("POST", "/api/verdicts"): ["eval_set", "judge"],
+    ("GET", "/api/watches"): [],  # no name or id asked: the token's workspace only (tests/watch/test_watch_access.py)
+    ("GET", "/api/watches/{watch_id}"): ["watch_id"],
+    ("POST", "/api/watches"): ["eval_set", "judge"],
+    ("POST", "/api/watches/{watch_id}/stop"): ["watch_id"],
 }
 CASES = [(op, key) for op, keys in ASKED.items() for key in keys]
 
@@ -182,13 +194,15 @@ def a_names(w: World) -> dict:
         "eval_set": "rc-1",
         "judge": "gpt-judge",
         "plan_id": missing_id(AuditPlan),
+        "watch_id": missing_id(Watch),
         "run_id": w.a.run.pk,
         "output_id": w.a.output.pk,
     }
 
 
 def b_value(w: World, key: str):
-    return {"plan_id": w.b_plan.pk, "run_id": w.b.run.pk, "output_id": w.b.output.pk}.get(key) or B_ONLY[key]
+    ids = {"plan_id": w.b_plan.pk, "run_id": w.b.run.pk, "output_id": w.b.output.pk, "watch_id": w.b_watch.pk}
+    return ids.get(key) or B_ONLY[key]
 
 
 def nowhere_value(key: str, model_of: dict):
@@ -216,7 +230,7 @@ def test_the_matrix_covers_every_operation_of_the_schema(client):
 
 @pytest.mark.parametrize("op,key", CASES, ids=[f"{m} {p} {k}" for (m, p), k in CASES])
 def test_another_workspaces_name_or_id_answers_as_a_missing_one(client, world, op, key):
-    ids = {"plan_id": AuditPlan, "run_id": JudgeRun, "output_id": Output}
+    ids = {"plan_id": AuditPlan, "run_id": JudgeRun, "output_id": Output, "watch_id": Watch}
     foreign, missing = b_value(world, key), nowhere_value(key, ids)
     b_before = _b_state(world)
     asked_foreign = ask(client, world.token, op, {**a_names(world), key: foreign})

@@ -106,6 +106,7 @@ def test_the_main_pages_of_every_role_show_no_policy_violation(live_server, watc
         "/import/",
         "/queues/",
         "/progress/",
+        "/alerts/",
         "/admin/",
         "/admin/axes/accessattempt/",
     ]:

@@ -1,8 +1,9 @@
 """The import graph of our apps (docs/architecture.md): one way between apps, no circle inside one.
 
-Apps, bottom to top: evals (the shared domain), labeling (the human side), judging (the judge), calibration
-(comparing the two, the gate), formats (data in and out), api (the HTTP surface), periodic (the jobs Celery
-beat runs), overview (pages that read several apps), config (the project). An app imports only apps below it.
+Apps, bottom to top: evals (the shared domain), labeling (the human side), judging (the judge), alerts (alerts
+that reach people), calibration (comparing the two, the gate), formats (data in and out), api (the HTTP
+surface), periodic (the jobs Celery beat runs), overview (pages that read several apps), config (the project).
+An app imports only apps below it.
 Inside an app, no two modules import each other, directly or round a longer circle. Every import counts, also
 one inside a function: a lazy import is still a dependency, and a circle held together by one is still a circle.
 
@@ -18,7 +19,20 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ("evals", "signin", "labeling", "judging", "calibration", "formats", "api", "periodic", "overview", "config")
+LAYERS = (
+    "evals",
+    "signin",
+    "labeling",
+    "judging",
+    "alerts",
+    "calibration",
+    "formats",
+    "watch",
+    "api",
+    "periodic",
+    "overview",
+    "config",
+)
 
 CALIBRATION_ROOMS = ("stats", "data", "audits", "report", "gate", "workbench")
 PAGE_MODULES = {"views", "forms", "urls", "page"}

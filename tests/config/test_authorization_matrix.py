@@ -49,6 +49,7 @@ PARAMETER_KINDS = {
     "output": "output",
     "output_id": "output",
     "criterion_id": "criterion",
+    "watch_id": "watch",
 }
 BY_ROUTE = {
     "labeling:annotate": "annotation",
@@ -200,7 +201,7 @@ def api_operations() -> list[tuple[str, str]]:
     return [(method.upper(), path) for path, ops in schema["paths"].items() for method in ops]
 
 
-API_PATH_KINDS = {"run_id": "run", "plan_id": "plan"}
+API_PATH_KINDS = {"run_id": "run", "plan_id": "plan", "watch_id": "watch"}
 NAME_FIELDS = ("eval_set", "candidate", "calibration_eval_set")
 
 

@@ -20,6 +20,9 @@ PURE = (
     "calibration.stats.judge_compare",
     "calibration.stats.metrics",
     "calibration.stats.watch",
+    "calibration.stats.audit_shared",  # one audit sample for every gating criterion (issue 37 item 3)
+    "calibration.stats.shared_population",
+    "watch.chart",  # the watch page's chart geometry: pure, like the report's
     "labeling.gold",
     "judging.sample_majority",
     # config/settings.py reads the sign-in's role map and issuer with these, before Django is set up.

@@ -84,7 +84,7 @@ def test_a_job_beat_knows_no_last_send_of_is_due_at_once():
 
 def test_every_job_is_one_beat_entry_that_expires_with_its_period():
     entries = beat_schedule()
-    assert set(entries) == set(JOBS) == {"finish-traces"}
+    assert set(entries) == set(JOBS) == {"finish-traces", "watch-updates", "alert-deliveries"}
     sweep = entries["finish-traces"]
     assert sweep["task"] == RUN_TASK and sweep["args"] == ("finish-traces",)
     assert sweep["schedule"] == SlotSchedule(run_every=JOBS["finish-traces"].period)

@@ -1,0 +1,127 @@
+"""The watch on real parts: its update holds the watch's row lock (a second update finds it held and leaves it), and
+end to end on a Celery worker over Redis against the fake model server: outputs arrive, the judge grades them,
+the drawn ones reach an annotator's queue, gold arrives, the update moves the state, and a stream that has really
+dropped creates the alarm row and calls alarm_fired (in the worker: its log line).
+
+The worker reads the test database, so the data must be committed: these tests use transactional_db."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection, transaction
+
+from evals.models import Role
+from labeling.queue import claim_next, current_queue
+from tests.factories import all_answers, annotate_directly, make_user
+from tests.watch_helpers import arrive, watched_set
+from watch import feed, tasks
+from watch.models import Watch, WatchAlarm, WatchOutput
+from watch.starting import start
+
+pytestmark = pytest.mark.django_db(transaction=True)
+TIMEOUT_S = 120
+
+
+def test_an_update_finds_the_watch_held_by_another_and_leaves_it_then_runs_once_free(fake_llm, monkeypatch):
+    w = watched_set(fake_llm)
+    watch = start(eval_set=w.production, criterion=w.criterion, judge_config=w.judge, by=w.lead, audit_share=0.5)
+    arrive(w.production, 3)
+    held, free = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                Watch.objects.select_for_update().get(pk=watch.pk)
+                held.set()
+                free.wait(20)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(20)
+    sent_again: list[tuple] = []
+    monkeypatch.setattr(tasks.update_watch, "apply_async", lambda args, countdown: sent_again.append((args, countdown)))
+    try:
+        assert feed.update_locked(watch.pk) is None  # no wait, no second update alongside
+        assert not WatchOutput.objects.filter(watch=watch).exists()
+        # The task sends itself once more a little later (what arrived meanwhile is fed soon), and only once.
+        tasks.update_watch(watch.pk)
+        assert sent_again == [((watch.pk, False), tasks.RETRY_AFTER_SECONDS)]
+        tasks.update_watch(watch.pk, again=False)
+        assert len(sent_again) == 1
+    finally:
+        free.set()
+        holder.join()
+    assert "3 new outputs drawn" in (feed.update_locked(watch.pk) or "")
+    assert WatchOutput.objects.filter(watch=watch).count() == 3
+
+
+def _until(condition, what: str, poke=None) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        if poke:
+            poke()
+        if condition():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"still waiting for {what} after {TIMEOUT_S} s")
+
+
+@pytest.mark.celery
+def test_end_to_end_outputs_are_graded_audited_labeled_fed_and_a_real_drop_alarms(client, fake_llm, judge_key, workers):
+    w = watched_set(fake_llm)
+    worker = workers(concurrency=2)
+    client.force_login(w.lead)
+    # p = 1 and alpha 0.2 keep it short (the statistics alarm at the 6th FAIL label: tests/watch/test_watch_feed.py).
+    response = client.post(
+        "/watches/start",
+        {
+            "eval_set": w.production.pk,
+            "criterion": w.criterion.pk,
+            "judge_config": w.judge.pk,
+            "audit_share": "1",
+            "alpha": "0.2",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    watch = Watch.objects.get()
+    assert (watch.minimum, watch.tpr_lower, watch.tnr_lower) == (0.8, 0.82, 0.70)  # from the gating mark
+    # The agent has dropped: its answers now fail the criterion (the fake model reads the marker).
+    ok = arrive(w.production, 2)
+    dropped = arrive(w.production, 8, response="Your refund of $45.00 is on its way. [[fake:all=FAIL]]")
+    rows = WatchOutput.objects.filter(watch=watch)
+    _until(
+        lambda: rows.filter(released=True).exclude(verdict="").count() == 10, "the verdicts", tasks.send_every_update
+    )
+    assert list(rows.order_by("position").values_list("verdict", flat=True)) == ["PASS"] * 2 + ["FAIL"] * 8
+    assert fake_llm.calls == 10
+    # The drawn outputs reach an annotator's queue (blind: the annotator cannot open the watch).
+    annotators = [make_user(f"watch-ann-{i}", Role.ANNOTATOR, workspace=w.workspace) for i in (1, 2)]
+    claim = claim_next(user=annotators[0], queue=current_queue(w.production))
+    assert claim is not None and claim.annotation.output_id == ok[0].pk
+    client.force_login(annotators[0])
+    assert client.get(f"/watches/{watch.pk}/").status_code == 403
+    watch.refresh_from_db()
+    assert watch.labels_fed == 0 and watch.outputs_fed == 0  # every output waits for its gold
+    for output, outcome in [(o, "PASS") for o in ok] + [(o, "FAIL") for o in dropped]:
+        for annotator in annotators:
+            if output == ok[0] and annotator == annotators[0]:
+                claim.annotation.delete()  # the claimed draft: labeled below as the others
+            annotate_directly(output, w.rubric_version, annotator, all_answers(w.rubric_version, outcome))
+
+    def fed() -> bool:
+        watch.refresh_from_db()
+        return watch.labels_fed == 10
+
+    _until(fed, "the update", tasks.send_every_update)
+    assert watch.outputs_fed == 10 and watch.state["labels"] == 10
+    alarm = WatchAlarm.objects.get(watch=watch)
+    assert alarm.what == "pass rate" and alarm.bound == 0.8 and "What to do" in alarm.message
+    _until(lambda: f"watch {watch.pk}: alarm {alarm.pk}:" in worker.log.read_text(errors="replace"), "alarm_fired")
+    client.force_login(w.lead)
+    page = client.get(f"/watches/{watch.pk}/").content.decode()
+    assert "The pass rate fell below 0.80" in page and "as of 10 audit labels" in page
