@@ -20,7 +20,20 @@ def _open_plans(**where) -> list[int]:
     return list(AuditPlan.objects.open().filter(**where).values_list("pk", flat=True).distinct())
 
 
+def _is_draft(annotation: Annotation) -> bool:
+    return annotation.status != Annotation.Status.SUBMITTED
+
+
 def _label_saved(sender, instance: Label, **kwargs) -> None:
+    # A draft's labels count for nothing until it is submitted (which saves the annotation): no query for them.
+    # The labeling code saves a draft's label with its annotation at hand, or in place without `is_current`; a
+    # correction after submission retires the old label (`is_current`) and adds one to a submitted annotation.
+    if kwargs.get("signal") is post_save:
+        if Label.annotation.is_cached(instance):
+            if _is_draft(instance.annotation):
+                return
+        elif kwargs.get("update_fields") is not None and "is_current" not in kwargs["update_fields"]:
+            return
     annotation, criterion = instance.annotation_id, instance.criterion_id
     stored_figures.after_commit(
         lambda: stored_figures.changed(
@@ -32,6 +45,8 @@ def _label_saved(sender, instance: Label, **kwargs) -> None:
 def _annotation_saved(sender, instance: Annotation, update_fields=None, **kwargs) -> None:
     if update_fields is not None and set(update_fields) <= {"reserved_until"}:
         return  # a reservation's renewal changes no label
+    if kwargs.get("created") and _is_draft(instance):
+        return  # a draft claimed: no label of it counts yet (one that becomes a draft again is seen)
     output = instance.output_id
     stored_figures.after_commit(lambda: stored_figures.changed(_open_plans(eval_set__cases__outputs=output)))
 
