@@ -191,6 +191,26 @@ class AuditKeptOut(Schema):
     words: str = Field(description='"decided PASS at label 20 on 4 Dec 2026; 2 gold labels changed since; ..."')
 
 
+class AuditFreshnessOut(Schema):
+    """How fresh an audit plan's stored figures are (calibration/audits/stored_figures.py, issue 37)."""
+
+    current: bool = Field(description="computed from every gold or label change seen so far")
+    as_of_change: int = Field(description="the change the figures are of (a count that only grows)")
+    changes_seen: int
+    n_gold: int = Field(description="settled gold items the figures read")
+    computed_at: str | None
+    duration_s: float | None = Field(description="the last computation's time in the worker")
+    words: str = Field(description='e.g. "as of gold change 212 (180 gold labels), 4 s ago; updating…"')
+
+
+class AuditFiguresPendingOut(Schema):
+    """An audit plan whose first figures a worker is still computing."""
+
+    plan: int
+    computed: bool = Field(description="false: the first figures are not computed yet")
+    freshness: AuditFreshnessOut
+
+
 class AuditFiguresOut(Schema):
     """An audit plan's figures now, as `audit_plan show PLAN --format json` prints them (calibration.audits.figures)."""
 
@@ -232,6 +252,7 @@ class AuditFiguresOut(Schema):
     labels_saved: int = Field(description="outputs not labeled (so far, if undecided)")
     outputs_outside_order: int = Field(description="outputs made after the order: the audit does not cover them")
     saved_share: float | None = Field(description="labels_saved / N")
+    freshness: AuditFreshnessOut = Field(description="the figures are a worker's, stored: how fresh they are")
     reads_now: str | None = Field(description="today's gold read afresh: PASS, FAIL or null (undecided)")
     kept: AuditKeptOut | None = Field(description="the decision kept when first reached; null before it")
 

@@ -162,8 +162,8 @@ class AuditPlan(models.Model):
 
     It follows the audit order of the candidate's labeling queue (labeling.AuditOrder; several plans on one
     eval set share it), restricted to `agent_version`'s outputs when one is set. The figures (estimate,
-    interval, forecast) are computed from the labels when read; the decision is kept once first reached
-    (AuditPlanDecision). The
+    interval, forecast) are computed from the labels by a worker and stored (AuditPlanFigures); the decision is
+    kept once first reached (AuditPlanDecision). The
     thresholds default to the gating mark's policy and may only be stricter. One open plan per criterion,
     eval set, agent version and judge config; closing keeps the row.
     """
@@ -245,6 +245,49 @@ class AuditPlanDecision(models.Model):
 
     def __str__(self) -> str:
         return f"audit plan {self.plan_id} decided {self.decided} at label {self.at_label}"
+
+
+class AuditPlanFigures(models.Model):
+    """An audit plan's figures as a Celery worker last computed them (issue 37), at one pair of thresholds: the
+    plan's own (the row the pages, Home, the API and `audit_plan show` read) or a gate's stricter ones.
+
+    Nothing on the request path computes a decision or a forecast: readers show this row and how fresh it is.
+    `wanted` counts the gold and label changes seen for the plan (bumped after each commit that touched them,
+    never decreasing); `done` is the `wanted` a computation started from, so the row is behind while
+    done < wanted. `gold_state` is the content digest of everything the figures were computed from
+    (calibration/data/content_cache.py's digest of the gold, the verdicts, the thresholds and the order): the gate
+    decides only when it equals the digest of what it reads now. One UPDATE writes figures, state and times
+    together, so a worker killed mid-computation leaves the previous figures whole (calibration/audits/
+    stored_figures.py).
+    """
+
+    plan = models.ForeignKey(AuditPlan, on_delete=models.CASCADE, related_name="stored_figures")
+    min_pass_rate = models.FloatField()
+    confidence = models.FloatField()
+    wanted = models.PositiveBigIntegerField(default=1)
+    done = models.PositiveBigIntegerField(default=0)
+    gold_state = models.CharField(max_length=64, blank=True)
+    n_gold = models.PositiveIntegerField(default=0)  # settled gold items (PASS, FAIL, N/A) the figures read
+    figures = models.JSONField(null=True, blank=True)  # AuditFigures.as_dict(); null until first computed
+    computed_at = models.DateTimeField(null=True, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)  # the last computation's time in the worker
+    computations = models.PositiveIntegerField(default=0)  # how many ran: a burst of changes should cost a few
+    requested_at = models.DateTimeField(default=timezone.now)  # the last time a computation was asked for
+
+    workspace_path = "plan__eval_set__workspace"
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "min_pass_rate", "confidence"], name="one_figures_per_thresholds")
+        ]
+
+    def __str__(self) -> str:
+        return f"audit plan {self.plan_id}'s figures at {self.min_pass_rate:g}/{self.confidence:g}"
+
+    @property
+    def is_current(self) -> bool:
+        """Computed from every change seen so far (the gate checks the content digest besides)."""
+        return self.figures is not None and self.done >= self.wanted
 
 
 def gate_scope_only() -> list[str]:

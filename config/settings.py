@@ -570,3 +570,9 @@ LOGGING = {
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
+
+# Audit plans' figures are computed in a worker (calibration/audits/stored_figures.py). The gate decides only on
+# figures of the gold it reads: when they are behind it asks a worker and waits at most this long, then answers
+# "undecided: figures updating" (exit 2, HTTP 503). The API's and the gate page's wait is inside a web request,
+# which must end well before gunicorn's 30 s timeout: 20 s by default.
+ICEWATER_GATE_FIGURES_WAIT_SECONDS = env_int("ICEWATER_GATE_FIGURES_WAIT_SECONDS", 20, minimum=0)

@@ -40,7 +40,8 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from calibration.audits.figures import AuditFigures, plan_figures
+from calibration.audits.figures import AuditFigures
+from calibration.audits.stored_figures import stored_figures
 from calibration.data.holdout import held_out_split
 from calibration.models import AuditPlan, GateResult, GatingMark, GatingReview
 from calibration.report.compose import criterion_tiers
@@ -289,7 +290,10 @@ def audit_plans(workspace: Workspace, now: datetime | None = None) -> tuple[list
     plans = in_workspace(recent, workspace).order_by(F("closed_at").desc(nulls_first=True), "-created_at", "-id")
     decided: list[Line] = []
     waiting: list[Line] = []
-    for i, plan in enumerate(plans):
+    listed = list(plans)
+    # The figures a worker stored (issue 37): one query for the plans checked, none computed here.
+    stored = stored_figures(listed[:MAX_AUDIT_CHECKS])
+    for i, plan in enumerate(listed):
         url = reverse("calibration:audit_plan", args=[plan.pk])
         what = _audit_words(plan)
         if i >= MAX_AUDIT_CHECKS:
@@ -297,7 +301,11 @@ def audit_plans(workspace: Workspace, now: datetime | None = None) -> tuple[list
             line = Line(f"{what}: {state}; its figures are on its page", url, "Open the plan", plan.created_at)
             (decided if plan.closed_at else waiting).append(line)
             continue
-        f = plan_figures(plan)
+        f = stored[plan.pk].figures
+        if f is None:
+            line = Line(f"{what}: figures {stored[plan.pk].words()}", url, "Open the plan", plan.created_at)
+            (decided if plan.closed_at else waiting).append(line)
+            continue
         if plan.closed_at is not None:
             outcome = f"{f.decided} at label {f.decided_at} of {f.N}" if f.decided else "undecided"
             text = f"{what} was closed: {outcome} ({f.n_labeled} labeled of {f.N}){_gold_since(f)}"

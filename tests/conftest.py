@@ -46,6 +46,24 @@ def no_failed_token_counts():
     cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def audit_figures_in_process(request, monkeypatch):
+    """An audit plan's figures are a worker's (calibration/audits/stored_figures.py, issue 37). Tests that read
+    them without starting one play the worker in their own process, with the worker's own code: a change only
+    marks the figures behind, and whoever reads them (a page, the gate) has them computed at once, as a worker that
+    is never late would. Tests marked `figures_worker` run the real path: a Celery worker, its queue, the wait."""
+    if request.node.get_closest_marker("figures_worker"):
+        return
+    from datetime import timedelta
+
+    from calibration.audits import stored_figures
+
+    monkeypatch.setattr(stored_figures, "after_commit", lambda fn: fn())
+    monkeypatch.setattr(stored_figures, "notify", lambda plan_id: None)
+    monkeypatch.setattr(stored_figures, "send", lambda plan_id, *at: stored_figures.recompute(plan_id, *at))
+    monkeypatch.setattr(stored_figures, "KICK_AFTER", timedelta(0))
+
+
 @pytest.fixture
 def annotator(db):
     return make_user("ann", Role.ANNOTATOR)

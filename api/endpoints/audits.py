@@ -15,14 +15,15 @@ from api.schemas import (
     ERRORS,
     MAX_AUDIT_K,
     AuditFiguresOut,
+    AuditFiguresPendingOut,
     AuditNextIn,
     AuditPlanIn,
     AuditPlanListOut,
     AuditPlanSummaryOut,
     ErrorOut,
 )
-from calibration.audits.figures import plan_figures
 from calibration.audits.plans import AuditPlanError, close_plan, plan_record, release_plan_next, start_plan
+from calibration.audits.stored_figures import stored_for
 from calibration.models import AuditPlan
 from evals.lookup import eval_set_named
 from evals.models import Role
@@ -36,6 +37,7 @@ AUDIT = TokenAuth(TokenScope.AUDIT)
 
 
 AUDIT_ERRORS = {**ERRORS, 409: ErrorOut, 411: ErrorOut, 413: ErrorOut}
+FIGURES = {200: AuditFiguresOut, 202: AuditFiguresPendingOut}
 ForecastK = Annotated[int, Field(ge=1, le=MAX_AUDIT_K, description="forecast after this many more labels")]
 
 
@@ -70,9 +72,19 @@ def _refused(exc: AuditPlanError) -> ApiError:
     return ApiError(409, str(exc))
 
 
-@router.post("/audit-plans", auth=AUDIT, response={201: AuditFiguresOut, **AUDIT_ERRORS})
+def _figures(plan: AuditPlan, status: int = 200) -> JsonResponse:
+    """The figures a worker stored, with their freshness (issue 37: no request computes them); 202 with the
+    freshness alone until the first computation is done."""
+    stored = stored_for(plan)
+    if stored.figures is None:
+        return JsonResponse({"plan": plan.pk, "computed": False} | stored.as_dict(), status=202)
+    return JsonResponse(stored.as_dict(), status=status)
+
+
+@router.post("/audit-plans", auth=AUDIT, response={201: AuditFiguresOut, 202: AuditFiguresPendingOut, **AUDIT_ERRORS})
 def create_audit_plan(request: TokenHttpRequest, payload: AuditPlanIn):
-    """Start an audit plan on a release candidate, as `audit_plan create` does; answers with its figures.
+    """Start an audit plan on a release candidate, as `audit_plan create` does; answers 202 with the plan's id while
+    a worker computes its first figures (GET the plan for them).
 
     404 for a name that matches nothing (the criterion included), 409 when the plan cannot start (the queue is not
     open under the rubric version, the criterion does not gate with the judge, a plan is open, looser thresholds).
@@ -96,7 +108,7 @@ def create_audit_plan(request: TokenHttpRequest, payload: AuditPlanIn):
         )
     except AuditPlanError as exc:
         raise _refused(exc) from None
-    return JsonResponse(plan_figures(plan).as_dict(), status=201)
+    return _figures(plan, status=201)
 
 
 @router.get("/audit-plans", auth=AUDIT, response={200: AuditPlanListOut, **ERRORS})
@@ -118,24 +130,27 @@ def list_audit_plans(request: TokenHttpRequest, eval_set: EvalSetName):
     )
 
 
-@router.get("/audit-plans/{plan_id}", auth=AUDIT, response={200: AuditFiguresOut, **ERRORS})
+@router.get("/audit-plans/{plan_id}", auth=AUDIT, response={**FIGURES, **ERRORS})
 def show_audit_plan(request: TokenHttpRequest, plan_id: int, k: ForecastK = 25):
-    """The plan's figures now: the same JSON as `audit_plan show PLAN --format json` (k: the forecast's next k)."""
+    """The plan's figures as a worker last computed them, with their freshness: the same JSON as `audit_plan show
+    PLAN --format json`; 202 until the first are computed. (k is accepted for old clients: the forecast is the
+    worker's, for the next 25 labels.)"""
     plan = _plan_in_scope(request, plan_id)
-    return JsonResponse(plan_figures(plan, k=k).as_dict())
+    return _figures(plan)
 
 
-@router.post("/audit-plans/{plan_id}/next", auth=AUDIT, response={200: AuditFiguresOut, **AUDIT_ERRORS})
+@router.post("/audit-plans/{plan_id}/next", auth=AUDIT, response={**FIGURES, **AUDIT_ERRORS})
 def release_audit_plan_next(request: TokenHttpRequest, plan_id: int, payload: AuditNextIn):
     """'Label these k next', as `audit_plan next PLAN -k K`: the queue may hand out k more outputs of the order;
-    answers with the figures and the forecast for those k. 409 if the plan is closed."""
+    answers with the stored figures (a worker computes them anew for the release: see `freshness`). 409 if the plan
+    is closed."""
     plan = _plan_in_scope(request, plan_id)
     lead = _lead_of(request)
     try:
         release_plan_next(plan=plan, by=lead, k=payload.k)
     except AuditPlanError as exc:
         raise _refused(exc) from None
-    return JsonResponse(plan_figures(plan, k=payload.k).as_dict())
+    return _figures(plan)
 
 
 @router.post("/audit-plans/{plan_id}/close", auth=AUDIT, response={200: AuditPlanSummaryOut, **AUDIT_ERRORS})

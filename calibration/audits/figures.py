@@ -1,6 +1,8 @@
-"""An audit plan's figures now (`plan_figures` -> `AuditFigures`): its labels and the judge's verdicts, read at query
-time and handed to the pure statistics of calibration/stats/audit_stats.py and audit_strata.py for the decision
-and the forecast of the labels still to come. The pages, the API, the CLI and the gate all show what it returns.
+"""An audit plan's figures (`plan_figures` -> `AuditFigures`): its labels and the judge's verdicts, read and handed to
+the pure statistics of calibration/stats/audit_stats.py and audit_strata.py for the decision and the forecast of the
+labels still to come. A Celery worker runs it (stored_figures.py, issue 37) and stores what it returns; the pages,
+the API, the CLI and Home show the stored figures, and the gate decides on them once they are of the gold it reads
+(`read_plan(...).state`, a digest of every input, without the statistics).
 
 The plan stores its parts, and its decision once first reached (kept.py): from then on that is the plan's
 decision, and later gold is read beside it.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from datetime import datetime
 
 import numpy as np
 
@@ -114,6 +117,21 @@ class AuditFigures:
         figures["saved_share"] = self.labels_saved / self.N if self.N else None
         return figures
 
+    @classmethod
+    def from_dict(cls, stored: dict) -> AuditFigures:
+        """The figures back from `as_dict()`'s JSON (the stored row of stored_figures.py)."""
+        d = {name: stored[name] for name in cls.__dataclass_fields__}
+        d["order"] = tuple(d["order"])
+        d["cant_tell_outputs"] = tuple(d["cant_tell_outputs"])
+        for pair in ("strata_sizes", "strata_labeled"):
+            d[pair] = tuple(d[pair]) if d[pair] is not None else None
+        d["forecast"] = audit_forecast.AuditForecast(**d["forecast"])
+        if d["kept"] is not None:
+            k = {name: d["kept"][name] for name in kept.KeptDecision.__dataclass_fields__}
+            k["decided_at"] = datetime.fromisoformat(k["decided_at"])
+            d["kept"] = kept.KeptDecision(**k)
+        return cls(**d)
+
     def summary(self, *, is_open: bool) -> dict:
         """The plan's figures without its order, as the candidate's calibration report holds them."""
         return {
@@ -141,10 +159,27 @@ def decided_words(f: AuditFigures) -> str:
     )
 
 
+@dataclass(frozen=True)
+class PlanReading:
+    """What a plan's figures are computed from, read (a few queries, whatever N) but not yet computed."""
+
+    state: str  # content_cache's digest of every input: equal states give equal figures
+    n_gold: int  # settled gold items read (PASS, FAIL, N/A)
+    finish: Callable[[], AuditFigures]  # the statistics (seconds on a large plan): a worker's part
+
+
 def plan_figures(
     plan: AuditPlan, *, k: int = DEFAULT_RELEASE, minimum: float | None = None, confidence: float | None = None
 ) -> AuditFigures:
-    """The plan's figures from the labels and verdicts as they are now; a few queries, whatever N.
+    """The plan's figures from the labels and verdicts as they are now: `read_plan`, then its statistics. Only a
+    worker (stored_figures.py) and tests call it; no web request does."""
+    return read_plan(plan, k=k, minimum=minimum, confidence=confidence).finish()
+
+
+def read_plan(
+    plan: AuditPlan, *, k: int = DEFAULT_RELEASE, minimum: float | None = None, confidence: float | None = None
+) -> PlanReading:
+    """The plan's inputs from the labels and verdicts as they are now; a few queries, whatever N.
 
     `minimum` and `confidence` override the plan's (the gate decides at its own, never looser, thresholds).
     The population is the order's outputs (of the plan's agent version, if any), in position order. A uniform
@@ -186,13 +221,11 @@ def plan_figures(
         # The labels still to come, in the order the test will count them: the released ones not labeled yet, then
         # the rest in order position (what the next releases will be).
         ahead = reading.path[n_labeled:].tolist() + [h for _, h in reading.unreleased]
-        decision, forecast = content_cache.computed(
-            "audit-stratified",
-            (gold_values, path.tolist(), ahead, sizes, minimum, confidence, k, FORECAST_SEED),
-            lambda: _stratified_statistics(
-                gold_values, path, ahead, sizes, minimum=minimum, confidence=confidence, k=k
-            ),
-        )
+        kind = "audit-stratified"
+        parts: tuple = (gold_values, path.tolist(), ahead, sizes, minimum, confidence, k, FORECAST_SEED)
+
+        def statistics() -> tuple[audit_stats.AuditDecision, audit_forecast.AuditForecast]:
+            return _stratified_statistics(gold_values, path, ahead, sizes, minimum=minimum, confidence=confidence, k=k)
 
         def at_plans_thresholds() -> audit_stats.AuditDecision:
             return strata_plan.stratified_decision(
@@ -207,57 +240,66 @@ def plan_figures(
         judge = by_output(current_verdicts(frames.load_verdicts(scope, plan.judge_config)), criterion.pk, "judge")
         verdict_values = [verdict_value(judge.get(output_id)) for output_id in ids]
         gold_values = [gold_value(gold.get(output_id)) for output_id in labeled]
-        # The plan page re-reads these every few seconds while labels arrive slowly, and on a large candidate near
-        # its minimum the forecast runs for seconds: computed once per gold, verdicts and thresholds.
-        decision, forecast = content_cache.computed(
-            "audit",
-            (gold_values, verdict_values, minimum, confidence, k, forecast_sims(len(ids)), FORECAST_SEED),
-            lambda: _statistics(gold_values, verdict_values, minimum=minimum, confidence=confidence, k=k),
-        )
+        # On a large candidate near its minimum the forecast runs for seconds: computed once per gold, verdicts and
+        # thresholds (content_cache), in a worker (stored_figures.py).
+        kind = "audit"
+        parts = (gold_values, verdict_values, minimum, confidence, k, forecast_sims(len(ids)), FORECAST_SEED)
+
+        def statistics() -> tuple[audit_stats.AuditDecision, audit_forecast.AuditForecast]:
+            return _statistics(gold_values, verdict_values, minimum=minimum, confidence=confidence, k=k)
 
         def at_plans_thresholds() -> audit_stats.AuditDecision:
             return audit_stats.audit_decision(
                 gold=gold_values, verdicts=verdict_values, minimum=plan.min_pass_rate, confidence=plan.confidence
             )
 
-    kept = _kept(plan, decision if at_plan else None, at_plans_thresholds, labeled, gold)
-    shown = kept if kept is not None and at_plan else None
-    cant_tell = tuple(output_id for output_id in labeled if gold.get(output_id) == ABSTAIN)
-    return AuditFigures(
-        plan=plan.pk,
-        criterion=criterion.key,
-        eval_set=plan.eval_set.name,
-        rubric=criterion.rubric_version.ref,
-        judge=plan.judge_config.name,
-        agent_version=plan.agent_version,
-        design=plan.design,
-        seed=plan.order.seed,
-        min_pass_rate=minimum,
-        confidence=confidence,
-        order=tuple(case_id for _, _, case_id in population),
-        N=len(population),
-        strata_sizes=sizes,
-        strata_labeled=counts,
-        released=released,
-        n_labeled=n_labeled,
-        n_gold=decision.n_gold,
-        n_pending=decision.n_pending,
-        n_gold_cant_tell=len(cant_tell),
-        cant_tell_outputs=cant_tell,
-        n_not_applicable=decision.n_not_applicable,
-        estimate=decision.estimate.estimate,
-        lower=decision.lower,
-        upper=decision.upper,
-        decided=shown.decided if shown else decision.decided,
-        decided_at=shown.at_label if shown else decision.decided_at,
-        decided_by=shown.decided_by if shown else decision.decided_by,
-        min_gold=decision.min_gold,
-        forecast=forecast,
-        labels_saved=len(population) - n_labeled,
-        outputs_outside_order=outside,
-        reads_now=decision.decided,
-        kept=kept,
-    )
+    # The figures read the plan's own rows too (its order's released count, the outputs made after the order): part
+    # of the state, so that a release or a late output makes the stored figures stale as a gold label does.
+    state = content_cache.digest(kind, plan.pk, *parts, released, outside, len(population))
+
+    def finish() -> AuditFigures:
+        decision, forecast = content_cache.computed(kind, parts, statistics)
+        kept_now = _kept(plan, decision if at_plan else None, at_plans_thresholds, labeled, gold)
+        shown = kept_now if kept_now is not None and at_plan else None
+        cant_tell = tuple(output_id for output_id in labeled if gold.get(output_id) == ABSTAIN)
+        return AuditFigures(
+            plan=plan.pk,
+            criterion=criterion.key,
+            eval_set=plan.eval_set.name,
+            rubric=criterion.rubric_version.ref,
+            judge=plan.judge_config.name,
+            agent_version=plan.agent_version,
+            design=plan.design,
+            seed=plan.order.seed,
+            min_pass_rate=minimum,
+            confidence=confidence,
+            order=tuple(case_id for _, _, case_id in population),
+            N=len(population),
+            strata_sizes=sizes,
+            strata_labeled=counts,
+            released=released,
+            n_labeled=n_labeled,
+            n_gold=decision.n_gold,
+            n_pending=decision.n_pending,
+            n_gold_cant_tell=len(cant_tell),
+            cant_tell_outputs=cant_tell,
+            n_not_applicable=decision.n_not_applicable,
+            estimate=decision.estimate.estimate,
+            lower=decision.lower,
+            upper=decision.upper,
+            decided=shown.decided if shown else decision.decided,
+            decided_at=shown.at_label if shown else decision.decided_at,
+            decided_by=shown.decided_by if shown else decision.decided_by,
+            min_gold=decision.min_gold,
+            forecast=forecast,
+            labels_saved=len(population) - n_labeled,
+            outputs_outside_order=outside,
+            reads_now=decision.decided,
+            kept=kept_now,
+        )
+
+    n_gold = sum(1 for value in gold.values() if value != ABSTAIN)
+    return PlanReading(state=state, n_gold=n_gold, finish=finish)
 
 
 def _kept(

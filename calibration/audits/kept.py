@@ -8,8 +8,9 @@ gold change is shown beside it with what today's gold reads ("decided PASS at la
 labels changed since; on today's gold it reads FAIL"). The gate, the page, the command, the API and Home all read
 it from here.
 
-Every read that can decide keeps (the plan page and its poll, `audit_plan show`, the API, Home, the gate), so the
-gate never decides on a decision that was not kept first.
+The computation that can decide keeps: since issue 37 that is the worker's (stored_figures.py), which the pages,
+`audit_plan show`, the API and Home read, and the gate's figures of today's gold; so the gate never decides on a
+decision that was not kept first.
 """
 
 from __future__ import annotations

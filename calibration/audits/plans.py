@@ -16,7 +16,8 @@ import math
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from calibration.audits.figures import decided_words, plan_figures
+from calibration.audits import stored_figures
+from calibration.audits.figures import decided_words
 from calibration.audits.plan_outputs import by_output, population_of, stratified_reading, verdict_value
 from calibration.data import frames
 from calibration.data.frame_reading import current_verdicts
@@ -105,7 +106,7 @@ def start_plan(
         with transaction.atomic():
             order, _ = start_audit_order(queue=queue, by=by, seed=seed)
             strata = _frozen_strata(order, criterion, judge_config, agent_version) if design == "stratified" else ""
-            return AuditPlan.objects.create(
+            plan = AuditPlan.objects.create(
                 design=design,
                 strata=strata,
                 criterion=criterion,
@@ -117,6 +118,8 @@ def start_plan(
                 confidence=thresholds.confidence,
                 created_by=by,
             )
+            stored_figures.request(plan)  # its first figures, computed by a worker once this commits
+            return plan
     except QueueError as exc:
         raise AuditPlanError(str(exc)) from exc
     except IntegrityError as exc:
@@ -170,18 +173,23 @@ def release_plan_next(*, plan: AuditPlan, by: User, k: int = DEFAULT_RELEASE) ->
     _refuse_non_lead(by, plan.eval_set)
     if plan.closed_at is not None:
         raise AuditPlanError(f"Audit plan {plan.pk} is closed.")
-    decided = plan_figures(plan, k=k)
-    if decided.decided:
-        raise AuditPlanError(decided_words(decided))
+    # The figures a worker stored (no web request computes a decision, issue 37): while they are behind, a plan that
+    # the newest label decided may still release once more, which costs labels, never validity.
+    figures = stored_figures.stored_for(plan).figures
+    if figures is not None and figures.decided:
+        raise AuditPlanError(decided_words(figures))
     if plan.design == AuditPlan.Design.STRATIFIED:
         _release_stratified(plan, k)
         plan.refresh_from_db(fields=["path"])
         plan.order.refresh_from_db(fields=["released"])
-        return plan.order
-    try:
-        return release_next(order=plan.order, k=k)
-    except QueueError as exc:
-        raise AuditPlanError(str(exc)) from exc
+    else:
+        try:
+            release_next(order=plan.order, k=k)
+        except QueueError as exc:
+            raise AuditPlanError(str(exc)) from exc
+    # The released count is part of the figures' state; every open plan on the order reads it.
+    stored_figures.changed(AuditPlan.objects.open().filter(order=plan.order).values_list("pk", flat=True))
+    return plan.order
 
 
 def _release_stratified(plan: AuditPlan, k: int) -> None:

@@ -1,7 +1,9 @@
 """The audit plan pages (issue 22): the list of plans, starting one, a plan's figures as labels arrive,
 "label these k next" and closing.
 
-Thin views over calibration/audits/plans.py and figures.py, the same functions as `manage.py audit_plan`. Leads
+Thin views over calibration/audits/plans.py and stored_figures.py, the same functions as `manage.py audit_plan`. No
+view computes a decision or a forecast (issue 37): a worker does, and the pages show its last figures with how fresh
+they are, polling every 2 s while they are behind. Leads
 start, release and close; reviewers may read (as they read the gate results). Annotators get 403: the figures come
 from gold and the judge's verdicts, which they must not see.
 """
@@ -15,7 +17,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from calibration.audits.figures import AuditFigures, plan_figures
+from calibration.audits.figures import AuditFigures
 from calibration.audits.forms import AuditPlanForm, AuditReleaseForm
 from calibration.audits.plans import (
     AuditPlanError,
@@ -25,6 +27,7 @@ from calibration.audits.plans import (
     released_words,
     start_plan,
 )
+from calibration.audits.stored_figures import Stored, stored_figures
 from calibration.models import AuditPlan, GatingMark
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, plain, role_required
 from evals.models import Output, Role, Workspace
@@ -32,8 +35,10 @@ from evals.workspaces import in_workspace
 from labeling.audit_order import DEFAULT_RELEASE
 from labeling.guards import may_adjudicate
 
-# Labels arrive a few a minute; every 5 s shows each one soon enough and costs one read of the figures.
+# Labels arrive a few a minute; every 5 s shows each one soon enough and costs one read of the stored figures.
 POLL = "every 5s"
+# While a worker computes newer figures the page looks every 2 s (a read of one row).
+POLL_UPDATING = "every 2s"
 # The event a release sends, so the figures panel reads the new released count at once.
 RELEASED_EVENT = "audit-released"
 
@@ -47,11 +52,12 @@ def _plans(workspace: Workspace):
 @role_required(*STAFF_ROLES)
 def audit_plans(request: AuthenticatedHttpRequest) -> HttpResponse:
     plans = list(_plans(request.workspace))
-    # Where each open plan stands, as on its page (the statistics are cached per gold, so a list read between
-    # two labels costs the queries only). Closed plans keep their figures on their own page.
+    # Where each open plan stands, as on its page: the figures a worker stored, one query for all of them. Closed
+    # plans keep their figures on their own page.
+    stored = stored_figures([p for p in plans if p.closed_at is None])
     sections = [
-        ("Open", [(p, plan_figures(p)) for p in plans if p.closed_at is None], "No open plan."),
-        ("Closed", [(p, None) for p in plans if p.closed_at is not None], "No closed plan."),
+        ("Open", [(p, stored[p.pk].figures, stored[p.pk]) for p in plans if p.closed_at is None], "No open plan."),
+        ("Closed", [(p, None, None) for p in plans if p.closed_at is not None], "No closed plan."),
     ]
     context = {"sections": sections, "is_lead": has_role(request.user, request.workspace, Role.LEAD)}
     return render(request, "calibration/audit_plans.html", context)
@@ -100,23 +106,25 @@ CANT_TELL_LINKS = 10
 
 
 def _context(request: AuthenticatedHttpRequest, plan: AuditPlan, k: int | None = None) -> dict:
-    figures = plan_figures(plan, k=k or _k(request))
+    stored: Stored = stored_figures([plan])[plan.pk]
+    figures = stored.figures
     left = left_to_release(plan)
-    shown = figures.cant_tell_outputs[:CANT_TELL_LINKS]
+    shown = figures.cant_tell_outputs[:CANT_TELL_LINKS] if figures else ()
     case_ids = dict(Output.objects.filter(pk__in=shown).values_list("pk", "case__case_id")) if shown else {}
     return {
         "plan": plan,
         "f": figures,
+        "fresh": stored,
         # Gold Can't tell holds the decision back until a reviewer overrules it: where to do that.
         "cant_tell": [(output_id, case_ids.get(output_id, output_id)) for output_id in shown],
-        "cant_tell_more": len(figures.cant_tell_outputs) - len(shown),
+        "cant_tell_more": len(figures.cant_tell_outputs) - len(shown) if figures else 0,
         "may_adjudicate": may_adjudicate(request.user, request.workspace),
-        "chart": interval_chart(figures),
-        "per_side": f"{(1 - figures.confidence) / 2:.1%}",  # each one-sided test's error bound
+        "chart": interval_chart(figures) if figures else None,
+        "per_side": f"{(1 - plan.confidence) / 2:.1%}",  # each one-sided test's error bound
         "left": left,
-        "form": AuditReleaseForm(initial={"k": min(figures.forecast.k, left) or 1}, left=left),
+        "form": AuditReleaseForm(initial={"k": min(k or _k(request), left) or 1}, left=left),
         "is_lead": has_role(request.user, request.workspace, Role.LEAD),
-        "poll": POLL,
+        "poll": POLL if stored.current else POLL_UPDATING,
         "released_event": RELEASED_EVENT,
     }
 
@@ -131,13 +139,16 @@ def audit_plan(request: AuthenticatedHttpRequest, plan: int) -> HttpResponse:
 @never_cache
 @role_required(*STAFF_ROLES)
 def audit_plan_figures(request: AuthenticatedHttpRequest, plan: int) -> HttpResponse:
-    """The figures panel alone (htmx polls it); 286 once decided or closed, so polling stops. Once decided, a
-    lead's "Label these next" control is swapped out of band for the words that no more labels are needed."""
+    """The figures panel alone (htmx polls it: every 2 s while a worker computes newer figures, every 5 s while
+    labels may come); 286 once the figures are current and the plan decided or closed, so polling stops. Once
+    decided, a lead's "Label these next" control is swapped out of band for the words that no more labels are
+    needed."""
     found = get_object_or_404(_plans(request.workspace), pk=plan)
     context = _context(request, found)
-    context["oob"] = bool(context["f"].decided and context["is_lead"] and found.closed_at is None)
+    decided = bool(context["f"] and context["f"].decided)
+    context["oob"] = bool(decided and context["is_lead"] and found.closed_at is None)
     response = render(request, "calibration/audit_plan.html#audit-figures", context)
-    if context["f"].decided or found.closed_at is not None:
+    if context["fresh"].current and (decided or found.closed_at is not None):
         return HttpResponseStopPolling(response.content, content_type=response["Content-Type"])
     return response
 

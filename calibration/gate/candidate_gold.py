@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from calibration.audits.figures import AuditFigures, plan_figures
+from calibration.audits.figures import AuditFigures
 from calibration.audits.plans import open_plan_for
+from calibration.audits.stored_figures import FiguresUpdating, current_figures
 from calibration.gate.criterion_bounds import Gating
 from calibration.gate.request import CannotDecide
 from calibration.stats.candidate_evidence import ASSUMES_CALIBRATION, GoldBound, TransportTest, gold_bound
@@ -56,6 +57,15 @@ def against_gold(
     return "", ""
 
 
+def _current(plan, *, minimum: float, confidence: float) -> AuditFigures:
+    """The plan's figures of today's gold (issue 37): stored by a worker, or asked of one with a bounded wait;
+    never figures of another gold state. CannotDecide ("undecided: figures updating") when the wait runs out."""
+    try:
+        return current_figures(plan, minimum=minimum, confidence=confidence)
+    except FiguresUpdating as exc:
+        raise CannotDecide(str(exc)) from None
+
+
 def candidate_gold_bounds(
     gold: pd.DataFrame, gating: list[Gating], tightening: Tightening, outputs: int, *, audit_plan: dict
 ) -> dict[object, GoldBound]:
@@ -75,7 +85,7 @@ def candidate_gold_bounds(
         plan = open_plan_for(criterion_id=g.criterion_id, **audit_plan) if unknown else None
         interval = None
         if plan is not None:
-            figures = plan_figures(plan, minimum=thresholds.min_pass_rate, confidence=thresholds.confidence)
+            figures = _current(plan, minimum=thresholds.min_pass_rate, confidence=thresholds.confidence)
             if figures.lower is not None and figures.upper is not None and not figures.outputs_outside_order:
                 interval = (figures.lower, figures.upper)
         bound = gold_bound(
@@ -112,7 +122,7 @@ def decided_audits(
                 f"{eval_set.name} --rubric {rubric_version.ref} --judge {judge_config.name} --criterion {g.key}{agent} "
                 "--by LEAD"
             )
-        figures = plan_figures(
+        figures = _current(
             plan,
             minimum=max(thresholds.min_pass_rate, plan.min_pass_rate),
             confidence=max(thresholds.confidence, plan.confidence),

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 from django.utils import timezone
 
-from calibration.audits.figures import plan_figures
 from calibration.audits.plans import plans_to_report
+from calibration.audits.stored_figures import stored_figures
 from calibration.data import content_cache, frames
 from calibration.data.holdout import report_restriction
 from calibration.report.ceiling import human_agreement_from_labels
@@ -250,7 +250,7 @@ def calibration_report(
     for the newest complete probe run and three more when there is one).
 
     `with_audit_plans`: also what the report says of the eval set as a release candidate: its audit plans (one
-    query, and plan_figures' six and a Monte Carlo forecast for each plan shown), the price of gating for the
+    query, and one for each plan's figures as a worker stored them, issue 37), the price of gating for the
     candidate it is about and the transport test of the gating marks' calibrations (up to five queries): what the
     report's page, its JSON export, the command and the API show; the overview grid and the approvals, which read
     only the rows, leave them out."""
@@ -294,7 +294,12 @@ def calibration_report(
         probes=probe_results(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config),
         gating_prices=prices,
         transport=transport,
-        audit_plans=tuple(plan_figures(p).summary(is_open=p.closed_at is None) for p in plans),
+        # The figures a worker stored (issue 37); a plan whose first figures are still being computed is left out.
+        audit_plans=tuple(
+            f.summary(is_open=p.closed_at is None)
+            for p, f in ((p, stored_figures([p])[p.pk].figures) for p in plans)
+            if f is not None
+        ),
     )
 
 

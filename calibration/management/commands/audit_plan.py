@@ -9,8 +9,9 @@ An audit of a release candidate (issue 22, docs/calibration.md "Audits on the ca
 starts a plan for a gating criterion on a candidate eval set and prints its id; the candidate's labeling queue
 then hands out its outputs in the plan's seeded random order. `next` releases the next k positions of that
 order to the queue (default 25), in the name of the lead who started the plan unless --by names another.
-`show` prints the plan's figures now: the order (case ids), labeled n of N, the estimate, the anytime-valid
-interval, the decision and the forecast for the next k labels.
+`show` prints the plan's figures as a worker last computed them (issue 37), with how fresh they are: the order
+(case ids), labeled n of N, the estimate, the anytime-valid interval, the decision and the forecast for the next
+labels (its k is the one the worker computed, 25; -k is kept for old scripts).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from calibration.audits.figures import AuditFigures, plan_figures
+from calibration.audits.figures import AuditFigures
 from calibration.audits.plans import AuditPlanError, release_plan_next, released_words, start_plan
+from calibration.audits.stored_figures import stored_for
 from calibration.models import AuditPlan
 from evals.lookup import eval_set_named
 from evals.models import RubricVersion, User, Workspace
@@ -70,10 +72,14 @@ class Command(BaseCommand):
             if opts["action"] == "create":
                 self._create(opts, workspace)
             elif opts["action"] == "show":
-                figures = plan_figures(_plan(opts["plan"], workspace), k=_k(opts["k"]))
-                self.stdout.write(
-                    json.dumps(figures.as_dict(), indent=2) if opts["format"] == "json" else text(figures)
-                )
+                _k(opts["k"])
+                stored = stored_for(_plan(opts["plan"], workspace))
+                if opts["format"] == "json":
+                    self.stdout.write(json.dumps(stored.as_dict(), indent=2))
+                elif stored.figures is None:
+                    self.stdout.write(f"audit plan {opts['plan']}: figures {stored.words()}")
+                else:
+                    self.stdout.write(text(stored.figures) + f"\nfigures {stored.words()}")
             else:
                 plan = _plan(opts["plan"], workspace)
                 by = _user(opts["by"]) if opts["by"] else plan.created_by

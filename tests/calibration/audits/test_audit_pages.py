@@ -299,11 +299,14 @@ def test_gold_cant_tell_is_named_with_a_link_to_overrule_it_until_the_plan_decid
     assert 'id="audit-cant-tell"' not in body and 'id="audit-decision">PASS<' in body  # negative control
 
 
-def test_the_forecast_looks_ahead_by_the_k_asked_for(client):
+def test_the_forecast_is_the_workers_for_the_next_25_and_k_only_fills_the_release_form(client):
+    # Issue 37: the forecast is computed in a worker, once per gold state, for the default release of 25; the
+    # page's ?k= no longer asks a request to simulate (it did before: "after the next 7 labels" for ?k=7).
     c = candidate(n=40)
     plan = plan_on(c, release=10)
     client.force_login(c.lead)
-    assert "after the next 7 labels" in client.get(url("audit_plan_figures", plan) + "?k=7").content.decode()
+    body = client.get(url("audit_plan", plan) + "?k=7").content.decode()
+    assert "after the next 25 labels" in body and 'name="k" id="id_k" min="1" max="30" value="7"' in body
     for bad in ("0", "-1", "x", "99999999999"):
         body = client.get(url("audit_plan_figures", plan) + f"?k={bad}").content.decode()
         assert "after the next 25 labels" in body
@@ -368,3 +371,22 @@ def test_the_plan_page_runs_a_bounded_number_of_queries_whatever_n(client, n):
     with CaptureQueriesContext(connection) as queries:
         assert client.get(url("audit_plan", plan)).status_code == 200
     assert len(queries) <= QUERY_BOUND
+
+
+# The plan page's queries (session, user, memberships, the plan, its stored figures, ...), whatever N and the labels.
+PLAN_PAGE_QUERIES = 5
+
+
+@pytest.mark.parametrize(("n", "labeled"), [(40, 0), (40, 30), (400, 0), (400, 30)])
+def test_the_plan_page_reads_stored_figures_in_as_many_queries_whatever_the_plan_s_size(client, n, labeled):
+    # Issue 37: the page reads one stored row, so its queries do not grow with N or the labels (before, the figures
+    # were read and computed in the request: the labels, the gold, the verdicts and the statistics).
+    c = candidate(n=n)
+    plan = plan_on(c, release=n)
+    for output in in_order(plan)[:labeled]:
+        gold(c, output, "PASS")
+    client.force_login(c.lead)
+    client.get(url("audit_plan", plan))  # the worker (played here) computes the figures of this gold
+    with CaptureQueriesContext(connection) as queries:
+        assert "as of gold change" in client.get(url("audit_plan", plan)).content.decode()
+    assert len(queries) == PLAN_PAGE_QUERIES, [q["sql"][:80] for q in queries.captured_queries]

@@ -52,7 +52,7 @@ def test_the_list_and_the_start_form_hold_only_the_workspace_s_plans_marks_and_s
     alpha, beta = worlds
     client.force_login(alpha.people[Role.LEAD])
     listed = client.get(reverse("calibration:audit_plans"))
-    plans = [p for _, rows, _ in listed.context["sections"] for p, _ in rows]
+    plans = [p for _, rows, _ in listed.context["sections"] for p, *_ in rows]
     assert [p.pk for p in plans] == [alpha.ids["plan"]]
     start = client.get(reverse("calibration:audit_plan_start"))
     form = start.context["form"]

@@ -1,0 +1,25 @@
+"""Celery entry points for calibration: take ids, call the domain code, nothing else.
+
+`recompute_plan_figures` computes an audit plan's figures in the worker (calibration/audits/stored_figures.py):
+redelivered or sent fifty times in a burst, it computes once per change it finds, the others return at once.
+acks_late (settings): a worker killed mid-computation leaves the message for another.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import DatabaseError
+
+from calibration.audits import stored_figures
+
+
+@shared_task(
+    name=stored_figures.TASK,
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(DatabaseError,),
+    retry_backoff=True,
+    max_retries=5,
+)
+def recompute_plan_figures(plan_id: int, minimum: float | None = None, confidence: float | None = None) -> int:
+    return stored_figures.recompute(plan_id, minimum, confidence)
