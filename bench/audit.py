@@ -197,7 +197,7 @@ def run(
         labels = at.astype(float)
         median, p90 = float(np.median(labels)), float(np.quantile(labels, 0.9))
         wrong = float(((decided != "") & (decided != right)).mean())
-        fixed = labels_per_decision(phi=phi, pass_rate=theta, margin=distance, N=N, factor=1.0).fixed_n
+        fixed = labels_per_decision(phi=phi, pass_rate=theta, margin=distance, N=N).fixed_n
         worst = float(labels.max())
         rows.append(
             {"set": name, "phi": phi, "distance": distance, "median": median / N, "p90": p90 / N, "wrong": wrong}
