@@ -4,6 +4,7 @@ and side, for the default design (the uniform plan), on sets the price was not f
     python bench/audit_price.py                 # the held-out sets: bench/audit.py's real and synthetic sets
     python bench/audit_price.py --orders 200    # fewer label orders per cell
     python bench/audit_price.py --fit           # refit the price's constants on the training grid (a few minutes)
+    python bench/audit_price.py --large         # also 20,000-output candidates, past the grid's largest N
 
 The price (calibration.stats.audit_forecast.labels_per_decision) has three constants, PRICE_SCALE, PRICE_START and
 PRICE_TRUTH_WEIGHT. --fit measures the median labels to a decision of the uniform design (audit_stats.
@@ -89,6 +90,36 @@ def medians(name: str, gold: np.ndarray, judge: np.ndarray, *, orders: int, rng)
     return rows
 
 
+def large(*, orders: int, rng, horizon: int = 4000) -> list[dict]:
+    """20,000-output synthetic candidates (the training grid stops at 3,000), each at one minimum; the rule is
+    replayed to `horizon` labels (a decision after it counts as horizon + 1, and the count is printed)."""
+    N = 20_000
+    rows = []
+    for theta, phi, minimum in ((0.70, 0.6, 0.65), (0.70, 0.6, 0.75), (0.85, 0.3, 0.90), (0.95, 0.6, 0.90)):
+        made = population(N, theta, min(theta + 0.03, 0.99), phi)
+        assert made is not None
+        gold, judge = made
+        perm = np.argsort(rng.random((orders, N)), axis=1)
+        d = decide_each_label(
+            gold=gold[perm][:, :horizon], f=judge[perm], minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD
+        )
+        at = np.where(d.at > 0, d.at, horizon + 1)
+        print(
+            f"  N {N:,}, theta {theta}, minimum {minimum}: {int((d.at < 0).sum())} of {orders} undecided by {horizon}"
+        )
+        rows.append(
+            {
+                "set": f"large theta={theta} phi={phi}",
+                "N": N,
+                "theta": theta,
+                "phi": float(np.corrcoef(gold, judge)[0, 1]),
+            }
+            | {"margin": round(abs(theta - minimum), 10), "side": PASS if theta > minimum else FAIL}
+            | {"minimum": minimum, "measured": float(np.median(at))}
+        )
+    return rows
+
+
 def priced(row: dict) -> int:
     return labels_per_decision(
         phi=row["phi"], pass_rate=row["theta"], margin=row["margin"], N=row["N"], minimum=row["minimum"]
@@ -150,6 +181,7 @@ def main() -> int:
     parser.add_argument("--orders", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fit", action="store_true", help="refit the constants on the training grid first")
+    parser.add_argument("--large", action="store_true", help="also 20,000-output candidates (100 orders)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
@@ -175,6 +207,8 @@ def main() -> int:
         for name, gold, judge in source:
             held_out += medians(name, gold, judge, orders=args.orders, rng=rng)
     report(held_out, "held out (bench/audit.py's sets)")
+    if args.large:
+        report(large(orders=100, rng=rng), "held out, 20,000 outputs")
     print(f"\n{time.perf_counter() - started:.0f} s")
     return 0
 
