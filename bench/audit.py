@@ -4,6 +4,7 @@
     python bench/audit.py --orders 200     # a quicker run
     python bench/audit.py --design uniform # the plan design that labels one random order's prefix
     python bench/audit.py --design adaptive --orders 100 --only usr synthetic --distances 0.05 0.10
+    python bench/audit.py --design uniform stratified --orders 200   # the designs side by side, per side
 
 Pure statistics, no database: an audit plan's decision rule replayed along --orders random label orders of
 each set, with the minimum placed 0.02, 0.05 and 0.10 below and above the set's true pass rate (the share of
@@ -32,7 +33,13 @@ judge-gold correlation 0.3, 0.6 and 0.8.
 Prints per set and threshold the median and 90th percentile of the labels to a decision (% of N) and the
 wrong-decision rate, then the goals: wrong <= 2.5% per side everywhere; at distance 0.10 a median <= 25% of
 N; at 0.05 a median <= 50% of N when the judge-gold correlation is >= 0.6. It also prints the measured
-ratio of the median to the fixed-n sample size that calibration.audit_forecast.labels_per_decision scales by.
+ratio of the median to the fixed-n sample size (not a constant: bench/audit_price.py measures the price).
+
+Per side (issue 38, item 5): for each design, each set and distance, the median labels on the PASS side (the
+minimum below the truth) and on the FAIL side (above), and per design the worst over the sets of the worse side,
+max(PASS, FAIL). A lead meets either side, so the plans' default design is the one whose worse side costs least
+(docs/calibration.md, "Stratified plans"). Several --design values run on the same orders (each design replays
+the orders drawn from --seed).
 """
 
 from __future__ import annotations
@@ -190,11 +197,11 @@ def run(
         labels = at.astype(float)
         median, p90 = float(np.median(labels)), float(np.quantile(labels, 0.9))
         wrong = float(((decided != "") & (decided != right)).mean())
-        fixed = labels_per_decision(phi=phi, pass_rate=theta, margin=distance, N=N, factor=1.0).fixed_n
+        fixed = labels_per_decision(phi=phi, pass_rate=theta, margin=distance, N=N).fixed_n
         worst = float(labels.max())
         rows.append(
             {"set": name, "phi": phi, "distance": distance, "median": median / N, "p90": p90 / N, "wrong": wrong}
-            | {"ratio": median / fixed, "max": worst / N}
+            | {"ratio": median / fixed, "max": worst / N, "design": design, "side": right, "N": N, "labels": median}
         )
         print(
             f"  {minimum:8.3f} {sign * distance:+9.2f} {right:>5} {100 * median / N:10.1f} {100 * p90 / N:8.1f}"
@@ -206,7 +213,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=500, help="random label orders per set and threshold")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--design", choices=["stratified", "adaptive", "uniform"], default="stratified")
+    parser.add_argument(
+        "--design",
+        nargs="+",
+        choices=["stratified", "adaptive", "uniform"],
+        default=["stratified"],
+        help="one or more designs, each on the same orders",
+    )
     parser.add_argument("--only", nargs="*", default=[], help="only the sets whose name holds one of these words")
     parser.add_argument("--distances", nargs="*", type=float, default=list(DISTANCES))
     args = parser.parse_args()
@@ -214,23 +227,44 @@ def main() -> int:
     if not base.is_dir():
         print(f"no datasets at {base}: set ICEWATER_DATASETS_DIR", file=sys.stderr)
         return 1
-    rng = np.random.default_rng(args.seed)
+    every: list[dict] = []
+    for design in args.design:
+        print(f"\n=== {design} design")
+        rows = measure(
+            base, design=design, orders=args.orders, seed=args.seed, only=args.only, distances=args.distances
+        )
+        goals(rows, design=design, orders=args.orders)
+        every += rows
+    per_side(every)
+    return 0
+
+
+def measure(base: Path, *, design: str, orders: int, seed: int, only: list[str], distances: list[float]) -> list[dict]:
+    """Every set's cells under one design; the same seed gives every design the same orders."""
+    rng = np.random.default_rng(seed)
     rows: list[dict] = []
     started = time.perf_counter()
     for source in (qags(base), usr(base), xsum(base), synthetic()):
         for name, gold, judge in source:
-            if args.only and not any(word in name for word in args.only):
+            if only and not any(word in name for word in only):
                 continue
-            distances = tuple(args.distances)
-            run(name, gold, judge, orders=args.orders, rng=rng, rows=rows, design=args.design, distances=distances)
-    seconds = time.perf_counter() - started
+            run(name, gold, judge, orders=orders, rng=rng, rows=rows, design=design, distances=tuple(distances))
+    for row in rows:
+        row["seconds"] = time.perf_counter() - started
+    return rows
+
+
+def goals(rows: list[dict], *, design: str, orders: int) -> None:
+    if not rows:
+        return
+    seconds = rows[0].get("seconds", 0.0)
 
     worst = max(r["wrong"] for r in rows)
     at_10 = [r for r in rows if r["distance"] == 0.10] or rows
     at_05 = [r for r in rows if r["distance"] == 0.05 and r["phi"] >= 0.6]
     ratios = [r["ratio"] for r in rows if r["distance"] >= 0.05]
-    print(f"\n{args.design} design: {len(rows)} set x threshold cells, {args.orders} orders each, {seconds:.0f} s")
-    goals = [
+    print(f"\n{design} design: {len(rows)} set x threshold cells, {orders} orders each, {seconds:.0f} s")
+    targets = [
         ("wrong decisions <= 2.5% per side everywhere", worst <= 0.025, f"worst {100 * worst:.2f}%"),
         (
             "distance 0.10: median <= 25% of N",
@@ -247,14 +281,68 @@ def main() -> int:
             ),
         ),
     ]
-    for goal, met, figure in goals:
+    for goal, met, figure in targets:
         print(f"  {'met ' if met else 'MISSED'}  {goal}: {figure}")
     print(
         f"  median / fixed-n sample size at distances 0.05 and 0.10: median {np.median(ratios):.2f},"
-        f" range {min(ratios):.2f}-{max(ratios):.2f} (labels_per_decision uses the factor"
-        " calibration.audit_forecast.ANYTIME_FACTOR)"
+        f" range {min(ratios):.2f}-{max(ratios):.2f} (no constant ratio: the price's model is measured by"
+        " bench/audit_price.py)"
     )
-    return 0
+
+
+def side_table(rows: list[dict]) -> dict[str, dict[tuple[str, float], dict[str, float]]]:
+    """Per design, per (set, distance): the median labels (% of N) on each side."""
+    table: dict[str, dict[tuple[str, float], dict[str, float]]] = {}
+    for r in rows:
+        table.setdefault(r["design"], {}).setdefault((r["set"], r["distance"]), {})[r["side"]] = r["median"]
+    return table
+
+
+def worst_sides(rows: list[dict]) -> dict[str, dict[float, tuple[float, str]]]:
+    """Per design and distance, the worst over the sets of the worse side's median, max(PASS, FAIL) (% of N), and
+    its set: the figure the default design is chosen on (issue 38, item 5). Cells with one side only (a minimum
+    outside (0, 1)) count that side."""
+    worst: dict[str, dict[float, tuple[float, str]]] = {}
+    for design, cells in side_table(rows).items():
+        for (name, distance), sides in cells.items():
+            worse = max(sides.values())
+            if worse > worst.setdefault(design, {}).get(distance, (-1.0, ""))[0]:
+                worst[design][distance] = (worse, name)
+    return worst
+
+
+def per_side(rows: list[dict]) -> None:
+    table = side_table(rows)
+    designs = list(table)
+    print("\nper side: median labels to a decision, % of N, PASS / FAIL (the worse side starred)")
+    print(f"  {'set':<40} {'dist':>5} " + " ".join(f"{d:>17}" for d in designs))
+    for key in table[designs[0]]:
+        cells = []
+        for design in designs:
+            sides = table[design].get(key, {})
+            worse = max(sides, key=lambda s: sides[s]) if sides else ""
+            said = (
+                f"{100 * sides[s]:5.1f}{'*' if s == worse else ' '}" if s in sides else "    - " for s in (PASS, FAIL)
+            )
+            cells.append(" / ".join(said))
+        print(f"  {key[0]:<40} {key[1]:5.2f} " + " ".join(f"{c:>17}" for c in cells))
+    if len(designs) > 1:
+        cells = [key for key in table[designs[0]] if all(key in table[d] for d in designs)]
+        worse = {d: {key: max(table[d][key].values()) for key in cells} for d in designs}
+        for d in designs:
+            least = sum(worse[d][key] <= min(worse[o][key] for o in designs) for key in cells)
+            gap = max(worse[d][key] - min(worse[o][key] for o in designs) for key in cells)
+            print(f"  {d}: the cheapest worse side in {least} of {len(cells)} cells (ties count for each), at most"
+                  f" {100 * gap:.1f} points of N above the cheapest")  # fmt: skip
+    print("  worst over the sets of max(PASS, FAIL), % of N:")
+    worst = worst_sides(rows)
+    for distance in sorted({r["distance"] for r in rows}):
+        said = ", ".join(
+            f"{design} {100 * worst[design][distance][0]:.1f} ({worst[design][distance][1]})"
+            for design in designs
+            if distance in worst[design]
+        )
+        print(f"    distance {distance:.2f}: {said}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """The price of gating (issue 22, item 8) and the audit plans in the candidate's calibration report (item 2).
 
-The price is an estimate of labels per release decision: labels_per_decision at margins 0.10 and 0.05 with the
-judge-gold correlation phi of the calibration, its gold pass rate, and a candidate of N outputs."""
+The price is an estimate of the median labels per release decision of the default design (the uniform plan):
+labels_per_decision at margins 0.10 and 0.05 with the judge-gold correlation phi of the calibration, its gold pass
+rate or the minimum, and a candidate of N outputs (issue 38, item 5: the model, and its check against the labels
+audits take, in tests/calibration/stats/test_price_model.py)."""
 
 from __future__ import annotations
 
@@ -18,11 +20,13 @@ from calibration.stats.audit_forecast import gating_price, phi_coefficient
 from evals.models import EvalSet
 from tests.audit_helpers import KEY, candidate, gold, in_order, plan_on
 
-# The arithmetic by hand, z = 1.959964 (95%), z^2 / 4 = 0.960365 (p = 0.5), labels = ceil(2.0 * n0 / (1 + n0 / N)):
-# phi 0.6, N 1000: n0 = 0.960365 * 0.64 / 0.01 = 61.463 -> 57.904 -> 115.81 -> 116 at 0.10;
-#                  n0 = 245.853 -> 197.337 -> 394.67 -> 395 at 0.05.
-# phi 0.04, N 1000: n0 = 0.960365 * 0.9984 / 0.01 = 95.883 -> 87.494 -> 174.99 -> 175 at 0.10;
-#                   n0 = 383.531 -> 277.212 -> 554.42 -> 555 at 0.05.
+# The arithmetic by hand, z^2 = 3.841459 (95%); without a minimum the pass rate stands for it (p = 0.5, so the
+# gold variance s^2 = 0.25, 2 s = 1); A = 1.38 z^2 s^2 (1 - phi^2) / margin^2 + 6.3 * 2 s / margin,
+# labels = ceil(A / (1 + A / N)):
+# phi 0.6, N 1000: A = 1.38 * 3.841459 * 0.25 * 0.64 / 0.01 + 63 = 84.819 + 63 = 147.819 -> 128.78 -> 129 at 0.10;
+#                  A = 339.278 + 126 = 465.278 -> 317.54 -> 318 at 0.05.
+# phi 0.04, N 1000: A = 1.38 * 3.841459 * 0.25 * 0.9984 / 0.01 + 63 = 132.318 + 63 = 195.318 -> 163.40 -> 164 at
+#                   0.10; A = 529.273 + 126 = 655.273 -> 395.87 -> 396 at 0.05.
 
 
 def test_a_judge_that_agrees_with_people_makes_gating_cheap():
@@ -30,11 +34,11 @@ def test_a_judge_that_agrees_with_people_makes_gating_cheap():
     price = gating_price(criterion="correct_amount", cells=(40, 10, 10, 40), N=1000)
     assert price is not None
     assert price.phi == pytest.approx(0.6) and price.pass_rate == 0.5 and price.N == 1000
-    assert [c.labels for c in price.costs] == [116, 395]
-    assert price.as_dict()["labels"] == {"0.10": 116, "0.05": 395}
+    assert [c.labels for c in price.costs] == [129, 318]
+    assert price.as_dict()["labels"] == {"0.10": 129, "0.05": 318}
     assert price.in_words == (
-        "gating correct_amount costs about 116 labels a release when it is 0.10 from the minimum "
-        "(395 at a margin of 0.05); the judge's verdicts take 36% off the variance"
+        "gating correct_amount costs about 129 labels a release when it is 0.10 from the minimum "
+        "(318 at a margin of 0.05); the judge's verdicts take 36% off the variance"
     )
 
 
@@ -42,35 +46,42 @@ def test_a_judge_near_chance_adds_little_and_costs_more_labels():
     # The negative control: phi = (676 - 576) / 2500 = 0.04, so the judge explains 0.16% of the variance.
     price = gating_price(criterion="concise", cells=(26, 24, 24, 26), N=1000)
     assert price is not None and price.phi == pytest.approx(0.04)
-    assert [c.labels for c in price.costs] == [175, 555]
+    assert [c.labels for c in price.costs] == [164, 396]
     assert price.in_words.endswith("; the judge adds little")
 
 
 def test_a_constant_judge_counts_as_no_help_and_no_gold_gives_no_estimate():
     always_pass = gating_price(criterion="tone", cells=(50, 50, 0, 0), N=1000)
     assert always_pass is not None and always_pass.phi == 0.0
-    # phi 0: n0 = 0.960365 / 0.01 = 96.036 -> 87.622 -> 175.24 -> 176 at 0.10 (one more than phi 0.04).
-    assert always_pass.costs[0].labels == 176
+    # phi 0: A = 1.38 * 3.841459 * 0.25 / 0.01 + 63 = 195.530 -> 163.55 -> 164 at 0.10 (as phi 0.04, to the label).
+    assert always_pass.costs[0].labels == 164
     assert gating_price(criterion="tone", cells=(0, 0, 0, 0), N=1000) is None
 
 
 def test_the_price_never_exceeds_the_candidate():
     price = gating_price(criterion="correct_amount", cells=(40, 10, 10, 40), N=100)
-    assert price is not None and [c.labels for c in price.costs] == [77, 100]  # 2.0 * 38.066 = 76.13; 142.2 > 100
+    # A = 147.819 -> 147.819 / 2.47819 = 59.65 -> 60 at 0.10; 465.278 / 5.65278 = 82.31 -> 83 at 0.05: the finite
+    # population on the whole anytime sample keeps it below 100 (the price before issue 38 said all 100 at 0.05).
+    assert price is not None and [c.labels for c in price.costs] == [60, 83]
 
 
 def test_the_price_at_a_minimum_is_quoted_on_the_worse_side():
-    # Issue 40: the pass rate at the margin on each side of the minimum 0.8, phi 0.6, N 1000, z^2 = 3.841459:
-    #   0.10, PASS side p = 0.9: n0 = 3.841459 * 0.09 * 0.64 / 0.01 = 22.127 -> 21.648 -> 43.30 -> 44;
-    #         FAIL side p = 0.7: n0 = 3.841459 * 0.21 * 0.64 / 0.01 = 51.628 -> 49.093 -> 98.19 -> 99;
-    #   0.05, PASS side p = 0.85: n0 = 125.384 -> 111.414 -> 222.83 -> 223; FAIL side p = 0.75: 184.39 -> 155.68 -> 312.
+    # Issue 40: the pass rate at the margin on each side of the minimum 0.8, phi 0.6, N 1000, z^2 = 3.841459; the
+    # gold variance s^2 = 0.46 p (1 - p) + 0.54 * 0.16, the minimum's share the larger (issue 38, item 5):
+    #   0.10, PASS side p = 0.9: s^2 = 0.1278, A = 43.360 + 6.3 * 2 * 0.35749 / 0.10 = 43.360 + 45.044 = 88.404
+    #         -> 81.22 -> 82; FAIL side p = 0.7: s^2 = 0.183, A = 62.088 + 53.901 = 115.989 -> 103.93 -> 104;
+    #   0.05, PASS side p = 0.85: s^2 = 0.14505, A = 196.849 + 95.975 = 292.824 -> 226.50 -> 227;
+    #         FAIL side p = 0.75: s^2 = 0.17265, A = 234.305 + 104.709 = 339.014 -> 253.18 -> 254.
     price = gating_price(criterion="correct_amount", cells=(40, 10, 10, 40), N=1000, minimum=0.8)
     assert price is not None and price.minimum == 0.8
-    assert [c.labels for c in price.sides["PASS"]] == [44, 223] and [c.labels for c in price.sides["FAIL"]] == [99, 312]
-    assert [c.labels for c in price.costs] == [99, 312]  # the worse side, which a lead meets as often as the other
-    assert price.as_dict()["labels_by_side"] == {"PASS": {"0.10": 44, "0.05": 223}, "FAIL": {"0.10": 99, "0.05": 312}}
+    assert [c.labels for c in price.sides["PASS"]] == [82, 227] and [c.labels for c in price.sides["FAIL"]] == [
+        104,
+        254,
+    ]
+    assert [c.labels for c in price.costs] == [104, 254]  # the worse side, which a lead meets as often as the other
+    assert price.as_dict()["labels_by_side"] == {"PASS": {"0.10": 82, "0.05": 227}, "FAIL": {"0.10": 104, "0.05": 254}}
     assert price.in_words.startswith(
-        "gating correct_amount at the minimum 0.8 costs about 99 labels a release of 1,000"
+        "gating correct_amount at the minimum 0.8 costs about 104 labels a release of 1,000"
     )
     # At a minimum of 0.5 the sides are mirror images (p = 0.6 and 0.4): the same price either way.
     even = gating_price(criterion="correct_amount", cells=(40, 10, 10, 40), N=1000, minimum=0.5)
@@ -211,6 +222,8 @@ def test_the_report_page_shows_the_price_of_gating(client):
     page = client.get(url).content.decode()
     row = page.split(f'id="price-{KEY}"', 1)[1].split("</tr>", 1)[0]
     # phi 0 (a constant judge), the mark's minimum 0.5 (issue 40: the pass rate at each side of it, 0.6 and 0.4):
-    # n0 = 3.841459 * 0.24 / 0.01 = 92.195 -> 92.195 / (1 + 92.195 / 40) = 27.9 -> 55.8 -> more than the 40 outputs.
-    assert "≈ 40" in row and "the judge adds little" in row
+    # s^2 = 0.46 * 0.24 + 0.54 * 0.25 = 0.2454, A = 1.38 * 3.841459 * 0.2454 / 0.01 + 6.3 * 2 * 0.49538 / 0.10
+    # = 130.09 + 62.42 = 192.51 -> 192.51 / (1 + 192.51 / 40) = 33.1 -> 34 of the 40 outputs at 0.10 (the price before
+    # issue 38 said all 40: 2 x 27.9).
+    assert "≈ 34" in row and "the judge adds little" in row
     assert 'id="price-next_step"' in page

@@ -563,21 +563,33 @@ def test_a_decided_audit_forecasts_nothing_more():
 
 
 def test_labels_per_decision_hand_worked():
-    # phi 0.6, pass rate 0.8, margin 0.10, N 1,000, 95%: z^2 = 3.841459, p(1-p) = 0.16, 1 - phi^2 = 0.64.
-    # n0 = 3.841459 * 0.16 * 0.64 / 0.01 = 39.3365; without replacement 39.3365 / 1.0393365 = 37.848 -> 38;
-    # the anytime-valid factor 2: ceil(75.70) = 76.
-    cost = labels_per_decision(phi=0.6, pass_rate=0.8, margin=0.10, N=1000, factor=2.0)
-    assert (cost.fixed_n, cost.labels) == (38, 76)
+    # phi 0.6, pass rate 0.8, margin 0.10, N 1,000, 95%, no minimum (it stands at the pass rate): z^2 = 3.841459,
+    # the gold variance s^2 = 0.46 * 0.16 + 0.54 * 0.16 = 0.16 (s = 0.4); the anytime sample
+    # A = 1.38 * 3.841459 * 0.16 * 0.64 / 0.01 + 6.3 * 2 * 0.4 / 0.10 = 54.284 + 50.4 = 104.684; without replacement
+    # 104.684 / 1.104684 = 94.76 -> 95. The fixed-n size beside it: n0 = 3.841459 * 0.16 * 0.64 / 0.01 = 39.3365,
+    # / 1.0393365 = 37.848 -> 38.
+    cost = labels_per_decision(phi=0.6, pass_rate=0.8, margin=0.10, N=1000)
+    assert (cost.fixed_n, cost.labels) == (38, 95)
     assert cost.variance_share == pytest.approx(0.64)
-    # margin 0.05: n0 = 157.346, / 1.157346 = 135.95 -> 136; 2 * 135.95 = 271.9 -> 272.
-    assert labels_per_decision(phi=0.6, pass_rate=0.8, margin=0.05, N=1000, factor=2.0).labels == 272
-    # A judge with no correlation: n0 = 3.841459 * 0.16 / 0.0025 = 245.85, / 1.24585 = 197.3 -> 198.
-    assert labels_per_decision(phi=0.0, pass_rate=0.8, margin=0.05, N=1000, factor=2.0).fixed_n == 198
-    # A perfect judge still needs the minimum of gold items; a tiny candidate at most all of it.
-    assert labels_per_decision(phi=1.0, pass_rate=0.8, margin=0.10, N=1000).labels == MIN_GOLD
-    assert labels_per_decision(phi=0.0, pass_rate=0.5, margin=0.05, N=50).labels == 50
+    # margin 0.05: A = 54.284 * 4 + 100.8 = 317.938, / 1.317938 = 241.24 -> 242.
+    assert labels_per_decision(phi=0.6, pass_rate=0.8, margin=0.05, N=1000).labels == 242
+    # A judge with no correlation: A = 1.38 * 3.841459 * 0.16 / 0.0025 + 100.8 = 440.078, / 1.440078 = 305.6 -> 306;
+    # the fixed-n size n0 = 245.85, / 1.24585 = 197.3 -> 198.
+    no_help = labels_per_decision(phi=0.0, pass_rate=0.8, margin=0.05, N=1000)
+    assert (no_help.labels, no_help.fixed_n) == (306, 198)
+    # The minimum carries more of the variance than the truth: p 0.7 against the minimum 0.8 at 0.10, phi 0.6:
+    # s^2 = 0.46 * 0.21 + 0.54 * 0.16 = 0.183, A = 1.38 * 3.841459 * 0.183 * 0.64 / 0.01 + 6.3 * 2 * 0.42779 / 0.10
+    # = 62.088 + 53.901 = 115.989, / 1.115989 = 103.93 -> 104.
+    assert labels_per_decision(phi=0.6, pass_rate=0.7, margin=0.10, N=1000, minimum=0.8).labels == 104
+    # A perfect judge still pays the start-up cost: A = 50.4, / 1.0504 = 47.98 -> 48 (more than the minimum of
+    # gold); a tiny candidate at most all of it (A = 656.1 at p 0.5, 0.05: 46.46 -> 47 of 50; 9.85 -> 10 of 10).
+    assert labels_per_decision(phi=1.0, pass_rate=0.8, margin=0.10, N=1000).labels == 48 > MIN_GOLD
+    assert labels_per_decision(phi=0.0, pass_rate=0.5, margin=0.05, N=50).labels == 47
+    assert labels_per_decision(phi=0.0, pass_rate=0.5, margin=0.05, N=10).labels == 10
     with pytest.raises(ValueError):
         labels_per_decision(phi=0.5, pass_rate=0.8, margin=0, N=100)
+    with pytest.raises(ValueError):
+        labels_per_decision(phi=0.5, pass_rate=0.8, margin=0.05, N=100, minimum=1.2)
 
 
 # --- Gold N/A: the pass rate among the outputs the criterion applies to -----------------------------
