@@ -191,6 +191,15 @@ class AuditKeptOut(Schema):
     words: str = Field(description='"decided PASS at label 20 on 4 Dec 2026; 2 gold labels changed since; ..."')
 
 
+class AuditHeadingOut(Schema):
+    """Which side an undecided audit is heading for (calibration/stats/audit_heading.py; docs/calibration.md)."""
+
+    side: str | None = Field(description="PASS or FAIL; null while too early to tell")
+    decided: bool = Field(description="the audit has decided: side is its decision")
+    confidence: float = Field(description="read at this confidence: a wrong heading in at most (1 - it) / 2 of audits")
+    in_words: str
+
+
 class AuditFreshnessOut(Schema):
     """How fresh an audit plan's stored figures are (calibration/audits/stored_figures.py, issue 37)."""
 
@@ -255,6 +264,9 @@ class AuditFiguresOut(Schema):
     freshness: AuditFreshnessOut = Field(description="the figures are a worker's, stored: how fresh they are")
     reads_now: str | None = Field(description="today's gold read afresh: PASS, FAIL or null (undecided)")
     kept: AuditKeptOut | None = Field(description="the decision kept when first reached; null before it")
+    heading: AuditHeadingOut | None = Field(
+        description="which side the audit is heading for before it decides; null in figures stored before it existed"
+    )
 
 
 class AuditPlanSummaryOut(Schema):

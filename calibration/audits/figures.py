@@ -29,7 +29,7 @@ from calibration.audits.plan_outputs import (
 from calibration.data import content_cache, frames
 from calibration.data.frame_reading import current_verdicts
 from calibration.models import AuditPlan
-from calibration.stats import audit_forecast, audit_stats, strata_plan
+from calibration.stats import audit_forecast, audit_heading, audit_stats, strata_plan
 from calibration.stats.metrics import ABSTAIN
 from evals.models import Output
 from labeling import label_frames
@@ -92,6 +92,9 @@ class AuditFigures:
     outputs_outside_order: int  # outputs of the candidate made after the order: the audit does not cover them
     reads_now: str | None  # today's reading at these thresholds (what `decided` was before decisions were kept)
     kept: kept.KeptDecision | None  # the plan's kept decision against today's gold, once decided
+    # Which side the audit is heading for before it decides (audit_heading: its own tests read at 80% confidence),
+    # as a dict (side, decided, confidence, in_words). Figures stored before it existed read None.
+    heading: dict | None = None
 
     @property
     def n_settled(self) -> int:
@@ -120,7 +123,7 @@ class AuditFigures:
     @classmethod
     def from_dict(cls, stored: dict) -> AuditFigures:
         """The figures back from `as_dict()`'s JSON (the stored row of stored_figures.py)."""
-        d = {name: stored[name] for name in cls.__dataclass_fields__}
+        d = {name: stored[name] for name in cls.__dataclass_fields__ if name in stored}
         d["order"] = tuple(d["order"])
         d["cant_tell_outputs"] = tuple(d["cant_tell_outputs"])
         for pair in ("strata_sizes", "strata_labeled"):
@@ -296,6 +299,7 @@ def read_plan(
             outputs_outside_order=outside,
             reads_now=decision.decided,
             kept=kept_now,
+            heading=audit_heading.heading(decision).as_dict(),
         )
 
     n_gold = sum(1 for value in gold.values() if value != ABSTAIN)

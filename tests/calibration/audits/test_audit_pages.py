@@ -390,3 +390,12 @@ def test_the_plan_page_reads_stored_figures_in_as_many_queries_whatever_the_plan
     with CaptureQueriesContext(connection) as queries:
         assert "as of gold change" in client.get(url("audit_plan", plan)).content.decode()
     assert len(queries) == PLAN_PAGE_QUERIES, [q["sql"][:80] for q in queries.captured_queries]
+
+
+def test_an_undecided_plan_says_where_it_is_heading_and_a_decided_one_does_not(client):
+    c, plan, order = one_pass_short(release=40)
+    client.force_login(c.lead)
+    page = client.get(url("audit_plan", plan)).content.decode()
+    assert '<p id="audit-heading"><strong>Heading</strong>: too early to tell (19 of 20 gold labels).' in page
+    gold(c, order[19], "PASS")
+    assert 'id="audit-heading"' not in client.get(url("audit_plan", plan)).content.decode()  # decided: PASS

@@ -302,3 +302,19 @@ def test_large_candidates_get_fewer_forecast_simulations():
     for output in in_order(plan)[:3]:
         gold(c, output, "PASS")
     assert plan_figures(plan).forecast.n_sims == 1000
+
+
+def test_the_figures_say_where_the_audit_is_heading_and_a_decided_one_heads_nowhere_new():
+    # By hand: 19 gold PASS of 40 are one short of the tests' 20 gold items (audit_stats.MIN_GOLD), so the heading
+    # (calibration/stats/audit_heading.py) is too early to tell, in those words; once decided it is the decision.
+    c, plan, order = one_pass_short(release=40)
+    early = plan_figures(plan).as_dict()["heading"]
+    assert early == {
+        "side": None,
+        "decided": False,
+        "confidence": 0.8,
+        "in_words": "too early to tell (19 of 20 gold labels)",
+    }
+    gold(c, order[19], "PASS")
+    decided = plan_figures(plan).as_dict()["heading"]
+    assert decided["side"] == "PASS" and decided["decided"] is True
