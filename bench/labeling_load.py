@@ -13,8 +13,9 @@ generated secret key, as on a laptop) and gunicorn with the workers and threads 
 
 Either way the data are 10,000 outputs (inputs, tool calls with results, responses) and a six-criterion
 rubric with the labeling queue open; then --annotators simulated annotators (threads, http.client, loopback
-only) each log in and loop until --duration runs out: Next -> labeling page -> save six criteria (htmx
-posts, quotes checked by the server) -> Submit (which also reserves their next output, as in the app).
+only), each signed in already (a stored session, see sessions()), loop until --duration runs out:
+Next -> labeling page -> save six criteria (htmx posts, quotes checked by the server) -> Submit (which also
+reserves their next output, as in the app).
 A request that fails is counted (and its kind, and whether the database said "database is locked"), and
 that annotator starts over with Next.
 
@@ -558,7 +559,7 @@ def main() -> None:
         choices=CROWDS,
         help=f"issue 37's runs: this many annotators on PostgreSQL, {CROWD_WORKERS} sync workers, its goals",
     )
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load after everyone logged in")
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
     parser.add_argument(
         "--workers", type=int, help="gunicorn workers (default: one sync worker per core; embedded: run.sh's)"
     )
@@ -665,8 +666,6 @@ def main() -> None:
         sampler = None if args.embedded else LockSampler(env["DATABASE_URL"])
         if sampler is not None:
             sampler.start()
-        for kind in ("login", "login_page"):
-            samples.pop(kind, None)
         started = time.perf_counter()
         for thread in threads:
             thread.join(timeout=args.duration + 120)
