@@ -3,6 +3,8 @@
     python bench/labeling_load.py                    # PostgreSQL: 10,000 outputs, 6 criteria, 16 annotators, 60 s
     python bench/labeling_load.py --embedded         # `make run`'s settings: SQLite, its gunicorn, 8 annotators
     python bench/labeling_load.py --duration 20      # a quicker run (either mode)
+    python bench/labeling_load.py --crowd 32         # an organisation at once (issue 37): 32 annotators, 4 workers
+    python bench/labeling_load.py --crowd 100        # ... and 100 annotators on the same 4 workers
 
 PostgreSQL (the default) uses the server of `scripts/services.sh env` (or DATABASE_URL): a scratch database,
 migrated, dropped at the end; gunicorn with one sync worker per core (--workers, --threads). --embedded runs
@@ -11,8 +13,9 @@ generated secret key, as on a laptop) and gunicorn with the workers and threads 
 
 Either way the data are 10,000 outputs (inputs, tool calls with results, responses) and a six-criterion
 rubric with the labeling queue open; then --annotators simulated annotators (threads, http.client, loopback
-only) each log in and loop until --duration runs out: Next -> labeling page -> save six criteria (htmx
-posts, quotes checked by the server) -> Submit (which also reserves their next output, as in the app).
+only), each signed in already (a stored session, see sessions()), loop until --duration runs out:
+Next -> labeling page -> save six criteria (htmx posts, quotes checked by the server) -> Submit (which also
+reserves their next output, as in the app).
 A request that fails is counted (and its kind, and whether the database said "database is locked"), and
 that annotator starts over with Next.
 
@@ -22,8 +25,16 @@ Printed per request type, p50 and p95 of
   client  the round trip a simulated annotator saw on loopback (includes that wait),
 and the goals, each met or not:
   PostgreSQL, 16 annotators: labeling page p95 < 50 ms and save p95 < 100 ms at the server;
+  --crowd 32 / --crowd 100 (PostgreSQL, 4 sync workers): labeling page p95 < 250 ms, save p95 < 150 ms;
   embedded, 8 annotators: 0 failed requests and save p95 < 150 ms at the server.
-Afterwards the data are checked (no slot given twice, every submitted annotation complete).
+On PostgreSQL, what the database's sessions waited on is sampled during the load (pg_stat_activity and
+pg_locks, every 0.2 s) and summed up: where a goal is missed, this says whether requests queued on a lock.
+
+Afterwards the data are checked against what the annotators were told, and the bench exits 1 on a breach:
+  - no output handed to more people than its labels need (two, the app's slots), no slot given twice, and
+    every annotation Next handed out still there and its annotator's;
+  - every acknowledged save in the database: each criterion's current label is the last answer the server
+    acknowledged (200) for it; every acknowledged Submit is submitted, with all its criteria's labels.
 --timeout bounds the whole run.
 """
 
@@ -141,8 +152,36 @@ def populate(n_outputs: int, n_annotators: int) -> str:
 
 # The goals (issue 12): what a person notices, at the server, under flat-out load (see the docstring).
 GOALS_POSTGRES = {"page": 50.0, "save": 100.0}  # p95, ms, with 16 annotators
+# Issue 37: an organisation labeling at once on a modest server (4 sync workers), flat out.
+GOALS_CROWD = {"page": 250.0, "save": 150.0}  # p95, ms, with 32 or 100 annotators
+CROWDS = (32, 100)
+CROWD_WORKERS = 4
 GOALS_EMBEDDED = {"save": 150.0}  # p95, ms, with 8 annotators; and no failed request at all
 LOCKED = "database is locked"
+
+
+class Ledger:
+    """What the server told the annotators, to check the database against afterwards (one lock for all)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.handed: list[tuple[int, int]] = []  # (annotator number, annotation pk) for every output Next gave
+        self.saved: dict[tuple[int, str], tuple[str, str]] = {}  # (annotation pk, criterion) -> last acked answer
+        self.submitted: set[int] = set()  # annotation pks whose Submit was acknowledged
+
+    def hand(self, i: int, location: str | None) -> None:
+        found = re.search(r"/annotations/(\d+)/", location or "")
+        if found:
+            with self.lock:
+                self.handed.append((i, int(found.group(1))))
+
+    def save(self, pk: int, key: str, outcome: str, evidence: str) -> None:
+        with self.lock:
+            self.saved[(pk, key)] = (outcome, evidence)
+
+    def submit(self, pk: int) -> None:
+        with self.lock:
+            self.submitted.add(pk)
 
 
 class RequestFailed(Exception):
@@ -188,41 +227,34 @@ class Client:
         return response.status, response.getheader("Location"), data.decode()
 
 
-def annotator(i, port, eval_set_id, start, duration, think, samples, lock, done, failures) -> None:
+def annotator(i, port, eval_set_id, cookies, start, duration, think, samples, lock, done, failures, ledger) -> None:
     rng = random.Random(i)
     client = Client(port, samples, lock, think)
-    try:
-        client.request("login_page", "GET", "/accounts/login/")
-        status, _, _ = client.request(
-            "login", "POST", "/accounts/login/", {"username": f"annotator{i:02d}", "password": PASSWORD}
-        )
-        assert status == 302, "login failed"
-    except Exception as exc:  # noqa: BLE001 - reported at the end
-        failures.append(("login", False, f"annotator{i:02d}: {exc}"))
-        return
-    finally:
-        # Logging in hashes the password on purpose slowly (PBKDF2); it is not what is measured, so
-        # the load starts once everyone is in.
-        start.wait(timeout=300)
+    client.cookies.update(cookies)  # signed in already (sessions()): the load starts once everyone is ready
+    start.wait(timeout=300)
     deadline = time.perf_counter() + duration
     location = None
     while time.perf_counter() < deadline:
         try:
             if location is None:
                 _, location, _ = client.request("next", "POST", f"/queues/{eval_set_id}/next")
+                ledger.hand(i, location)
             if not location or "/annotations/" not in location:
                 return  # nothing left
             path = location.replace(f"http://127.0.0.1:{port}", "")
             _, _, page = client.request("page", "GET", path)
             rv = re.search(r'name="rubric_version" value="(\d+)"', page).group(1)
-            pk = path.strip("/").split("/")[-1]
+            pk = int(path.strip("/").split("/")[-1])
             for key in CRITERIA:
                 outcome = rng.choice(OUTCOMES)
                 evidence = {"PASS": OPENING, "FAIL": "NONE"}.get(outcome, "")
                 form = {"criterion": key, "outcome": outcome, "evidence": evidence, "rubric_version": rv}
                 client.request("save", "POST", f"/annotations/{pk}/save", form, htmx=True)
+                ledger.save(pk, key, outcome, evidence)  # only once the server said 200: acknowledged
             status, location, _ = client.request("submit", "POST", f"/annotations/{pk}/submit", {"rubric_version": rv})
             assert status == 302, f"submit answered {status}"
+            ledger.submit(pk)
+            ledger.hand(i, location)  # Submit also reserves the next output
             with lock:
                 done[0] += 1
         except RequestFailed as exc:
@@ -231,6 +263,36 @@ def annotator(i, port, eval_set_id, start, duration, think, samples, lock, done,
         except Exception as exc:  # noqa: BLE001 - reported at the end
             failures.append(("other", False, f"annotator{i:02d}: {exc}"))
             location = None
+
+
+def sessions(n_annotators: int) -> list[dict[str, str]]:
+    """A signed-in session for each annotator, stored as django.contrib.auth.login stores one, and a CSRF cookie
+    as the login page sets it: the browser cookies of people who have signed in. Signing in over HTTP would hash
+    each password (PBKDF2, slow on purpose); a hundred at once kept the workers busy for minutes before the
+    load, and that is not what is measured."""
+    import secrets
+    from importlib import import_module
+
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+
+    from evals.models import User
+
+    backend = "django.contrib.auth.backends.ModelBackend"
+    if backend not in settings.AUTHENTICATION_BACKENDS:
+        raise SystemExit("the bench signs people in with passwords: set ICEWATER_PASSWORD_LOGIN")
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    users = {u.username: u for u in User.objects.filter(username__startswith="annotator")}
+    cookies = []
+    for i in range(n_annotators):
+        user = users[f"annotator{i:02d}"]
+        session = store()
+        session[SESSION_KEY], session[BACKEND_SESSION_KEY] = str(user.pk), backend
+        session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+        session.create()
+        cookie = secrets.token_hex(16)  # a CSRF secret: 32 characters, as Django's cookie holds
+        cookies.append({settings.SESSION_COOKIE_NAME: session.session_key, settings.CSRF_COOKIE_NAME: cookie})
+    return cookies
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -264,23 +326,121 @@ def server_times(log: Path) -> dict[str, list[float]]:
     return kinds
 
 
-def check_data() -> str:
+def check_data(ledger: Ledger) -> list[str]:
+    """The database against what the annotators were told (see the docstring); the breaches, or []."""
     from django.db.models import Count
 
     from labeling.models import Annotation, Label
+    from labeling.queue import APP_SLOTS
 
+    problems = []
     dup_slots = (
         Annotation.objects.values("output_id", "rubric_version_id", "slot").annotate(n=Count("id")).filter(n__gt=1)
     )
-    assert not dup_slots.exists(), "a slot was given twice"
+    if dup_slots.exists():
+        problems.append(f"{dup_slots.count()} slots given twice")
     submitted = Annotation.objects.filter(status="submitted")
     incomplete = submitted.annotate(n=Count("labels")).exclude(n=len(CRITERIA)).count()
-    assert incomplete == 0, f"{incomplete} submitted annotations without all {len(CRITERIA)} labels"
+    if incomplete:
+        problems.append(f"{incomplete} submitted annotations without all {len(CRITERIA)} labels")
+
+    # Handed out: every annotation Next gave is still there and its annotator's (no reservation lapses in a
+    # run), and no output went to more people than its labels need.
+    rows = {
+        pk: (output_id, username)
+        for pk, output_id, username in Annotation.objects.values_list("pk", "output_id", "annotator__username")
+    }
+    people_of: dict[int, set[str]] = defaultdict(set)
+    for i, pk in ledger.handed:
+        if pk not in rows:
+            problems.append(f"annotation {pk} handed to annotator{i:02d} is gone")
+            continue
+        output_id, username = rows[pk]
+        if username != f"annotator{i:02d}":
+            problems.append(f"annotation {pk} handed to annotator{i:02d} belongs to {username}")
+        people_of[output_id].add(f"annotator{i:02d}")
+    over = {o: p for o, p in people_of.items() if len(p) > len(APP_SLOTS)}
+    if over:
+        problems.append(
+            f"{len(over)} outputs handed to more than {len(APP_SLOTS)} people, e.g. {next(iter(over.items()))}"
+        )
+
+    # Acknowledged: each criterion's current label is the last answer the server said 200 to.
+    current = {
+        (pk, key): (outcome, evidence)
+        for pk, key, outcome, evidence in Label.objects.current()
+        .filter(annotation_id__in={pk for pk, _ in ledger.saved})
+        .values_list("annotation_id", "criterion__key", "outcome", "evidence")
+    }
+    lost = [(k, v, current.get(k)) for k, v in ledger.saved.items() if current.get(k) != v]
+    if lost:
+        problems.append(f"{len(lost)} acknowledged saves not in the database, e.g. {lost[0]}")
+    not_submitted = ledger.submitted - set(submitted.values_list("pk", flat=True))
+    if not_submitted:
+        problems.append(
+            f"{len(not_submitted)} acknowledged submits not submitted, e.g. annotation {min(not_submitted)}"
+        )
     both = Annotation.objects.values("output_id").annotate(n=Count("id")).filter(n=2).count()
-    return (
-        f"checked: {submitted.count():,} submitted annotations, each with {len(CRITERIA)} labels; "
-        f"{Label.objects.count():,} labels; {both:,} outputs with both slots taken; no slot given twice"
+    print(
+        f"checked: {len(ledger.handed):,} hand-outs to {len({i for i, _ in ledger.handed})} people over "
+        f"{len(people_of):,} outputs (at most {max((len(p) for p in people_of.values()), default=0)} people each); "
+        f"{len(ledger.saved):,} acknowledged saves and {len(ledger.submitted):,} acknowledged submits against "
+        f"{submitted.count():,} submitted annotations, {Label.objects.count():,} labels, {both:,} outputs with both "
+        f"slots taken"
     )
+    return problems
+
+
+class LockSampler(threading.Thread):
+    """What the bench database's sessions wait on, sampled every `every` seconds on a connection of its own:
+    how many are running a statement, how many wait for a lock (and on which kind and table), and how many
+    distinct server processes served the run (many more than gunicorn's workers means connection churn)."""
+
+    QUERY = """
+        SELECT a.pid, a.backend_start, a.state, a.wait_event_type, a.wait_event,
+               (SELECT string_agg(DISTINCT l.locktype || coalesce(':' || c.relname, ''), ',')
+                  FROM pg_locks l LEFT JOIN pg_class c ON c.oid = l.relation
+                 WHERE l.pid = a.pid AND NOT l.granted)
+          FROM pg_stat_activity a
+         WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.backend_type = 'client backend'
+    """
+
+    def __init__(self, url: str, every: float = 0.2):
+        super().__init__(daemon=True)
+        self.url, self.every = url, every
+        self.halt = threading.Event()
+        self.samples = 0
+        self.active = 0
+        self.waits: Counter = Counter()  # "Lock: transactionid" etc., per session-sample
+        self.backends: set[tuple[int, object]] = set()
+
+    def run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            while not self.halt.wait(self.every):
+                rows = conn.execute(self.QUERY).fetchall()
+                self.samples += 1
+                for pid, started, state, wait_type, wait, not_granted in rows:
+                    self.backends.add((pid, started))
+                    if state != "active":
+                        continue
+                    self.active += 1
+                    if wait_type:
+                        what = f"{wait_type}: {wait}" + (f" ({not_granted})" if not_granted else "")
+                        self.waits[what] += 1
+
+    def summary(self) -> str:
+        n = max(self.samples, 1)
+        lines = [
+            f"database, sampled {self.samples} times: {self.active / n:.2f} statements running on average, "
+            f"{len(self.backends)} server processes served the run"
+        ]
+        for what, count in self.waits.most_common(6):
+            lines.append(f"  waiting on {what}: {count / n:.2f} sessions on average")
+        if not self.waits:
+            lines.append("  no session was seen waiting")
+        return "\n".join(lines)
 
 
 def serve(
@@ -304,6 +464,32 @@ def serve(
     return server, port
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds the processes have used so far (Linux /proc; 0 for one that is gone)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat(5))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (gunicorn's workers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
 def stop(server: subprocess.Popen) -> None:
     """Stop a server `serve` started: politely, then for sure."""
     server.terminate()
@@ -322,12 +508,20 @@ def run_sh_server() -> tuple[int, int]:
     return int(found.group(1)), int(found.group(2))
 
 
-def report(args, mode: str, wall: float, done: int, samples: dict, server_side: dict, failures: list) -> None:
+def report(
+    args, mode: str, wall: float, done: int, samples: dict, server_side: dict, failures: list, cpu: tuple[float, float]
+) -> None:
     server_kind = "sync workers" if args.threads == 1 else f"workers x {args.threads} threads"
     print(
         f"{mode}: {args.annotators} annotators (think {args.think:g}s) for {wall:.0f}s on gunicorn ({args.workers} "
         f"{server_kind}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}): "
         f"{done:,} cases submitted, {sum(len(v) for v in samples.values()):,} requests"
+    )
+    # CPU time is what a request costs whatever else the machine runs; wall times stretch with the load.
+    requests = sum(len(v) for v in server_side.values()) or 1
+    print(
+        f"CPU: gunicorn's workers {cpu[0]:.1f} s ({cpu[0] / requests * 1e3:.1f} ms a request), the simulated "
+        f"annotators {cpu[1]:.1f} s, of {wall * (os.cpu_count() or 1):.0f} core-seconds"
     )
     print(f"{'request':<12}{'n':>7}  {'server p50':>10} {'p95':>8}  {'client p50':>10} {'p95':>8}   (ms)")
     for kind in ("next", "page", "save", "submit"):
@@ -341,7 +535,7 @@ def report(args, mode: str, wall: float, done: int, samples: dict, server_side: 
     print(f"failed requests: {len(failures)} ({by_kind}); {locked} said {LOCKED!r}")
     if failures:
         print(f"  first: {failures[0][2]}")
-    goals = GOALS_EMBEDDED if args.embedded else GOALS_POSTGRES
+    goals = GOALS_EMBEDDED if args.embedded else GOALS_CROWD if args.crowd else GOALS_POSTGRES
     met = []
     for kind, limit in goals.items():
         p95 = percentile(server_side.get(kind, []), 0.95) * 1e3
@@ -359,7 +553,13 @@ def main() -> None:
     parser.add_argument("--embedded", action="store_true", help="`make run`'s settings: SQLite and its gunicorn")
     parser.add_argument("--outputs", type=int, default=10_000)
     parser.add_argument("--annotators", type=int, help="default 16 on PostgreSQL, 8 embedded (the goals' numbers)")
-    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load after everyone logged in")
+    parser.add_argument(
+        "--crowd",
+        type=int,
+        choices=CROWDS,
+        help=f"issue 37's runs: this many annotators on PostgreSQL, {CROWD_WORKERS} sync workers, its goals",
+    )
+    parser.add_argument("--duration", type=float, default=60.0, help="seconds of load")
     parser.add_argument(
         "--workers", type=int, help="gunicorn workers (default: one sync worker per core; embedded: run.sh's)"
     )
@@ -368,16 +568,28 @@ def main() -> None:
         "--think", type=float, default=0.0, help="seconds an annotator pauses between requests (default 0: flat out)"
     )
     parser.add_argument("--timeout", type=int, default=600, help="give up after this many seconds")
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="sample gunicorn's workers with py-spy during the load (collapsed stacks to FILE; `pip install py-spy`)",
+    )
     args = parser.parse_args()
-    if args.embedded:
+    if args.crowd and args.embedded:
+        raise SystemExit("--crowd is a PostgreSQL run; leave out --embedded")
+    if args.crowd:
+        args.annotators = args.annotators or args.crowd
+        args.workers, args.threads = args.workers or CROWD_WORKERS, args.threads or 1
+    elif args.embedded:
         workers, threads = run_sh_server()
         args.workers, args.threads = args.workers or workers, args.threads or threads
         args.annotators = args.annotators or 8
     else:
         args.workers, args.threads = args.workers or os.cpu_count() or 2, args.threads or 1
         args.annotators = args.annotators or 16
-    if not 1 <= args.annotators <= 64:
-        raise SystemExit("--annotators must be between 1 and 64 (this is a loopback bench, not a load generator)")
+    if not 1 <= args.annotators <= max(CROWDS):
+        raise SystemExit(
+            f"--annotators must be between 1 and {max(CROWDS)} (this is a loopback bench, not a load generator)"
+        )
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError(f"bench exceeded {args.timeout}s")))
     signal.alarm(args.timeout)
 
@@ -387,6 +599,7 @@ def main() -> None:
     scratch = None if args.embedded else f"icewater_bench_label_{os.getpid()}"
     admin = server_env(env, embedded=args.embedded, name=scratch or "")
     server = None
+    problems: list[str] = []
     try:
         import django
 
@@ -397,6 +610,7 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         t = time.perf_counter()
         eval_set_id = populate(args.outputs, args.annotators)
+        cookies = sessions(args.annotators)
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
         connection.close()
@@ -413,29 +627,76 @@ def main() -> None:
             warm.request("warm", "GET", "/accounts/login/")
 
         samples: dict[str, list[float]] = defaultdict(list)
-        lock, done, failures = threading.Lock(), [0], []
+        lock, done, failures, ledger = threading.Lock(), [0], [], Ledger()
         start = threading.Barrier(args.annotators + 1)
         threads = [
             threading.Thread(
                 target=annotator,
-                args=(i, port, eval_set_id, start, args.duration, args.think, samples, lock, done, failures),
+                args=(
+                    i,
+                    port,
+                    eval_set_id,
+                    cookies[i],
+                    start,
+                    args.duration,
+                    args.think,
+                    samples,
+                    lock,
+                    done,
+                    failures,
+                    ledger,
+                ),
             )
             for i in range(args.annotators)
         ]
         for thread in threads:
             thread.start()
         start.wait(timeout=300)
-        log.write_text("")  # logins are done: measure from here
-        for kind in ("login", "login_page"):
-            samples.pop(kind, None)
+        log.write_text("")  # measure from here
+        workers = children(server.pid)
+        cpu_before = cpu_seconds(workers), time.process_time()
+        profiler = None
+        if args.profile:
+            profiler = subprocess.Popen(
+                [shutil.which("py-spy") or str(ROOT / ".venv/bin/py-spy"), "record", "--pid", str(server.pid),
+                 "--subprocesses", "--duration", str(int(args.duration)), "--rate", "100", "--format", "raw",
+                 "--output", args.profile, "--nonblocking"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+        sampler = None if args.embedded else LockSampler(env["DATABASE_URL"])
+        if sampler is not None:
+            sampler.start()
         started = time.perf_counter()
         for thread in threads:
             thread.join(timeout=args.duration + 120)
         wall = time.perf_counter() - started
+        cpu = cpu_seconds(workers) - cpu_before[0], time.process_time() - cpu_before[1]
+        if sorted(children(server.pid)) != sorted(workers):
+            print(f"gunicorn replaced workers during the load: {sorted(workers)} -> {sorted(children(server.pid))}")
+        if profiler is not None:
+            profiler.wait(timeout=60)
+        if sampler is not None:
+            sampler.halt.set()
+            sampler.join(timeout=5)
         time.sleep(0.5)  # let gunicorn flush its access log
-        report(args, "embedded" if args.embedded else "PostgreSQL", wall, done[0], samples, server_times(log), failures)
-        print(check_data())
+        report(
+            args,
+            "embedded" if args.embedded else "PostgreSQL",
+            wall,
+            done[0],
+            samples,
+            server_times(log),
+            failures,
+            cpu,
+        )
+        if sampler is not None:
+            print(sampler.summary())
+        problems = check_data(ledger)
         connection.close()
+        for problem in problems:
+            print(f"DATA CHECK FAILED: {problem}")
+        if not problems:
+            print("data checked: no output over-handed, every acknowledged save and submit in the database")
     finally:
         signal.alarm(0)
         if server is not None:
@@ -443,6 +704,8 @@ def main() -> None:
         if admin is not None:
             drop_database(admin, scratch)
         shutil.rmtree(workdir, ignore_errors=True)
+    if problems:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

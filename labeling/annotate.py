@@ -13,7 +13,7 @@ inside a transaction, so a save and a submit of one annotation never interleave.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from django.db.models import F, FilteredRelation, Q
 from django.utils import timezone
@@ -173,17 +173,25 @@ def save_label(
     more_evidence: list[str] | None = None,
     transcript: Transcript | None = None,
     based_on: str | None = None,
+    known_current: Label | None | Literal["read"] = "read",
 ) -> Label:
     """Store one criterion's answer (the first quote in `evidence`, any further ones in `more_evidence`): in
     place for a draft, as a new revision after submission. `transcript` is the output's (the page's form has
     it already); without it, it is read from the annotation's output.
 
     `based_on` is what the page's form was made on (label_base); a correction whose page showed another
-    answer than the current one raises StaleLabel and saves nothing. None: no page (a direct domain call)."""
+    answer than the current one raises StaleLabel and saves nothing. None: no page (a direct domain call).
+
+    `known_current`: the criterion's current label (or None) when the caller read it under the annotation's row lock
+    (criterion_states after guards.own_annotation(for_update=True)); "read": read it here."""
     more_evidence = list(more_evidence or [])
     if transcript is None:
         transcript = Transcript.of(annotation.output)
-    current = Label.objects.current().filter(annotation=annotation, criterion=criterion).first()
+    current = (
+        Label.objects.current().filter(annotation=annotation, criterion=criterion).first()
+        if isinstance(known_current, str)  # "read"
+        else known_current
+    )
     if annotation.status == Annotation.Status.DRAFT:
         hold = timezone.now() + RESERVATION
         if annotation.reserved_until is None or annotation.reserved_until < hold - RESERVATION_REFRESH:
@@ -251,8 +259,9 @@ def save_from_page(
     annotation: WithAnnotations[Annotation, QueueVersion],
     states_by_key: dict[str, CriterionState],
 ) -> CriterionSave:
-    """Store one criterion of the locked `annotation` as the page posted it (`form` already validated: before
-    the lock); a refusal comes back in the result, nothing stored."""
+    """Store one criterion of the locked `annotation` as the page posted it; `states_by_key` are its criteria
+    with their current labels, read under the lock (criterion_states). A refusal comes back in the result,
+    nothing stored."""
     state = states_by_key.get(form.data.get("criterion", ""))
     if state is not None:
         state.posted_more_evidence = form.data.get("more_evidence", "")
@@ -273,6 +282,7 @@ def save_from_page(
             more_evidence=data["more_evidence"],
             transcript=form.transcript,
             based_on=data["based_on"],
+            known_current=state.label,
         )
     except LabelingError as exc:
         state.error = exc.message

@@ -215,17 +215,10 @@ def test_anonymous_visitors_are_sent_to_log_in(client):
     assert not Annotation.objects.exists()
 
 
-def test_a_save_checks_the_annotation_again_under_the_lock_after_validating(client, draft, monkeypatch):
-    # The quote is checked before the row is locked; a submit from another tab in between must still count.
-    from labeling import forms
-
-    real = forms.LabelForm.clean_evidence
-
-    def meanwhile_submitted(form):
-        Annotation.objects.filter(pk=draft.pk).update(status=Annotation.Status.SUBMITTED)
-        return real(form)
-
-    monkeypatch.setattr(forms.LabelForm, "clean_evidence", meanwhile_submitted)
+def test_a_save_decides_on_the_annotation_as_it_is_under_the_lock(client, draft):
+    # The save reads the annotation once, with its row locked, and validates against that: a submit from another
+    # tab since this draft page was loaded counts (a submit racing the save waits for the lock, or the save for it).
+    Annotation.objects.filter(pk=draft.pk).update(status=Annotation.Status.SUBMITTED)
     r = post_save(client, draft, outcome="PASS", evidence="")
     assert r.status_code == 422  # a submitted PASS needs a quote: the draft rule would have taken it
     assert "needs an evidence quote" in r.content.decode()

@@ -58,7 +58,11 @@ def labeling_page_queries(client, criteria, n_outputs):
 # must agree), while one more field or join is not a test change. The page: the session, its user, the
 # annotation with everything around it, the criteria with the annotator's labels, the output's name.
 PAGE_AT_MOST = 6
-SAVE_AT_MOST = 10  # the session, its user, the annotation, its criteria and labels, then locked: it again, the writes
+# A save: the session, its user, their memberships, then in one transaction (a savepoint here) the annotation
+# locked, its criteria with their current labels, the write. Each query is a round trip that waits for a CPU on a
+# busy server; it read the annotation and the label twice (outside the lock and in it) until the 100-person
+# bench (bench/labeling_load.py --crowd 100) showed saves waiting on those round trips.
+SAVE_AT_MOST = 8
 SUBMIT_AT_MOST = 20  # the submit itself, then Next reserving the following output
 
 
