@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import defaultdict
-from functools import partial
 
 from django.db import transaction
 from django.utils import timezone
@@ -234,7 +233,7 @@ def feed(watch: Watch) -> tuple[int, int, int]:
             advice=alarm.advice,
             message=alarm.message(),
         )
-        transaction.on_commit(partial(notify.alarm_fired, row))
+        notify.alarm_raised(watch, row)  # its deliveries commit with it (watch/notify.py)
     return taken, labels, len(alarms)
 
 
