@@ -60,6 +60,41 @@ def test_an_update_finds_the_watch_held_by_another_and_leaves_it_then_runs_once_
     assert WatchOutput.objects.filter(watch=watch).count() == 3
 
 
+@pytest.mark.parametrize(("window", "drawn_late"), [(feed.LATE_IDS, 1), (0, 0)])
+def test_an_output_that_commits_after_a_newer_one_was_drawn_is_still_drawn(fake_llm, monkeypatch, window, drawn_late):
+    """Output ids come from one sequence but commit in any order: a transaction that took its id first and commits
+    last must not be skipped by the update's cursor (watch/feed.py LATE_IDS). Negative control: with no window
+    behind the cursor, it is."""
+    monkeypatch.setattr(feed, "LATE_IDS", window)
+    w = watched_set(fake_llm)
+    watch = start(eval_set=w.production, criterion=w.criterion, judge_config=w.judge, by=w.lead, audit_share=0.5)
+    made, go_on = threading.Event(), threading.Event()
+    slow: list[int] = []
+
+    def long_import() -> None:
+        try:
+            with transaction.atomic():
+                slow.extend(o.pk for o in arrive(w.production, 1))
+                made.set()
+                go_on.wait(20)
+        finally:
+            connection.close()
+
+    importer = threading.Thread(target=long_import)
+    importer.start()
+    assert made.wait(20)
+    try:
+        fast = arrive(w.production, 2)  # higher ids, committed first
+        assert feed.enroll(watch) == 2
+        assert slow[0] < fast[0].pk
+    finally:
+        go_on.set()
+        importer.join()
+    assert feed.enroll(watch) == drawn_late
+    rows = WatchOutput.objects.filter(watch=watch).order_by("position")
+    assert list(rows.values_list("output_id", flat=True)) == [fast[0].pk, fast[1].pk, slow[0]][: 2 + drawn_late]
+
+
 def _until(condition, what: str, poke=None) -> None:
     deadline = time.monotonic() + TIMEOUT_S
     while time.monotonic() < deadline:

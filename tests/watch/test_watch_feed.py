@@ -96,6 +96,28 @@ def test_each_arriving_output_gets_one_stored_draw_before_anything_is_known_of_i
     ]
 
 
+def test_an_update_reads_only_what_lies_above_its_cursor_less_the_late_window(fake_llm, monkeypatch):
+    monkeypatch.setattr(feed, "LATE_IDS", 3)
+    w = watched_set(fake_llm)
+    watch = _watch(w)
+    arrived = arrive(w.production, 10)
+    assert feed.enroll(watch) == 10
+    assert watch.drawn_through == arrived[-1].pk
+    # Two outputs the update had not seen (as if they committed after it): the one within 3 ids of the newest
+    # drawn is drawn now, at the end of the arrival order; the one further behind is out of the window.
+    late = [arrived[8], arrived[2]]
+    WatchOutput.objects.filter(watch=watch, output__in=late).delete()
+    newer = arrive(w.production, 2)
+    assert feed.enroll(watch) == 3
+    rows = WatchOutput.objects.filter(watch=watch).order_by("position")
+    assert list(rows.values_list("output_id", flat=True))[-3:] == [arrived[8].pk, newer[0].pk, newer[1].pk]
+    assert not rows.filter(output=arrived[2]).exists()
+    assert watch.drawn_through == newer[-1].pk
+    # Negative control: from the start (a window as long as the history) it is drawn too.
+    monkeypatch.setattr(feed, "LATE_IDS", 10**9)
+    assert feed.enroll(watch) == 1 and rows.filter(output=arrived[2]).exists()
+
+
 def test_error_and_cant_tell_verdicts_are_unjudged_never_fail(fake_llm):
     w = watched_set(fake_llm)
     watch = _watch(w)
