@@ -73,6 +73,7 @@ def watch_detail(request: AuthenticatedHttpRequest, watch_id: int) -> HttpRespon
     context = {
         "watch": watch,
         "f": watch_figures(watch),
+        "alarms": alarms,
         "pass_chart": pass_chart,
         "rates": rates,
         "is_lead": has_role(request.user, request.workspace, Role.LEAD),
