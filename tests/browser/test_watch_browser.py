@@ -172,4 +172,6 @@ def test_a_watch_on_traced_production_alarms_and_the_signed_alert_reaches_the_re
         screenshot(page, f"watch-alarm-{width}x{height}")
         page.locator("#watch-pass-rate").scroll_into_view_if_needed()
         screenshot(page, f"watch-chart-{width}x{height}")
+        page.locator("#watch-rates").scroll_into_view_if_needed()
+        screenshot(page, f"watch-rates-{width}x{height}")
     print(json.dumps({"alarm_at_labels": alarm.at_labels, "since_labels": alarm.since_labels}))
