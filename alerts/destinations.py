@@ -14,7 +14,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
-from evals.models import User, Workspace
+from evals import audit_log
+from evals.models import AuditAction, User, Workspace
 from evals.workspaces import in_workspace
 
 from .models import AlertDestination, DestinationKind
@@ -120,28 +121,61 @@ def add_destination(
 ) -> AlertDestination:
     fields = _fields(kind, url.strip(), parse_addresses(addresses), secret_env.strip())
     _check(workspace, name, fields)
-    return AlertDestination.objects.create(workspace=workspace, name=name.strip(), created_by=by, **fields)
+    made = AlertDestination.objects.create(workspace=workspace, name=name.strip(), created_by=by, **fields)
+    _logged(made, by, AuditAction.ALERT_DESTINATION_ADDED, f"Alert destination {made.name} added ({made.kind})")
+    return made
+
+
+def _logged(destination: AlertDestination, by: User | None, action: AuditAction, summary: str, **detail) -> None:
+    """The workspace's audit log: where alerts go is a decision its leads must be able to trace. The target as the
+    page shows it (a Slack URL's path is its credential, never logged)."""
+    audit_log.record(
+        destination.workspace_id,
+        by,
+        action,
+        summary,
+        destination=destination.pk,
+        name=destination.name,
+        kind=destination.kind,
+        to=target(destination),
+        **detail,
+    )
 
 
 @transaction.atomic
 def change_destination(
-    destination: AlertDestination, *, name: str, kind: str, url: str = "", addresses: str = "", secret_env: str = ""
+    destination: AlertDestination,
+    *,
+    name: str,
+    kind: str,
+    url: str = "",
+    addresses: str = "",
+    secret_env: str = "",
+    by: User | None = None,
 ) -> AlertDestination:
     fields = _fields(kind, url.strip(), parse_addresses(addresses), secret_env.strip())
     _check(destination.workspace, name, fields, exclude=destination.pk)
+    before = destination.name
     for key, value in {"name": name.strip(), **fields}.items():
         setattr(destination, key, value)
     destination.save()
+    said = f"Alert destination {before} changed" + (f" (now {destination.name})" if before != destination.name else "")
+    _logged(destination, by, AuditAction.ALERT_DESTINATION_CHANGED, said, previous_name=before)
     return destination
 
 
-def set_enabled(destination: AlertDestination, enabled: bool) -> None:
+@transaction.atomic
+def set_enabled(destination: AlertDestination, enabled: bool, by: User | None = None) -> None:
     destination.enabled = enabled
     destination.save(update_fields=["enabled"])
+    said = f"Alert destination {destination.name} switched {'on' if enabled else 'off'}"
+    _logged(destination, by, AuditAction.ALERT_DESTINATION_CHANGED, said, enabled=enabled)
 
 
-def remove_destination(destination: AlertDestination) -> None:
+@transaction.atomic
+def remove_destination(destination: AlertDestination, by: User | None = None) -> None:
     """Its deliveries stay in the log, with the destination's name (AlertDelivery.destination_name)."""
+    _logged(destination, by, AuditAction.ALERT_DESTINATION_REMOVED, f"Alert destination {destination.name} removed")
     destination.delete()
 
 
@@ -150,3 +184,10 @@ def shown_url(destination: AlertDestination) -> str:
     if destination.kind == DestinationKind.SLACK and destination.url:
         return f"https://{urlsplit(destination.url).netloc}/…"
     return destination.url
+
+
+def target(destination: AlertDestination) -> str:
+    """Where a destination sends, as lists and the audit log show it: its addresses, or its URL as shown."""
+    if destination.kind == DestinationKind.EMAIL:
+        return ", ".join(destination.address_list())
+    return shown_url(destination)

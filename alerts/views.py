@@ -85,7 +85,7 @@ def edit_destination(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse
     form = DestinationForm(request.POST if request.method == "POST" else None, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
-            destinations.change_destination(destination, **form.cleaned_data)
+            destinations.change_destination(destination, by=request.user, **form.cleaned_data)
         except DestinationRefused as exc:
             _refused(form, exc)
         else:
@@ -99,7 +99,7 @@ def edit_destination(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse
 def enable_destination(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     destination = _destination(request, pk)
     enabled = request.POST.get("enabled") == "1"
-    destinations.set_enabled(destination, enabled)
+    destinations.set_enabled(destination, enabled, by=request.user)
     return _done(request, f"Destination {destination.name} {'switched on' if enabled else 'switched off'}.")
 
 
@@ -107,7 +107,7 @@ def enable_destination(request: AuthenticatedHttpRequest, pk: int) -> HttpRespon
 @role_required(Role.LEAD)
 def remove_destination(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     destination = _destination(request, pk)
-    destinations.remove_destination(destination)
+    destinations.remove_destination(destination, by=request.user)
     return _done(request, f"Destination {destination.name} removed; its deliveries stay in the log.")
 
 

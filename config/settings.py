@@ -544,6 +544,34 @@ ICEWATER_ALERT_SWEEP_SECONDS = env_int("ICEWATER_ALERT_SWEEP_SECONDS", 60, minim
 _alert_lists_problem = alert_rules.operator_lists_problem(ICEWATER_ALERT_SECRET_VARS, ICEWATER_ALERT_HOSTS)
 if _alert_lists_problem:
     raise ImproperlyConfigured(_alert_lists_problem)
+
+
+def _site_url() -> str:
+    """ICEWATER_SITE_URL: where people reach this Icewater (https://icewater.example.com), for the absolute links in
+    alerts, which leave the request that would otherwise tell the host. Scheme and host (and port) only: a path,
+    query or credentials would be glued to every link. "" (the default): alerts carry no link."""
+    raw = env_str("ICEWATER_SITE_URL").strip()
+    if not raw:
+        return ""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"ICEWATER_SITE_URL={raw!r} is not a URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ImproperlyConfigured(
+            f"ICEWATER_SITE_URL={raw!r} must be http(s)://host, e.g. https://icewater.example.com"
+        )
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username or parts.password:
+        raise ImproperlyConfigured(
+            f"ICEWATER_SITE_URL={raw!r} must be only a scheme and a host (and port): no path, query or credentials"
+        )
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+ICEWATER_SITE_URL = _site_url()
 # Email alerts go through Django's email backend: SMTP to ICEWATER_EMAIL_HOST (Django's defaults otherwise).
 EMAIL_HOST = env_str("ICEWATER_EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("ICEWATER_EMAIL_PORT", 25, minimum=1)

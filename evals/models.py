@@ -386,6 +386,11 @@ class AuditAction(models.TextChoices):
     MEMBER_ADDED = "member_added", "Member added"
     MEMBER_ROLE_CHANGED = "member_role_changed", "Member's role changed"
     MEMBER_REMOVED = "member_removed", "Member removed"
+    WATCH_STARTED = "watch_started", "Watch started"
+    WATCH_STOPPED = "watch_stopped", "Watch stopped"
+    ALERT_DESTINATION_ADDED = "alert_destination_added", "Alert destination added"
+    ALERT_DESTINATION_CHANGED = "alert_destination_changed", "Alert destination changed"
+    ALERT_DESTINATION_REMOVED = "alert_destination_removed", "Alert destination removed"
 
 
 class AuditEvent(models.Model):

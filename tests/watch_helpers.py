@@ -55,3 +55,25 @@ def arrive(eval_set: EvalSet, n: int, response: str = "Your refund of $40.00 is 
     """n outputs arriving in production, in this order, each its own answer (the judge's cache answers none of them
     for another)."""
     return [make_output(eval_set, response=f"{response} (reply {next(_replies)})") for _ in range(n)]
+
+
+def alarm_row(watch, *, save: bool = True, **changes):
+    """A pass-rate alarm of `watch` as the update would store it (the fields the test names changed)."""
+    from watch.models import WatchAlarm
+
+    fields = {
+        "what": "pass rate",
+        "bound": 0.8,
+        "estimate": 0.7,
+        "lower": 0.62,
+        "upper": 0.79,
+        "at_labels": 100,
+        "at_outputs": 200,
+        "since_labels": 60,
+        "since_outputs": 120,
+        "evidence": 21.0,
+        "advice": "look at the recent failures",
+        "message": "The pass rate fell below 0.80: now about 0.70 (band 0.62 to 0.79). What to do: look.",
+        **changes,
+    }
+    return WatchAlarm.objects.create(watch=watch, **fields) if save else WatchAlarm(watch=watch, **fields)

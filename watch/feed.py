@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import defaultdict
-from functools import partial
 
 from django.db import transaction
 from django.utils import timezone
@@ -33,6 +32,9 @@ from .stream import FAIL, PASS, UNJUDGED, Arrived, ready
 
 log = logging.getLogger(__name__)
 _random = secrets.SystemRandom()  # the operating system's CSPRNG: no seed anyone could know or choose
+# How far behind the newest drawn output an update still looks for outputs that committed late (ids, not time):
+# an import of up to this many outputs in one transaction, overtaken by traces, is still drawn whole.
+LATE_IDS = 20_000
 
 
 def update_locked(watch_id: int) -> str | None:
@@ -64,15 +66,24 @@ def run_update(watch: Watch) -> str:
 
 def enroll(watch: Watch) -> int:
     """Draw every output that arrived since the last update: its place in the arrival order and whether it goes
-    to the audit, decided now, before its verdict or gold exist."""
+    to the audit, decided now, before its verdict or gold exist.
+
+    An update costs what arrived, not the watch's history: it reads the outputs above the cursor (the highest id
+    drawn) less LATE_IDS, and the draws in that same range. Ids come from one sequence but commit in any order (a
+    long import takes its ids, then a trace with higher ids commits first), so the trailing window takes an
+    output that commits late, up to LATE_IDS ids behind the newest drawn; one further behind is not watched."""
+    floor = max(watch.outputs_before, watch.drawn_through - LATE_IDS)
+    drawn = WatchOutput.objects.filter(watch=watch, output_id__gt=floor).values("output_id")
     new = list(
-        Output.objects.filter(case__eval_set_id=watch.eval_set_id, pk__gt=watch.outputs_before)
-        .exclude(watch_draws__watch=watch)
+        Output.objects.filter(case__eval_set_id=watch.eval_set_id, pk__gt=floor)
+        .exclude(pk__in=drawn)
         .order_by("pk")
         .values_list("pk", flat=True)
     )
     if not new:
         return 0
+    watch.drawn_through = max(watch.drawn_through, new[-1])
+    watch.save(update_fields=["drawn_through"])
     last = WatchOutput.objects.filter(watch=watch).order_by("-position").values_list("position", flat=True).first()
     rows = []
     for position, output_id in enumerate(new, start=(last or 0) + 1):
@@ -234,7 +245,7 @@ def feed(watch: Watch) -> tuple[int, int, int]:
             advice=alarm.advice,
             message=alarm.message(),
         )
-        transaction.on_commit(partial(notify.alarm_fired, row))
+        notify.alarm_raised(watch, row)  # its deliveries commit with it (watch/notify.py)
     return taken, labels, len(alarms)
 
 

@@ -42,6 +42,8 @@ class Watch(models.Model):
     bounds_source = models.CharField(max_length=300)
     # Outputs with an id above this are the ones that arrived after the start (Output ids come from one sequence).
     outputs_before = models.BigIntegerField(default=0)
+    # The highest Output id drawn so far: an update reads only what lies above it (less a window, watch/feed.py).
+    drawn_through = models.BigIntegerField(default=0)
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     started_at = models.DateTimeField(auto_now_add=True)
     stopped_by = models.ForeignKey(

@@ -17,12 +17,14 @@ from django.utils import timezone
 
 from calibration.models import GatingMark
 from calibration.stats.watch import WatchSettings, start_watch
-from evals.models import Criterion, EvalSet, Output, Role, User
+from evals import audit_log
+from evals.models import AuditAction, Criterion, EvalSet, Output, Role, User
 from judging import runner
 from judging.backends import Misconfigured
 from judging.models import JudgeConfig
 from labeling.queue import current_queue
 
+from .figures import watch_record
 from .models import Watch
 
 DEFAULT_ALPHA = 0.05
@@ -105,7 +107,7 @@ def start(
     before = Output.objects.filter(case__eval_set=eval_set).aggregate(m=Max("pk"))["m"] or 0
     try:
         with transaction.atomic():
-            return Watch.objects.create(
+            watch = Watch.objects.create(
                 eval_set=eval_set,
                 rubric_version=rubric_version,
                 criterion=criterion,
@@ -122,6 +124,8 @@ def start(
                 started_by=by,
                 state=start_watch(settings).to_json(),
             )
+            _logged(watch, by, AuditAction.WATCH_STARTED, "started")
+            return watch
     except IntegrityError as exc:
         raise WatchError(
             f"{criterion.key} of {rubric_version.ref} on {eval_set.name} with judge {judge_config.name} is already "
@@ -188,5 +192,18 @@ def stop(*, watch: Watch, by: User) -> Watch:
         )
         if not changed:
             raise WatchError(f"Watch {watch.pk} is already stopped.")
-    watch.refresh_from_db()
+        watch.refresh_from_db()
+        _logged(watch, by, AuditAction.WATCH_STOPPED, "stopped")
     return watch
+
+
+def _logged(watch: Watch, by: User, action: AuditAction, verb: str) -> None:
+    """The workspace's audit log, in the start's or stop's transaction: who watches what, and with which settings."""
+    audit_log.record(
+        watch.eval_set.workspace_id,
+        by,
+        action,
+        f"Watch {watch.pk} {verb}: {watch.criterion.key} of {watch.rubric_version.ref} on {watch.eval_set.name}, "
+        f"judged by {watch.judge_config.name}",
+        **watch_record(watch),
+    )

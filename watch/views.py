@@ -19,14 +19,17 @@ from evals.workspaces import in_workspace
 
 from .figures import watch_figures
 from .forms import WatchStartForm
-from .models import Watch
+from .models import Watch, WatchAlarm
+from .picture import charts
 from .starting import WatchError, start, stop
 from .tasks import send_update
 
 
 def _watches(workspace: Workspace):
     return in_workspace(
-        Watch.objects.select_related("eval_set", "rubric_version__rubric", "criterion", "judge_config", "started_by"),
+        Watch.objects.select_related(
+            "eval_set", "rubric_version__rubric", "criterion", "judge_config", "started_by", "stopped_by", "gating_mark"
+        ),
         workspace,
     )
 
@@ -65,9 +68,14 @@ def watch_start(request: AuthenticatedHttpRequest) -> HttpResponse:
 @role_required(*STAFF_ROLES)
 def watch_detail(request: AuthenticatedHttpRequest, watch_id: int) -> HttpResponse:
     watch = get_object_or_404(_watches(request.workspace), pk=watch_id)
+    alarms = list(WatchAlarm.objects.filter(watch=watch).order_by("fired_at", "pk"))
+    pass_chart, rates = charts(watch, alarms)
     context = {
         "watch": watch,
         "f": watch_figures(watch),
+        "alarms": alarms,
+        "pass_chart": pass_chart,
+        "rates": rates,
         "is_lead": has_role(request.user, request.workspace, Role.LEAD),
     }
     return render(request, "watch/detail.html", context)

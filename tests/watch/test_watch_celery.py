@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 
 import pytest
 from django.db import connection, transaction
@@ -25,27 +26,38 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TIMEOUT_S = 120
 
 
+@contextmanager
+def held_open(work):
+    """Run `work` in another thread's transaction, kept open (its locks held, its rows unseen) until the block
+    ends, then committed."""
+    done, go_on = threading.Event(), threading.Event()
+
+    def run() -> None:
+        try:
+            with transaction.atomic():
+                work()
+                done.set()
+                go_on.wait(20)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert done.wait(20)
+    try:
+        yield
+    finally:
+        go_on.set()
+        thread.join()
+
+
 def test_an_update_finds_the_watch_held_by_another_and_leaves_it_then_runs_once_free(fake_llm, monkeypatch):
     w = watched_set(fake_llm)
     watch = start(eval_set=w.production, criterion=w.criterion, judge_config=w.judge, by=w.lead, audit_share=0.5)
     arrive(w.production, 3)
-    held, free = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        try:
-            with transaction.atomic():
-                Watch.objects.select_for_update().get(pk=watch.pk)
-                held.set()
-                free.wait(20)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert held.wait(20)
     sent_again: list[tuple] = []
     monkeypatch.setattr(tasks.update_watch, "apply_async", lambda args, countdown: sent_again.append((args, countdown)))
-    try:
+    with held_open(lambda: Watch.objects.select_for_update().get(pk=watch.pk)):
         assert feed.update_locked(watch.pk) is None  # no wait, no second update alongside
         assert not WatchOutput.objects.filter(watch=watch).exists()
         # The task sends itself once more a little later (what arrived meanwhile is fed soon), and only once.
@@ -53,11 +65,26 @@ def test_an_update_finds_the_watch_held_by_another_and_leaves_it_then_runs_once_
         assert sent_again == [((watch.pk, False), tasks.RETRY_AFTER_SECONDS)]
         tasks.update_watch(watch.pk, again=False)
         assert len(sent_again) == 1
-    finally:
-        free.set()
-        holder.join()
     assert "3 new outputs drawn" in (feed.update_locked(watch.pk) or "")
     assert WatchOutput.objects.filter(watch=watch).count() == 3
+
+
+@pytest.mark.parametrize(("window", "drawn_late"), [(feed.LATE_IDS, 1), (0, 0)])
+def test_an_output_that_commits_after_a_newer_one_was_drawn_is_still_drawn(fake_llm, monkeypatch, window, drawn_late):
+    """Output ids come from one sequence but commit in any order: a transaction that took its id first and commits
+    last must not be skipped by the update's cursor (watch/feed.py LATE_IDS). Negative control: with no window
+    behind the cursor, it is."""
+    monkeypatch.setattr(feed, "LATE_IDS", window)
+    w = watched_set(fake_llm)
+    watch = start(eval_set=w.production, criterion=w.criterion, judge_config=w.judge, by=w.lead, audit_share=0.5)
+    slow: list[int] = []
+    with held_open(lambda: slow.extend(o.pk for o in arrive(w.production, 1))):  # a long import's output
+        fast = arrive(w.production, 2)  # higher ids, committed first
+        assert feed.enroll(watch) == 2
+        assert slow[0] < fast[0].pk
+    assert feed.enroll(watch) == drawn_late
+    rows = WatchOutput.objects.filter(watch=watch).order_by("position")
+    assert list(rows.values_list("output_id", flat=True)) == [fast[0].pk, fast[1].pk, slow[0]][: 2 + drawn_late]
 
 
 def _until(condition, what: str, poke=None) -> None:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import pytest
 
+from alerts import delivery as alerts_delivery
+from alerts.messages import AlertMessage
+from alerts.models import AlertDelivery, AlertDestination
 from calibration.stats.watch import AuditedOutput, Outputs, WatchSettings, replay
 from evals.models import Output
 from judging.models import JudgeRun
 from labeling.models import AuditOrderItem
 from periodic.jobs import JOBS
 from tests.factories import add_verdict, adjudicate, all_answers, annotate_directly, make_user
-from tests.watch_helpers import KEY, arrive, watched_set
+from tests.watch_helpers import KEY, alarm_row, arrive, watched_set
 from watch import feed, notify, tasks
 from watch.models import Watch, WatchAlarm, WatchOutput, WatchPoint
 from watch.starting import start, stop
@@ -91,6 +94,28 @@ def test_each_arriving_output_gets_one_stored_draw_before_anything_is_known_of_i
     assert [(r.pk, r.draw) for r in WatchOutput.objects.filter(watch=watch).order_by("position")] == [
         (r.pk, r.draw) for r in rows
     ]
+
+
+def test_an_update_reads_only_what_lies_above_its_cursor_less_the_late_window(fake_llm, monkeypatch):
+    monkeypatch.setattr(feed, "LATE_IDS", 3)
+    w = watched_set(fake_llm)
+    watch = _watch(w)
+    arrived = arrive(w.production, 10)
+    assert feed.enroll(watch) == 10
+    assert watch.drawn_through == arrived[-1].pk
+    # Two outputs the update had not seen (as if they committed after it): the one within 3 ids of the newest
+    # drawn is drawn now, at the end of the arrival order; the one further behind is out of the window.
+    late = [arrived[8], arrived[2]]
+    WatchOutput.objects.filter(watch=watch, output__in=late).delete()
+    newer = arrive(w.production, 2)
+    assert feed.enroll(watch) == 3
+    rows = WatchOutput.objects.filter(watch=watch).order_by("position")
+    assert list(rows.values_list("output_id", flat=True))[-3:] == [arrived[8].pk, newer[0].pk, newer[1].pk]
+    assert not rows.filter(output=arrived[2]).exists()
+    assert watch.drawn_through == newer[-1].pk
+    # Negative control: from the start (a window as long as the history) it is drawn too.
+    monkeypatch.setattr(feed, "LATE_IDS", 10**9)
+    assert feed.enroll(watch) == 1 and rows.filter(output=arrived[2]).exists()
 
 
 def test_error_and_cant_tell_verdicts_are_unjudged_never_fail(fake_llm):
@@ -204,12 +229,30 @@ def _labeled_stream(w, watch: Watch, outcome: str, n: int, capture) -> None:
         _update(watch)
 
 
-def test_a_real_drop_creates_the_alarm_row_and_calls_alarm_fired_once(
-    fake_llm, monkeypatch, django_capture_on_commit_callbacks
+@pytest.fixture
+def queued(monkeypatch) -> list[int]:
+    """The alert deliveries whose first try was queued (after the commit), in order; nothing is sent here (the
+    worker's part: tests/watch/test_watch_celery.py, tests/browser/test_watch_browser.py)."""
+    ids: list[int] = []
+    monkeypatch.setattr(alerts_delivery, "enqueue", lambda delivery_id, countdown=0: ids.append(delivery_id) or True)
+    return ids
+
+
+def _destination(w, name: str = "ops") -> AlertDestination:
+    return AlertDestination.objects.create(
+        workspace=w.workspace, name=name, kind="webhook", url=f"https://hooks.example.com/{name}"
+    )
+
+
+def test_a_real_drop_creates_the_alarm_row_and_its_alert_deliveries_once(
+    fake_llm, queued, settings, django_capture_on_commit_callbacks
 ):
-    fired: list[WatchAlarm] = []
-    monkeypatch.setattr(notify, "alarm_fired", fired.append)
+    settings.ICEWATER_SITE_URL = "https://icewater.example.com"
     w = watched_set(fake_llm)
+    destinations = [_destination(w, "ops"), _destination(w, "pager")]
+    AlertDestination.objects.create(  # a disabled one gets nothing
+        workspace=w.workspace, name="off", kind="webhook", url="https://hooks.example.com/off", enabled=False
+    )
     # Every output audited and alpha 0.2, so a handful of labels is evidence enough (worked out with replay: the
     # pass-rate test alarms at the 6th FAIL label).
     watch = _watch(w, audit_share=1.0, alpha=0.2)
@@ -219,21 +262,75 @@ def test_a_real_drop_creates_the_alarm_row_and_calls_alarm_fired_once(
     assert [(a.what, a.at_labels) for a in expected] == [("pass rate", 6)]
     assert (alarm.what, alarm.at_labels, alarm.since_labels) == ("pass rate", 6, expected[0].since_labels)
     assert alarm.message == expected[0].message() and "What to do" in alarm.message
-    assert fired == [alarm]
-    # Fired once: more FAIL labels raise no second alarm of the same test.
+    deliveries = list(AlertDelivery.objects.order_by("destination_name"))
+    assert [d.destination_id for d in deliveries] == [destinations[0].pk, destinations[1].pk]
+    assert queued == [d.pk for d in AlertDelivery.objects.order_by("destination__name")]
+    message = AlertMessage.from_json(deliveries[0].message)
+    assert message.kind == "watch-alarm" and message.dedupe_key == f"watch-{watch.pk}-pass rate"
+    assert message.text == alarm.message
+    assert message.url == f"https://icewater.example.com/watches/{watch.pk}/"
+    assert message.title == f"Watch {watch.pk}: the pass rate of {KEY} on {w.production.name} fell below 0.80"
+    assert dict(message.facts) == {
+        "What moved": "pass rate",
+        "Bound": "0.80",
+        "Now": f"{alarm.estimate:.2f} (band {alarm.lower:.2f} to {alarm.upper:.2f})",
+        "Since": f"audit label {alarm.since_labels:,} (output {alarm.since_outputs:,})",
+        "Evidence": f"{alarm.evidence:.0f} (fires at 5)",
+    }
+    # Fired once: more FAIL labels raise no second alarm of the same test, and no second delivery.
     _labeled_stream(w, watch, "FAIL", 3, django_capture_on_commit_callbacks)
     assert watch.labels_fed == 11
-    assert WatchAlarm.objects.filter(watch=watch).count() == 1 and len(fired) == 1
+    assert WatchAlarm.objects.filter(watch=watch).count() == 1 and AlertDelivery.objects.count() == 2
+    assert len(queued) == 2
 
 
-def test_a_stream_at_the_minimum_or_above_raises_no_alarm(fake_llm, monkeypatch, django_capture_on_commit_callbacks):
-    fired: list[WatchAlarm] = []
-    monkeypatch.setattr(notify, "alarm_fired", fired.append)
+def test_an_update_rolled_back_leaves_neither_the_alarm_nor_its_deliveries(fake_llm, queued, monkeypatch):
     w = watched_set(fake_llm)
+    _destination(w)
+    watch = _watch(w, audit_share=1.0, alpha=0.2)
+    outputs = arrive(w.production, 8)
+    _update(watch)
+    _judge(watch, ["FAIL"] * 8)
+    for output in outputs:
+        adjudicate(output, w.rubric_version, KEY, "FAIL", by=w.lead)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the update's save failed")
+
+    monkeypatch.setattr(WatchPoint.objects, "bulk_create", broken)
+    with pytest.raises(RuntimeError):
+        feed.update_locked(watch.pk)
+    assert not WatchAlarm.objects.exists() and not AlertDelivery.objects.exists() and queued == []
+    # Negative control: the same update, not broken, commits the alarm and its delivery together.
+    monkeypatch.undo()
+    monkeypatch.setattr(alerts_delivery, "enqueue", lambda delivery_id, countdown=0: queued.append(delivery_id))
+    feed.update_locked(watch.pk)
+    assert WatchAlarm.objects.count() == 1 and AlertDelivery.objects.count() == 1
+
+
+def test_without_a_site_url_the_alert_has_no_link_and_says_where_to_find_the_watch(fake_llm, settings):
+    settings.ICEWATER_SITE_URL = ""
+    w = watched_set(fake_llm)
+    watch = _watch(w)
+    tnr = {"what": "TNR", "bound": 0.7, "estimate": None, "lower": 0.1, "upper": 0.65}
+    alarm = alarm_row(watch, save=False, since_labels=12, since_outputs=400, **tnr)
+    message = notify.alarm_message(watch, alarm)
+    assert message.url == ""
+    assert message.text.endswith(f"(Watches › watch {watch.pk} in workspace {w.workspace.name} on Icewater.)")
+    assert dict(message.facts)["Now"] == "unknown (band 0.10 to 0.65)"
+    assert dict(message.facts)["Since"] == "gold item 12 (output 400)"
+    assert notify.watch_url(watch, "https://icewater.example.com/") == (
+        f"https://icewater.example.com/watches/{watch.pk}/"
+    )
+
+
+def test_a_stream_at_the_minimum_or_above_raises_no_alarm(fake_llm, queued, django_capture_on_commit_callbacks):
+    w = watched_set(fake_llm)
+    _destination(w)
     watch = _watch(w, audit_share=1.0, alpha=0.2)
     _labeled_stream(w, watch, "PASS", 8, django_capture_on_commit_callbacks)
     assert watch.labels_fed == 8 and WatchPoint.objects.filter(watch=watch).count() == 8
-    assert not WatchAlarm.objects.exists() and fired == []
+    assert not WatchAlarm.objects.exists() and not AlertDelivery.objects.exists() and queued == []
 
 
 def test_the_periodic_job_sends_the_update_of_every_active_watch_and_no_stopped_one(fake_llm, monkeypatch):

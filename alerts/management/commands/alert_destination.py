@@ -36,8 +36,7 @@ class Command(BaseCommand):
         workspace = chosen_workspace(options.get("workspace"))
         if action == "list":
             for d in in_workspace(AlertDestination, workspace).order_by("name"):
-                where = ", ".join(d.address_list()) if d.kind == DestinationKind.EMAIL else destinations.shown_url(d)
-                self.stdout.write(f"{d.name}\t{d.kind}\t{'on' if d.enabled else 'off'}\t{where}")
+                self.stdout.write(f"{d.name}\t{d.kind}\t{'on' if d.enabled else 'off'}\t{destinations.target(d)}")
             return
         if action == "add":
             try:
