@@ -11,7 +11,11 @@ class DestinationForm(forms.Form):
     name = forms.CharField(max_length=100)
     kind = forms.ChoiceField(choices=DestinationKind.choices)
     url = forms.CharField(
-        max_length=2000, required=False, strip=True, help_text="Webhooks: https://..., on the operator's host list."
+        label="URL",
+        max_length=2000,
+        required=False,
+        strip=True,
+        help_text="Webhooks: https://..., on the operator's host list.",
     )
     addresses = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="Email: one address a line."

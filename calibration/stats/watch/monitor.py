@@ -120,7 +120,8 @@ class Alarm:
     advice: str
 
     def message(self) -> str:
-        unit = "audit labels" if self.what == PASS_RATE else f"gold {'PASS' if self.what == TPR else 'FAIL'} items"
+        # "since about audit label 1,171": the place in the stream the change is dated to, one label.
+        unit = "audit label" if self.what == PASS_RATE else f"gold {'PASS' if self.what == TPR else 'FAIL'} item"
         now = "unknown" if self.estimate is None else f"about {self.estimate:.2f}"
         return (
             f"The {self.what} fell below {self.bound:.2f}: now {now} (band {self.lower:.2f} to {self.upper:.2f}), "
