@@ -124,7 +124,10 @@ class Alarm:
         unit = "audit label" if self.what == PASS_RATE else f"gold {'PASS' if self.what == TPR else 'FAIL'} item"
         now = "unknown" if self.estimate is None else f"about {self.estimate:.2f}"
         return (
-            f"The {self.what} fell below {self.bound:.2f}: now {now} (band {self.lower:.2f} to {self.upper:.2f}), "
+            # Two windows, said as two: the estimate is the recent labels' (half-life HALF_LIFE), the band rests on
+            # the last restart's segment (200 to 400 labels), so the estimate may lie outside the band.
+            f"The {self.what} fell below {self.bound:.2f}: now {now} by the recent labels (band over a longer "
+            f"stretch: {self.lower:.2f} to {self.upper:.2f}), "
             f"since about {unit} {self.since_labels:,} (output {self.since_outputs:,}); evidence {self.evidence:.0f} "
             f"against it staying at or above {self.bound:.2f}. What to do: {self.advice}."
         )
