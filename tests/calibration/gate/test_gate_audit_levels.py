@@ -18,10 +18,12 @@ import json
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from calibration.audits.plans import start_plan
 from calibration.gate import candidate_gold
-from evals.models import Role
+from calibration.models import GateResult
+from evals.models import Role, User
 from labeling.audit_order import release_next
 from tests import factories as make
 from tests.audit_helpers import KEY, in_order
@@ -103,7 +105,7 @@ def test_the_good_release_passes_once_its_gold_is_in():
     assert answer["passed"] is True and answer["failed_criteria"] == []
 
 
-def test_a_fail_past_k_over_alpha_fails_the_gate_and_names_the_criterion():
+def test_a_fail_past_k_over_alpha_fails_the_gate_and_names_the_criterion(client):
     rv, order = two_audited_criteria()
     label(rv, order[:21], FIRST_20 + "F")
     code, answer, _ = gate()
@@ -121,6 +123,11 @@ def test_a_fail_past_k_over_alpha_fails_the_gate_and_names_the_criterion():
     # Its upper bound is the one its FAIL side reads: at alpha / 2 (audit_decision at 0.975: 0.475; 0.45 at 0.95).
     assert rows[OTHER]["audit_upper"] == pytest.approx(0.475)
     assert any("FAIL at 0.0125" in note for note in rows[OTHER]["notes"])
+    # The result page says the same: which criterion failed, and each audited criterion's levels.
+    client.force_login(User.objects.get(username="lee"))
+    body = client.get(reverse("calibration:gate_result", args=[GateResult.objects.get().pk])).content.decode()
+    assert "Failed on: <code>next_step</code>." in body
+    assert "<code>next_step</code>: PASS at 0.025, FAIL at 0.0125 (k = 2): decided FAIL" in body
 
 
 def test_a_single_audited_criterion_decides_as_before_at_alpha_per_side():
