@@ -111,15 +111,16 @@ def decided_audits(
     rubric_version: RubricVersion,
     judge_config: JudgeConfig,
     agent_version: str | None,
-) -> tuple[dict[object, AuditFigures], dict[object, AuditLevels]]:
+) -> tuple[dict[object, AuditFigures], dict[object, AuditLevels], dict[object, str]]:
     """The figures of the open audit plan of each criterion whose policy decides on an audit, at the stricter of
     the applied thresholds and the plan's (at the plan's own, its kept decision), with the levels the gate reads them
     at: of k such criteria, each PASS at alpha and each FAIL at alpha / k, the latter read from the plan's figures at
     the confidence whose alpha per side is alpha / k (their own stored row, of today's gold like the other).
-    CannotDecide if one has no plan, is not decided yet at those levels, or has a kept decision that today's gold
-    reads otherwise."""
+    CannotDecide if one has no plan or has a kept decision that today's gold reads otherwise, or one is not decided
+    yet at those levels while none failed; where one failed, the undecided ones come back in the third dict (why)."""
     audits: dict[object, AuditFigures] = {}
     levels: dict[object, AuditLevels] = {}
+    waiting: dict[object, str] = {}  # criteria whose audit has not decided yet: why, in words
     k = audit_gate_size(gating, tightening)
     for g in gating:
         thresholds = tightening.applied_to(g.policy, g.key)
@@ -170,16 +171,21 @@ def decided_audits(
                 if figures.decided == FAIL
                 else ""
             )
-            raise CannotDecide(
+            waiting[g.criterion_id] = (
                 f"undecided: about {waits.expected_more_labels} more labels by the forecast ({g.key}: audit plan "
                 f"{plan.pk}, labeled {figures.n_labeled} of {figures.N}, anytime-valid interval "
                 f"[{figures.lower:.3f}, {strict.upper:.3f}] around the minimum {figures.min_pass_rate:g}{at_alpha}); "
                 f"release more with manage.py audit_plan next {plan.pk}"
             )
+            continue
         # The criterion's decision at its two levels; its upper bound is the one its FAIL side reads (alpha / k).
         chosen = figures if decided == figures.decided else strict
         audits[g.criterion_id] = dataclasses.replace(
             figures, decided=decided, decided_at=chosen.decided_at, decided_by=chosen.decided_by, upper=strict.upper
         )
         levels[g.criterion_id] = sided
-    return audits, levels
+    # The release fails as soon as one criterion fails (its FAIL at alpha / k), whatever the others still wait for;
+    # otherwise a criterion still undecided leaves the gate undecided.
+    if waiting and not any(f.decided == FAIL for f in audits.values()):
+        raise CannotDecide(next(iter(waiting.values())))
+    return audits, levels, waiting

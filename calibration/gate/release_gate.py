@@ -90,6 +90,7 @@ def evaluate(
     candidate_cells: dict[object, tuple[int, int, int, int]] | None = None,
     gold: dict[object, GoldBound] | None = None,
     audit_levels: dict[object, AuditLevels] | None = None,
+    audit_waiting: dict[object, str] | None = None,
 ) -> GateDecision:
     """Pure: current verdicts (criterion, judge) of the gating criteria, each with the lead's policy and its
     calibration -> the decision. PolicyRefused if `tightening` loosens any criterion's policy.
@@ -102,9 +103,12 @@ def evaluate(
     `gold`: criterion id -> what the candidate's own gold says of its pass rate (`against_gold` reads it).
     `audit_levels`: criterion id -> the levels its audit decided at (PASS at alpha, FAIL at alpha / k: `audits`
     holds the decision already; these are said in the answer).
+    `audit_waiting`: criterion id -> why its audit has not decided yet, where another audited criterion failed the
+    release: held back (not failed), and never the binding criterion.
     """
     audits = audits or {}
     audit_levels = audit_levels or {}
+    audit_waiting = audit_waiting or {}
     candidate_cells = candidate_cells or {}
     gold = gold or {}
     applied = {g.key: tightening.applied_to(g.policy, g.key) for g in gating}
@@ -158,6 +162,8 @@ def evaluate(
             met = False
         else:
             held = ""  # a criterion that fails on its own bound fails; nothing is held back
+        if audit is None and g.criterion_id in audit_waiting:
+            met, held = False, audit_waiting[g.criterion_id].removeprefix("undecided: ")
         rows.append(
             GateCriterion(
                 criterion=g.key,
@@ -183,7 +189,9 @@ def evaluate(
                 held=held,
             )
         )
-    binding = min(rows, key=lambda r: r.binding_key)  # min() keeps the first of equals: rubric order
+    waiting = {g.key for g in gating if g.criterion_id in audit_waiting}
+    pool = [r for r in rows if r.criterion not in waiting] or rows  # a criterion still waiting decided nothing
+    binding = min(pool, key=lambda r: r.binding_key)  # min() keeps the first of equals: rubric order
     return GateDecision(all(r.met for r in rows), binding.criterion, tuple(rows), tightening)
 
 
@@ -222,7 +230,7 @@ def run_gate(
     sources = verdict_sources(current_runs(stored))
     refuse_imports_into_a_run_config(judge_config, sources)
     outputs = len(frames.load_agent_versions(scope))
-    audits, levels = decided_audits(gating, tightening, eval_set, rubric_version, judge_config, agent_version)
+    audits, levels, waiting = decided_audits(gating, tightening, eval_set, rubric_version, judge_config, agent_version)
     current = current_verdicts(stored)
     # The candidate's own gold (an audit's, or labels made for any other reason): its bound and the transport test.
     policies = {c.pk: c.gold_policy for c in frames.criteria_of(rubric_version)}
@@ -244,6 +252,7 @@ def run_gate(
         candidate_cells=cells,
         gold=bounds,
         audit_levels=levels,
+        audit_waiting=waiting,
     )
     return dataclasses.replace(decision, provenance=sources)
 

@@ -65,10 +65,11 @@ def two_audited_criteria():
     return rv, in_order(plans[0])
 
 
-def label(rv, outputs, other: str) -> None:
-    """Both annotators label both criteria of each output: correct_amount PASS, next_step as `other` says."""
-    for output, said in zip(outputs, other, strict=True):
-        outcomes = {KEY: "PASS", OTHER: "PASS" if said == "P" else "FAIL"}
+def label(rv, outputs, other: str, key: str = "") -> None:
+    """Both annotators label both criteria of each output: correct_amount PASS (or as `key` says), next_step as
+    `other` says."""
+    for output, said, own in zip(outputs, other, key or "P" * len(other), strict=True):
+        outcomes = {KEY: "PASS" if own == "P" else "FAIL", OTHER: "PASS" if said == "P" else "FAIL"}
         make.annotate(output, rv, make.annotator("amy"), 1, outcomes)
         make.annotate(output, rv, make.annotator("bo"), 2, outcomes)
 
@@ -128,6 +129,19 @@ def test_a_fail_past_k_over_alpha_fails_the_gate_and_names_the_criterion(client)
     body = client.get(reverse("calibration:gate_result", args=[GateResult.objects.get().pk])).content.decode()
     assert "Failed on: <code>next_step</code>." in body
     assert "<code>next_step</code>: PASS at 0.025, FAIL at 0.0125 (k = 2): decided FAIL" in body
+
+
+def test_a_fail_fails_the_release_while_another_criterion_still_waits():
+    # correct_amount's gold alternates PASS and FAIL (11 of 21): undecided at either level. next_step FAILs at
+    # alpha / 2 on the same labels, and the release fails on it: the conjunction needs no more of correct_amount.
+    rv, order = two_audited_criteria()
+    label(rv, order[:21], FIRST_20 + "F", key="PF" * 10 + "P")
+    code, answer, _ = gate()
+    assert code == 1 and answer["passed"] is False
+    assert answer["failed_criteria"] == [OTHER] and answer["binding_criterion"] == OTHER
+    rows = {r["criterion"]: r for r in answer["criteria"]}
+    assert rows[KEY]["met"] is False and "more labels by the forecast" in rows[KEY]["held_back"]
+    assert rows[KEY]["audit_decided"] is None
 
 
 def test_a_single_audited_criterion_decides_as_before_at_alpha_per_side():
