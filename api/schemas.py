@@ -419,6 +419,12 @@ class GateCriterionOut(Schema):
     audit_plan: int | None
     audit_n_labeled: int | None
     audit_N: int | None
+    audit_k: int | None = Field(
+        description="how many of the candidate's gating criteria are decided by audits (null without an audit): "
+        "each one's FAIL side runs at alpha / k"
+    )
+    audit_alpha_pass: float | None = Field(description="the level the audit's PASS is read at: (1 - confidence) / 2")
+    audit_alpha_fail: float | None = Field(description="the level the audit's FAIL is read at: alpha / audit_k")
     error_rate: float | None
     met: bool
     min_pass_rate: float
@@ -451,6 +457,9 @@ class GateOut(Schema):
     binding_criterion: str | None
     met_count: int
     gating_count: int
+    failed_criteria: list[str] = Field(
+        default_factory=list, description="the criteria that failed the release (not met), in rubric order"
+    )
     criteria: list[GateCriterionOut]
     provenance: list[VerdictSourceOut]
 

@@ -29,6 +29,8 @@ from calibration.audits.plans import (
 )
 from calibration.audits.stored_figures import Stored, stored_figures
 from calibration.models import AuditPlan, GatingMark
+from calibration.stats.audit_shared import side_levels
+from calibration.stats.policy import AUDIT
 from evals.access import STAFF_ROLES, AuthenticatedHttpRequest, has_role, plain, role_required
 from evals.models import Output, Role, Workspace
 from evals.workspaces import in_workspace
@@ -105,6 +107,26 @@ def _k(request: AuthenticatedHttpRequest) -> int:
 CANT_TELL_LINKS = 10
 
 
+def gate_sides(plan: AuditPlan) -> str:
+    """One line when the plan's criterion is one of k > 1 gating criteria decided by audits: the plan decides at its
+    own alpha per side, the gate reads its FAIL side at alpha / k (calibration/stats/audit_shared.py). One query."""
+    rubric_version, judge = plan.criterion.rubric_version, plan.judge_config
+    audited = list(
+        GatingMark.objects.for_instrument(rubric_version, judge)
+        .filter(decide_on=AUDIT)
+        .values_list("criterion_id", flat=True)
+    )
+    k = len(audited)
+    if k < 2 or plan.criterion_id not in audited:
+        return ""
+    alpha_pass, alpha_fail = side_levels(confidence=plan.confidence, k=k)
+    return (
+        f"{plan.criterion.key} is one of {k} gating criteria decided by audits of the candidate: the gate reads this "
+        f"plan's PASS at {alpha_pass:.4g} and its FAIL at {alpha_fail:.4g} (alpha / {k}), so that a release meeting "
+        f"every minimum is failed at most {alpha_pass:.4g} of the time."
+    )
+
+
 def _context(request: AuthenticatedHttpRequest, plan: AuditPlan, k: int | None = None) -> dict:
     stored: Stored = stored_figures([plan])[plan.pk]
     figures = stored.figures
@@ -133,7 +155,8 @@ def _context(request: AuthenticatedHttpRequest, plan: AuditPlan, k: int | None =
 @role_required(*STAFF_ROLES)
 def audit_plan(request: AuthenticatedHttpRequest, plan: int) -> HttpResponse:
     found = get_object_or_404(_plans(request.workspace), pk=plan)
-    return render(request, "calibration/audit_plan.html", _context(request, found))
+    # The gate's levels for this criterion: on the page only, not in the panel that polls.
+    return render(request, "calibration/audit_plan.html", _context(request, found) | {"gate_sides": gate_sides(found)})
 
 
 @never_cache

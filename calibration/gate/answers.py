@@ -38,6 +38,11 @@ class GateDecision:
         return tuple(f"{c.criterion}: {c.held}" for c in self.criteria if c.held)
 
     @property
+    def failed_criteria(self) -> tuple[str, ...]:
+        """The criteria that failed the release (not met, not held back), in rubric order."""
+        return tuple(c.criterion for c in self.criteria if not c.met and not c.held)
+
+    @property
     def undecided(self) -> bool:
         """Not passed, and every unmet criterion is held back rather than failed: the gate cannot decide (exit 2)."""
         return not self.passed and all(c.met or c.held for c in self.criteria)
@@ -57,6 +62,7 @@ class GateDecision:
             "binding_criterion": self.binding_criterion,
             "met_count": self.met_count,
             "gating_count": self.gating_count,
+            "failed_criteria": [] if self.undecided else list(self.failed_criteria),
             "criteria": [c.as_dict() for c in self.criteria],
             "provenance": [s.as_dict() for s in self.provenance],
         }
@@ -110,6 +116,8 @@ def render_text(outcome: GateOutcome) -> str:
     )
     for c in d.criteria:
         lines.extend(f"{c.criterion}: {said}" for said in evidence_lines(c))
+    if d.failed_criteria and not d.undecided:
+        lines.append("failed on: " + ", ".join(d.failed_criteria))
     lines.append(f"binding criterion: {d.binding_criterion}")
     lines.append("verdicts from: " + ("; ".join(s.describe() for s in d.provenance) or "none"))
     lines.append(f"{d.met_count} of {d.gating_count} criteria met (information only: the gate is conjunctive)")

@@ -6,13 +6,16 @@ refutes the criterion or holds the gate back (`against_gold`).
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 
 from calibration.audits.figures import AuditFigures
 from calibration.audits.plans import open_plan_for
 from calibration.audits.stored_figures import FiguresUpdating, current_figures
-from calibration.gate.criterion_bounds import Gating
+from calibration.gate.criterion_bounds import AuditLevels, Gating
 from calibration.gate.request import CannotDecide
+from calibration.stats.audit_shared import fail_confidence, side_levels, sided_from_levels
 from calibration.stats.candidate_evidence import ASSUMES_CALIBRATION, GoldBound, TransportTest, gold_bound
 from calibration.stats.metrics import FAIL, NOT_APPLICABLE, PASS
 from calibration.stats.pass_rate import CorrectedPassRate
@@ -95,6 +98,12 @@ def candidate_gold_bounds(
     return bounds
 
 
+def audit_gate_size(gating: list[Gating], tightening: Tightening) -> int:
+    """k: how many of the candidate's gating criteria are decided by audits of the candidate (their plans share the
+    eval set's one order). Each one's FAIL side runs at alpha / k (calibration/stats/audit_shared.py)."""
+    return sum(tightening.applied_to(g.policy, g.key).decide_on == AUDIT for g in gating)
+
+
 def decided_audits(
     gating: list[Gating],
     tightening: Tightening,
@@ -102,11 +111,17 @@ def decided_audits(
     rubric_version: RubricVersion,
     judge_config: JudgeConfig,
     agent_version: str | None,
-) -> dict[object, AuditFigures]:
+) -> tuple[dict[object, AuditFigures], dict[object, AuditLevels], dict[object, str]]:
     """The figures of the open audit plan of each criterion whose policy decides on an audit, at the stricter of
-    the applied thresholds and the plan's (at the plan's own, its kept decision); CannotDecide if one has no plan,
-    is not decided yet, or has a kept decision that today's gold reads otherwise."""
+    the applied thresholds and the plan's (at the plan's own, its kept decision), with the levels the gate reads them
+    at: of k such criteria, each PASS at alpha and each FAIL at alpha / k, the latter read from the plan's figures at
+    the confidence whose alpha per side is alpha / k (their own stored row, of today's gold like the other).
+    CannotDecide if one has no plan or has a kept decision that today's gold reads otherwise, or one is not decided
+    yet at those levels while none failed; where one failed, the undecided ones come back in the third dict (why)."""
     audits: dict[object, AuditFigures] = {}
+    levels: dict[object, AuditLevels] = {}
+    waiting: dict[object, str] = {}  # criteria whose audit has not decided yet: why, in words
+    k = audit_gate_size(gating, tightening)
     for g in gating:
         thresholds = tightening.applied_to(g.policy, g.key)
         if thresholds.decide_on != AUDIT:
@@ -122,11 +137,9 @@ def decided_audits(
                 f"{eval_set.name} --rubric {rubric_version.ref} --judge {judge_config.name} --criterion {g.key}{agent} "
                 "--by LEAD"
             )
-        figures = _current(
-            plan,
-            minimum=max(thresholds.min_pass_rate, plan.min_pass_rate),
-            confidence=max(thresholds.confidence, plan.confidence),
-        )
+        minimum = max(thresholds.min_pass_rate, plan.min_pass_rate)
+        confidence = max(thresholds.confidence, plan.confidence)
+        figures = _current(plan, minimum=minimum, confidence=confidence)
         if figures.outputs_outside_order:
             raise CannotDecide(
                 f"undecided: {figures.outputs_outside_order} outputs of {eval_set.name} came after audit plan "
@@ -141,12 +154,38 @@ def decided_audits(
                 "while the gold reads otherwise: a lead reviews the changed gold on the plan's page, then closes the "
                 "plan and starts a new one"
             )
-        if figures.decided is None:
-            raise CannotDecide(
-                f"undecided: about {figures.expected_more_labels} more labels by the forecast ({g.key}: audit plan "
-                f"{plan.pk}, labeled {figures.n_labeled} of {figures.N}, anytime-valid interval "
-                f"[{figures.lower:.3f}, {figures.upper:.3f}] around the minimum {figures.min_pass_rate:g}); release "
-                f"more with manage.py audit_plan next {plan.pk}"
+        alpha_pass, alpha_fail = side_levels(confidence=confidence, k=k)
+        # The FAIL side's figures: the same plan at alpha / k per side (k = 1: the figures above).
+        strict = (
+            figures
+            if k == 1
+            else _current(plan, minimum=minimum, confidence=fail_confidence(confidence=confidence, k=k))
+        )
+        sided = AuditLevels(k, alpha_pass, alpha_fail, figures.decided, strict.decided)
+        decided = sided_from_levels(figures.decided, strict.decided)
+        if decided is None:
+            waits = strict if figures.decided else figures  # a FAIL at alpha waits for the FAIL side at alpha / k
+            at_alpha = (
+                f"; it reads FAIL at {alpha_pass:.4g} per side, but the gate of {k} criteria decided by audits reads "
+                f"each FAIL at {alpha_fail:.4g}"
+                if figures.decided == FAIL
+                else ""
             )
-        audits[g.criterion_id] = figures
-    return audits
+            waiting[g.criterion_id] = (
+                f"undecided: about {waits.expected_more_labels} more labels by the forecast ({g.key}: audit plan "
+                f"{plan.pk}, labeled {figures.n_labeled} of {figures.N}, anytime-valid interval "
+                f"[{figures.lower:.3f}, {strict.upper:.3f}] around the minimum {figures.min_pass_rate:g}{at_alpha}); "
+                f"release more with manage.py audit_plan next {plan.pk}"
+            )
+            continue
+        # The criterion's decision at its two levels; its upper bound is the one its FAIL side reads (alpha / k).
+        chosen = figures if decided == figures.decided else strict
+        audits[g.criterion_id] = dataclasses.replace(
+            figures, decided=decided, decided_at=chosen.decided_at, decided_by=chosen.decided_by, upper=strict.upper
+        )
+        levels[g.criterion_id] = sided
+    # The release fails as soon as one criterion fails (its FAIL at alpha / k), whatever the others still wait for;
+    # otherwise a criterion still undecided leaves the gate undecided.
+    if waiting and not any(f.decided == FAIL for f in audits.values()):
+        raise CannotDecide(next(iter(waiting.values())))
+    return audits, levels, waiting

@@ -37,6 +37,44 @@ class Gating:
 
 
 @dataclass(frozen=True)
+class AuditLevels:
+    """The levels the gate decides a criterion's audit at, as one of the k gating criteria decided by audits of the
+    candidate (calibration/stats/audit_shared.py): its PASS side at alpha (the intersection-union test needs no
+    correction), its FAIL side at alpha / k (the union bound: a release that meets every minimum is failed at most
+    alpha of the time, not k alpha). What each level decided on its own is kept, to say why."""
+
+    k: int
+    alpha_pass: float
+    alpha_fail: float
+    at_alpha: str | None  # the plan's figures at alpha per side (its kept decision at its own thresholds)
+    at_alpha_over_k: str | None  # its figures at alpha / k per side (the same figures when k = 1)
+
+    KEYS = ("audit_k", "audit_alpha_pass", "audit_alpha_fail")
+
+    def as_dict(self) -> dict:
+        return {
+            "audit_k": self.k,
+            "audit_alpha_pass": self.alpha_pass,
+            "audit_alpha_fail": self.alpha_fail,
+        }
+
+    def in_words(self) -> str:
+        if self.k == 1:
+            return (
+                f"the audit decides PASS and FAIL at {self.alpha_pass:.4g} per side (the only gating criterion decided "
+                "by an audit)"
+            )
+        said = (
+            f"the audit decides PASS at {self.alpha_pass:.4g} and FAIL at {self.alpha_fail:.4g} "
+            f"(alpha / k, k = {self.k} gating criteria decided by audits: a release that meets every minimum is "
+            f"failed at most {self.alpha_pass:.4g} of the time)"
+        )
+        if self.at_alpha == "FAIL" and self.at_alpha_over_k != "FAIL":
+            said += f"; its plan reads FAIL at {self.alpha_pass:.4g}, not yet at {self.alpha_fail:.4g}"
+        return said
+
+
+@dataclass(frozen=True)
 class GateCriterion:
     criterion: str
     n: int  # PASS + FAIL verdicts
@@ -54,6 +92,7 @@ class GateCriterion:
     calibration_eval_set: str = ""
     calibration_n: int = 0
     audit: AuditFigures | None = None  # the audit plan's figures, where the policy decides on it
+    audit_levels: AuditLevels | None = None  # the levels its audit decides at in this gate (None without an audit)
     # The judge's TPR and TNR on the candidate's gold against the calibration's, tested (candidate_evidence.py);
     # None where the mark holds no calibration counts.
     transport: TransportTest | None = None
@@ -92,6 +131,7 @@ class GateCriterion:
             "audit_plan": a.plan if a else None,
             "audit_n_labeled": a.n_labeled if a else None,
             "audit_N": a.N if a else None,
+            **(self.audit_levels.as_dict() if self.audit_levels else dict.fromkeys(AuditLevels.KEYS)),
         }
         evidence = {
             "candidate_gold": self.gold.as_dict() if self.gold else None,
@@ -150,7 +190,7 @@ def corrected_bound(g: Gating, passes: int, n: int, thresholds: GateThresholds) 
 
 def evidence_lines(c: GateCriterion) -> list[str]:
     """What the candidate's own gold says of one criterion, in words (the text answer and the gate page)."""
-    lines = []
+    lines = [c.audit_levels.in_words()] if c.audit_levels else []
     if c.refuted:
         lines.append(f"not met: {c.refuted}")
     elif c.held:

@@ -6,7 +6,9 @@ with the mark (calibration/stats/policy.py): the pass rate corrected for the jud
 with the TPR and TNR of the calibration the mark relied on; the default), or the observed Wilson bound.
 Both are always reported. Or, per mark, the audit of the candidate itself (decide_on "audit", audits/plans.py):
 the open audit plan for the criterion, candidate, agent version and judge config decides, met on PASS and not met on
-FAIL at the policy's minimum and confidence (or the plan's, where stricter); while it is undecided, or without a
+FAIL at the policy's minimum and confidence (or the plan's, where stricter); of k criteria decided by audits (their
+plans share the eval set's one order), each PASS at alpha per side and each FAIL at alpha / k (the union bound:
+candidate_gold.decided_audits, calibration/stats/audit_shared.py); while it is undecided, or without a
 plan, the gate cannot decide (exit 2) and says how many more labels the forecast expects. The audit borrows nothing
 from the calibration and its judge errors cost labels, not validity, so its criterion's ERROR rate is reported
 but does not decide. "k of n criteria met" is
@@ -45,7 +47,7 @@ from calibration.data import frames
 from calibration.data.frame_reading import confusion_cells, current_runs, current_verdicts
 from calibration.gate.answers import GateDecision, GateOutcome
 from calibration.gate.candidate_gold import against_gold, candidate_gold_bounds, decided_audits
-from calibration.gate.criterion_bounds import GateCriterion, Gating, corrected_bound
+from calibration.gate.criterion_bounds import AuditLevels, GateCriterion, Gating, corrected_bound
 from calibration.gate.request import CannotDecide, GateRequest
 from calibration.gate.verdict_sources import JUDGE_RUN, VerdictSource, verdict_sources
 from calibration.models import GateResult, GatingMark
@@ -87,6 +89,8 @@ def evaluate(
     audits: dict[object, AuditFigures] | None = None,
     candidate_cells: dict[object, tuple[int, int, int, int]] | None = None,
     gold: dict[object, GoldBound] | None = None,
+    audit_levels: dict[object, AuditLevels] | None = None,
+    audit_waiting: dict[object, str] | None = None,
 ) -> GateDecision:
     """Pure: current verdicts (criterion, judge) of the gating criteria, each with the lead's policy and its
     calibration -> the decision. PolicyRefused if `tightening` loosens any criterion's policy.
@@ -97,8 +101,14 @@ def evaluate(
     `candidate_cells`: criterion id -> the judge's confusion cells against gold on the candidate (none: zeros),
     for the transport test of the criteria whose mark holds calibration counts.
     `gold`: criterion id -> what the candidate's own gold says of its pass rate (`against_gold` reads it).
+    `audit_levels`: criterion id -> the levels its audit decided at (PASS at alpha, FAIL at alpha / k: `audits`
+    holds the decision already; these are said in the answer).
+    `audit_waiting`: criterion id -> why its audit has not decided yet, where another audited criterion failed the
+    release: held back (not failed), and never the binding criterion.
     """
     audits = audits or {}
+    audit_levels = audit_levels or {}
+    audit_waiting = audit_waiting or {}
     candidate_cells = candidate_cells or {}
     gold = gold or {}
     applied = {g.key: tightening.applied_to(g.policy, g.key) for g in gating}
@@ -152,6 +162,8 @@ def evaluate(
             met = False
         else:
             held = ""  # a criterion that fails on its own bound fails; nothing is held back
+        if audit is None and g.criterion_id in audit_waiting:
+            met, held = False, audit_waiting[g.criterion_id].removeprefix("undecided: ")
         rows.append(
             GateCriterion(
                 criterion=g.key,
@@ -170,13 +182,16 @@ def evaluate(
                 calibration_eval_set=g.calibration_eval_set,
                 calibration_n=sum(g.calibration) if g.calibration else 0,
                 audit=audit,
+                audit_levels=audit_levels.get(g.criterion_id) if audit is not None else None,
                 transport=transport,
                 gold=gold.get(g.criterion_id),
                 refuted=refuted,
                 held=held,
             )
         )
-    binding = min(rows, key=lambda r: r.binding_key)  # min() keeps the first of equals: rubric order
+    waiting = {g.key for g in gating if g.criterion_id in audit_waiting}
+    pool = [r for r in rows if r.criterion not in waiting] or rows  # a criterion still waiting decided nothing
+    binding = min(pool, key=lambda r: r.binding_key)  # min() keeps the first of equals: rubric order
     return GateDecision(all(r.met for r in rows), binding.criterion, tuple(rows), tightening)
 
 
@@ -215,7 +230,7 @@ def run_gate(
     sources = verdict_sources(current_runs(stored))
     refuse_imports_into_a_run_config(judge_config, sources)
     outputs = len(frames.load_agent_versions(scope))
-    audits = decided_audits(gating, tightening, eval_set, rubric_version, judge_config, agent_version)
+    audits, levels, waiting = decided_audits(gating, tightening, eval_set, rubric_version, judge_config, agent_version)
     current = current_verdicts(stored)
     # The candidate's own gold (an audit's, or labels made for any other reason): its bound and the transport test.
     policies = {c.pk: c.gold_policy for c in frames.criteria_of(rubric_version)}
@@ -228,7 +243,17 @@ def run_gate(
         outputs,
         audit_plan=dict(eval_set=eval_set, judge_config=judge_config, agent_version=agent_version),
     )
-    decision = evaluate(current, gating, tightening, outputs=outputs, audits=audits, candidate_cells=cells, gold=bounds)
+    decision = evaluate(
+        current,
+        gating,
+        tightening,
+        outputs=outputs,
+        audits=audits,
+        candidate_cells=cells,
+        gold=bounds,
+        audit_levels=levels,
+        audit_waiting=waiting,
+    )
     return dataclasses.replace(decision, provenance=sources)
 
 

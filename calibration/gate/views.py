@@ -113,6 +113,10 @@ def gate_result(request: AuthenticatedHttpRequest, result: int) -> HttpResponse:
         "evidence": [c for c in criteria if "transport" in c],
         "transports": [_with_power(c) for c in criteria if c.get("transport") and c["transport"]["candidate_gold_n"]],
         "assumes": ASSUMES_CALIBRATION,
+        # The levels each audited criterion was read at (results from before issue 37 item 3 have no audit_k).
+        "audited": [
+            (c, f"{c['audit_alpha_pass']:.4g}", f"{c['audit_alpha_fail']:.4g}") for c in criteria if c.get("audit_k")
+        ],
     }
     return render(request, "calibration/gate_result.html", context)
 

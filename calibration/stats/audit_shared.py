@@ -377,3 +377,22 @@ def next_release(*, released: int, N: int, k: int) -> range:
     if k < 0 or released < 0 or released > N:
         raise ValueError(f"cannot release {k} more after {released} of {N}")
     return range(released, min(N, released + k))
+
+
+def sided_from_levels(at_alpha: str | None, at_alpha_over_k: str | None) -> str | None:
+    """One gating criterion's decision with its PASS test at alpha and its FAIL test at alpha / k, read from its first
+    decisions at two symmetric levels (what the gate has stored: the figures at alpha per side, and at alpha / k per
+    side, `fail_confidence`). With t_pass(a), t_fail(a) the labels at which each capital first crosses 1 / a:
+
+    - PASS at alpha: t_pass(alpha) <= t_fail(alpha) <= t_fail(alpha / k), so PASS.
+    - PASS at alpha / k: t_pass(alpha) <= t_pass(alpha / k) <= t_fail(alpha / k), so PASS.
+    - otherwise FAIL at alpha / k: the FAIL capital crossed k / alpha, so FAIL. (Exact when alpha is undecided; after
+      a FAIL at alpha the PASS capital may in principle have crossed 1 / alpha in between, which needs the two tests
+      to contradict each other; FAIL then is still a valid FAIL at alpha / k.)
+    - a FAIL at alpha alone is not enough: undecided until the FAIL capital reaches k / alpha (or PASS wins).
+
+    So a PASS always rests on a PASS capital past 1 / alpha and a FAIL on a FAIL capital past k / alpha: the two
+    sides' levels hold. With k = 1 both arguments are the same decision, returned as it is."""
+    if PASS in (at_alpha, at_alpha_over_k):
+        return PASS
+    return FAIL if at_alpha_over_k == FAIL else None

@@ -69,7 +69,15 @@ def test_ci_asks_the_gate_with_the_token(client, token):
     response = ask(client, token, {**GOOD, "min_pass_rate": 0.9})
     assert response.status_code == 200
     result = response.json()
-    assert list(result) == ["passed", "binding_criterion", "met_count", "gating_count", "criteria", "provenance"]
+    assert list(result) == [
+        "passed",
+        "binding_criterion",
+        "met_count",
+        "gating_count",
+        "failed_criteria",
+        "criteria",
+        "provenance",
+    ]
     assert result["passed"] is True and result["criteria"][0]["passes"] == 50
     record = GateResult.objects.get()
     assert record.source == "http" and record.token.project == "refund-bot CI" and record.decision == "passed"

@@ -20,7 +20,7 @@ from tests.factories import bulk_verdicts, make_eval_set, make_judge, make_rubri
 
 pytestmark = pytest.mark.django_db
 
-KEYS = ["passed", "binding_criterion", "met_count", "gating_count", "criteria", "provenance"]
+KEYS = ["passed", "binding_criterion", "met_count", "gating_count", "failed_criteria", "criteria", "provenance"]
 CRITERION_KEYS = [
     "criterion",
     "n",
@@ -51,6 +51,9 @@ CRITERION_KEYS = [
     "audit_plan",
     "audit_n_labeled",
     "audit_N",
+    "audit_k",  # issue 37 item 3: the levels the audit decided at in this gate (PASS at alpha, FAIL at alpha / k)
+    "audit_alpha_pass",
+    "audit_alpha_fail",
     "candidate_gold",  # issue 40: what the candidate's own gold says, and why it refuted or held back the criterion
     "refuted_by_gold",
     "held_back",
