@@ -475,6 +475,9 @@ def test_the_openapi_schema_lists_every_endpoint_with_bearer_auth(client):
         "/api/audit-plans/{plan_id}/close",
         "/api/judge-guidance",
         "/api/gold-split",
+        "/api/watches",
+        "/api/watches/{watch_id}",
+        "/api/watches/{watch_id}/stop",
     }
     scheme = schema["components"]["securitySchemes"]["TokenAuth"]
     assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")  # its words: tests/api/test_gate_tokens_panel.py
