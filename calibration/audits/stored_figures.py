@@ -8,12 +8,12 @@ fresh it is ("as of gold change 212 (180 gold labels), 4 s ago; updating…"). T
 `gold_state` equals the digest of what the gate reads now (`current_figures`), and otherwise asks a worker and
 waits a bounded time.
 
-One computation per row at a time: a PostgreSQL session advisory lock on the row's id, tried without waiting
-(`pg_try_advisory_lock`). Not a row lock with select_for_update(skip_locked): that needs a transaction open for the
-whole computation (seconds), and the trigger's bump of `wanted` would wait behind it, holding the annotator's save.
-Not a Redis lock with an expiry either: too short an expiry lets two computations run at once, too long a one keeps
-a killed worker's lock. Postgres drops a session's advisory locks when its connection ends, so a killed worker
-leaves nothing held. (Behind a transaction-pooling PgBouncer a session lock is not safe: use session pooling.)
+One computation per row at a time: a lock on the row's id, tried without waiting (calibration/data/
+computation_lock.py: a PostgreSQL session advisory lock, a file lock on the embedded SQLite install). Not a row
+lock with select_for_update(skip_locked): that needs a transaction open for the whole computation (seconds), and
+the trigger's bump of `wanted` would wait behind it, holding the annotator's save. Not a Redis lock with an expiry
+either: too short an expiry lets two computations run at once, too long a one keeps a killed worker's lock. Both
+forms are let go when their holder dies, so a killed worker leaves nothing held.
 
 A burst of changes gives a few computations, not one each: a task that finds the lock held returns at once, and the
 holder, after each computation, reads `wanted` again and computes again if it moved (the latest state wins); after
@@ -26,19 +26,19 @@ KICK_AFTER.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from calibration.audits.figures import AuditFigures, read_plan
+from calibration.data.computation_lock import try_lock
 from calibration.models import AuditPlan, AuditPlanFigures
 
 # The Celery task's name (calibration/tasks.py registers it; this module sends it by name and never imports it).
@@ -113,19 +113,6 @@ def changed(plan_ids: Iterable[int]) -> None:
         after_commit(partial(notify, plan.pk))
 
 
-@contextmanager
-def _lock(row_id: int) -> Iterator[bool]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_SPACE, row_id])
-        got = bool(cursor.fetchone()[0])
-    try:
-        yield got
-    finally:
-        if got:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_SPACE, row_id])
-
-
 def recompute(plan_id: int, minimum: float | None = None, confidence: float | None = None) -> int:
     """The worker's part: compute the row's figures until they are of the latest change seen, unless another
     computation of the row is under way (it will see the change). Returns how many computations this call ran."""
@@ -135,7 +122,7 @@ def recompute(plan_id: int, minimum: float | None = None, confidence: float | No
     row = _row(plan, _thresholds(plan, minimum, confidence))
     runs = 0
     while True:
-        with _lock(row.pk) as got:
+        with try_lock(LOCK_SPACE, row.pk) as got:
             if not got:
                 return runs
             while not _is_current(row.pk):
