@@ -358,3 +358,9 @@ class GateResult(models.Model):
     def exit_code(self) -> int:
         codes: dict[str, int] = {self.Decision.PASSED: 0, self.Decision.FAILED: 1}
         return codes.get(self.decision, 2)
+
+    @property
+    def undecided_because(self) -> str:
+        """The reason as a page shows it after "Cannot decide:": the stored reason keeps the answer's own
+        "undecided: " (what CI and the API read), which beside the label would say it twice."""
+        return self.reason.removeprefix("undecided: ")

@@ -54,7 +54,8 @@ class Command(BaseCommand):
         except PolicyRefused as exc:
             raise CommandError(str(exc), returncode=EXIT_UNDECIDED)
         if outcome.decision is None or outcome.decision.undecided:
-            self.stderr.write(f"cannot decide: {outcome.reason}")  # people read this; CI reads the exit code
+            # People read this (CI reads the exit code); the reason's own "undecided: " would say it twice.
+            self.stderr.write(f"cannot decide: {outcome.reason.removeprefix('undecided: ')}")
         if outcome.decision is None:
             if opts["format"] == "json":
                 self.stdout.write(json.dumps(undecided_dict(outcome.reason), indent=2))

@@ -244,7 +244,7 @@ def test_the_gate_refuses_a_kept_decision_todays_gold_reads_otherwise_and_keeps_
     code, out, err = gate()
     # Before issue 41 the gate read today's gold afresh: FAIL (exit 1), the PASS it gave gone without a trace.
     assert code == 2 and json.loads(out)["passed"] is None
-    assert f"undecided: correct_amount's audit plan {plan.pk} decided PASS at label 20 on " in err
+    assert f"cannot decide: correct_amount's audit plan {plan.pk} decided PASS at label 20 on " in err
     assert "20 gold labels changed since; on today's gold it reads FAIL" in err
     assert "a lead reviews the changed gold on the plan's page, then closes the plan and starts a new one" in err
     passed.refresh_from_db()

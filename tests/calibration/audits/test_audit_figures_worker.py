@@ -202,7 +202,7 @@ def test_the_gate_never_decides_on_stale_figures_which_would_have_passed(client,
     gold(c, order[20], "PASS")  # one more pass: still PASS on today's gold, but no worker has computed it
     settings.ICEWATER_GATE_FIGURES_WAIT_SECONDS = 1
     code, out, err = gate()
-    assert code == 2 and "undecided: figures updating" in err
+    assert code == 2 and "cannot decide: figures updating" in err
     answer = call(client, "POST", "/api/gate", token, ask)
     assert answer.status_code == 503 and answer.json()["passed"] is None and answer.json()["figures_updating"]
     assert "undecided: figures updating" in answer.json()["error"]
