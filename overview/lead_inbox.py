@@ -266,7 +266,7 @@ def _failure_line(same: list[GateResult]) -> Line:
     if g.decision == GateResult.Decision.FAILED:
         text = f"the gate failed {what}" + (f" (binding: {g.binding_criterion})" if g.binding_criterion else "")
     else:
-        text = f"the gate could not decide {what}: {g.reason}"
+        text = f"the gate could not decide {what}: {g.undecided_because}"
     return Line(text + _times(same), reverse("calibration:gate_result", args=[g.pk]), "Read the result", g.created_at)
 
 
