@@ -332,6 +332,11 @@ class GatingPriceOut(Schema):
 
     criterion: str
     phi: float | None = Field(description="the judge-gold correlation on this calibration (0 where undefined)")
+    predictor: str | None = Field(
+        default=None,
+        description='what phi is of: "verdict" (PASS/FAIL) or "vote share" (the share of PASS among the judge\'s '
+        "repeated samples, what a uniform audit reads)",
+    )
     pass_rate: float | None = Field(description="the calibration's gold pass rate")
     N: int = Field(
         description="the candidate's size: this eval set's outputs the judge graded, or, on the calibration a mark "

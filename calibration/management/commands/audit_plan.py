@@ -149,7 +149,7 @@ def predictor_lines(predictor: dict | None) -> list[str]:
     """What the tests read beside gold, and each signal's correlation with gold so far and weight now."""
     if predictor is None:
         return []
-    lines = [f"predictor ({predictor['kind']}): {predictor['in_words']}"]
+    lines = [f"predictor: {predictor['in_words']}"]
     for s in predictor["signals"]:
         lines.append(
             f"  {s['name']} ({s['role']}, {s['reads']}): r with gold {_fmt(s['correlation'])} on {s['n']} gold, "

@@ -141,7 +141,7 @@ def test_the_command_takes_also_judge_and_show_prints_the_table():
     shown = json.loads(command("show", str(plan_id), "--format", "json"))
     assert shown["predictor"]["kind"] == "jury"
     assert [s["name"] for s in shown["predictor"]["signals"]] == ["gpt-judge", "instrument"]
-    assert "predictor (jury)" in command("show", str(plan_id))
+    assert "predictor: the jury: the vote share of gpt-judge's samples" in command("show", str(plan_id))
     assert "instrument (extra judge config, vote share)" in command("show", str(plan_id))
 
 
