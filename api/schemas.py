@@ -334,8 +334,8 @@ class GatingPriceOut(Schema):
     phi: float | None = Field(description="the judge-gold correlation on this calibration (0 where undefined)")
     predictor: str | None = Field(
         default=None,
-        description='what phi is of: "verdict" (PASS/FAIL) or "vote share" (the share of PASS among the judge\'s '
-        "repeated samples, what a uniform audit reads)",
+        description='what phi is of: "vote share" (the share of PASS among the judge\'s repeated samples, what a '
+        "uniform audit reads); absent: the verdict's PASS/FAIL",
     )
     pass_rate: float | None = Field(description="the calibration's gold pass rate")
     N: int = Field(

@@ -23,7 +23,7 @@ from calibration.models import AuditPlan, AuditPlanSignal
 from calibration.stats import audit_predictor
 from calibration.stats.metrics import FAIL, PASS
 from evals.models import Criterion, EvalSet
-from judging.models import JudgeConfig
+from judging.models import JudgeConfig, Verdict
 from labeling import label_frames
 
 # More configs than this add little (the bench: a second config saves 0 to 5% of N, a third less) and each costs a
@@ -70,9 +70,15 @@ def checked_extra_judges(
         if config.pk in seen:
             raise SignalError(f"{config.name} is named twice: each extra judge config counts once.")
         seen.add(config.pk)
-        scope = label_frames.Scope(eval_set, criterion.rubric_version, agent_version or None)
-        verdicts = frames.load_verdicts(scope, config)
-        if not verdicts["criterion"].eq(criterion.pk).any():
+        judged = Verdict.objects.counted().filter(
+            judge_config=config,
+            criterion=criterion,
+            rubric_version=criterion.rubric_version,
+            output__case__eval_set=eval_set,
+        )
+        if agent_version:
+            judged = judged.filter(output__agent_version=agent_version)
+        if not judged.exists():
             where = f"{eval_set.name}" + (f" ({agent_version})" if agent_version else "")
             raise SignalError(
                 f"{config.name} has no verdicts of {criterion.key} ({criterion.rubric_version.ref}) on {where}: run "

@@ -281,7 +281,8 @@ class GatingPrice:
         return {
             "criterion": self.criterion,
             "phi": self.phi,
-            "predictor": self.predictor,
+            # Only where phi is not the verdict's: a report priced as before exports byte for byte as before.
+            **({"predictor": self.predictor} if self.predictor != "verdict" else {}),
             "pass_rate": self.pass_rate,
             "N": self.N,
             "minimum": self.minimum,
