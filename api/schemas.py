@@ -4,7 +4,7 @@ answer's fields."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from ninja import Field, Schema
 from pydantic import ConfigDict
@@ -150,6 +150,12 @@ class AuditPlanIn(Schema):
         description="uniform (default): a prefix of one random order; stratified: the same releases, the test "
         "counted per side of the judge's verdict",
     )
+    also_judges: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list,
+        max_length=4,
+        description="uniform only: extra judge configs whose vote share joins the jury predictor (each with verdicts "
+        "of the criterion on the candidate; not the plan's own judge), frozen at the start",
+    )
 
 
 class AuditNextIn(Schema):
@@ -220,6 +226,29 @@ class AuditFiguresPendingOut(Schema):
     freshness: AuditFreshnessOut
 
 
+class AuditSignalOut(Schema):
+    name: str = Field(description="the judge config")
+    role: str = Field(description="the plan's judge, or an extra judge config")
+    reads: str = Field(description="vote share (of its samples, frozen at the start) or verdict (an older plan)")
+    samples: int | None = Field(description="its usable samples on the candidate at the start; null for a verdict")
+    n: int = Field(description="settled PASS/FAIL gold where the signal exists: what the correlation is read on")
+    correlation: float | None = Field(description="Pearson's r with that gold (phi for a verdict); null if undefined")
+    weight: float = Field(description="its slope in the jury on the gold so far, in [0, 1]")
+    missing: int = Field(description="outputs without the signal (they get its mean over the rest)")
+
+
+class AuditJuryOut(Schema):
+    correlation: float | None = Field(description="R: the combined score's correlation with gold so far")
+    n: int
+
+
+class AuditPredictorOut(Schema):
+    kind: str = Field(description='"jury" (vote shares, new uniform plans) or "verdict" (one bit; stratified, older)')
+    in_words: str
+    signals: list[AuditSignalOut] = Field(description="empty for a stratified plan")
+    jury: AuditJuryOut | None
+
+
 class AuditFiguresOut(Schema):
     """An audit plan's figures now, as `audit_plan show PLAN --format json` prints them (calibration.audits.figures)."""
 
@@ -267,6 +296,10 @@ class AuditFiguresOut(Schema):
     heading: AuditHeadingOut | None = Field(
         description="which side the audit is heading for before it decides; null in figures stored before it existed"
     )
+    predictor: AuditPredictorOut | None = Field(
+        description="what the tests read beside gold, with each signal's correlation with gold so far and its weight; "
+        "null in figures stored before it existed"
+    )
 
 
 class AuditPlanSummaryOut(Schema):
@@ -278,6 +311,9 @@ class AuditPlanSummaryOut(Schema):
     rubric: str
     judge: str
     agent_version: str
+    design: str = Field(description='"uniform" or "stratified"')
+    predictor: str = Field(description='"jury" or "verdict"')
+    also_judges: list[str] = Field(description="the extra judge configs of a jury plan, frozen at its start")
     min_pass_rate: float
     confidence: float
     created_by: str
@@ -296,6 +332,11 @@ class GatingPriceOut(Schema):
 
     criterion: str
     phi: float | None = Field(description="the judge-gold correlation on this calibration (0 where undefined)")
+    predictor: str | None = Field(
+        default=None,
+        description='what phi is of: "vote share" (the share of PASS among the judge\'s repeated samples, what a '
+        "uniform audit reads); absent: the verdict's PASS/FAIL",
+    )
     pass_rate: float | None = Field(description="the calibration's gold pass rate")
     N: int = Field(
         description="the candidate's size: this eval set's outputs the judge graded, or, on the calibration a mark "
@@ -419,6 +460,10 @@ class GateCriterionOut(Schema):
     audit_plan: int | None
     audit_n_labeled: int | None
     audit_N: int | None
+    audit_design: str | None = Field(default=None, description='the audit\'s design: "uniform" or "stratified"')
+    audit_predictor: str | None = Field(
+        default=None, description='what the audit\'s tests read beside gold: "jury" (vote shares) or "verdict"'
+    )
     audit_k: int | None = Field(
         description="how many of the candidate's gating criteria are decided by audits (null without an audit): "
         "each one's FAIL side runs at alpha / k"

@@ -185,6 +185,16 @@ class AuditPlan(models.Model):
     # 0 judged PASS when the plan started, 1 the rest), and the stratum of each label released, in release order.
     strata = models.TextField(blank=True)
     path = models.TextField(blank=True)
+
+    class Predictor(models.TextChoices):
+        VERDICT = "verdict", "The judge's verdict (one bit per output)"
+        JURY = "jury", "The jury: the vote share of the judge's samples, and any extra judge configs"
+
+    # What the uniform design's tests read beside gold, chosen at the start and never changed: plans started before
+    # the jury predictor (issue 38) keep "verdict", so their decisions do not move. A jury plan's signals are frozen
+    # in AuditPlanSignal rows (the plan's own judge first, then the extra configs the lead picked). A stratified
+    # plan reads the verdict (its two strata).
+    predictor = models.CharField(max_length=16, choices=Predictor.choices, default=Predictor.VERDICT)
     min_pass_rate = models.FloatField()
     confidence = models.FloatField()
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -208,6 +218,37 @@ class AuditPlan(models.Model):
     def __str__(self) -> str:
         agent = f" ({self.agent_version})" if self.agent_version else ""
         return f"audit plan {self.pk}: {self.criterion.key} on {self.eval_set.name}{agent}"
+
+
+class AuditPlanSignal(models.Model):
+    """One signal of a jury audit plan (issue 38), frozen when the plan started: one judge config's vote share on
+    each output of the plan's population, in order position (calibration/audits/plan_signals.py).
+
+    Read once at the start, before the first label, from that config's own verdicts only (the provenance rule), so
+    a re-run of a judge after the start never moves the plan's tests. Stored compactly: `values` holds N float64
+    (little-endian; NaN where the config has no usable sample), 800 kB per signal on 100,000 outputs, out of the
+    plan's row so that lists of plans never read it. Position 0 is the plan's own judge config; the extra configs
+    the lead picked follow in the lead's order.
+    """
+
+    plan = models.ForeignKey(AuditPlan, on_delete=models.CASCADE, related_name="signals")
+    position = models.PositiveSmallIntegerField()
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="+")
+    values = models.BinaryField()
+    missing = models.PositiveIntegerField()  # outputs without a usable sample (NaN in `values`)
+    samples = models.PositiveIntegerField()  # the config's usable samples over every output, for the page
+
+    workspace_path = "plan__eval_set__workspace"
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "position"], name="one_signal_per_position"),
+            models.UniqueConstraint(fields=["plan", "judge_config"], name="one_signal_per_judge_config"),
+        ]
+        ordering = ["plan", "position"]
+
+    def __str__(self) -> str:
+        return f"audit plan {self.plan_id}'s signal {self.position}"
 
 
 class AuditPlanDecision(models.Model):

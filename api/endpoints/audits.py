@@ -22,6 +22,7 @@ from api.schemas import (
     AuditPlanSummaryOut,
     ErrorOut,
 )
+from calibration.audits import plan_signals
 from calibration.audits.plans import AuditPlanError, close_plan, plan_record, release_plan_next, start_plan
 from calibration.audits.stored_figures import stored_for
 from calibration.models import AuditPlan
@@ -30,7 +31,7 @@ from evals.models import Role
 from evals.validators import UnknownName
 from evals.workspaces import in_workspace
 
-from .names import EvalSetName, named_instrument
+from .names import EvalSetName, named_instrument, named_judge
 
 router = Router()
 AUDIT = TokenAuth(TokenScope.AUDIT)
@@ -94,6 +95,7 @@ def create_audit_plan(request: TokenHttpRequest, payload: AuditPlanIn):
     eval_set, criterion, judge_config = named_instrument(
         payload.eval_set, payload.rubric, payload.judge, payload.criterion, workspace=request.workspace
     )
+    also = [named_judge(name, workspace=request.workspace) for name in payload.also_judges]
     try:
         plan = start_plan(
             criterion=criterion,
@@ -105,6 +107,7 @@ def create_audit_plan(request: TokenHttpRequest, payload: AuditPlanIn):
             min_pass_rate=payload.min_pass_rate,
             confidence=payload.confidence,
             design=payload.design,
+            extra_judges=also,
         )
     except AuditPlanError as exc:
         raise _refused(exc) from None
@@ -122,6 +125,7 @@ def list_audit_plans(request: TokenHttpRequest, eval_set: EvalSetName):
     plans = (
         AuditPlan.objects.filter(eval_set=found, criterion__rubric_version=request.auth.rubric_version)
         .select_related("criterion__rubric_version__rubric", "eval_set", "judge_config", "created_by")
+        .prefetch_related(plan_signals.without_values())
         .order_by("-created_at", "-id")
     )
     records = [plan_record(plan) for plan in plans]

@@ -49,3 +49,11 @@ def named_instrument(
     if found is None:
         raise ApiError(404, f"{rubric_version.ref} has no criterion {criterion!r}")
     return found_set, found, judge_config
+
+
+def named_judge(judge: str, *, workspace: Workspace) -> JudgeConfig:
+    """A judge config of `workspace` by name; ApiError 404 as `named` answers (another workspace's is unknown)."""
+    try:
+        return judge_named(judge, workspace, say_known=False)
+    except UnknownName as exc:
+        raise ApiError(404, str(exc)) from None

@@ -17,7 +17,7 @@ from datetime import datetime
 
 import numpy as np
 
-from calibration.audits import kept
+from calibration.audits import kept, plan_signals
 from calibration.audits.plan_outputs import (
     by_output,
     gold_of,
@@ -29,7 +29,7 @@ from calibration.audits.plan_outputs import (
 from calibration.data import content_cache, frames
 from calibration.data.frame_reading import current_verdicts
 from calibration.models import AuditPlan
-from calibration.stats import audit_forecast, audit_heading, audit_stats, strata_plan
+from calibration.stats import audit_forecast, audit_heading, audit_predictor, audit_stats, strata_plan
 from calibration.stats.metrics import ABSTAIN
 from evals.models import Output
 from labeling import label_frames
@@ -95,6 +95,10 @@ class AuditFigures:
     # Which side the audit is heading for before it decides (audit_heading: its own tests read at 80% confidence),
     # as a dict (side, decided, confidence, in_words). Figures stored before it existed read None.
     heading: dict | None = None
+    # What the tests read beside gold (issue 38), as a dict: kind ("jury" or "verdict"), in_words, and for a uniform
+    # plan its signals with each one's correlation with the gold settled so far and weight now (predictor_reading).
+    # Figures stored before it existed read None.
+    predictor: dict | None = None
 
     @property
     def n_settled(self) -> int:
@@ -234,27 +238,54 @@ def read_plan(
             return strata_plan.stratified_decision(
                 gold=gold_values, path=path, sizes=sizes, minimum=plan.min_pass_rate, confidence=plan.confidence
             )
+
+        def predictor() -> dict:
+            words = plan_signals.STRATIFIED_WORDS
+            return {"kind": AuditPlan.Predictor.VERDICT, "in_words": words, "signals": [], "jury": None}
     else:
         order_released = AuditOrder.objects.filter(pk=plan.order_id).values_list("released", flat=True).get()
         open_positions = [i for i, (_, position, _) in enumerate(population) if position <= order_released]
         released = len(open_positions)
         n_labeled = max((i + 1 for i in open_positions if ids[i] in touched), default=0)
         labeled = ids[:n_labeled]
-        judge = by_output(current_verdicts(frames.load_verdicts(scope, plan.judge_config)), criterion.pk, "judge")
-        verdict_values = [verdict_value(judge.get(output_id)) for output_id in ids]
         gold_values = [gold_value(gold.get(output_id)) for output_id in labeled]
-        # On a large candidate near its minimum the forecast runs for seconds: computed once per gold, verdicts and
-        # thresholds (content_cache), in a worker (stored_figures.py).
-        kind = "audit"
-        parts = (gold_values, verdict_values, minimum, confidence, k, forecast_sims(len(ids)), FORECAST_SEED)
+        if plan.predictor == AuditPlan.Predictor.JURY:
+            # The signals frozen at the start (plan_signals.py): a judge re-run since never moves them.
+            jury = plan_signals.frozen(plan, len(ids))
+            f = jury.predictor.scores
+            verdict_values = jury.majority()
+            kind = "audit-jury"
+            parts = (gold_values, jury.digest, minimum, confidence, k, forecast_sims(len(ids)), FORECAST_SEED)
 
-        def statistics() -> tuple[audit_stats.AuditDecision, audit_forecast.AuditForecast]:
-            return _statistics(gold_values, verdict_values, minimum=minimum, confidence=confidence, k=k)
+            def statistics() -> tuple[audit_stats.AuditDecision, audit_forecast.AuditForecast]:
+                return _jury_statistics(gold_values, f, verdict_values, minimum=minimum, confidence=confidence, k=k)
 
-        def at_plans_thresholds() -> audit_stats.AuditDecision:
-            return audit_stats.audit_decision(
-                gold=gold_values, verdicts=verdict_values, minimum=plan.min_pass_rate, confidence=plan.confidence
-            )
+            def at_plans_thresholds() -> audit_stats.AuditDecision:
+                return audit_predictor.jury_decision(
+                    gold=gold_values, f=f, minimum=plan.min_pass_rate, confidence=plan.confidence
+                )
+
+            def predictor() -> dict:
+                return plan_signals.predictor_reading(plan, gold_values, jury.predictor, jury.raw, jury.samples)
+        else:
+            judge = by_output(current_verdicts(frames.load_verdicts(scope, plan.judge_config)), criterion.pk, "judge")
+            verdict_values = [verdict_value(judge.get(output_id)) for output_id in ids]
+            # On a large candidate near its minimum the forecast runs for seconds: computed once per gold, verdicts
+            # and thresholds (content_cache), in a worker (stored_figures.py).
+            kind = "audit"
+            parts = (gold_values, verdict_values, minimum, confidence, k, forecast_sims(len(ids)), FORECAST_SEED)
+
+            def statistics() -> tuple[audit_stats.AuditDecision, audit_forecast.AuditForecast]:
+                return _statistics(gold_values, verdict_values, minimum=minimum, confidence=confidence, k=k)
+
+            def at_plans_thresholds() -> audit_stats.AuditDecision:
+                return audit_stats.audit_decision(
+                    gold=gold_values, verdicts=verdict_values, minimum=plan.min_pass_rate, confidence=plan.confidence
+                )
+
+            def predictor() -> dict:
+                one = {plan.judge_config.name: [None if math.isnan(v) else v for v in verdict_values]}
+                return plan_signals.predictor_reading(plan, gold_values, audit_predictor.predictor(one), one, None)
 
     # The figures read the plan's own rows too (its order's released count, the outputs made after the order): part
     # of the state, so that a release or a late output makes the stored figures stale as a gold label does.
@@ -300,6 +331,7 @@ def read_plan(
             reads_now=decision.decided,
             kept=kept_now,
             heading=audit_heading.heading(decision).as_dict(),
+            predictor=predictor(),
         )
 
     n_gold = sum(1 for value in gold.values() if value != ABSTAIN)
@@ -365,11 +397,23 @@ def _stratified_statistics(
     return decision, forecast
 
 
-def _statistics(
-    gold: list[float], verdicts: list[float], *, minimum: float, confidence: float, k: int
+def _jury_statistics(
+    gold: list[float], f: np.ndarray, verdicts: list[float], *, minimum: float, confidence: float, k: int
 ) -> tuple[audit_stats.AuditDecision, audit_forecast.AuditForecast]:
-    decision = audit_stats.audit_decision(gold=gold, verdicts=verdicts, minimum=minimum, confidence=confidence)
-    forecast = audit_forecast.audit_forecast(
+    """The jury's decision; the forecast still simulates the one-bit test on the judge's frozen majority (it models
+    gold by the verdict's two strata), so it may promise a few more labels than the jury will need."""
+    decision = audit_predictor.jury_decision(gold=gold, f=f, minimum=minimum, confidence=confidence)
+    if decision.decided:
+        return decision, audit_forecast.AuditForecast.settled(
+            k=k, decided=decision.decided, n_sims=forecast_sims(len(verdicts))
+        )
+    return decision, _forecast(gold, verdicts, minimum=minimum, confidence=confidence, k=k)
+
+
+def _forecast(
+    gold: list[float], verdicts: list[float], *, minimum: float, confidence: float, k: int
+) -> audit_forecast.AuditForecast:
+    return audit_forecast.audit_forecast(
         gold=gold,
         verdicts=verdicts,
         minimum=minimum,
@@ -378,4 +422,10 @@ def _statistics(
         n_sims=forecast_sims(len(verdicts)),
         seed=FORECAST_SEED,
     )
-    return decision, forecast
+
+
+def _statistics(
+    gold: list[float], verdicts: list[float], *, minimum: float, confidence: float, k: int
+) -> tuple[audit_stats.AuditDecision, audit_forecast.AuditForecast]:
+    decision = audit_stats.audit_decision(gold=gold, verdicts=verdicts, minimum=minimum, confidence=confidence)
+    return decision, _forecast(gold, verdicts, minimum=minimum, confidence=confidence, k=k)

@@ -10,6 +10,7 @@ from calibration.fields import RateField, WorkspaceForm
 from calibration.models import AuditPlan, GatingMark
 from evals.models import EvalSet, Output
 from evals.workspaces import in_workspace
+from judging.models import JudgeConfig
 
 
 class _MarkChoice(forms.ModelChoiceField):
@@ -49,6 +50,16 @@ class AuditPlanForm(WorkspaceForm):
             "Uniform (the default): a prefix of one random order. Stratified: the same releases, counted per "
             "side of the judge's verdict (needs its verdicts; measured to cost more labels on most sets)."
         ),
+    )
+    extra_judges = forms.ModelMultipleChoiceField(
+        JudgeConfig.objects.order_by("name"),
+        required=False,
+        label="Extra judge configs (the jury)",
+        help_text=(
+            "Uniform only, optional: configs whose vote share joins the judge's as the audit's predictor. Each needs "
+            "verdicts of the criterion on the candidate; read once, now, and frozen."
+        ),
+        error_messages={"invalid_choice": "Choose judge configs of this workspace."},
     )
     min_pass_rate = RateField(required=False, label="Minimum pass rate", help_text="Empty: the mark's; only stricter.")
     confidence = RateField(required=False, label="Confidence", help_text="Empty: the mark's; only stricter.")

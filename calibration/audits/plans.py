@@ -12,11 +12,12 @@ Here a plan is started, released ("label these k next") and closed, and found (`
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from calibration.audits import stored_figures
+from calibration.audits import plan_signals, stored_figures
 from calibration.audits.figures import decided_words
 from calibration.audits.plan_outputs import by_output, population_of, stratified_reading, verdict_value
 from calibration.data import frames
@@ -56,13 +57,15 @@ def start_plan(
     min_pass_rate: float | None = None,
     confidence: float | None = None,
     design: str = AuditPlan.Design.UNIFORM,
+    extra_judges: Sequence[JudgeConfig] = (),
 ) -> AuditPlan:
     """Start an audit plan, making the queue's audit order if it has none (else reusing it, seed and all).
 
     Needs a lead, the eval set's open labeling queue under the criterion's rubric version, the criterion
     gating with this judge config (a current mark), and an eval set other than the mark's calibration set. A
     stratified plan (`design`) also needs the judge's PASS/FAIL verdicts on the candidate: they split it in two,
-    frozen now.
+    frozen now. A uniform plan reads the jury predictor (issue 38): the vote share of its judge's samples and of each
+    of `extra_judges` (configs with verdicts of the criterion on the candidate), frozen now (plan_signals.py).
     The thresholds default to the mark's policy and may only be stricter. AuditPlanError otherwise, and
     nothing is written.
     """
@@ -103,11 +106,24 @@ def start_plan(
     if design not in AuditPlan.Design.values:
         raise AuditPlanError(f"The design is one of {', '.join(AuditPlan.Design.values)}, not {design!r}.")
     try:
+        extra = plan_signals.checked_extra_judges(
+            extra_judges,
+            judge_config=judge_config,
+            criterion=criterion,
+            eval_set=eval_set,
+            agent_version=agent_version,
+            design=design,
+        )
+    except plan_signals.SignalError as exc:
+        raise AuditPlanError(str(exc)) from exc
+    uniform = design == AuditPlan.Design.UNIFORM
+    try:
         with transaction.atomic():
             order, _ = start_audit_order(queue=queue, by=by, seed=seed)
             strata = _frozen_strata(order, criterion, judge_config, agent_version) if design == "stratified" else ""
             plan = AuditPlan.objects.create(
                 design=design,
+                predictor=AuditPlan.Predictor.JURY if uniform else AuditPlan.Predictor.VERDICT,
                 strata=strata,
                 criterion=criterion,
                 eval_set=eval_set,
@@ -118,6 +134,8 @@ def start_plan(
                 confidence=thresholds.confidence,
                 created_by=by,
             )
+            if uniform:
+                plan_signals.freeze(plan, extra)  # before the first label, as the seed
             stored_figures.request(plan)  # its first figures, computed by a worker once this commits
             return plan
     except QueueError as exc:
@@ -242,6 +260,9 @@ def plan_record(plan: AuditPlan) -> dict:
         "rubric": plan.criterion.rubric_version.ref,
         "judge": plan.judge_config.name,
         "agent_version": plan.agent_version,
+        "design": plan.design,
+        "predictor": plan.predictor,
+        "also_judges": plan_signals.also_judges(plan),
         "min_pass_rate": plan.min_pass_rate,
         "confidence": plan.confidence,
         "created_by": plan.created_by.username,

@@ -84,6 +84,7 @@ def audit_plan_start(request: AuthenticatedHttpRequest) -> HttpResponse:
                 min_pass_rate=d["min_pass_rate"],
                 confidence=d["confidence"],
                 design=d["design"],
+                extra_judges=list(d["extra_judges"]),
             )
         except AuditPlanError as exc:
             form.add_error(None, f"{exc} Nothing was started.")

@@ -131,6 +131,9 @@ class GateCriterion:
             "audit_plan": a.plan if a else None,
             "audit_n_labeled": a.n_labeled if a else None,
             "audit_N": a.N if a else None,
+            # What the audit's tests read beside gold (issue 38): "uniform" or "stratified"; "jury" or "verdict".
+            "audit_design": a.design if a else None,
+            "audit_predictor": a.predictor["kind"] if a and a.predictor else None,
             **(self.audit_levels.as_dict() if self.audit_levels else dict.fromkeys(AuditLevels.KEYS)),
         }
         evidence = {

@@ -32,6 +32,7 @@ from calibration.report.pricing import (
     price_rows,
     priced_candidate,
     transport_rows,
+    vote_share_phis,
 )
 from calibration.report.robustness import probe_results, report_key
 from calibration.report.rows import CriterionReport, build_rows, build_tiers
@@ -259,10 +260,12 @@ def calibration_report(
     restriction = report_restriction(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
     only = restriction.output_ids if restriction else None
     verdicts = _only(frames.load_verdicts(scope, judge_config), only)
+    labels = _only(label_frames.load_labels(scope), only)
+    adjudicated = _only(label_frames.load_adjudicated(scope), only)
     rows = cached_rows(
         criteria=criteria,
-        labels=_only(label_frames.load_labels(scope), only),
-        adjudicated=_only(label_frames.load_adjudicated(scope), only),
+        labels=labels,
+        adjudicated=adjudicated,
         verdicts=verdicts,
         gating=gating_keys(rubric_version, judge_config),
         gold_policies=policies,
@@ -277,7 +280,15 @@ def calibration_report(
             eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, here=here
         )
         marks = marked_calibrations(rubric_version, judge_config)
-        prices = price_rows(rows, size, {m.key: m.min_pass_rate for m in marks}, which)
+        # A judge that samples more than once: a uniform audit reads its vote share (issue 38), so that is priced.
+        shares = (
+            vote_share_phis(
+                labels=labels, adjudicated=adjudicated, verdicts=verdicts, criteria=criteria, policies=policies
+            )
+            if judge_config.samples > 1
+            else None
+        )
+        prices = price_rows(rows, size, {m.key: m.min_pass_rate for m in marks}, which, shares)
         transport = transport_rows(rows, marks, eval_set.pk)
         plans = plans_to_report(eval_set=eval_set, rubric_version_id=rubric_version.pk)
     return CalibrationReport(

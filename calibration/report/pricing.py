@@ -4,17 +4,22 @@ calibration each gating mark relied on (issue 40)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
+import pandas as pd
 from django.db.models import Count
 
 from calibration.report.rows import CriterionReport
 from calibration.stats.audit_forecast import GatingPrice, gating_price
 from calibration.stats.candidate_evidence import TransportTest, calibration_cells, transport_test
+from calibration.stats.metrics import FAIL, PASS
 from calibration.stats.policy import DEFAULT_MIN_PASS_RATE
 from evals.models import EvalSet, RubricVersion
 from judging.models import JudgeConfig
+from labeling.gold import derive_gold
 
 # --- The price of gating (issue 22, item 8) ----------------------------------------------------------------
 
@@ -42,11 +47,18 @@ class PriceRow:
 
 
 def price_rows(
-    rows: Iterable[CriterionReport], N: int, minimums: Mapping[str, float] | None = None, candidate: str = ""
+    rows: Iterable[CriterionReport],
+    N: int,
+    minimums: Mapping[str, float] | None = None,
+    candidate: str = "",
+    vote_share_phis: Mapping[str, float] | None = None,
 ) -> tuple[PriceRow, ...]:
     """The price of gating each criterion on a candidate of N outputs, from the report's confusion cells, on the
-    worse side of its minimum (`minimums`: a gating criterion's, DEFAULT_MIN_PASS_RATE for the others)."""
+    worse side of its minimum (`minimums`: a gating criterion's, DEFAULT_MIN_PASS_RATE for the others).
+    `vote_share_phis`: by criterion key, the judge's vote share's correlation with gold where it is known (a judge
+    that samples more than once): the predictor a uniform audit reads (issue 38), so the price is that audit's."""
     minimums = minimums or {}
+    vote_share_phis = vote_share_phis or {}
     return tuple(
         PriceRow(
             r.criterion,
@@ -56,11 +68,45 @@ def price_rows(
                 cells=(r.judge.true_pass, r.judge.false_pass, r.judge.false_fail, r.judge.true_fail),
                 N=N,
                 minimum=minimums.get(r.criterion, DEFAULT_MIN_PASS_RATE),
+                vote_share_phi=vote_share_phis.get(r.criterion),
             ),
             candidate,
         )
         for r in rows
     )
+
+
+def vote_share_phis(
+    *,
+    labels: pd.DataFrame,
+    adjudicated: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    criteria: Sequence[tuple[Any, str]],
+    policies: Mapping[Any, str],
+) -> dict[str, float]:
+    """Per criterion key: Pearson's r of the judge's vote share (the share of PASS among its current samples, each
+    from the most recent run that has it; ERROR, ABSTAIN and N/A are not votes) with gold PASS/FAIL, on the items
+    where both exist. Left out where it is undefined (fewer than two items, or either side constant): the price
+    then falls back on the verdict's phi."""
+    if not len(verdicts):
+        return {}
+    gold = derive_gold(labels, adjudicated, policies)
+    gold = gold[gold["gold"].isin([PASS, FAIL])]
+    current = verdicts.sort_values("run_rank", kind="stable").drop_duplicates(
+        ["criterion", "output", "sample"], keep="first"
+    )
+    votes = current[current["outcome"].isin([PASS, FAIL])]
+    shares = votes.assign(share=(votes["outcome"] == PASS).astype(float)).groupby(["criterion", "output"])["share"]
+    both = gold.assign(y=(gold["gold"] == PASS).astype(float)).merge(
+        shares.mean().reset_index(), on=["criterion", "output"]
+    )
+    phis = {}
+    for criterion_id, key in criteria:
+        rows = both[both["criterion"] == criterion_id]
+        y, share = rows["y"].to_numpy(dtype=float), rows["share"].to_numpy(dtype=float)
+        if y.size >= 2 and np.var(y) > 0 and np.var(share) > 0:
+            phis[key] = float(np.corrcoef(y, share)[0, 1])
+    return phis
 
 
 def priced_candidate(

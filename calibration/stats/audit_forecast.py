@@ -251,13 +251,17 @@ class GatingPrice:
     # Where a minimum is given, one per margin on each side: the candidate passing at minimum + margin ("PASS") and
     # at minimum - margin ("FAIL"). A lead meets either side, so the price quoted is the worse.
     sides: dict[str, tuple[LabelCost, ...]] = field(default_factory=dict)
+    # What phi is the correlation of (issue 38): "verdict", the judge's PASS/FAIL, or "vote share", the share of PASS
+    # among its repeated samples, which a uniform audit's jury predictor reads.
+    predictor: str = "verdict"
 
     @property
     def in_words(self) -> str:
+        what = "vote share takes" if self.predictor == "vote share" else "verdicts take"
         judge = (
             "the judge adds little"
             if self.phi**2 < LITTLE_HELP
-            else f"the judge's verdicts take {self.phi**2:.0%} off the variance"
+            else f"the judge's {what} {self.phi**2:.0%} off the variance"
         )
         if self.minimum is None or not self.sides:
             head = f"gating {self.criterion} costs about {self.costs[0].labels} labels a release"
@@ -277,6 +281,8 @@ class GatingPrice:
         return {
             "criterion": self.criterion,
             "phi": self.phi,
+            # Only where phi is not the verdict's: a report priced as before exports byte for byte as before.
+            **({"predictor": self.predictor} if self.predictor != "verdict" else {}),
             "pass_rate": self.pass_rate,
             "N": self.N,
             "minimum": self.minimum,
@@ -289,29 +295,41 @@ class GatingPrice:
 
 
 def gating_price(
-    *, criterion: str, cells: tuple[int, int, int, int], N: int, confidence: float = 0.95, minimum: float | None = None
+    *,
+    criterion: str,
+    cells: tuple[int, int, int, int],
+    N: int,
+    confidence: float = 0.95,
+    minimum: float | None = None,
+    vote_share_phi: float | None = None,
 ) -> GatingPrice | None:
     """The price of gating one criterion (labels_per_decision at PRICE_MARGINS), from the calibration's confusion
     cells (true_pass, false_pass, false_fail, true_fail) and a candidate of N outputs. None without gold PASS/FAIL
     items judged PASS/FAIL, or N < 1. An estimate: it assumes the judge keeps its calibration correlation on the
     candidate (an audit's validity does not need it). With `minimum`, the candidate's pass rate is taken at each
     margin above and below it (issue 40: the side changes the variance, p (1 - p)), and the worse side is quoted;
-    without, at the calibration's gold pass rate."""
+    without, at the calibration's gold pass rate. `vote_share_phi`: the correlation with gold of the judge's vote
+    share over its repeated samples on the same calibration, where known: what a uniform audit's predictor reads
+    (issue 38), so it prices that audit; the cells still give the pass rate."""
     tp, fp, fn, tn = cells
     n = tp + fp + fn + tn
     if n == 0 or N < 1:
         return None
     phi = phi_coefficient(true_pass=tp, false_pass=fp, false_fail=fn, true_fail=tn) or 0.0
+    predictor = "verdict"
+    if vote_share_phi is not None:
+        phi, predictor = vote_share_phi, "vote share"
     pass_rate = (tp + fn) / n
 
     def cost(theta: float, margin: float, null: float | None = None) -> LabelCost:
         return labels_per_decision(phi=phi, pass_rate=theta, margin=margin, N=N, confidence=confidence, minimum=null)
 
     if minimum is None:
-        return GatingPrice(criterion, phi, pass_rate, N, tuple(cost(pass_rate, m) for m in PRICE_MARGINS))
+        costs = tuple(cost(pass_rate, m) for m in PRICE_MARGINS)
+        return GatingPrice(criterion, phi, pass_rate, N, costs, predictor=predictor)
     sides = {
         PASS_SIDE: tuple(cost(min(minimum + m, 1.0), m, minimum) for m in PRICE_MARGINS),
         FAIL_SIDE: tuple(cost(max(minimum - m, 0.0), m, minimum) for m in PRICE_MARGINS),
     }
     worse = tuple(max(a, b, key=lambda c: c.labels) for a, b in zip(sides[PASS_SIDE], sides[FAIL_SIDE], strict=True))
-    return GatingPrice(criterion, phi, pass_rate, N, worse, minimum, sides)
+    return GatingPrice(criterion, phi, pass_rate, N, worse, minimum, sides, predictor)

@@ -1,5 +1,5 @@
 """python manage.py audit_plan create --eval-set NAME --rubric NAME@VERSION --judge NAME --criterion KEY --by LEAD
-[--agent-version V] [--seed N] [--min-pass-rate X] [--confidence C]
+[--agent-version V] [--seed N] [--min-pass-rate X] [--confidence C] [--design D] [--also-judge NAME ...]
 
 python manage.py audit_plan show PLAN [--format json|text] [-k K]
 
@@ -55,6 +55,14 @@ class Command(BaseCommand):
             help="uniform (default): a prefix of one random order; stratified: the same releases, the test counted "
             "per side of the judge's verdict (docs/calibration.md: it costs more labels on most sets)",
         )
+        create.add_argument(
+            "--also-judge",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="uniform only, repeatable: an extra judge config whose vote share joins the jury predictor (it needs "
+            "verdicts of the criterion on the candidate; frozen at the start)",
+        )
         show = actions.add_parser("show", help="the plan's figures now")
         show.add_argument("plan", help="the plan's id")
         show.add_argument("--format", choices=["json", "text"], default="text")
@@ -105,6 +113,7 @@ class Command(BaseCommand):
             min_pass_rate=opts["min_pass_rate"],
             confidence=opts["confidence"],
             design=opts["design"],
+            extra_judges=[judge_named(name, workspace) for name in opts["also_judge"]],
         )
         self.stdout.write(str(plan.pk))
 
@@ -136,6 +145,22 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def predictor_lines(predictor: dict | None) -> list[str]:
+    """What the tests read beside gold, and each signal's correlation with gold so far and weight now."""
+    if predictor is None:
+        return []
+    lines = [f"predictor: {predictor['in_words']}"]
+    for s in predictor["signals"]:
+        lines.append(
+            f"  {s['name']} ({s['role']}, {s['reads']}): r with gold {_fmt(s['correlation'])} on {s['n']} gold, "
+            f"weight {s['weight']:.3f}, missing on {s['missing']}"
+        )
+    if predictor["jury"] and len(predictor["signals"]) > 1:
+        jury = predictor["jury"]
+        lines.append(f"  the jury together: R {_fmt(jury['correlation'])} on {jury['n']} gold")
+    return lines
+
+
 def text(f: AuditFigures) -> str:
     """The figures as a lead reads them; the forecast worded as a forecast."""
     agent = f", agent version {f.agent_version}" if f.agent_version else ""
@@ -159,6 +184,7 @@ def text(f: AuditFigures) -> str:
         ),
         f"estimate {_fmt(f.estimate)}; anytime-valid interval [{_fmt(f.lower)}, {_fmt(f.upper)}]",
         f"decided: {decided}{how}",
+        *predictor_lines(f.predictor),
     ]
     if f.kept:
         lines.append(f"kept as the plan's decision: {f.kept.words}")
