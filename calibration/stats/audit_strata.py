@@ -52,6 +52,7 @@ from calibration.stats.audit_stats import (
     Ints,
     Objects,
 )
+from calibration.stats.strata_kernel import running_products, through_block
 
 # The strata: the judge passed it (0), or not (1: FAIL or no usable verdict).
 JUDGE_PASS, JUDGE_REST = 0, 1
@@ -183,21 +184,17 @@ class Running:
         beta = gain[:, None, :] / (var[:, :, None] + gain[:, None, :] ** 2)  # (B, S, E)
         c = (nulls[None, :, :] - before[:, :, None]) / (size - t)[:, None, None]  # (B, S, G)
         cap = np.where(c > 1e-12, BET_SHARE / np.maximum(c, 1e-12), 1e6)  # the null moves only the cap
-        factor = np.minimum(beta[:, :, :, None], cap[:, :, None, :])  # (B, S, E, G)
-        factor *= (y.T[:, :, None] - c)[:, :, None, :]
-        factor += 1  # at least 1 - BET_SHARE for draws in [0, 1] (RESCALE), so no floor is needed
+        # Each factor min(beta, cap) (y - c) + 1 (B, S, E, G) is at least 1 - BET_SHARE for draws in [0, 1]
+        # (RESCALE), so no floor is needed; strata_kernel multiplies them through without storing them.
+        yc = y.T[:, :, None] - c
         self.s_y, self.s_yy, self.t = s_y[-1].copy(), s_yy[-1].copy(), self.t + B
         if not every:
-            self.capital = self.capital * np.multiply.reduce(factor, axis=0)
+            self.capital = through_block(beta, cap, yc, self.capital)
             total = self.capital.sum(axis=1)
             self._rescale(total)
             return self.last(nulls)
-        factor[0] *= self.capital
-        for i in range(1, B):  # the running products, slab by slab
-            factor[i] *= factor[i - 1]
-        total = factor.sum(axis=2)  # (B, S, G)
+        total, self.capital = running_products(beta, cap, yc, self.capital)  # (B, S, G), (S, E, G)
         out = self.scale + np.log(total) - math.log(EDGES.size)
-        self.capital = factor[-1].copy()
         self._rescale(total[-1])
         # Draws already above a null total refute it outright: no order could make it true.
         return np.where(s_y[1:, :, None] > nulls[None, :, :] + 1e-9, REFUTED, out)

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
-from calibration.stats.audit_forecast import _first_decisions, audit_forecast, labels_per_decision
+from calibration.stats.audit_forecast import audit_forecast, labels_per_decision
+from calibration.stats.audit_replay import first_decisions_forward
 from calibration.stats.audit_stats import (
     FAIL,
     MIN_GOLD,
@@ -531,11 +532,10 @@ def test_labeling_the_rest_always_decides():
 
 
 def test_the_forecast_replays_each_order_only_as_far_as_it_decides_and_finds_the_same_decisions():
-    # The reference is the plain replay of every simulated order to N. 1,500 outputs so the growing horizons
-    # take several steps (n + 64, + 256, + 1,024, then N); a threshold at the truth so some orders decide only
-    # at the end; pending and N/A labels in the prefix.
+    # The reference is the plain replay of every simulated order to N. 1,500 outputs so the replay takes many
+    # blocks as orders decide; a threshold at the truth so some orders decide only at the end; N/A labels.
     rng = np.random.default_rng(11)
-    N, n = 1500, 40
+    N = 1500
     drawn = (rng.random((60, N)) < 0.62).astype(np.int8)
     drawn[:, 3] = NOT_APPLICABLE
     drawn[rng.random((60, N)) < 0.02] = NOT_APPLICABLE
@@ -544,7 +544,9 @@ def test_the_forecast_replays_each_order_only_as_far_as_it_decides_and_finds_the
         reference = decide_each_label(
             gold=drawn.astype(float), f=f, minimum=minimum, confidence=0.95, min_gold=MIN_GOLD
         )
-        decisions, at = _first_decisions(drawn=drawn, f=f, n=n, k=25, minimum=minimum, confidence=0.95, min_gold=20)
+        decisions, at = first_decisions_forward(
+            drawn=drawn, f=f, shared=0, minimum=minimum, confidence=0.95, min_gold=MIN_GOLD
+        )
         assert list(decisions) == list(reference.decided)
         assert list(at) == list(reference.at)
         assert len(set(at)) > 5  # decided at many different labels, not all at once
