@@ -2,7 +2,8 @@
 
 `recompute_plan_figures` computes an audit plan's figures in the worker (calibration/audits/stored_figures.py):
 redelivered or sent fifty times in a burst, it computes once per change it finds, the others return at once.
-acks_late (settings): a worker killed mid-computation leaves the message for another.
+`recompute_report_figures` computes a large eval set's calibration report the same way (calibration/report/
+stored_report.py). acks_late (settings): a worker killed mid-computation leaves the message for another.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from celery import shared_task
 from django.db import DatabaseError
 
 from calibration.audits import stored_figures
+from calibration.report import stored_report
 
 
 @shared_task(
@@ -23,3 +25,15 @@ from calibration.audits import stored_figures
 )
 def recompute_plan_figures(plan_id: int, minimum: float | None = None, confidence: float | None = None) -> int:
     return stored_figures.recompute(plan_id, minimum, confidence)
+
+
+@shared_task(
+    name=stored_report.TASK,
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(DatabaseError,),
+    retry_backoff=True,
+    max_retries=5,
+)
+def recompute_report_figures(row_id: int) -> int:
+    return stored_report.recompute(row_id)
