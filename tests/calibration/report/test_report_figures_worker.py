@@ -23,7 +23,15 @@ from calibration.report import compose, stored_report
 from calibration.report.compose import calibration_report
 from evals.models import Role
 from labeling.models import Label
-from tests.factories import bulk_calibration, make_eval_set, make_judge, make_rubric_version, make_user, mark_as_gating
+from tests.factories import (
+    bulk_calibration,
+    make_eval_set,
+    make_judge,
+    make_rubric_version,
+    make_user,
+    mark_as_gating,
+    rejudge,
+)
 
 pytestmark = [pytest.mark.celery, pytest.mark.figures_worker, pytest.mark.django_db(transaction=True)]
 
@@ -137,12 +145,15 @@ def test_the_report_page_says_how_fresh_its_figures_are_and_polls_until_they_are
 
 
 def test_no_web_request_computes_the_report_of_a_large_eval_set(client, workers, large, lead, monkeypatch):
-    es, rv, judge, _ = calibrated()
+    es, rv, judge, outputs = calibrated()
+    other = make_judge("other-judge")  # Compare's second side: another judge on the same outputs
+    rejudge(es, rv, other, outputs, "correct_amount", ["PASS"] * len(outputs))
     mark_as_gating(rv, judge, ["correct_amount"], es, by=lead, calibration=CELLS)  # Home checks the mark's tier
     workers(concurrency=1)  # its own process: the trap below is not there
     client.force_login(lead)
-    client.get(report_url(es, rv, judge))
-    wait_current(es, rv, judge)
+    for jc in (judge, other):
+        client.get(report_url(es, rv, jc))
+        wait_current(es, rv, jc)
 
     def refuse(*args, **kwargs):
         raise AssertionError("a report was computed in this (the web) process")
@@ -152,7 +163,7 @@ def test_no_web_request_computes_the_report_of_a_large_eval_set(client, workers,
     monkeypatch.setattr(compose, "content_cache", SimpleNamespace(computed=refuse))
     monkeypatch.setattr(stored_report, "report_core", refuse)
     compare = reverse("calibration:compare") + f"?eval_set={es.pk}&left_rubric={rv.pk}&left_judge={judge.pk}"
-    compare += f"&right_rubric={rv.pk}&right_judge={judge.pk}"
+    compare += f"&right_rubric={rv.pk}&right_judge={other.pk}"
     for url in (report_url(es, rv, judge), compare, reverse("home"), reverse("calibration:index")):
         response = client.get(url)
         assert response.status_code == 200, url
