@@ -45,7 +45,7 @@ from calibration.audits.stored_figures import stored_figures
 from calibration.data.holdout import held_out_split
 from calibration.models import AuditPlan, GateResult, GatingMark, GatingReview
 from calibration.report.compose import criterion_tiers
-from calibration.report.stored_report import is_large, shown_report
+from calibration.report.stored_report import shown_report, stored_row
 from evals.models import EvalSet, RubricVersion, Workspace
 from evals.workspaces import in_workspace
 from judging.models import JudgeRun
@@ -193,7 +193,7 @@ def _tiers(mark: GatingMark, agent_version: str | None) -> dict[str, str]:
     """Each criterion's tier on the mark's calibration now: computed, or on a large eval set the tiers of the rows a
     worker stored (none before its first computation: no line rather than a guess)."""
     es, rv, jc = mark.calibration_eval_set, mark.rubric_version, mark.judge_config
-    if not is_large(es, rv):
+    if stored_row(es, rv, jc, agent_version) is None:
         return criterion_tiers(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=agent_version)
     shown = shown_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=agent_version)
     return {r.criterion: r.tier for r in shown.report.rows} if shown.report else {}

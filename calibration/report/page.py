@@ -12,7 +12,7 @@ from django.utils.http import urlencode
 from calibration.gate.forms import GatingForm, ReasonForm
 from calibration.models import GatingMark, GatingReview
 from calibration.report.criterion_verdict import CANNOT, GATING, MAY_GATE, MORE_LABELS, decide
-from calibration.report.stored_report import shown_report
+from calibration.report.stored_report import agent_versions, shown_report
 from calibration.report.svg import confusion_cells, kappa_chart, opacity
 from calibration.report.waiting import waiting_work, with_queue
 from calibration.stats.candidate_evidence import ASSUMES_CALIBRATION
@@ -22,7 +22,7 @@ from evals.access import (
     checked_query,
     has_role,
 )
-from evals.models import Criterion, EvalSet, Output, Role, RubricVersion, Workspace
+from evals.models import Criterion, EvalSet, Role, RubricVersion, Workspace
 from evals.workspaces import in_workspace
 from judging.models import JudgeConfig
 
@@ -96,7 +96,7 @@ def report_context(request, es, rv, judge, gating_form=None, review_form=None) -
             "criterion", "marked_by", "revoked_by", "calibration_eval_set"
         )
     )
-    versions = Output.objects.filter(case__eval_set=es).order_by().values_list("agent_version", flat=True).distinct()
+    versions = agent_versions(es) if shown.agent_versions is None else shown.agent_versions
     decision = decide(report.rows)
     waiting = waiting_work(es, rv) if shown.waiting is None else with_queue(shown.waiting, es, rv)
     return {

@@ -57,6 +57,12 @@ def send(row_id: int) -> None:
     current_app.send_task(TASK, args=[row_id])
 
 
+def agent_versions(eval_set: EvalSet) -> list[str]:
+    """The agent versions of the eval set's outputs (one query; the report page's filter)."""
+    outputs = Output.objects.filter(case__eval_set=eval_set).order_by()
+    return list(outputs.values_list("agent_version", flat=True).distinct())
+
+
 def is_large(eval_set: EvalSet, rubric_version: RubricVersion) -> bool:
     """Whether the report of this eval set is read from a worker's stored rows (one query: outputs x criteria)."""
     outputs = Output.objects.filter(case__eval_set=eval_set).order_by().values("case__eval_set")
@@ -90,6 +96,7 @@ class Stored:
 
     core: ReportCore
     waiting: dict[str, Waiting]
+    agent_versions: tuple[str, ...]  # of the eval set's outputs, for the page's filter (a DISTINCT over them all)
 
 
 @dataclass(frozen=True)
@@ -100,10 +107,7 @@ class Shown:
     report: CalibrationReport | None
     fresh: Freshness | None
     waiting: dict[str, Waiting] | None = None
-
-    @property
-    def updating(self) -> bool:
-        return self.fresh is not None and not self.fresh.current
+    agent_versions: tuple[str, ...] | None = None
 
 
 def shown_report(
@@ -116,7 +120,8 @@ def shown_report(
 ) -> Shown:
     """The report as a page shows it: computed now on a small eval set, else the stored rows (asking a worker for
     them when they are missing, behind and long asked for, or old)."""
-    if not is_large(eval_set, rubric_version):
+    row = stored_row(eval_set, rubric_version, judge_config, agent_version)
+    if row is None:
         report = calibration_report(
             eval_set=eval_set,
             rubric_version=rubric_version,
@@ -125,7 +130,6 @@ def shown_report(
             with_audit_plans=with_audit_plans,
         )
         return Shown(report, None)
-    row = _row(eval_set, rubric_version, judge_config, agent_version or "")
     now = timezone.now()
     stored = _stored(row)
     core = stored.core if stored else None
@@ -149,7 +153,20 @@ def shown_report(
         with_audit_plans=with_audit_plans,
         computed_at=row.computed_at or now,
     )
-    return Shown(report, fresh, stored.waiting)
+    return Shown(report, fresh, stored.waiting, stored.agent_versions)
+
+
+def stored_row(
+    eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, agent_version: str | None = None
+) -> ReportFigures | None:
+    """The stored row of a large eval set's report (made on the first look), None for a small one. An eval set
+    that has a row stays large (sets grow), so a large set's page never counts its outputs again: one query."""
+    found = ReportFigures.objects.filter(
+        eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version or ""
+    ).first()
+    if found is not None or not is_large(eval_set, rubric_version):
+        return found
+    return _row(eval_set, rubric_version, judge_config, agent_version or "")
 
 
 def _stored(row: ReportFigures) -> Stored | None:
@@ -221,7 +238,8 @@ def _compute(row: ReportFigures) -> None:
         judge_config=row.judge_config,
         agent_version=row.agent_version or None,
     )
-    stored = Stored(core, waiting_work(row.eval_set, row.rubric_version).by_criterion)
+    waiting = waiting_work(row.eval_set, row.rubric_version).by_criterion
+    stored = Stored(core, waiting, tuple(sorted(agent_versions(row.eval_set))))
     # One statement: the rows, the change they are of and their times together, or (killed before it) nothing.
     ReportFigures.objects.filter(pk=row.pk).update(
         core=pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL),
