@@ -26,7 +26,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q, Subquery
+from django.db.models import BooleanField, Case, Count, ExpressionWrapper, F, IntegerField, Q, Subquery, When
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
@@ -63,14 +63,13 @@ def agent_versions(eval_set: EvalSet) -> list[str]:
     return list(outputs.values_list("agent_version", flat=True).distinct())
 
 
-def is_large(eval_set: EvalSet, rubric_version: RubricVersion) -> bool:
-    """Whether the report of this eval set is read from a worker's stored rows (one query: outputs x criteria)."""
+def _items(eval_set: EvalSet, rubric_version: RubricVersion) -> ExpressionWrapper:
+    """outputs x criteria, as one expression of two scalar subqueries."""
     outputs = Output.objects.filter(case__eval_set=eval_set).order_by().values("case__eval_set")
+    criteria = Criterion.objects.filter(rubric_version=rubric_version).order_by().values("rubric_version")
     n_outputs = Subquery(outputs.annotate(n=Count("pk")).values("n"))
-    items = Criterion.objects.filter(rubric_version=rubric_version).aggregate(n=Count("pk") * Coalesce(n_outputs, 0))[
-        "n"
-    ]
-    return (items or 0) >= settings.ICEWATER_REPORT_STORED_FROM_ITEMS
+    n_criteria = Subquery(criteria.annotate(n=Count("pk")).values("n"))
+    return ExpressionWrapper(Coalesce(n_outputs, 0) * Coalesce(n_criteria, 0), output_field=IntegerField())
 
 
 @dataclass(frozen=True)
@@ -159,13 +158,21 @@ def shown_report(
 def stored_row(
     eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, agent_version: str | None = None
 ) -> ReportFigures | None:
-    """The stored row of a large eval set's report (made on the first look), None for a small one. An eval set
-    that has a row stays large (sets grow), so a large set's page never counts its outputs again: one query."""
-    found = ReportFigures.objects.filter(
+    """The stored row of a large eval set's report (made on the first look), None for a small one: one query for a
+    small eval set, two for a large one. An eval set that has a row stays large (sets grow), so a large set's page
+    never counts its outputs again: PostgreSQL evaluates only the branch of the CASE it takes."""
+    rows = ReportFigures.objects.filter(
         eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version or ""
-    ).first()
-    if found is not None or not is_large(eval_set, rubric_version):
-        return found
+    )
+    found, items = Criterion.objects.filter(
+        pk=Subquery(Criterion.objects.filter(rubric_version=rubric_version).values("pk")[:1])
+    ).annotate(row=Subquery(rows.values("pk")[:1])).annotate(
+        items=Case(When(row__isnull=True, then=_items(eval_set, rubric_version)), default=None)
+    ).values_list("row", "items").first() or (None, 0)
+    if found is not None:
+        return rows.get()
+    if (items or 0) < settings.ICEWATER_REPORT_STORED_FROM_ITEMS:
+        return None
     return _row(eval_set, rubric_version, judge_config, agent_version or "")
 
 
@@ -200,11 +207,10 @@ def _request(row: ReportFigures) -> None:
 
 def changed(where: Q) -> None:
     """The data of the stored reports `where` selects changed (committed): each is behind and asked for again."""
-    ids = list(ReportFigures.objects.filter(where).values_list("pk", flat=True))
-    if ids:
-        ReportFigures.objects.filter(pk__in=ids).update(wanted=F("wanted") + 1, requested_at=timezone.now())
-    for row_id in ids:
-        send(row_id)
+    # One UPDATE when no report of the data is stored (every small eval set): a label's save pays one query.
+    if ReportFigures.objects.filter(where).update(wanted=F("wanted") + 1, requested_at=timezone.now()):
+        for row_id in ReportFigures.objects.filter(where).values_list("pk", flat=True):
+            send(row_id)
 
 
 def labels_changed(where: dict) -> None:
