@@ -14,14 +14,20 @@ from django.db import DatabaseError
 from calibration.audits import stored_figures
 from calibration.report import stored_report
 
+# Both kinds of stored figures: redelivered to another worker when one dies mid-computation, retried when the
+# database is away (the computation starts again from the data as it is).
+STORED_FIGURES: dict = {
+    "acks_late": True,
+    "ignore_result": True,
+    "autoretry_for": (DatabaseError,),
+    "retry_backoff": True,
+    "max_retries": 5,
+}
+
 
 @shared_task(
     name=stored_figures.TASK,
-    acks_late=True,
-    ignore_result=True,
-    autoretry_for=(DatabaseError,),
-    retry_backoff=True,
-    max_retries=5,
+    **STORED_FIGURES,
 )
 def recompute_plan_figures(plan_id: int, minimum: float | None = None, confidence: float | None = None) -> int:
     return stored_figures.recompute(plan_id, minimum, confidence)
@@ -29,11 +35,7 @@ def recompute_plan_figures(plan_id: int, minimum: float | None = None, confidenc
 
 @shared_task(
     name=stored_report.TASK,
-    acks_late=True,
-    ignore_result=True,
-    autoretry_for=(DatabaseError,),
-    retry_backoff=True,
-    max_retries=5,
+    **STORED_FIGURES,
 )
 def recompute_report_figures(row_id: int) -> int:
     return stored_report.recompute(row_id)
