@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q, Subquery
 from django.urls import reverse
 from django.utils import timezone
 
@@ -135,7 +135,10 @@ def uncalibrated_runs(workspace: Workspace) -> list[Line]:
     runs = (
         in_workspace(JudgeRun, workspace)
         .filter(status=JudgeRun.Status.DONE, probe_run__isnull=True)  # probe arms calibrate nothing
-        .filter(Exists(labeled))
+        # The first labeled output, not EXISTS: PostgreSQL turns an EXISTS into a hash join over every submitted
+        # annotation (hundreds of ms on a 100,000-output set, issue 37), a LIMIT 1 subquery stops at the first.
+        .annotate(first_labeled=Subquery(labeled.values("pk")[:1]))
+        .filter(first_labeled__isnull=False)
         .exclude(Exists(decided))
         .exclude(Exists(reviewed))
         .exclude(Exists(audited))
