@@ -2,6 +2,7 @@
 
     python bench/calibration.py                     # 20,000 outputs x 10 criteria
     python bench/calibration.py --outputs 5000      # a quicker run
+    python bench/calibration.py --outputs 100000 --criteria 4   # issue 37's size
 
 Uses the PostgreSQL of `scripts/services.sh env` (or DATABASE_URL): creates a scratch database,
 migrates it, and fills it with COPY: 20,000 outputs, a 10-criterion rubric, two submitted
@@ -16,7 +17,14 @@ It then times, best of --repeat runs, interleaved:
   floor   hand-written SQL for the same label, gold and verdict rows, fetched into DataFrames and
           nothing else (what any report must at least do).
 and prints both, their ratio (goal: within 2x) and the report's query count, also on a small eval set
-to show that it does not grow. The scratch database is dropped at the end; --timeout bounds the run.
+to show that it does not grow.
+
+Then the pages that show report figures, as a lead at the test client (the server's time, no network): the
+report, Compare, the calibration overview and Home (with a gating mark on the large set, so it checks its tier).
+On the large set they read the rows a worker stored (calibration/report/stored_report.py): the bench runs the
+worker's computation in its own process first (its time is printed as `worker`), then times each page warm, best
+of --repeat (goal: under 250 ms), and the first view before any worker has computed (it must not compute either).
+The scratch database is dropped at the end; --timeout bounds the run.
 """
 
 from __future__ import annotations
@@ -206,13 +214,14 @@ def populate(n_outputs: int, eval_set_name: str, id_base: int, seed: int) -> dic
 def resolve(scope: dict) -> dict:
     """Fresh objects by name, as `manage.py calibration_report` finds them."""
     from evals.lookup import eval_set_named
-    from evals.models import RubricVersion
+    from evals.models import RubricVersion, Workspace
     from judging.judge_lookup import judge_named
 
+    workspace = Workspace.objects.get(slug="bench")
     return {
-        "eval_set": eval_set_named(scope["eval_set"]),
-        "rubric_version": RubricVersion.objects.by_ref(scope["rubric"]),
-        "judge_config": judge_named(scope["judge"]),
+        "eval_set": eval_set_named(scope["eval_set"], workspace),
+        "rubric_version": RubricVersion.objects.by_ref(scope["rubric"], workspace),
+        "judge_config": judge_named(scope["judge"], workspace),
     }
 
 
@@ -274,12 +283,78 @@ def report(scope: dict) -> tuple[float, int, object]:
     return time.perf_counter() - start, len(queries), result
 
 
+def pages(scope: dict, repeat: int) -> None:
+    """Time the pages that show report figures on the large set (module docstring)."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+    from django.urls import reverse
+
+    from calibration.models import GatingMark, ReportFigures
+    from calibration.report import stored_report
+    from evals.models import Membership, Role, User, Workspace
+
+    es, rv, jc = scope["eval_set"], scope["rubric_version"], scope["judge_config"]
+    workspace = Workspace.objects.get(slug="bench")
+    lead, _ = User.objects.get_or_create(username="lee")
+    Membership.objects.get_or_create(user=lead, workspace=workspace, defaults={"role": Role.LEAD})
+    GatingMark.objects.create(
+        rubric_version=rv,
+        judge_config=jc,
+        criterion=rv.criteria.order_by("order").first(),
+        rubric_content_hash=rv.content_hash,
+        judge_config_hash=jc.content_hash,
+        calibration_eval_set=es,
+        tier="acceptable",
+        reason="bench",
+        marked_by=lead,
+    )
+    stored_report.send = lambda row_id: None  # no broker here: the bench computes in its own process below
+    client = Client()
+    client.force_login(lead)
+    compare = f"{reverse('calibration:compare')}?eval_set={es.pk}&left_rubric={rv.pk}&left_judge={jc.pk}"
+    urls = {
+        "report": reverse("calibration:report", args=[es.pk, rv.pk, jc.pk]),
+        "compare": f"{compare}&right_rubric={rv.pk}&right_judge={jc.pk}",
+        "overview": reverse("calibration:index"),
+        "home": reverse("home"),
+    }
+    first = {}
+    for name, url in urls.items():
+        start = time.perf_counter()
+        assert client.get(url).status_code == 200, name
+        first[name] = time.perf_counter() - start
+    worker = 0.0
+    for row in ReportFigures.objects.all():
+        start = time.perf_counter()
+        stored_report.recompute(row.pk)
+        worker = max(worker, time.perf_counter() - start)
+    print(f"worker: the stored report computed in {worker:6.2f} s (off the request path)")
+    print("pages that show report figures (a lead, at the test client; goal: warm under 250 ms):")
+    for name, url in urls.items():
+        client.get(url)
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            with CaptureQueriesContext(connection) as queries:
+                body = client.get(url).content.decode()
+            times.append(time.perf_counter() - start)
+            assert "updating" not in body, name
+        warm = min(times) * 1000
+        print(
+            f"  {name:9s} warm {warm:6.0f} ms (best of {repeat}; {len(queries)} queries)"
+            f"  {'ok' if warm < 250 else 'OVER'}   first view, nothing stored yet: {first[name] * 1000:6.0f} ms"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--outputs", type=int, default=20_000)
+    parser.add_argument("--criteria", type=int, default=10, help="criteria in the rubric (issue 37 asks for 4)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--timeout", type=int, default=900, help="give up after this many seconds")
     args = parser.parse_args()
+    CRITERIA[:] = [f"criterion_{i:02d}" for i in range(args.criteria)]
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError(f"bench exceeded {args.timeout}s")))
     signal.alarm(args.timeout)
 
@@ -331,6 +406,7 @@ def main() -> None:
         print(f"ratio report / floor:                        {report_s / floor_s:6.2f}x  (goal: within 2x)")
         print(f"queries: {queries} for {args.outputs:,} outputs, {small_queries} for 500 outputs (constant)")
         print(f"sanity: kappa of the first criteria {kappas}; human kappa {result.rows[0].human.kappa:.3f}")
+        pages(big, args.repeat)
         connection.close()
     finally:
         signal.alarm(0)

@@ -336,6 +336,43 @@ def gate_scope_only() -> list[str]:
     return ["gate"]
 
 
+class ReportFigures(models.Model):
+    """A calibration report's rows as a Celery worker last computed them (issue 37), for one eval set x rubric
+    version x judge config x agent version ("" for all): what the report's pages show on a large eval set, where
+    loading the labels and computing the intervals takes seconds (calibration/report/stored_report.py).
+
+    `wanted` and `done` count changes as AuditPlanFigures' do (calibration/data/worker_figures.py); `core` is the
+    pickled compose.ReportCore, written with its state, code digest and times by one UPDATE, so a worker killed
+    mid-computation leaves the previous rows whole. `code` is the digest of the code that computed them
+    (content_cache.code_digest): rows of another version of the code are never shown.
+    """
+
+    eval_set = models.ForeignKey(EvalSet, on_delete=models.CASCADE, related_name="+")
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.CASCADE, related_name="+")
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.CASCADE, related_name="+")
+    agent_version = models.CharField(max_length=200, blank=True)  # "" : every agent version
+    wanted = models.PositiveBigIntegerField(default=1)
+    done = models.PositiveBigIntegerField(default=0)
+    core = models.BinaryField(null=True, blank=True)  # pickled compose.ReportCore; null until first computed
+    code = models.CharField(max_length=64, blank=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+    computations = models.PositiveIntegerField(default=0)
+    requested_at = models.DateTimeField(default=timezone.now)
+
+    workspace_path = "eval_set__workspace"
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["eval_set", "rubric_version", "judge_config", "agent_version"], name="one_report_figures"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"report figures of eval set {self.eval_set_id} x {self.rubric_version_id} x {self.judge_config_id}"
+
+
 class GateResult(models.Model):
     """One decision of the release gate, from the command line, over HTTP or from the gate page, kept for the
     record."""

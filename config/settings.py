@@ -604,3 +604,7 @@ LOGGING = {
 # "undecided: figures updating" (exit 2, HTTP 503). The API's and the gate page's wait is inside a web request,
 # which must end well before gunicorn's 30 s timeout: 20 s by default.
 ICEWATER_GATE_FIGURES_WAIT_SECONDS = env_int("ICEWATER_GATE_FIGURES_WAIT_SECONDS", 20, minimum=0)
+# From this many items (outputs x criteria) on, the calibration report's pages show the rows a worker stored instead
+# of computing them in the request (issue 37; docs/calibration.md, "Performance"): below it a cold report fits the
+# page's 250 ms.
+ICEWATER_REPORT_STORED_FROM_ITEMS = env_int("ICEWATER_REPORT_STORED_FROM_ITEMS", 20_000, minimum=0)

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q, Subquery
 from django.urls import reverse
 from django.utils import timezone
 
@@ -45,6 +45,7 @@ from calibration.audits.stored_figures import stored_figures
 from calibration.data.holdout import held_out_split
 from calibration.models import AuditPlan, GateResult, GatingMark, GatingReview
 from calibration.report.compose import criterion_tiers
+from calibration.report.stored_report import shown_report, stored_row
 from evals.models import EvalSet, RubricVersion, Workspace
 from evals.workspaces import in_workspace
 from judging.models import JudgeRun
@@ -134,7 +135,10 @@ def uncalibrated_runs(workspace: Workspace) -> list[Line]:
     runs = (
         in_workspace(JudgeRun, workspace)
         .filter(status=JudgeRun.Status.DONE, probe_run__isnull=True)  # probe arms calibrate nothing
-        .filter(Exists(labeled))
+        # The first labeled output, not EXISTS: PostgreSQL turns an EXISTS into a hash join over every submitted
+        # annotation (hundreds of ms on a 100,000-output set, issue 37), a LIMIT 1 subquery stops at the first.
+        .annotate(first_labeled=Subquery(labeled.values("pk")[:1]))
+        .filter(first_labeled__isnull=False)
         .exclude(Exists(decided))
         .exclude(Exists(reviewed))
         .exclude(Exists(audited))
@@ -173,12 +177,7 @@ def tier_changes(marks: list[GatingMark]) -> list[Line]:
             eval_set=first.calibration_eval_set, rubric_version=first.rubric_version, judge_config=first.judge_config
         ):
             continue  # a held-out split's tier is one of its figures: read only on a counted look (issue 41 item 3)
-        tiers = criterion_tiers(
-            eval_set=first.calibration_eval_set,
-            rubric_version=first.rubric_version,
-            judge_config=first.judge_config,
-            agent_version=agent_version or None,
-        )
+        tiers = _tiers(first, agent_version or None)
         for m in group:
             now = tiers.get(m.criterion.key)
             if now is not None and now != m.tier:
@@ -191,6 +190,16 @@ def tier_changes(marks: list[GatingMark]) -> list[Line]:
                 )
                 lines.append(Line(text, url, "Review the mark", m.marked_at))
     return lines
+
+
+def _tiers(mark: GatingMark, agent_version: str | None) -> dict[str, str]:
+    """Each criterion's tier on the mark's calibration now: computed, or on a large eval set the tiers of the rows a
+    worker stored (none before its first computation: no line rather than a guess)."""
+    es, rv, jc = mark.calibration_eval_set, mark.rubric_version, mark.judge_config
+    if stored_row(es, rv, jc, agent_version) is None:
+        return criterion_tiers(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=agent_version)
+    shown = shown_report(eval_set=es, rubric_version=rv, judge_config=jc, agent_version=agent_version)
+    return {r.criterion: r.tier for r in shown.report.rows} if shown.report else {}
 
 
 def stale_marks(marks: list[GatingMark]) -> list[Line]:

@@ -9,15 +9,34 @@ until the next label; the gate compares the content digest, so it never decides 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.db.models.signals import post_delete, post_save
 
 from calibration.audits import stored_figures
 from calibration.models import AuditPlan
 from labeling.models import Annotation, GoldDispute, GoldLabel, Label
 
+# Other stored figures that follow an eval set's labels and gold (the calibration report's: report/report_triggers.py
+# adds itself in CalibrationConfig.ready), told after the commit with the lookups from a row's `eval_set` that find
+# the changed output's, e.g. {"eval_set__cases__outputs": 17}.
+listeners: list[Callable[[dict], None]] = []
+
 
 def _open_plans(**where) -> list[int]:
     return list(AuditPlan.objects.open().filter(**where).values_list("pk", flat=True).distinct())
+
+
+def _changed(where: dict, criterion: int | None = None) -> None:
+    """After the commit: the open plans of the output `where` finds (of this criterion) and every listener."""
+    on_criterion = {} if criterion is None else {"criterion_id": criterion}
+
+    def tell() -> None:
+        stored_figures.changed(_open_plans(**where, **on_criterion))
+        for listen in listeners:
+            listen(where)
+
+    stored_figures.after_commit(tell)
 
 
 def _is_draft(annotation: Annotation) -> bool:
@@ -34,12 +53,7 @@ def _label_saved(sender, instance: Label, **kwargs) -> None:
                 return
         elif kwargs.get("update_fields") is not None and "is_current" not in kwargs["update_fields"]:
             return
-    annotation, criterion = instance.annotation_id, instance.criterion_id
-    stored_figures.after_commit(
-        lambda: stored_figures.changed(
-            _open_plans(eval_set__cases__outputs__annotations=annotation, criterion_id=criterion)
-        )
-    )
+    _changed({"eval_set__cases__outputs__annotations": instance.annotation_id}, instance.criterion_id)
 
 
 def _annotation_saved(sender, instance: Annotation, update_fields=None, **kwargs) -> None:
@@ -47,15 +61,11 @@ def _annotation_saved(sender, instance: Annotation, update_fields=None, **kwargs
         return  # a reservation's renewal changes no label
     if kwargs.get("created") and _is_draft(instance):
         return  # a draft claimed: no label of it counts yet (one that becomes a draft again is seen)
-    output = instance.output_id
-    stored_figures.after_commit(lambda: stored_figures.changed(_open_plans(eval_set__cases__outputs=output)))
+    _changed({"eval_set__cases__outputs": instance.output_id})
 
 
 def _gold_saved(sender, instance: GoldLabel | GoldDispute, **kwargs) -> None:
-    output, criterion = instance.output_id, instance.criterion_id
-    stored_figures.after_commit(
-        lambda: stored_figures.changed(_open_plans(eval_set__cases__outputs=output, criterion_id=criterion))
-    )
+    _changed({"eval_set__cases__outputs": instance.output_id}, instance.criterion_id)
 
 
 def connect() -> None:

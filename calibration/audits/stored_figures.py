@@ -8,19 +8,9 @@ fresh it is ("as of gold change 212 (180 gold labels), 4 s ago; updating…"). T
 `gold_state` equals the digest of what the gate reads now (`current_figures`), and otherwise asks a worker and
 waits a bounded time.
 
-One computation per row at a time: a lock on the row's id, tried without waiting (calibration/data/
-computation_lock.py: a PostgreSQL session advisory lock, a file lock on the embedded SQLite install). Not a row
-lock with select_for_update(skip_locked): that needs a transaction open for the whole computation (seconds), and
-the trigger's bump of `wanted` would wait behind it, holding the annotator's save. Not a Redis lock with an expiry
-either: too short an expiry lets two computations run at once, too long a one keeps a killed worker's lock. Both
-forms are let go when their holder dies, so a killed worker leaves nothing held.
-
-A burst of changes gives a few computations, not one each: a task that finds the lock held returns at once, and the
-holder, after each computation, reads `wanted` again and computes again if it moved (the latest state wins); after
-it lets the lock go it looks once more, so a change whose own task met the lock while the holder was finishing is
-not lost. The figures, their state and times are written by one UPDATE: a worker killed mid-computation leaves the
-previous figures whole, and acks_late hands its task to another worker (settings), as does the next reader after
-KICK_AFTER.
+One computation per row at a time, the latest change winning, and one UPDATE for the figures with their state and
+times: calibration/data/worker_figures.py says how and why, for every kind of stored figures. acks_late hands a
+killed worker's task to another worker (settings), as does the next reader after KICK_AFTER.
 """
 
 from __future__ import annotations
@@ -38,7 +28,7 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from calibration.audits.figures import AuditFigures, read_plan
-from calibration.data.computation_lock import try_lock
+from calibration.data import worker_figures
 from calibration.models import AuditPlan, AuditPlanFigures
 
 # The Celery task's name (calibration/tasks.py registers it; this module sends it by name and never imports it).
@@ -120,17 +110,7 @@ def recompute(plan_id: int, minimum: float | None = None, confidence: float | No
     if plan is None:
         return 0
     row = _row(plan, _thresholds(plan, minimum, confidence))
-    runs = 0
-    while True:
-        with try_lock(LOCK_SPACE, row.pk) as got:
-            if not got:
-                return runs
-            while not _is_current(row.pk):
-                _compute(row)
-                runs += 1
-        # Let go; a change whose task met our lock after our last look is ours to see now.
-        if _is_current(row.pk):
-            return runs
+    return worker_figures.coalesced(LOCK_SPACE, row.pk, partial(_is_current, row.pk), partial(_compute, row))
 
 
 def _is_current(row_id: int) -> bool:
@@ -174,8 +154,7 @@ class Stored:
         """ "as of gold change 212 (180 gold labels), 4 s ago; updating…": said the same on every page and answer."""
         if self.figures is None or self.computed_at is None:
             return "not computed yet; a worker is computing them…"
-        age = max(0, int(((now or timezone.now()) - self.computed_at).total_seconds()))
-        ago = f"{age} s ago" if age < 120 else f"{age // 60} min ago"
+        ago = worker_figures.ago(self.computed_at, now)
         said = f"as of gold change {self.as_of} ({self.n_gold} gold labels), {ago}"
         return said if self.current else f"{said}; updating…"
 

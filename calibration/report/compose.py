@@ -239,6 +239,53 @@ def rows_on_outputs(
     )
 
 
+@dataclass(frozen=True)
+class ReportCore:
+    """What the report reads from the labels, gold and verdicts (the costly part, which a worker computes and stores
+    on a large eval set: report/stored_report.py); the rest of the report is a few small queries."""
+
+    rows: tuple[CriterionReport, ...]
+    outputs_judged: int  # outputs with a verdict: the size of the candidate the price of gating is about
+    split: str = ""
+    split_note: str = ""
+    # A judge that samples more than once: per criterion, its vote share's correlation with gold, which a uniform
+    # audit reads (issue 38), so the price of gating prices that; None for a judge that samples once.
+    vote_share_phis: Mapping[str, float] | None = None
+
+
+def report_core(
+    *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, agent_version: str | None = None
+) -> ReportCore:
+    """The rows of one eval set x rubric version x judge config (five queries, whatever the size)."""
+    scope = label_frames.Scope(eval_set, rubric_version, agent_version)
+    criteria, policies = _criteria(rubric_version)
+    restriction = report_restriction(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
+    only = restriction.output_ids if restriction else None
+    verdicts = _only(frames.load_verdicts(scope, judge_config), only)
+    labels = _only(label_frames.load_labels(scope), only)
+    adjudicated = _only(label_frames.load_adjudicated(scope), only)
+    rows = cached_rows(
+        criteria=criteria,
+        labels=labels,
+        adjudicated=adjudicated,
+        verdicts=verdicts,
+        gating=gating_keys(rubric_version, judge_config),
+        gold_policies=policies,
+    )
+    shares = (
+        vote_share_phis(labels=labels, adjudicated=adjudicated, verdicts=verdicts, criteria=criteria, policies=policies)
+        if judge_config.samples > 1
+        else None
+    )
+    return ReportCore(
+        rows=tuple(rows),
+        outputs_judged=int(verdicts["output"].nunique()) if len(verdicts) else 0,
+        split=restriction.part if restriction else "",
+        split_note=restriction.note if restriction else "",
+        vote_share_phis=shares,
+    )
+
+
 def calibration_report(
     *,
     eval_set: EvalSet,
@@ -255,53 +302,55 @@ def calibration_report(
     candidate it is about and the transport test of the gating marks' calibrations (up to five queries): what the
     report's page, its JSON export, the command and the API show; the overview grid and the approvals, which read
     only the rows, leave them out."""
-    scope = label_frames.Scope(eval_set, rubric_version, agent_version)
-    criteria, policies = _criteria(rubric_version)
-    restriction = report_restriction(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
-    only = restriction.output_ids if restriction else None
-    verdicts = _only(frames.load_verdicts(scope, judge_config), only)
-    labels = _only(label_frames.load_labels(scope), only)
-    adjudicated = _only(label_frames.load_adjudicated(scope), only)
-    rows = cached_rows(
-        criteria=criteria,
-        labels=labels,
-        adjudicated=adjudicated,
-        verdicts=verdicts,
-        gating=gating_keys(rubric_version, judge_config),
-        gold_policies=policies,
+    core = report_core(
+        eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version
     )
+    return assemble(
+        core,
+        eval_set=eval_set,
+        rubric_version=rubric_version,
+        judge_config=judge_config,
+        agent_version=agent_version,
+        with_audit_plans=with_audit_plans,
+        computed_at=timezone.now(),
+    )
+
+
+def assemble(
+    core: ReportCore,
+    *,
+    eval_set: EvalSet,
+    rubric_version: RubricVersion,
+    judge_config: JudgeConfig,
+    agent_version: str | None,
+    with_audit_plans: bool,
+    computed_at: datetime,
+) -> CalibrationReport:
+    """The report from its rows, computed now or stored by a worker (then `computed_at` is when they were)."""
+    rows = list(core.rows)
     prices: tuple[PriceRow, ...] | None = None
     transport: tuple[tuple[str, TransportTest], ...] = ()
     plans: list = []
     if with_audit_plans:
         # The price of gating is about a candidate: this eval set, or the newest one where this is the calibration.
-        here = int(verdicts["output"].nunique()) if len(verdicts) else 0
         size, which = priced_candidate(
-            eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, here=here
+            eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, here=core.outputs_judged
         )
         marks = marked_calibrations(rubric_version, judge_config)
-        # A judge that samples more than once: a uniform audit reads its vote share (issue 38), so that is priced.
-        shares = (
-            vote_share_phis(
-                labels=labels, adjudicated=adjudicated, verdicts=verdicts, criteria=criteria, policies=policies
-            )
-            if judge_config.samples > 1
-            else None
-        )
-        prices = price_rows(rows, size, {m.key: m.min_pass_rate for m in marks}, which, shares)
+        prices = price_rows(rows, size, {m.key: m.min_pass_rate for m in marks}, which, core.vote_share_phis)
         transport = transport_rows(rows, marks, eval_set.pk)
         plans = plans_to_report(eval_set=eval_set, rubric_version_id=rubric_version.pk)
     return CalibrationReport(
-        split=restriction.part if restriction else "",
-        split_note=restriction.note if restriction else "",
+        split=core.split,
+        split_note=core.split_note,
         eval_set=eval_set.name,
         rubric_version=rubric_version.ref,
         judge_config=judge_config.name,
         judge_config_hash=judge_config.content_hash,
         model_id=judge_config.model_id,
         agent_version=agent_version,
-        computed_at=timezone.now(),
-        rows=tuple(rows),
+        computed_at=computed_at,
+        rows=core.rows,
         probes=probe_results(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config),
         gating_prices=prices,
         transport=transport,

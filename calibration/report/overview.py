@@ -3,7 +3,8 @@
 An instrument is a (judge config, rubric version) pair; each eval set a judge ran on gets a grid of its
 criteria (rows) x its instruments (columns), every cell the report's kappa, interval and tier. The grid
 shows the MAX_GRID_COLUMNS most recently run instruments per eval set: each column is one full report
-(six queries, nine with a probe run), so the page's cost grows with the columns shown, never with the data.
+(seven queries, ten with a probe run), so the page's cost grows with the columns shown, never with the data; on a
+large eval set the report's rows are a worker's (report/stored_report.py) and the column says how fresh they are.
 
 A judge version measured on the held-out split (its examples came from this eval set) gets no figures here:
 every look at them is counted (docs/calibration.md, "Why looks are counted"), and a page a lead opens many
@@ -20,14 +21,16 @@ from django.urls import reverse
 
 from calibration.data.holdout import held_out_split
 from calibration.models import GatingMark
-from calibration.report.compose import calibration_report
 from calibration.report.rows import CriterionReport
+from calibration.report.stored_report import shown_report
 from evals.models import EvalSet, RubricVersion, Workspace
 from evals.workspaces import in_workspace
 from judging.models import GoldSplit, JudgeConfig, JudgeRun
 
 # A cell of a column measured on the held-out split: no figures (see the module's docstring).
 HELD_OUT = GoldSplit.HELD_OUT
+# A cell of a large eval set's column before a worker first computed its report.
+COMPUTING = "computing"
 
 # A lead compares a handful of judges or rubric edits at a time; beyond six columns the table no longer fits
 # a laptop screen and each column costs a report. Older instruments stay one click away (the list below it).
@@ -60,13 +63,15 @@ class Column:
     judge_config: JudgeConfig
     url: str
     gating: int  # active gating marks of this instrument
+    fresh: str = ""  # a large eval set's stored figures: how fresh they are (report/stored_report.py)
 
 
 @dataclass(frozen=True)
 class Grid:
     eval_set: EvalSet
     columns: list[Column]
-    # Criterion key, its row per column (None: not in that rubric version; HELD_OUT: figures on the report only).
+    # Criterion key, its row per column (None: not in that rubric version; HELD_OUT: figures on the report only;
+    # COMPUTING: a large eval set's first figures are on their way from a worker).
     rows: list[tuple[str, list[CriterionReport | str | None]]]
     more: int  # instruments run on this eval set that the grid leaves out
 
@@ -90,14 +95,20 @@ def overview_grids(instruments: list[Instrument], max_columns: int = MAX_GRID_CO
         # Oldest first, left to right, so the newest instrument is the rightmost column.
         for i in reversed(shown):
             rv, jc = versions[i.rubric_version_id], judges[i.judge_config_id]
+            fresh = ""
             if held_out_split(eval_set=es, rubric_version=rv, judge_config=jc) is not None:
                 criteria = rv.criteria.order_by("order", "id").values_list("key", flat=True)
                 reports.append(dict.fromkeys(criteria, HELD_OUT))
             else:
-                report = calibration_report(eval_set=es, rubric_version=rv, judge_config=jc)
-                reports.append({r.criterion: r for r in report.rows})
+                read = shown_report(eval_set=es, rubric_version=rv, judge_config=jc)
+                fresh = read.fresh.words() if read.fresh else ""
+                if read.report is None:
+                    criteria = rv.criteria.order_by("order", "id").values_list("key", flat=True)
+                    reports.append(dict.fromkeys(criteria, COMPUTING))
+                else:
+                    reports.append({r.criterion: r for r in read.report.rows})
             url = reverse("calibration:report", args=[es.pk, rv.pk, jc.pk])
-            columns.append(Column(rv, jc, url, gating[(rv.pk, jc.pk)]))
+            columns.append(Column(rv, jc, url, gating[(rv.pk, jc.pk)], fresh))
         keys = list(dict.fromkeys(key for report in reports for key in report))
         rows = [(key, [report.get(key) for report in reports]) for key in keys]
         grids.append(Grid(es, columns, rows, len(by_set[es.pk]) - len(shown)))

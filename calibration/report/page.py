@@ -11,10 +11,10 @@ from django.utils.http import urlencode
 
 from calibration.gate.forms import GatingForm, ReasonForm
 from calibration.models import GatingMark, GatingReview
-from calibration.report.compose import calibration_report
 from calibration.report.criterion_verdict import CANNOT, GATING, MAY_GATE, MORE_LABELS, decide
+from calibration.report.stored_report import agent_versions, shown_report
 from calibration.report.svg import confusion_cells, kappa_chart, opacity
-from calibration.report.waiting import waiting_work
+from calibration.report.waiting import waiting_work, with_queue
 from calibration.stats.candidate_evidence import ASSUMES_CALIBRATION
 from calibration.stats.metrics import MIN_N
 from calibration.workbench.holdout_looks import count_report_look
@@ -22,7 +22,7 @@ from evals.access import (
     checked_query,
     has_role,
 )
-from evals.models import Criterion, EvalSet, Output, Role, RubricVersion, Workspace
+from evals.models import Criterion, EvalSet, Role, RubricVersion, Workspace
 from evals.workspaces import in_workspace
 from judging.models import JudgeConfig
 
@@ -80,9 +80,13 @@ REVIEWS_SHOWN = 5
 
 def report_context(request, es, rv, judge, gating_form=None, review_form=None) -> dict:
     agent_version = asked_agent_version(request)
-    report = calibration_report(
+    # On a large eval set, the rows a worker stored, with their freshness (stored_report.py); else computed now.
+    shown = shown_report(
         eval_set=es, rubric_version=rv, judge_config=judge, agent_version=agent_version, with_audit_plans=True
     )
+    report, is_lead = shown.report, has_role(request.user, request.workspace, Role.LEAD)
+    if report is None:  # a worker is computing a large eval set's first figures: the page says so and polls
+        return {"es": es, "rv": rv, "judge": judge, "report": None, "fresh": shown.fresh, "is_lead": is_lead}
     # Every render of the report (the page, and the page again after a refused gating decision) shows its
     # figures: for a version measured on the held-out split, that is one counted look.
     count_report_look(eval_set=es, rubric_version=rv, judge_config=judge, by=request.user, via="report page")
@@ -92,8 +96,9 @@ def report_context(request, es, rv, judge, gating_form=None, review_form=None) -
             "criterion", "marked_by", "revoked_by", "calibration_eval_set"
         )
     )
-    versions = Output.objects.filter(case__eval_set=es).order_by().values_list("agent_version", flat=True).distinct()
-    decision, waiting = decide(report.rows), waiting_work(es, rv)
+    versions = agent_versions(es) if shown.agent_versions is None else shown.agent_versions
+    decision = decide(report.rows)
+    waiting = waiting_work(es, rv) if shown.waiting is None else with_queue(shown.waiting, es, rv)
     return {
         "es": es,
         "rv": rv,
@@ -116,8 +121,9 @@ def report_context(request, es, rv, judge, gating_form=None, review_form=None) -
             )[:REVIEWS_SHOWN]
         ),
         "review_form": review_form or ReasonForm(prefix="review"),
-        "is_lead": has_role(request.user, request.workspace, Role.LEAD),
+        "is_lead": is_lead,
         "assumes": ASSUMES_CALIBRATION,
+        "fresh": shown.fresh,
     }
 
 

@@ -23,6 +23,7 @@ from calibration.report.files import to_csv, to_json
 from calibration.report.forms import CompareForm, DisputeForm
 from calibration.report.overview import comparison_params, overview_grids, run_instruments
 from calibration.report.page import asked_agent_version, instrument_or_404, report_context
+from calibration.report.stored_report import shown_report
 from calibration.report.svg import kappa_chart
 from calibration.workbench.holdout_looks import count_report_look, count_report_looks
 from evals.access import (
@@ -137,17 +138,30 @@ def compare(request: AuthenticatedHttpRequest) -> HttpResponse:
         if params
         else CompareForm(initial=request.GET.dict(), workspace=request.workspace)
     )
-    sides = []
+    sides: list = []
+    fresh: list[str] = []
+    pending = False
     if form.is_valid():
         es = form.cleaned_data["eval_set"]
         shown = [
             (form.cleaned_data[f"{side}_rubric"], form.cleaned_data[f"{side}_judge"]) for side in ("left", "right")
         ]
-        sides = [calibration_report(eval_set=es, rubric_version=rv, judge_config=jc) for rv, jc in shown]
+        # A large eval set's sides are the rows a worker stored (stored_report.py), said with their freshness.
+        reports = [shown_report(eval_set=es, rubric_version=rv, judge_config=jc) for rv, jc in shown]
+        fresh = [r.fresh.words() for r in reports if r.fresh]
+        pending = any(r.report is None for r in reports)
+        sides = [] if pending else [r.report for r in reports]
         # A side measured on the held-out split shows its figures: one look per split (both sides on one split
         # are one look, recorded with both versions).
         count_report_looks(eval_set=es, shown=shown, by=request.user, via="compare")
-    context = {"form": form, "sides": sides, "pairs": _pairs(sides) if sides else [], "nothing_to_compare": not params}
+    context = {
+        "form": form,
+        "sides": sides,
+        "pairs": _pairs(sides) if sides else [],
+        "nothing_to_compare": not params,
+        "fresh": fresh if form.is_valid() else [],
+        "pending": form.is_valid() and pending,
+    }
     if request.htmx:
         return render(request, "calibration/compare.html#comparison", context)
     return render(request, "calibration/compare.html", context)

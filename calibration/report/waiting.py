@@ -73,5 +73,10 @@ def waiting_work(eval_set: EvalSet, rubric_version: RubricVersion) -> WaitingWor
     criteria = list(rubric_version.criteria.order_by("order", "id").values_list("id", "key"))
     outputs = Output.objects.filter(case__eval_set=eval_set).count()
     counts = waiting_counts(states, criteria, outputs, open_dispute_counts(eval_set, rubric_version))
+    return with_queue(counts, eval_set, rubric_version)
+
+
+def with_queue(counts: dict[str, Waiting], eval_set: EvalSet, rubric_version: RubricVersion) -> WaitingWork:
+    """The counts (computed now, or by a worker: report/stored_report.py) with the eval set's queue (one query)."""
     queue = LabelingQueue.objects.current().select_related("rubric_version__rubric").filter(eval_set=eval_set).first()
     return WaitingWork(counts, queue, rubric_version.pk)

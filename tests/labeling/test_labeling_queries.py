@@ -63,7 +63,9 @@ PAGE_AT_MOST = 6
 # busy server; it read the annotation and the label twice (outside the lock and in it) until the 100-person
 # bench (bench/labeling_load.py --crowd 100) showed saves waiting on those round trips.
 SAVE_AT_MOST = 8
-SUBMIT_AT_MOST = 20  # the submit itself, then Next reserving the following output
+# The submit itself, then Next reserving the following output; after the commit, one UPDATE marks the eval set's
+# stored calibration reports stale (none stored for a small set: the UPDATE finds no row; issue 37).
+SUBMIT_AT_MOST = 21
 
 
 def test_the_labeling_page_save_and_submit_do_not_grow_with_criteria_or_outputs(client):
