@@ -2,6 +2,7 @@
 
 `recompute_plan_figures` computes an audit plan's figures in the worker (calibration/audits/stored_figures.py):
 redelivered or sent fifty times in a burst, it computes once per change it finds, the others return at once.
+`recompute_group_figures` does the same for an audit plan group's shared decision (group_figures.py).
 acks_late (settings): a worker killed mid-computation leaves the message for another.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import DatabaseError
 
-from calibration.audits import stored_figures
+from calibration.audits import group_figures, stored_figures
 
 
 @shared_task(
@@ -23,3 +24,15 @@ from calibration.audits import stored_figures
 )
 def recompute_plan_figures(plan_id: int, minimum: float | None = None, confidence: float | None = None) -> int:
     return stored_figures.recompute(plan_id, minimum, confidence)
+
+
+@shared_task(
+    name=group_figures.TASK,
+    acks_late=True,
+    ignore_result=True,
+    autoretry_for=(DatabaseError,),
+    retry_backoff=True,
+    max_retries=5,
+)
+def recompute_group_figures(group_id: int) -> int:
+    return group_figures.recompute(group_id)

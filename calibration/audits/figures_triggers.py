@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from django.db.models.signals import post_delete, post_save
 
-from calibration.audits import stored_figures
+from calibration.audits import group_figures, stored_figures
 from calibration.models import AuditPlan
 from labeling.models import Annotation, GoldDispute, GoldLabel, Label
+
+
+def _changed(plan_ids: list[int]) -> None:
+    stored_figures.changed(plan_ids)
+    group_figures.changed(plan_ids)  # the shared decision of a group reads every one of its plans
 
 
 def _open_plans(**where) -> list[int]:
@@ -36,9 +41,7 @@ def _label_saved(sender, instance: Label, **kwargs) -> None:
             return
     annotation, criterion = instance.annotation_id, instance.criterion_id
     stored_figures.after_commit(
-        lambda: stored_figures.changed(
-            _open_plans(eval_set__cases__outputs__annotations=annotation, criterion_id=criterion)
-        )
+        lambda: _changed(_open_plans(eval_set__cases__outputs__annotations=annotation, criterion_id=criterion))
     )
 
 
@@ -48,14 +51,12 @@ def _annotation_saved(sender, instance: Annotation, update_fields=None, **kwargs
     if kwargs.get("created") and _is_draft(instance):
         return  # a draft claimed: no label of it counts yet (one that becomes a draft again is seen)
     output = instance.output_id
-    stored_figures.after_commit(lambda: stored_figures.changed(_open_plans(eval_set__cases__outputs=output)))
+    stored_figures.after_commit(lambda: _changed(_open_plans(eval_set__cases__outputs=output)))
 
 
 def _gold_saved(sender, instance: GoldLabel | GoldDispute, **kwargs) -> None:
     output, criterion = instance.output_id, instance.criterion_id
-    stored_figures.after_commit(
-        lambda: stored_figures.changed(_open_plans(eval_set__cases__outputs=output, criterion_id=criterion))
-    )
+    stored_figures.after_commit(lambda: _changed(_open_plans(eval_set__cases__outputs=output, criterion_id=criterion)))
 
 
 def connect() -> None:

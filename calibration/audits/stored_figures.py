@@ -114,16 +114,22 @@ def changed(plan_ids: Iterable[int]) -> None:
 
 
 @contextmanager
-def _lock(row_id: int) -> Iterator[bool]:
+def advisory_lock(space: int, key: int) -> Iterator[bool]:
+    """A session advisory lock on (space, key), tried without waiting: yields whether it was got (the module's
+    docstring: why this lock). group_figures.py takes it in its own space."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_SPACE, row_id])
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [space, key])
         got = bool(cursor.fetchone()[0])
     try:
         yield got
     finally:
         if got:
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_SPACE, row_id])
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [space, key])
+
+
+def _lock(row_id: int):
+    return advisory_lock(LOCK_SPACE, row_id)
 
 
 def recompute(plan_id: int, minimum: float | None = None, confidence: float | None = None) -> int:
@@ -171,6 +177,16 @@ def _compute(row: AuditPlanFigures) -> None:
     )
 
 
+def fresh_words(computed_at: datetime | None, of: str, *, current: bool, now: datetime | None = None) -> str:
+    """How fresh stored figures are, said the same for a plan and an audit group: "as of <of>, 4 s ago; updating…"."""
+    if computed_at is None:
+        return "not computed yet; a worker is computing them…"
+    age = max(0, int(((now or timezone.now()) - computed_at).total_seconds()))
+    ago = f"{age} s ago" if age < 120 else f"{age // 60} min ago"
+    said = f"as of {of}, {ago}"
+    return said if current else f"{said}; updating…"
+
+
 @dataclass(frozen=True)
 class Stored:
     """A plan's stored figures (None until first computed) and how fresh they are."""
@@ -185,12 +201,12 @@ class Stored:
 
     def words(self, now: datetime | None = None) -> str:
         """ "as of gold change 212 (180 gold labels), 4 s ago; updating…": said the same on every page and answer."""
-        if self.figures is None or self.computed_at is None:
-            return "not computed yet; a worker is computing them…"
-        age = max(0, int(((now or timezone.now()) - self.computed_at).total_seconds()))
-        ago = f"{age} s ago" if age < 120 else f"{age // 60} min ago"
-        said = f"as of gold change {self.as_of} ({self.n_gold} gold labels), {ago}"
-        return said if self.current else f"{said}; updating…"
+        return fresh_words(
+            self.computed_at if self.figures is not None else None,
+            f"gold change {self.as_of} ({self.n_gold} gold labels)",
+            current=self.current,
+            now=now,
+        )
 
     def freshness(self) -> dict:
         """The freshness as the API and `audit_plan show --format json` answer it."""
