@@ -92,6 +92,7 @@ def _context(request: AuthenticatedHttpRequest, group: AuditPlanGroup) -> dict:
     return {
         "group": group,
         "g": fresh.figures,
+        "per_side": f"{group.alpha_pass:.1%}",
         "fresh": fresh,
         "line": release_words(fresh.figures) if fresh.figures else "",
         "rows": rows,

@@ -23,6 +23,8 @@ from tests.workspace_helpers import same_answer
 pytestmark = pytest.mark.django_db
 
 MISSING = 987654321
+# The session, the user and their membership, the group, its plans, their stored figures: whatever the labels.
+GROUP_PAGE_QUERIES = 6
 
 
 def url(name: str, group: AuditPlanGroup | int | None = None) -> str:
@@ -65,7 +67,9 @@ def test_the_group_page_shows_a_row_per_criterion_and_the_release_s_line(client)
     assert "FAIL came from next_step at label 20: the release fails when any criterion fails." in body
     assert "each criterion passes at α = <strong>0.025</strong> and fails at α/k = <strong>0.0125</strong>" in body
     assert body.count("PASS at 0.025, FAIL at 0.0125") == 2
-    assert "lower at α, upper at α/k" in body
+    assert "lower bound is read at α (its PASS test&#x27;s level) and its upper bound at α/k" not in body
+    assert "lower bound is read at α (its PASS test's level) and its upper bound at α/k" in body
+    assert "failed wrongly at most 2.5% when every criterion meets its minimum" in body
     assert '<span class="pill decision-failed">FAIL</span> at label 20' in body
     assert '<span class="pill decision-passed">PASS</span> at label 20' in body
     assert "No more labels needed" in body
@@ -98,7 +102,7 @@ def test_the_group_page_reads_stored_figures_in_as_many_queries_whatever_the_lab
     client.get(url("audit_group", decided))  # the plans' workers (played here) compute the figures of this gold
     with CaptureQueriesContext(connection) as after:
         client.get(url("audit_group", decided))
-    assert len(before) == len(after) <= 12, [q["sql"][:80] for q in after.captured_queries]
+    assert len(before) == len(after) == GROUP_PAGE_QUERIES, [q["sql"][:80] for q in after.captured_queries]
 
 
 def fail_on_next_step_again(lead, rv, group):
