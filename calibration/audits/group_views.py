@@ -116,11 +116,14 @@ def audit_group(request: AuthenticatedHttpRequest, group: int) -> HttpResponse:
 @never_cache
 @role_required(*STAFF_ROLES)
 def audit_group_figures(request: AuthenticatedHttpRequest, group: int) -> HttpResponse:
-    """The shared figures panel alone (htmx polls it); 286 once current and decided or closed."""
+    """The shared figures panel alone (htmx polls it); 286 once current and decided or closed, with the release
+    control swapped for "No more labels needed" then."""
     found = get_object_or_404(_groups(request.workspace), pk=group)
     context = _context(request, found)
-    response = render(request, "calibration/audit_group.html#group-figures", context)
     decided = bool(context["g"] and context["g"].get("decided"))
+    # Once decided, a lead's "Label these next" gives way to "No more labels needed" on this poll (out of band).
+    context["oob"] = bool(decided and context["is_lead"] and found.closed_at is None)
+    response = render(request, "calibration/audit_group.html#group-figures", context)
     if context["fresh"].current and (decided or found.closed_at is not None):
         return HttpResponseStopPolling(response.content, content_type=response["Content-Type"])
     return response

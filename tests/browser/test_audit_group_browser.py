@@ -41,6 +41,9 @@ def test_a_lead_audits_both_criteria_on_one_sample_and_reads_the_release_s_line(
     label(rv, in_order(group.plans.first())[18:25], {KEY: "PASS", OTHER: "FAIL"})
     # The panel polls (every 5 s) and shows the decision without a reload.
     expect(page.locator("#group-line")).to_contain_text("FAIL came from next_step at label 20", timeout=20_000)
+    # On the same poll, "Label these next" gives way: the decision stands whatever the next labels say.
+    expect(page.get_by_role("heading", name="No more labels needed")).to_be_visible()
+    expect(page.get_by_role("button", name="Release to the labeling queue")).to_have_count(0)
     assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
     screenshot(page, "s19-group-1366")
     wide = new_page(1920, 1080)
