@@ -158,3 +158,26 @@ def test_another_workspace_s_group_answers_as_a_missing_one(client):
     assert group.closed_at is None
     client.force_login(lead)  # negative control: its own lead opens it
     assert client.get(url("audit_group", group)).status_code == 200
+
+
+def test_a_group_plan_s_page_says_the_gate_reads_it_at_the_group_s_levels(client):
+    # Only next_step decides on an audit (the gate's own k is 1), but it was started in a group of 2: the gate reads
+    # its FAIL at alpha / 2 (test_audit_groups.py), and its plan's page says so.
+    from tests.calibration.audits.test_audit_groups import only_next_step_audited
+
+    only_next_step_audited(together=True)
+    plan = AuditPlan.objects.get(criterion__key=OTHER)
+    client.force_login(plan.created_by)
+    body = client.get(reverse("calibration:audit_plan", args=[plan.pk])).content.decode()
+    assert f"next_step is one of the 2 criteria of audit group {plan.group_id} (one sample): the gate reads" in body
+    assert "its FAIL at 0.0125 (alpha / 2)" in body
+
+
+def test_the_same_plan_started_alone_shows_no_such_line_as_a_negative_control(client):
+    from tests.calibration.audits.test_audit_groups import only_next_step_audited
+
+    only_next_step_audited(together=False)
+    plan = AuditPlan.objects.get(criterion__key=OTHER)
+    client.force_login(plan.created_by)
+    body = client.get(reverse("calibration:audit_plan", args=[plan.pk])).content.decode()
+    assert 'id="audit-gate-sides"' not in body
