@@ -13,7 +13,7 @@ from calibration.models import AuditPlanGroup
 
 def answer(group: AuditPlanGroup) -> dict:
     """The group, its levels, the stored shared decision with its freshness, and each criterion's own forecast
-    (its plan's stored figures, at alpha per side: a floor for the release's, not the release's)."""
+    (its plan's stored figures, at alpha per side: a PASS of the release comes no sooner than the largest)."""
     fresh = stored_group(group)
     plans = list(group.plans.for_figures().order_by("criterion__order", "criterion__key"))
     own = stored_figures(plans)
@@ -59,8 +59,8 @@ def text(a: dict) -> str:
         )
     if not g.get("decided") and g.get("criteria"):
         lines.append(
-            "the release decides when its last open criterion does: the largest forecast above is a floor, not an "
-            "estimate (a forecast of the release itself is not computed yet)"
+            "a PASS of the release comes when its last open criterion passes (no sooner than the largest forecast "
+            "above); a FAIL of any one decides it sooner (a forecast of the release itself is not computed yet)"
         )
     lines.append(f"shared decision {a['freshness']['words']}")
     return "\n".join(lines)

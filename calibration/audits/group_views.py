@@ -98,7 +98,8 @@ def _context(request: AuthenticatedHttpRequest, group: AuditPlanGroup) -> dict:
         "rows": rows,
         "order": order,
         "left": left,
-        # The release decides when its last criterion does: at least the largest open criterion's forecast.
+        # A PASS of the release needs its last open criterion's: no sooner than the largest open forecast (a FAIL of
+        # any one criterion may come sooner).
         "at_least": max(waiting) if waiting else None,
         "form": AuditReleaseForm(initial={"k": min(DEFAULT_RELEASE, left) or 1}, left=left),
         "is_lead": has_role(request.user, request.workspace, Role.LEAD),
