@@ -60,7 +60,7 @@ def text(a: dict) -> str:
     if not g.get("decided") and g.get("criteria"):
         lines.append(
             "a PASS of the release comes when its last open criterion passes (no sooner than the largest forecast "
-            "above); a FAIL of any one decides it sooner (a forecast of the release itself is not computed yet)"
+            "above); a FAIL of any one may decide it sooner (a forecast of the release itself is not computed yet)"
         )
     lines.append(f"shared decision {a['freshness']['words']}")
     return "\n".join(lines)
