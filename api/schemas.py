@@ -158,6 +158,41 @@ class AuditPlanIn(Schema):
     )
 
 
+class AuditGroupIn(Schema):
+    """A new audit of several gating criteria on one sample, as `audit_plan create --criterion A --criterion B`."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, title="AuditGroupRequest")
+
+    eval_set: str = Field(min_length=1, max_length=200, description="the release candidate's eval set")
+    rubric: str = Field(min_length=3, max_length=310, pattern=RUBRIC_REF_PATTERN, description="NAME@VERSION")
+    judge: str = Field(min_length=1, max_length=200, description="the judge config the criteria gate with")
+    criteria: list[str] = Field(min_length=1, max_length=50, description="the gating criteria's keys, each once")
+    agent_version: str | None = Field(default=None, max_length=200, description="audit only this agent version")
+    seed: int | None = Field(default=None, ge=0, le=SEED_MAX, description="the order's seed (default: random)")
+
+
+class AuditGroupOut(Schema):
+    """An audit group, its levels fixed at the start, and its shared decision as a worker last stored it (null
+    until the first is computed), as `audit_plan show --group ID --format json` prints it."""
+
+    group: int
+    eval_set: str
+    judge: str
+    agent_version: str
+    k: int
+    confidence: float
+    alpha_pass: float = Field(description="each criterion's PASS test's level: alpha = (1 - confidence) / 2")
+    alpha_fail: float = Field(description="each criterion's FAIL test's level: alpha / k")
+    plans: dict[str, int] = Field(description="criterion key -> its plan's id")
+    created_by: str
+    created_at: str
+    closed_at: str | None
+    shared: dict | None = Field(description="the release's decision and a row per criterion (docs/calibration.md)")
+    release: str | None = Field(description='e.g. "FAIL came from next_step at label 20: ..."')
+    criterion_forecasts: dict[str, dict | None] = Field(description="each open criterion's own forecast")
+    freshness: dict
+
+
 class AuditNextIn(Schema):
     """'Label these k next': the queue may hand out the next k outputs of the plan's order."""
 

@@ -152,8 +152,55 @@ class AuditPlanQuerySet(models.QuerySet):
     def for_figures(self) -> AuditPlanQuerySet:
         """With what `audits.figures.plan_figures` reads of the plan itself, its kept decision included."""
         return self.select_related(
-            "criterion__rubric_version__rubric", "eval_set", "judge_config", "order", "kept_decision"
+            "criterion__rubric_version__rubric", "eval_set", "judge_config", "order", "kept_decision", "group"
         )
+
+
+class AuditPlanGroup(models.Model):
+    """One audit of several gating criteria of a candidate on one shared sample (issue 37 item 3): a plan per
+    criterion (AuditPlan.group), started together on the eval set's one order, labeled together (annotators label
+    every criterion of an output they open), read together by calibration/stats/audit_shared.py.
+
+    The levels are stored at the start and never change: each criterion's PASS test at `alpha_pass` = alpha and its
+    FAIL test at `alpha_fail` = alpha / k (the union bound keeps the conjunction's wrong FAILs at alpha), alpha =
+    (1 - confidence) / 2, k the criteria started. A criterion added later would change k and so every level: the
+    criteria are fixed at the start (to add one, close the group and start another on the same order).
+
+    The shared decision is computed by a worker and stored here with the gold state it reflects (`figures`,
+    `gold_state`, `wanted`/`done` as for AuditPlanFigures; calibration/audits/group_figures.py); no request computes
+    it.
+    """
+
+    eval_set = models.ForeignKey(EvalSet, on_delete=models.PROTECT, related_name="audit_plan_groups")
+    judge_config = models.ForeignKey(JudgeConfig, on_delete=models.PROTECT, related_name="audit_plan_groups")
+    agent_version = models.CharField(max_length=200, blank=True)
+    k = models.PositiveSmallIntegerField()
+    confidence = models.FloatField()
+    alpha_pass = models.FloatField()
+    alpha_fail = models.FloatField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    # The shared decision as the worker last stored it (group_figures.SharedFigures.as_dict()), null until then.
+    wanted = models.PositiveBigIntegerField(default=1)
+    done = models.PositiveBigIntegerField(default=0)
+    gold_state = models.CharField(max_length=64, blank=True)
+    figures = models.JSONField(null=True, blank=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+    requested_at = models.DateTimeField(default=timezone.now)
+
+    workspace_path = "eval_set__workspace"
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"audit of {self.k} criteria {self.pk} on {self.eval_set.name}"
+
+    @property
+    def is_current(self) -> bool:
+        return self.figures is not None and self.done >= self.wanted
 
 
 class AuditPlan(models.Model):
@@ -200,6 +247,8 @@ class AuditPlan(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    # The shared audit it was started in (issue 37 item 3), whose stored levels the gate reads it at; null alone.
+    group = models.ForeignKey(AuditPlanGroup, null=True, blank=True, on_delete=models.PROTECT, related_name="plans")
 
     workspace_path = "eval_set__workspace"
 

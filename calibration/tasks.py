@@ -3,7 +3,8 @@
 `recompute_plan_figures` computes an audit plan's figures in the worker (calibration/audits/stored_figures.py):
 redelivered or sent fifty times in a burst, it computes once per change it finds, the others return at once.
 `recompute_report_figures` computes a large eval set's calibration report the same way (calibration/report/
-stored_report.py). acks_late (settings): a worker killed mid-computation leaves the message for another.
+stored_report.py). `recompute_group_figures` does the same for an audit plan group's shared
+decision (group_figures.py). acks_late (settings): a worker killed mid-computation leaves the message for another.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import DatabaseError
 
-from calibration.audits import stored_figures
+from calibration.audits import group_figures, stored_figures
 from calibration.report import stored_report
 
-# Both kinds of stored figures: redelivered to another worker when one dies mid-computation, retried when the
+# Every kind of stored figures: redelivered to another worker when one dies mid-computation, retried when the
 # database is away (the computation starts again from the data as it is).
 STORED_FIGURES: dict = {
     "acks_late": True,
@@ -39,3 +40,11 @@ def recompute_plan_figures(plan_id: int, minimum: float | None = None, confidenc
 )
 def recompute_report_figures(row_id: int) -> int:
     return stored_report.recompute(row_id)
+
+
+@shared_task(
+    name=group_figures.TASK,
+    **STORED_FIGURES,
+)
+def recompute_group_figures(group_id: int) -> int:
+    return group_figures.recompute(group_id)

@@ -56,9 +56,10 @@ def audit_figures_in_process(request, monkeypatch):
         return
     from datetime import timedelta
 
-    from calibration.audits import stored_figures
+    from calibration.audits import group_figures, stored_figures
 
     monkeypatch.setattr(stored_figures, "after_commit", lambda fn: fn())
+    monkeypatch.setattr(group_figures, "send", group_figures.recompute)  # an audit group's shared decision too
     monkeypatch.setattr(stored_figures, "notify", lambda plan_id: None)
     monkeypatch.setattr(stored_figures, "send", lambda plan_id, *at: stored_figures.recompute(plan_id, *at))
     monkeypatch.setattr(stored_figures, "KICK_AFTER", timedelta(0))

@@ -1,6 +1,7 @@
 """Audit plans (issue 22; POST and GET /api/audit-plans, GET /api/audit-plans/{plan_id}, POST .../next and
-.../close): the same domain functions as manage.py audit_plan (calibration/audits/plans.py), in the name of the lead who
-made the token: an audit plan is a lead's act, so a token whose maker is no longer a lead may not act for one."""
+.../close; an audit of several criteria on one sample, POST /api/audit-plan-groups and GET .../{group_id}): the same
+domain functions as manage.py audit_plan (calibration/audits/plans.py, groups.py), in the name of the lead who made
+the token: an audit plan is a lead's act, so a token whose maker is no longer a lead may not act for one."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from api.schemas import (
     MAX_AUDIT_K,
     AuditFiguresOut,
     AuditFiguresPendingOut,
+    AuditGroupIn,
+    AuditGroupOut,
     AuditNextIn,
     AuditPlanIn,
     AuditPlanListOut,
@@ -23,9 +26,11 @@ from api.schemas import (
     ErrorOut,
 )
 from calibration.audits import plan_signals
+from calibration.audits.group_text import answer as group_answer
+from calibration.audits.groups import start_group
 from calibration.audits.plans import AuditPlanError, close_plan, plan_record, release_plan_next, start_plan
 from calibration.audits.stored_figures import stored_for
-from calibration.models import AuditPlan
+from calibration.models import AuditPlan, AuditPlanGroup
 from evals.lookup import eval_set_named
 from evals.models import Role
 from evals.validators import UnknownName
@@ -166,3 +171,51 @@ def close_audit_plan(request: TokenHttpRequest, plan_id: int):
     except AuditPlanError as exc:
         raise _refused(exc) from None
     return JsonResponse(plan_record(plan))
+
+
+@router.post("/audit-plan-groups", auth=AUDIT, response={201: AuditGroupOut, **AUDIT_ERRORS})
+def create_audit_group(request: TokenHttpRequest, payload: AuditGroupIn):
+    """Start one audit of several gating criteria on one sample (issue 37 item 3), as `audit_plan create
+    --criterion A --criterion B`: a plan per criterion on the eval set's one order, the levels (PASS at alpha, FAIL
+    at alpha / k) fixed now. 404 for a name that matches nothing, 409 when it cannot start (a criterion twice, one
+    that does not gate, an open plan on one of them); nothing is started then."""
+    check_scope(request, eval_set=payload.eval_set, rubric=payload.rubric)
+    lead = _lead_of(request)
+    criteria = []
+    for key in payload.criteria:
+        eval_set, criterion, judge_config = named_instrument(
+            payload.eval_set, payload.rubric, payload.judge, key, workspace=request.workspace
+        )
+        criteria.append(criterion)
+    try:
+        group = start_group(
+            criteria=criteria,
+            eval_set=eval_set,
+            judge_config=judge_config,
+            by=lead,
+            agent_version=payload.agent_version,
+            seed=payload.seed,
+        )
+    except AuditPlanError as exc:
+        raise _refused(exc) from None
+    return JsonResponse(group_answer(group), status=201)
+
+
+@router.get("/audit-plan-groups/{group_id}", auth=AUDIT, response={200: AuditGroupOut, **ERRORS})
+def show_audit_group(request: TokenHttpRequest, group_id: int):
+    """The group and its shared decision as a worker last stored it, with its freshness: the same JSON as
+    `audit_plan show --group ID --format json`. Another workspace's group, or one outside the token's scope, answers
+    as a missing one."""
+    groups = in_workspace(
+        AuditPlanGroup.objects.select_related("eval_set", "judge_config", "created_by"), request.workspace
+    )
+    group = groups.filter(pk=group_id).first()
+    plan = group.plans.select_related("criterion__rubric_version__rubric").first() if group else None
+    try:
+        if group is not None and plan is not None:
+            check_scope(request, eval_set=group.eval_set.name, rubric=plan.criterion.rubric_version.ref)
+    except ApiError:
+        group = None
+    if group is None or plan is None:
+        raise ApiError(404, "there is no audit group with this id")
+    return JsonResponse(group_answer(group))

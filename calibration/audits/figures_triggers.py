@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from django.db.models.signals import post_delete, post_save
 
-from calibration.audits import stored_figures
+from calibration.audits import group_figures, stored_figures
 from calibration.models import AuditPlan
 from labeling.models import Annotation, GoldDispute, GoldLabel, Label
 
@@ -32,7 +32,9 @@ def _changed(where: dict, criterion: int | None = None) -> None:
     on_criterion = {} if criterion is None else {"criterion_id": criterion}
 
     def tell() -> None:
-        stored_figures.changed(_open_plans(**where, **on_criterion))
+        plans = _open_plans(**where, **on_criterion)
+        stored_figures.changed(plans)
+        group_figures.changed(plans)  # the shared decision of a group reads every one of its plans
         for listen in listeners:
             listen(where)
 

@@ -114,3 +114,48 @@ class AuditReleaseForm(forms.Form):
                 else "Every output of the order is already released."
             )
         return k
+
+
+class _MarksChoice(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj: GatingMark) -> str:
+        return _MarkChoice.label_from_instance(self, obj)  # type: ignore[arg-type]
+
+
+class AuditGroupForm(AuditPlanForm):
+    """Audit every gating criterion of a candidate on one sample (groups.start_group, which re-checks everything):
+    the gating marks to audit together, every current one of the workspace ticked to start with (a lead unticks
+    the ones of other rubric versions or judges, or a criterion not to audit now). No stricter thresholds: each plan
+    takes its mark's minimum, and the group the strictest of their confidences."""
+
+    gating = None  # type: ignore[assignment]  # replaced by `marks`: several criteria, one judge
+    min_pass_rate = None  # type: ignore[assignment]
+    confidence = None  # type: ignore[assignment]
+    marks = _MarksChoice(
+        GatingMark.objects.active().select_related("criterion", "rubric_version__rubric", "judge_config"),
+        widget=forms.CheckboxSelectMultiple,
+        label="Gating criteria to audit together",
+        error_messages={
+            "required": "Tick at least one gating criterion.",
+            "invalid_choice": "Choose criteria that gate (their gating marks not revoked).",
+            "invalid_pk_value": "Choose criteria that gate (their gating marks not revoked).",
+        },
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        field = cast(forms.ModelMultipleChoiceField, self.fields["marks"])
+        # Narrowed to the workspace by WorkspaceForm already; grouped here by rubric version and judge.
+        field.queryset = field.queryset.order_by(  # type: ignore[union-attr]
+            "rubric_version_id", "judge_config__name", "criterion__order", "criterion__key"
+        )
+        if not self.is_bound:
+            self.initial["marks"] = [m.pk for m in field.queryset]
+
+    def clean_marks(self) -> list[GatingMark]:
+        marks = list(self.cleaned_data["marks"])
+        if len({(m.rubric_version_id, m.judge_config_id) for m in marks}) > 1:
+            raise forms.ValidationError(
+                "One audit reads one rubric version's labels with one judge: tick criteria of a single rubric version "
+                "and judge."
+            )
+        return marks

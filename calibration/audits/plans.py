@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from calibration.audits import plan_signals, stored_figures
+from calibration.audits import group_figures, plan_signals, stored_figures
 from calibration.audits.figures import decided_words
 from calibration.audits.plan_outputs import by_output, population_of, stratified_reading, verdict_value
 from calibration.data import frames
@@ -37,7 +37,7 @@ class AuditPlanError(Exception):
     """An audit plan action that cannot be done; the message says why and what to do, and is shown as is."""
 
 
-def _refuse_non_lead(by: User, eval_set: EvalSet) -> None:
+def refuse_non_lead(by: User, eval_set: EvalSet) -> None:
     role = by.role_in(eval_set.workspace_id)
     if role != Role.LEAD:
         held = f"is {role} there" if role else "is not a member of it"
@@ -69,7 +69,7 @@ def start_plan(
     The thresholds default to the mark's policy and may only be stricter. AuditPlanError otherwise, and
     nothing is written.
     """
-    _refuse_non_lead(by, eval_set)
+    refuse_non_lead(by, eval_set)
     if criterion.rubric_version.rubric.workspace_id != eval_set.workspace_id or judge_config.workspace_id != (
         eval_set.workspace_id
     ):
@@ -188,7 +188,7 @@ def release_plan_next(*, plan: AuditPlan, by: User, k: int = DEFAULT_RELEASE) ->
     Refused for a closed plan, and for a decided one: its decision stands whatever the next labels say, so
     releasing more would only spend annotators' time (another plan on the same order releases for itself).
     """
-    _refuse_non_lead(by, plan.eval_set)
+    refuse_non_lead(by, plan.eval_set)
     if plan.closed_at is not None:
         raise AuditPlanError(f"Audit plan {plan.pk} is closed.")
     # The figures a worker stored (no web request computes a decision, issue 37): while they are behind, a plan that
@@ -206,7 +206,9 @@ def release_plan_next(*, plan: AuditPlan, by: User, k: int = DEFAULT_RELEASE) ->
         except QueueError as exc:
             raise AuditPlanError(str(exc)) from exc
     # The released count is part of the figures' state; every open plan on the order reads it.
-    stored_figures.changed(AuditPlan.objects.open().filter(order=plan.order).values_list("pk", flat=True))
+    on_order = list(AuditPlan.objects.open().filter(order=plan.order).values_list("pk", flat=True))
+    stored_figures.changed(on_order)
+    group_figures.changed(on_order)
     return plan.order
 
 
@@ -309,7 +311,7 @@ def open_plan_for(
 
 def close_plan(*, plan: AuditPlan, by: User) -> AuditPlan:
     """Close a plan (kept for the record); another may then be started for the same criterion and candidate."""
-    _refuse_non_lead(by, plan.eval_set)
+    refuse_non_lead(by, plan.eval_set)
     if plan.closed_at is None:
         plan.closed_at = timezone.now()
         plan.save(update_fields=["closed_at"])

@@ -1,13 +1,12 @@
 """The release decision of a candidate's open audit plans read as one shared sample (issue 37 item 3): a seam for
-the product, not yet shown on a page.
+the product: an audit plan group's worker stores it (group_figures.py).
 
 Plans on one eval set already share its audit order (labeling/audit_order.py), and since issue 41 every plan
 releases the order's prefix, so the open plans of a candidate's gating criteria (one per criterion) are one sample
 labeled on every criterion. `shared_reading` reads each plan's gold and its judge's verdicts on that order, as
 figures.py does for a plan alone, and hands them to calibration/stats/audit_shared.py, which decides each
 criterion's PASS at alpha and its FAIL at alpha / k, and their conjunction. The confidence is the strictest of the
-plans' (a caller may only tighten it). What the plans, pages, API and gate still need is in docs/calibration.md,
-"One sample for every gating criterion".
+plans' (a caller may only tighten it).
 """
 
 from __future__ import annotations
@@ -69,8 +68,9 @@ def _criterion_audit(plan: AuditPlan, ids: list[int], released: int) -> Criterio
     )
 
 
-def shared_reading(plans: Sequence[AuditPlan]) -> SharedDecision:
-    """The release's decision now from the open plans of one candidate's gating criteria, one sample for all."""
+def shared_reading(plans: Sequence[AuditPlan], *, confidence: float | None = None) -> SharedDecision:
+    """The release's decision now from the open plans of one candidate's gating criteria, one sample for all, at
+    `confidence` (a group's stored one; by default the strictest of the plans')."""
     _check(plans)
     first = plans[0]
     population = population_of(first.order_id, first.agent_version)
@@ -84,4 +84,7 @@ def shared_reading(plans: Sequence[AuditPlan]) -> SharedDecision:
     open_ = [position <= order_released or output_id in flagged for output_id, position, _ in population]
     released = open_.index(False) if False in open_ else len(open_)
     criteria = [_criterion_audit(plan, ids, released) for plan in plans]
-    return shared_decision(criteria=criteria, confidence=max(plan.confidence for plan in plans))
+    strictest = max(plan.confidence for plan in plans)
+    return shared_decision(
+        criteria=criteria, confidence=strictest if confidence is None else max(confidence, strictest)
+    )

@@ -152,11 +152,12 @@ class Stored:
 
     def words(self, now: datetime | None = None) -> str:
         """ "as of gold change 212 (180 gold labels), 4 s ago; updating…": said the same on every page and answer."""
-        if self.figures is None or self.computed_at is None:
-            return "not computed yet; a worker is computing them…"
-        ago = worker_figures.ago(self.computed_at, now)
-        said = f"as of gold change {self.as_of} ({self.n_gold} gold labels), {ago}"
-        return said if self.current else f"{said}; updating…"
+        return worker_figures.fresh_words(
+            self.computed_at if self.figures is not None else None,
+            f"gold change {self.as_of} ({self.n_gold} gold labels)",
+            current=self.current,
+            now=now,
+        )
 
     def freshness(self) -> dict:
         """The freshness as the API and `audit_plan show --format json` answer it."""

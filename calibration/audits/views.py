@@ -117,12 +117,19 @@ def gate_sides(plan: AuditPlan) -> str:
         .filter(decide_on=AUDIT)
         .values_list("criterion_id", flat=True)
     )
-    k = len(audited)
+    # A plan of an open audit group is read at the group's levels where they are stricter (candidate_gold.py).
+    group = plan.group if plan.group is not None and plan.group.closed_at is None else None
+    k = max(len(audited), group.k if group else 0)
     if k < 2 or plan.criterion_id not in audited:
         return ""
     alpha_pass, alpha_fail = side_levels(confidence=plan.confidence, k=k)
+    among = (
+        f"one of the {k} criteria of audit group {group.pk} (one sample)"
+        if group and group.k >= len(audited)
+        else f"one of {k} gating criteria decided by audits of the candidate"
+    )
     return (
-        f"{plan.criterion.key} is one of {k} gating criteria decided by audits of the candidate: the gate reads this "
+        f"{plan.criterion.key} is {among}: the gate reads this "
         f"plan's PASS at {alpha_pass:.4g} and its FAIL at {alpha_fail:.4g} (alpha / {k}), so that a release meeting "
         f"every minimum is failed at most {alpha_pass:.4g} of the time."
     )

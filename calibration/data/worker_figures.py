@@ -44,6 +44,14 @@ def coalesced(space: int, row_id: int, is_current: Callable[[], bool], compute: 
             return runs
 
 
+def fresh_words(computed_at: datetime | None, of: str, *, current: bool, now: datetime | None = None) -> str:
+    """How fresh stored figures are, said alike for a plan and an audit group: "as of <of>, 4 s ago; updating…"."""
+    if computed_at is None:
+        return "not computed yet; a worker is computing them…"
+    said = f"as of {of}, {ago(computed_at, now)}"
+    return said if current else f"{said}; updating…"
+
+
 def ago(computed_at: datetime, now: datetime | None = None) -> str:
     """ "4 s ago", "3 min ago": how old stored figures are, said alike on every page."""
     age = max(0, int(((now or timezone.now()) - computed_at).total_seconds()))

@@ -116,12 +116,13 @@ def decided_audits(
     the applied thresholds and the plan's (at the plan's own, its kept decision), with the levels the gate reads them
     at: of k such criteria, each PASS at alpha and each FAIL at alpha / k, the latter read from the plan's figures at
     the confidence whose alpha per side is alpha / k (their own stored row, of today's gold like the other).
+    A plan started in a group (groups.py) is read at the group's stored levels where they are stricter (its k).
     CannotDecide if one has no plan or has a kept decision that today's gold reads otherwise, or one is not decided
     yet at those levels while none failed; where one failed, the undecided ones come back in the third dict (why)."""
     audits: dict[object, AuditFigures] = {}
     levels: dict[object, AuditLevels] = {}
     waiting: dict[object, str] = {}  # criteria whose audit has not decided yet: why, in words
-    k = audit_gate_size(gating, tightening)
+    gate_k = audit_gate_size(gating, tightening)
     for g in gating:
         thresholds = tightening.applied_to(g.policy, g.key)
         if thresholds.decide_on != AUDIT:
@@ -139,6 +140,12 @@ def decided_audits(
             )
         minimum = max(thresholds.min_pass_rate, plan.min_pass_rate)
         confidence = max(thresholds.confidence, plan.confidence)
+        k = gate_k
+        group = plan.group if plan.group is not None and plan.group.closed_at is None else None
+        if group is not None:
+            # A plan started in a group is read at the levels the group stored at its start (issue 37 item 3), or
+            # stricter ones where this gate's k or confidence is larger: the union bound needs alpha / k of the larger.
+            k, confidence = max(gate_k, group.k), max(confidence, group.confidence)
         figures = _current(plan, minimum=minimum, confidence=confidence)
         if figures.outputs_outside_order:
             raise CannotDecide(

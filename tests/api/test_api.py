@@ -473,6 +473,8 @@ def test_the_openapi_schema_lists_every_endpoint_with_bearer_auth(client):
         "/api/audit-plans/{plan_id}",
         "/api/audit-plans/{plan_id}/next",
         "/api/audit-plans/{plan_id}/close",
+        "/api/audit-plan-groups",
+        "/api/audit-plan-groups/{group_id}",
         "/api/judge-guidance",
         "/api/gold-split",
         "/api/watches",

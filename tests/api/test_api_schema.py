@@ -90,8 +90,8 @@ def test_every_success_answer_and_json_body_has_a_real_schema(schema):
     # outputs and verdicts (200, 201), judge runs (202) and their progress, the report, the gate; audit plans: create
     # (201), list, show, next and close, and the 202 of create, show and next while a worker computes a plan's first
     # figures (issue 37); judge guidance (read 200, derive 201) and the gold split; watches: start (201), list, show
-    # and stop
-    assert seen == 23
+    # and stop; audit groups: start (201) and show (issue 37 item 3)
+    assert seen == 25
 
 
 @pytest.fixture
@@ -218,6 +218,7 @@ def test_real_success_answers_are_what_their_schemas_say(client, schema, token, 
 # Every operation of the API, as clients generated from the schema know it: the operations live in one module per
 # concern (api/endpoints/), and a module that is no longer mounted, or an operation renamed, fails here.
 OPERATIONS = [
+    ("GET", "/api/audit-plan-groups/{group_id}", "api_endpoints_show_audit_group"),
     ("GET", "/api/audit-plans", "api_endpoints_list_audit_plans"),
     ("GET", "/api/audit-plans/{plan_id}", "api_endpoints_show_audit_plan"),
     ("GET", "/api/calibration-report", "api_endpoints_report"),
@@ -226,6 +227,7 @@ OPERATIONS = [
     ("GET", "/api/judge-runs/{run_id}", "api_endpoints_judge_run_progress"),
     ("GET", "/api/watches", "api_endpoints_list_watches"),
     ("GET", "/api/watches/{watch_id}", "api_endpoints_show_watch"),
+    ("POST", "/api/audit-plan-groups", "api_endpoints_create_audit_group"),
     ("POST", "/api/audit-plans", "api_endpoints_create_audit_plan"),
     ("POST", "/api/audit-plans/{plan_id}/close", "api_endpoints_close_audit_plan"),
     ("POST", "/api/audit-plans/{plan_id}/next", "api_endpoints_release_audit_plan_next"),

@@ -16,7 +16,7 @@ import pytest
 
 from api.models import GateToken
 from calibration.audits.plans import start_plan
-from calibration.models import AuditPlan, GateResult
+from calibration.models import AuditPlan, AuditPlanGroup, GateResult
 from evals.models import EvalSet, Output, Role, RubricVersion, Workspace
 from judging.models import JudgeConfig, JudgeRun, Verdict
 from tests.api_helpers import call, create_token
@@ -78,6 +78,7 @@ class World:
     token: str
     b_plan: AuditPlan
     b_watch: Watch
+    b_group: AuditPlanGroup
 
 
 @pytest.fixture
@@ -92,7 +93,12 @@ def world(client) -> World:
     )
     token = create_token(client, a.lead, SCOPES, a.rubric_version, judges=PUSH_JUDGES)
     b_watch = watch_row(b.rc, b.rubric_version.criteria.get(key=KEY), b.judge, b.lead)
-    return World(a, b, token, b_plan, b_watch)
+    # B's plan as an audit group of its one criterion (issue 37 item 3): its id is asked about too.
+    b_group = AuditPlanGroup.objects.create(
+        eval_set=b.rc, judge_config=b.judge, k=1, confidence=0.95, alpha_pass=0.025, alpha_fail=0.025, created_by=b.lead
+    )
+    AuditPlan.objects.filter(pk=b_plan.pk).update(group=b_group)
+    return World(a, b, token, b_plan, b_watch, b_group)
 
 
 def missing_id(model) -> int:
@@ -115,6 +121,14 @@ def _calls(n: dict) -> dict:
         ("GET", "/api/audit-plans"): ("GET", "/api/audit-plans", None, None, {"eval_set": n["eval_set"]}),
         ("GET", "/api/audit-plans/{plan_id}"): ("GET", f"/api/audit-plans/{n['plan_id']}", None, None, {}),
         ("POST", "/api/audit-plans"): ("POST", "/api/audit-plans", {**names, "criterion": KEY}, None, {}),
+        ("GET", "/api/audit-plan-groups/{group_id}"): (
+            "GET",
+            f"/api/audit-plan-groups/{n['group_id']}",
+            None,
+            None,
+            {},
+        ),
+        ("POST", "/api/audit-plan-groups"): ("POST", "/api/audit-plan-groups", {**names, "criteria": [KEY]}, None, {}),
         ("POST", "/api/audit-plans/{plan_id}/close"): ("POST", f"/api/audit-plans/{n['plan_id']}/close", {}, None, {}),
         ("POST", "/api/audit-plans/{plan_id}/next"): (
             "POST",
@@ -164,6 +178,8 @@ ASKED = {
     ("GET", "/api/audit-plans"): ["eval_set"],
     ("GET", "/api/audit-plans/{plan_id}"): ["plan_id"],
     ("POST", "/api/audit-plans"): ["eval_set", "judge"],
+    ("GET", "/api/audit-plan-groups/{group_id}"): ["group_id"],
+    ("POST", "/api/audit-plan-groups"): ["eval_set", "judge"],
     ("POST", "/api/audit-plans/{plan_id}/close"): ["plan_id"],
     ("POST", "/api/audit-plans/{plan_id}/next"): ["plan_id"],
     ("GET", "/api/calibration-report"): ["eval_set", "judge"],
@@ -194,6 +210,7 @@ def a_names(w: World) -> dict:
         "eval_set": "rc-1",
         "judge": "gpt-judge",
         "plan_id": missing_id(AuditPlan),
+        "group_id": missing_id(AuditPlanGroup),
         "watch_id": missing_id(Watch),
         "run_id": w.a.run.pk,
         "output_id": w.a.output.pk,
@@ -201,7 +218,13 @@ def a_names(w: World) -> dict:
 
 
 def b_value(w: World, key: str):
-    ids = {"plan_id": w.b_plan.pk, "run_id": w.b.run.pk, "output_id": w.b.output.pk, "watch_id": w.b_watch.pk}
+    ids = {
+        "plan_id": w.b_plan.pk,
+        "group_id": w.b_group.pk,
+        "run_id": w.b.run.pk,
+        "output_id": w.b.output.pk,
+        "watch_id": w.b_watch.pk,
+    }
     return ids.get(key) or B_ONLY[key]
 
 
@@ -230,7 +253,7 @@ def test_the_matrix_covers_every_operation_of_the_schema(client):
 
 @pytest.mark.parametrize("op,key", CASES, ids=[f"{m} {p} {k}" for (m, p), k in CASES])
 def test_another_workspaces_name_or_id_answers_as_a_missing_one(client, world, op, key):
-    ids = {"plan_id": AuditPlan, "run_id": JudgeRun, "output_id": Output, "watch_id": Watch}
+    ids = {"plan_id": AuditPlan, "group_id": AuditPlanGroup, "run_id": JudgeRun, "output_id": Output, "watch_id": Watch}
     foreign, missing = b_value(world, key), nowhere_value(key, ids)
     b_before = _b_state(world)
     asked_foreign = ask(client, world.token, op, {**a_names(world), key: foreign})
@@ -255,6 +278,7 @@ def _b_state(w: World) -> tuple:
         Verdict.objects.filter(run__eval_set__workspace=b).count(),
         JudgeRun.objects.filter(eval_set__workspace=b).count(),
         list(AuditPlan.objects.filter(eval_set__workspace=b).values_list("pk", "closed_at")),
+        list(AuditPlanGroup.objects.filter(eval_set__workspace=b).values_list("pk", "closed_at")),
         GateResult.objects.filter(workspace=b).count(),
     )
 

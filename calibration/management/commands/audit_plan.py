@@ -1,7 +1,10 @@
 """python manage.py audit_plan create --eval-set NAME --rubric NAME@VERSION --judge NAME --criterion KEY --by LEAD
 [--agent-version V] [--seed N] [--min-pass-rate X] [--confidence C] [--design D] [--also-judge NAME ...]
 
+python manage.py audit_plan create ... --criterion A --criterion B (or --gating) --by LEAD: one audit of them all
+
 python manage.py audit_plan show PLAN [--format json|text] [-k K]
+python manage.py audit_plan show --group GROUP [--format json|text]
 
 python manage.py audit_plan next PLAN [-k K] [--by LEAD]
 
@@ -12,6 +15,9 @@ order to the queue (default 25), in the name of the lead who started the plan un
 `show` prints the plan's figures as a worker last computed them (issue 37), with how fresh they are: the order
 (case ids), labeled n of N, the estimate, the anytime-valid interval, the decision and the forecast for the next
 labels (its k is the one the worker computed, 25; -k is kept for old scripts).
+Several --criterion (or --gating) start one audit of them all on one sample (issue 37 item 3: a group of plans
+whose levels, PASS at alpha and FAIL at alpha / k, are fixed at the start); `show --group` prints its stored shared
+decision.
 """
 
 from __future__ import annotations
@@ -20,12 +26,14 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from calibration.audits import group_text
 from calibration.audits.figures import AuditFigures
+from calibration.audits.groups import start_group
 from calibration.audits.plans import AuditPlanError, release_plan_next, released_words, start_plan
 from calibration.audits.stored_figures import stored_for
-from calibration.models import AuditPlan
+from calibration.models import AuditPlan, AuditPlanGroup, GatingMark
 from evals.lookup import eval_set_named
-from evals.models import RubricVersion, User, Workspace
+from evals.models import Criterion, RubricVersion, User, Workspace
 from evals.validators import UnknownName
 from evals.workspace_option import add_workspace_argument, chosen_workspace
 from evals.workspaces import in_workspace
@@ -42,7 +50,17 @@ class Command(BaseCommand):
         create.add_argument("--eval-set", required=True, help="the release candidate's eval set")
         create.add_argument("--rubric", required=True, help="NAME@VERSION")
         create.add_argument("--judge", required=True, help="the judge config the criterion gates with")
-        create.add_argument("--criterion", required=True, help="the gating criterion's key")
+        create.add_argument(
+            "--criterion",
+            action="append",
+            default=[],
+            help="the gating criterion's key; given more than once, one audit of them all on one sample (a group)",
+        )
+        create.add_argument(
+            "--gating",
+            action="store_true",
+            help="one audit of every criterion that gates with the judge under the candidate's queue's rubric version",
+        )
         create.add_argument("--by", required=True, help="username of the lead who starts it")
         create.add_argument("--agent-version", help="audit only this agent version's outputs")
         create.add_argument("--seed", type=int, help="the order's seed (default: random; kept with the order)")
@@ -64,7 +82,8 @@ class Command(BaseCommand):
             "verdicts of the criterion on the candidate; frozen at the start)",
         )
         show = actions.add_parser("show", help="the plan's figures now")
-        show.add_argument("plan", help="the plan's id")
+        show.add_argument("plan", nargs="?", help="the plan's id")
+        show.add_argument("--group", help="instead of a plan: an audit of several criteria (its group id)")
         show.add_argument("--format", choices=["json", "text"], default="text")
         show.add_argument("-k", type=int, default=DEFAULT_RELEASE, help="forecast after this many more labels")
         release = actions.add_parser("next", help="let the queue hand out the next k outputs of the order")
@@ -79,8 +98,12 @@ class Command(BaseCommand):
         try:
             if opts["action"] == "create":
                 self._create(opts, workspace)
+            elif opts["action"] == "show" and opts["group"]:
+                self.stdout.write(group_text.show(_group(opts["group"], workspace), opts["format"]))
             elif opts["action"] == "show":
                 _k(opts["k"])
+                if not opts["plan"]:
+                    raise CommandError("show names a plan (its id), or --group ID")
                 stored = stored_for(_plan(opts["plan"], workspace))
                 if opts["format"] == "json":
                     self.stdout.write(json.dumps(stored.as_dict(), indent=2))
@@ -99,10 +122,12 @@ class Command(BaseCommand):
 
     def _create(self, opts, workspace: Workspace) -> None:
         rubric_version = RubricVersion.objects.by_ref(opts["rubric"], workspace)
-        criterion = rubric_version.criteria.filter(key=opts["criterion"]).first()
-        if criterion is None:
-            keys = ", ".join(rubric_version.criteria.order_by("order").values_list("key", flat=True))
-            raise CommandError(f"unknown criterion {opts['criterion']!r} in {rubric_version.ref} (known: {keys})")
+        if opts["gating"] or len(opts["criterion"]) > 1:
+            self._create_group(opts, workspace, rubric_version)
+            return
+        if not opts["criterion"]:
+            raise CommandError("name the gating criterion with --criterion KEY (or --gating for every one)")
+        criterion = _criterion(rubric_version, opts["criterion"][0])
         plan = start_plan(
             criterion=criterion,
             eval_set=eval_set_named(opts["eval_set"], workspace),
@@ -116,6 +141,59 @@ class Command(BaseCommand):
             extra_judges=[judge_named(name, workspace) for name in opts["also_judge"]],
         )
         self.stdout.write(str(plan.pk))
+
+    def _create_group(self, opts, workspace: Workspace, rubric_version: RubricVersion) -> None:
+        if opts["min_pass_rate"] is not None or opts["confidence"] is not None:
+            raise CommandError(
+                "an audit of several criteria takes each gating mark's minimum and the strictest of their confidences: "
+                "drop --min-pass-rate and --confidence"
+            )
+        eval_set = eval_set_named(opts["eval_set"], workspace)
+        judge = judge_named(opts["judge"], workspace)
+        if opts["gating"]:
+            if opts["criterion"]:
+                raise CommandError("--gating audits every gating criterion: give it without --criterion")
+            marks = GatingMark.objects.for_instrument(rubric_version, judge).order_by("criterion__order")
+            criteria = [m.criterion for m in marks.select_related("criterion")]
+            if not criteria:
+                raise CommandError(f"nothing of {rubric_version.ref} gates with judge {judge.name}")
+        else:
+            criteria = [_criterion(rubric_version, key) for key in opts["criterion"]]
+        group = start_group(
+            criteria=criteria,
+            eval_set=eval_set,
+            judge_config=judge,
+            by=_user(opts["by"]),
+            agent_version=opts["agent_version"],
+            seed=opts["seed"],
+            design=opts["design"],
+        )
+        plans = ", ".join(
+            f"{p.criterion.key} plan {p.pk}"
+            for p in group.plans.select_related("criterion").order_by("criterion__order", "criterion__key")
+        )
+        self.stdout.write(
+            f"audit group {group.pk} of {group.k} criteria on {eval_set.name}: {plans}; PASS at "
+            f"{group.alpha_pass:.4g}, FAIL at {group.alpha_fail:.4g} (alpha / {group.k})"
+        )
+
+
+def _criterion(rubric_version: RubricVersion, key: str) -> Criterion:
+    criterion = rubric_version.criteria.filter(key=key).first()
+    if criterion is None:
+        keys = ", ".join(rubric_version.criteria.order_by("order").values_list("key", flat=True))
+        raise CommandError(f"unknown criterion {key!r} in {rubric_version.ref} (known: {keys})")
+    return criterion
+
+
+def _group(ref: str, workspace: Workspace) -> AuditPlanGroup:
+    if not ref.isdigit():
+        raise CommandError(f"an audit group is named by its id (a number), got {ref!r}")
+    group = in_workspace(AuditPlanGroup.objects.select_related("eval_set", "judge_config"), workspace)
+    found = group.filter(pk=int(ref)).first()
+    if found is None:
+        raise CommandError(f"no audit group {ref}")
+    return found
 
 
 def _plan(ref: str, workspace: Workspace) -> AuditPlan:
