@@ -212,6 +212,9 @@ def _database() -> dict:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
     if config.get("ENGINE") not in {"django.db.backends.postgresql", "django.db.backends.sqlite3"}:
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...) or SQLite (sqlite:///...)")
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        # Django's backend, with a health check that needs no round trip on a sound connection (its docstring).
+        config["ENGINE"] = "config.postgresql"
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # Options written in the URL (sqlite:///x?timeout=60) override ours, one by one.
         config["OPTIONS"] = {**SQLITE_OPTIONS, **config.get("OPTIONS", {})}
