@@ -494,6 +494,19 @@ CACHES = {
     )
     | {"KEY_PREFIX": env_str("ICEWATER_CELERY_QUEUE", "icewater")},
 }
+# Sessions: with Redis beside the broker, read from it and written through to the database (cached_db): a signed-in
+# request reads its session from Redis instead of a database query, which on a busy server was a round trip of every
+# page and save (docs/labeling.md, Load). The database keeps every session, so a Redis restart signs nobody out.
+# Ending sessions goes through the session engine (evals/accounts.py), which deletes the cached copy too. Without
+# Redis (the embedded default) the database alone, as before: a file cache would cost more than the query it saves.
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CACHES["sessions"] = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": CELERY_BROKER_URL,
+        "KEY_PREFIX": env_str("ICEWATER_CELERY_QUEUE", "icewater") + ":sessions",
+    }
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    SESSION_CACHE_ALIAS = "sessions"
 # Progress lives in the database (JudgeRun rows), so task results are not kept.
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for another worker
