@@ -464,6 +464,23 @@ def serve(
     return server, port
 
 
+def warm_up(port: int, workers: int, patience: float = 180.0) -> None:
+    """Import everything in every worker before measuring. gunicorn's socket accepts before its workers have
+    imported Django, and on a busy machine that import took longer than a request's 30 s timeout: a request that
+    times out here is asked again, until `patience` runs out."""
+    warm = Client(port, defaultdict(list), threading.Lock())
+    deadline = time.perf_counter() + patience
+    for _ in range(workers * 4):
+        for path in ("/healthz", "/accounts/login/"):
+            while True:
+                try:
+                    warm.request("warm", "GET", path)
+                    break
+                except OSError:  # socket.timeout is an OSError
+                    if time.perf_counter() > deadline:
+                        raise
+
+
 def cpu_seconds(pids: list[int]) -> float:
     """User + system CPU seconds the processes have used so far (Linux /proc; 0 for one that is gone)."""
     total = 0
@@ -621,10 +638,7 @@ def main() -> None:
 
         log = workdir / "access.log"
         server, port = serve(env, log, workers=args.workers, threads=args.threads)
-        warm = Client(port, defaultdict(list), threading.Lock())
-        for _ in range(args.workers * 4):  # import everything in every worker before measuring
-            warm.request("warm", "GET", "/healthz")
-            warm.request("warm", "GET", "/accounts/login/")
+        warm_up(port, args.workers)
 
         samples: dict[str, list[float]] = defaultdict(list)
         lock, done, failures, ledger = threading.Lock(), [0], [], Ledger()
@@ -660,7 +674,7 @@ def main() -> None:
             profiler = subprocess.Popen(
                 [shutil.which("py-spy") or str(ROOT / ".venv/bin/py-spy"), "record", "--pid", str(server.pid),
                  "--subprocesses", "--duration", str(int(args.duration)), "--rate", "100", "--format", "raw",
-                 "--output", args.profile, "--nonblocking"],
+                 "--output", args.profile, "--nonblocking", "--idle"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
         sampler = None if args.embedded else LockSampler(env["DATABASE_URL"])

@@ -212,6 +212,9 @@ def _database() -> dict:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
     if config.get("ENGINE") not in {"django.db.backends.postgresql", "django.db.backends.sqlite3"}:
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...) or SQLite (sqlite:///...)")
+    if config["ENGINE"] == "django.db.backends.postgresql":
+        # Django's backend, with a health check that needs no round trip on a sound connection (its docstring).
+        config["ENGINE"] = "config.postgresql"
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # Options written in the URL (sqlite:///x?timeout=60) override ours, one by one.
         config["OPTIONS"] = {**SQLITE_OPTIONS, **config.get("OPTIONS", {})}
@@ -491,6 +494,19 @@ CACHES = {
     )
     | {"KEY_PREFIX": env_str("ICEWATER_CELERY_QUEUE", "icewater")},
 }
+# Sessions: with Redis beside the broker, read from it and written through to the database (cached_db): a signed-in
+# request reads its session from Redis instead of a database query, which on a busy server was a round trip of every
+# page and save (docs/labeling.md, Load). The database keeps every session, so a Redis restart signs nobody out.
+# Ending sessions goes through the session engine (evals/accounts.py), which deletes the cached copy too. Without
+# Redis (the embedded default) the database alone, as before: a file cache would cost more than the query it saves.
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    CACHES["sessions"] = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": CELERY_BROKER_URL,
+        "KEY_PREFIX": env_str("ICEWATER_CELERY_QUEUE", "icewater") + ":sessions",
+    }
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    SESSION_CACHE_ALIAS = "sessions"
 # Progress lives in the database (JudgeRun rows), so task results are not kept.
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True  # a worker killed mid-task leaves the message for another worker

@@ -5,11 +5,16 @@ database: reactivated, the account would be signed in again on every browser it 
 left signed in when someone left the team). So when a saved user's `is_active` changes, in either
 direction, every session of theirs is deleted. Django's database sessions keep the user's id inside the
 signed session data, so the unexpired sessions are decoded to find theirs: a scan, on a rare event.
-A password change already ends the other sessions (Django's session auth hash).
+A password change already ends the other sessions (Django's session auth hash). They are deleted through the
+session engine, never as rows only: with Redis the sessions are read from its cache first (cached_db,
+config/settings.py), and a row deleted under a cached copy would leave the person signed in.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
+
+from django.conf import settings
 from django.contrib.auth import SESSION_KEY
 from django.contrib.sessions.models import Session
 from django.utils import timezone
@@ -22,7 +27,9 @@ def end_sessions(user_id: int) -> int:
         for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator()
         if session.get_decoded().get(SESSION_KEY) == str(user_id)
     ]
-    Session.objects.filter(pk__in=mine).delete()
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    for session_key in mine:
+        store().delete(session_key)  # the row, and the cached copy where the engine keeps one
     return len(mine)
 
 

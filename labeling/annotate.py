@@ -13,14 +13,15 @@ inside a transaction, so a save and a submit of one annotation never interleave.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
-from django.db.models import F, FilteredRelation, Q
+from django.db.models import F, FilteredRelation, Q, QuerySet
 from django.utils import timezone
 
 from evals.models import Criterion, HumanOutcome
 from evals.transcript import Transcript
 
+from .compiled_query import CompiledQuery
 from .models import Annotation, Label
 from .queue import RESERVATION, RESERVATION_REFRESH, current_queue
 
@@ -333,20 +334,7 @@ def submit(*, annotation: Annotation) -> None:
 def criterion_states(annotation: Annotation) -> list[CriterionState]:
     """One state per criterion of the annotation's rubric version, in order, with the annotator's
     current label where there is one: one query (criteria LEFT JOIN their current label)."""
-    rows = (
-        Criterion.objects.filter(rubric_version_id=annotation.rubric_version_id)
-        .annotate(
-            current=FilteredRelation("labels", condition=Q(labels__annotation=annotation, labels__is_current=True))
-        )
-        .annotate(
-            label_id=F("current__id"),
-            label_outcome=F("current__outcome"),
-            label_evidence=F("current__evidence"),
-            label_more_evidence=F("current__more_evidence"),
-            label_revision=F("current__revision"),
-        )
-        .order_by("order", "id")
-    )
+    rows = _CRITERIA_WITH_LABELS.rows(rubric_version_id=annotation.rubric_version_id, annotation_id=annotation.pk)
     states = []
     for number, c in enumerate(rows, start=1):
         label = None
@@ -363,3 +351,39 @@ def criterion_states(annotation: Annotation) -> list[CriterionState]:
             )
         states.append(CriterionState(criterion=c, label=label, number=number, base=label_base(annotation, label)))
     return states
+
+
+def _criteria_with_labels(*, rubric_version_id: int, annotation_id: int) -> QuerySet[Criterion]:
+    return (
+        Criterion.objects.filter(rubric_version_id=rubric_version_id)
+        .annotate(
+            current=FilteredRelation(
+                "labels", condition=Q(labels__annotation_id=annotation_id, labels__is_current=True)
+            )
+        )
+        .annotate(
+            label_id=F("current__id"),
+            label_outcome=F("current__outcome"),
+            label_evidence=F("current__evidence"),
+            label_more_evidence=F("current__more_evidence"),
+            label_revision=F("current__revision"),
+        )
+        .order_by("order", "id")
+    )
+
+
+class CurrentLabelColumns(TypedDict):
+    """The annotator's current label of a criterion, read beside it (all None where there is none: read the others
+    only when `label_id` is not None)."""
+
+    label_id: int | None
+    label_outcome: str
+    label_evidence: str
+    label_more_evidence: list[str] | None
+    label_revision: int
+
+
+# Run by the labeling page and every save: compiled to SQL once (compiled_query.py).
+_CRITERIA_WITH_LABELS: CompiledQuery[WithAnnotations[Criterion, CurrentLabelColumns]] = CompiledQuery(
+    _criteria_with_labels, "rubric_version_id", "annotation_id"
+)

@@ -44,7 +44,7 @@ def test_database_url_switches_to_postgres_and_broker_url_to_redis(tmp_path):
         ICEWATER_SECRET_KEY="k",
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["django.db.backends.postgresql", "redis://127.0.0.1:6379/0", "False"]
+    assert result.stdout.split() == ["config.postgresql", "redis://127.0.0.1:6379/0", "False"]
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,15 @@
-"""Signing out stays on the server: Django's database sessions, ended by logging out, a password change,
-deactivation, and reactivation (which must never revive a session from before)."""
+"""Signing out stays on the server: Django's database sessions (read through Redis where there is one), ended by
+logging out, a password change, deactivation, and reactivation (which must never revive a session from before)."""
 
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 from django.contrib.sessions.models import Session
 from django.test import Client
 from django.urls import reverse
 
+from evals.accounts import end_sessions
 from evals.models import User
 from tests.login_helpers import password_login
 
@@ -92,3 +94,13 @@ def test_saving_other_fields_keeps_the_person_signed_in(annotator):
     annotator.save()
     annotator.save(update_fields=["last_name"])
     assert signed_in(client)
+
+
+def test_sessions_are_read_through_redis_so_ending_one_clears_its_cached_copy(annotator):
+    assert settings.SESSION_ENGINE == "django.contrib.sessions.backends.cached_db"  # the tests run with Redis
+    client = logged_in_client()
+    Session.objects.filter(session_key=client.cookies["sessionid"].value).delete()  # the row alone...
+    assert signed_in(client)  # ...is not enough: the cached copy still signs in (why end_sessions uses the engine)
+    other = logged_in_client()
+    assert end_sessions(annotator.pk) == 1  # the other client's row (the first one's is gone)
+    assert not signed_in(other)
