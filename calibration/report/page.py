@@ -74,6 +74,9 @@ def _decision_groups(decision, waiting) -> list[dict]:
     return groups
 
 
+# The stored figures' change a polling report page already shows (templates/calibration/report.html sends it).
+SHOWN_CHANGE_HEADER = "X-Icewater-Shown-Change"
+
 # Decisions to leave gating as it is, shown on the approval panel: the newest few (the admin has all).
 REVIEWS_SHOWN = 5
 
@@ -88,8 +91,11 @@ def report_context(request, es, rv, judge, gating_form=None, review_form=None) -
     if report is None:  # a worker is computing a large eval set's first figures: the page says so and polls
         return {"es": es, "rv": rv, "judge": judge, "report": None, "fresh": shown.fresh, "is_lead": is_lead}
     # Every render of the report (the page, and the page again after a refused gating decision) shows its
-    # figures: for a version measured on the held-out split, that is one counted look.
-    count_report_look(eval_set=es, rubric_version=rv, judge_config=judge, by=request.user, via="report page")
+    # figures: for a version measured on the held-out split, that is one counted look. Not the page's poll while a
+    # worker computes newer figures when it brings back the very figures already shown (and counted): the person
+    # learns nothing new every 2 s. The poll that brings the new ones counts.
+    if not (shown.fresh is not None and request.headers.get(SHOWN_CHANGE_HEADER) == str(shown.fresh.as_of)):
+        count_report_look(eval_set=es, rubric_version=rv, judge_config=judge, by=request.user, via="report page")
     criteria = {c.key: c for c in Criterion.objects.filter(rubric_version=rv)}
     marks = list(
         GatingMark.objects.filter(rubric_version=rv, judge_config=judge).select_related(
