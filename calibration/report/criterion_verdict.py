@@ -239,16 +239,16 @@ class Decision:
     @property
     def headline(self) -> str:
         parts = []
-        answers = (
-            (GATING, "gates now"),
-            (MAY_GATE, "may gate now"),
-            (MORE_LABELS, "could with more labels"),
-            (CANNOT, "cannot"),
+        answers = (  # (one criterion, several): only "gates" agrees with its count
+            (GATING, ("gates now", "gate now")),
+            (MAY_GATE, ("may gate now",) * 2),
+            (MORE_LABELS, ("could with more labels",) * 2),
+            (CANNOT, ("cannot",) * 2),
         )
-        for answer, words in answers:
+        for answer, (one, several) in answers:
             keys = [c.criterion for c in self._with(answer)]
             if keys:
-                parts.append(f"{len(keys)} {words} ({', '.join(keys)})")
+                parts.append(f"{len(keys)} {one if len(keys) == 1 else several} ({', '.join(keys)})")
         return "; ".join(parts) + "." if parts else "This rubric version has no criteria."
 
 

@@ -207,3 +207,5 @@ def test_a_criterion_that_already_gates_is_no_longer_offered_as_may_gate():
     assert [c.criterion for c in decision.gating] == ["correct_amount"]
     assert [c.criterion for c in decision.may_gate] == ["b"]
     assert decision.headline == "1 gates now (correct_amount); 1 may gate now (b)."
+    both = decide([SimpleNamespace(**gating), SimpleNamespace(**(vars(row("b")) | {"gating": True}))])
+    assert both.headline == "2 gate now (correct_amount, b)."  # not "2 gates now"
