@@ -23,8 +23,9 @@ from tests.workspace_helpers import same_answer
 pytestmark = pytest.mark.django_db
 
 MISSING = 987654321
-# The session, the user and their membership, the group, its plans, their stored figures: whatever the labels.
-GROUP_PAGE_QUERIES = 6
+# The user and their membership (the session is read from Redis: cached_db), the group, its plans, their stored
+# figures: whatever the labels.
+GROUP_PAGE_QUERIES = 5
 
 
 def url(name: str, group: AuditPlanGroup | int | None = None) -> str:

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 START = reverse("calibration:audit_plan_start")
 # The plan page's queries, as tests/calibration/audits/test_audit_pages.py pins them: the table adds none (it is
 # part of the stored figures).
-PLAN_PAGE_QUERIES = 6
+PLAN_PAGE_QUERIES = 5
 
 
 def with_instrument(n: int = 20):
