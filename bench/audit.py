@@ -45,10 +45,8 @@ the orders drawn from --seed).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -58,16 +56,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.audit_common import (  # noqa: E402
+    CONFIDENCE,
+    DISTANCES,
+    datasets_dir,
+    stratified_decisions,
+    thresholds,
+    xsum_items,
+)
 from calibration.stats import audit_strata  # noqa: E402
 from calibration.stats.audit_forecast import labels_per_decision  # noqa: E402
 from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS, decide_each_label  # noqa: E402
-
-DISTANCES = (0.02, 0.05, 0.10)
-CONFIDENCE = 0.95
-
-
-def datasets_dir() -> Path:
-    return Path(os.environ.get("ICEWATER_DATASETS_DIR", ROOT.parent / "shared" / "datasets"))
 
 
 def majority(votes) -> int:
@@ -104,25 +103,6 @@ def xsum(base: Path):
     yield "xsum factual (Entailment>=0.5)", gold, judge
 
 
-def xsum_items(base: Path):
-    """XSum's three raters' is_factual votes and the Entailment score by (bbcid, system), and the items with
-    both (bench/audit_jury.py reads them too)."""
-    folder = base / "xsum_hallucination"
-    labels: dict[tuple[str, str], list[int]] = {}
-    with open(folder / "factuality_annotations_xsum_summaries.csv", newline="") as handle:
-        for row in csv.DictReader(handle):
-            if row["is_factual"] in ("yes", "no"):
-                labels.setdefault((row["bbcid"], row["system"]), []).append(int(row["is_factual"] == "yes"))
-    systems = {"bert_withckpt": "BERTS2S", "ptgen": "PtGen", "tconvs2s": "TConvS2S", "bert_nockpt": "TranS2S"}
-    entailment = {}
-    with open(folder / "eval_scores_xsum_summaries.csv", newline="") as handle:
-        for row in csv.DictReader(handle):
-            prefix, bbcid = row["system_bbcid"].rsplit("_", 1)
-            entailment[(bbcid, systems[prefix])] = float(row["Entailment"])
-    keys = [k for k, v in labels.items() if len(v) == 3 and k in entailment]
-    return labels, entailment, keys
-
-
 def synthetic(N: int = 1000, theta: float = 0.70, judge_rate: float = 0.75, phis: tuple = (0.3, 0.6, 0.8)):
     for phi in phis:
         p11 = theta * judge_rate + phi * math.sqrt(theta * (1 - theta) * judge_rate * (1 - judge_rate))
@@ -132,35 +112,6 @@ def synthetic(N: int = 1000, theta: float = 0.70, judge_rate: float = 0.75, phis
         gold = np.r_[np.ones(n11), np.ones(n10), np.zeros(n01), np.zeros(n00)]
         judge = np.r_[np.ones(n11), np.zeros(n10), np.ones(n01), np.zeros(n00)]
         yield f"synthetic phi={phi}", gold, judge
-
-
-def thresholds(theta: float, distances: tuple[float, ...]):
-    """(distance, sign, minimum, the right decision) for each distance below (sign -1) and above the truth,
-    minimums outside (0, 1) left out (bench/audit_jury.py measures the same cells)."""
-    for distance in distances:
-        for sign in (-1, 1):
-            minimum = theta + sign * distance
-            if 0 < minimum < 1:
-                yield distance, sign, minimum, PASS if theta >= minimum else FAIL
-
-
-def stratified_decisions(
-    strata_gold: tuple[np.ndarray, np.ndarray], minimum: float, path: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """stats/audit_strata.py's decisions and labels to them along each order, 100 orders at a time: counted in
-    `path` (each order's strata, in its sequence), or with path None as the adaptive allocation chooses."""
-    decided, at = [], []
-    for start in range(0, strata_gold[0].shape[0], 100):
-        part = (strata_gold[0][start : start + 100], strata_gold[1][start : start + 100])
-        d, a = audit_strata.replay(
-            gold=part,
-            start=np.zeros((part[0].shape[0], 2), int),
-            minimum=minimum,
-            path=None if path is None else path[start : start + 100],
-        )
-        decided.append(d)
-        at.append(a)
-    return np.concatenate(decided), np.concatenate(at)
 
 
 def run(
