@@ -5,6 +5,7 @@
     python bench/audit.py --design uniform # the plan design that labels one random order's prefix
     python bench/audit.py --design adaptive --orders 100 --only usr synthetic --distances 0.05 0.10
     python bench/audit.py --design uniform stratified --orders 200   # the designs side by side, per side
+    python bench/audit.py --design uniform jury unsure --orders 100 --distances 0.05 0.10 --large   # issue 38
 
 Pure statistics, no database: an audit plan's decision rule replayed along --orders random label orders of
 each set, with the minimum placed 0.02, 0.05 and 0.10 below and above the set's true pass rate (the share of
@@ -40,15 +41,27 @@ minimum below the truth) and on the FAIL side (above), and per design the worst 
 max(PASS, FAIL). A lead meets either side, so the plans' default design is the one whose worse side costs least
 (docs/calibration.md, "Stratified plans"). Several --design values run on the same orders (each design replays
 the orders drawn from --seed).
+
+Issue 38's designs: --design jury, bench/audit_jury.py's predictor (calibration/stats/audit_predictor.py: every
+signal of the set as control variates, slopes fitted on the labels before each draw) on the uniform orders; on
+bench/audit.py's own sets its one signal is the judge, so it equals the uniform design there. --design unsure,
+bench/audit_unsure.py's design (calibration/stats/audit_unsure.py at its floor FLOOR, drawing by the score's
+uncertainty: the mean of the raters or judges, or the vote share), on orders it draws itself from a stream of their
+own (on one-bit sets its draw is uniform, on other orders than the uniform design's). Asking for either adds
+bench/audit_jury.py's sets after bench/audit.py's own, for every design asked for: the synthetic jury of three
+judges of correlation 0.3, 0.5 and 0.7 with gold, five samples of one judge, and the public sets' raters as a
+jury (gold rater 2, the judges raters 0 and 1, on XSum also the Entailment score; the one-bit judge rater 0).
+The goals section prints, beside the older goals, issue 38's: wrong <= 2.5% on each side in every cell; at
+distance 0.10 a median <= 15% of N on every set; at 0.05 where the design's predictor has phi >= 0.6 (the jury's
+R, the unsure score's phi, else the judge's) a median <= 35% of N; each met or missed and by how many points.
+--large adds a 20,000-output synthetic jury at distance 0.05, each design's median labels beside uniform's.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -58,16 +71,18 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import audit_jury, audit_unsure  # noqa: E402
+from bench.audit_common import CONFIDENCE, DISTANCES, datasets_dir, stratified_decisions, thresholds, xsum_items  # noqa: E402
 from calibration.stats import audit_strata  # noqa: E402
 from calibration.stats.audit_forecast import labels_per_decision  # noqa: E402
+from calibration.stats.audit_predictor import jury_decide_each_label  # noqa: E402
 from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS, decide_each_label  # noqa: E402
+from calibration.stats.audit_unsure import FLOOR, simulate_orders, unsure_decide_each_label  # noqa: E402
 
-DISTANCES = (0.02, 0.05, 0.10)
-CONFIDENCE = 0.95
-
-
-def datasets_dir() -> Path:
-    return Path(os.environ.get("ICEWATER_DATASETS_DIR", ROOT.parent / "shared" / "datasets"))
+DESIGNS = ("stratified", "adaptive", "uniform", "jury", "unsure")
+# A set as the designs read it: its name, gold (N,), the one-bit judge (N,), the jury's signals (N, K) and their
+# names (bench/audit_jury.py's Set). bench/audit.py's own sets have the judge as their only signal.
+Set = audit_jury.Set
 
 
 def majority(votes) -> int:
@@ -104,25 +119,6 @@ def xsum(base: Path):
     yield "xsum factual (Entailment>=0.5)", gold, judge
 
 
-def xsum_items(base: Path):
-    """XSum's three raters' is_factual votes and the Entailment score by (bbcid, system), and the items with
-    both (bench/audit_jury.py reads them too)."""
-    folder = base / "xsum_hallucination"
-    labels: dict[tuple[str, str], list[int]] = {}
-    with open(folder / "factuality_annotations_xsum_summaries.csv", newline="") as handle:
-        for row in csv.DictReader(handle):
-            if row["is_factual"] in ("yes", "no"):
-                labels.setdefault((row["bbcid"], row["system"]), []).append(int(row["is_factual"] == "yes"))
-    systems = {"bert_withckpt": "BERTS2S", "ptgen": "PtGen", "tconvs2s": "TConvS2S", "bert_nockpt": "TranS2S"}
-    entailment = {}
-    with open(folder / "eval_scores_xsum_summaries.csv", newline="") as handle:
-        for row in csv.DictReader(handle):
-            prefix, bbcid = row["system_bbcid"].rsplit("_", 1)
-            entailment[(bbcid, systems[prefix])] = float(row["Entailment"])
-    keys = [k for k, v in labels.items() if len(v) == 3 and k in entailment]
-    return labels, entailment, keys
-
-
 def synthetic(N: int = 1000, theta: float = 0.70, judge_rate: float = 0.75, phis: tuple = (0.3, 0.6, 0.8)):
     for phi in phis:
         p11 = theta * judge_rate + phi * math.sqrt(theta * (1 - theta) * judge_rate * (1 - judge_rate))
@@ -134,46 +130,17 @@ def synthetic(N: int = 1000, theta: float = 0.70, judge_rate: float = 0.75, phis
         yield f"synthetic phi={phi}", gold, judge
 
 
-def thresholds(theta: float, distances: tuple[float, ...]):
-    """(distance, sign, minimum, the right decision) for each distance below (sign -1) and above the truth,
-    minimums outside (0, 1) left out (bench/audit_jury.py measures the same cells)."""
-    for distance in distances:
-        for sign in (-1, 1):
-            minimum = theta + sign * distance
-            if 0 < minimum < 1:
-                yield distance, sign, minimum, PASS if theta >= minimum else FAIL
-
-
-def stratified_decisions(
-    strata_gold: tuple[np.ndarray, np.ndarray], minimum: float, path: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """stats/audit_strata.py's decisions and labels to them along each order, 100 orders at a time: counted in
-    `path` (each order's strata, in its sequence), or with path None as the adaptive allocation chooses."""
-    decided, at = [], []
-    for start in range(0, strata_gold[0].shape[0], 100):
-        part = (strata_gold[0][start : start + 100], strata_gold[1][start : start + 100])
-        d, a = audit_strata.replay(
-            gold=part,
-            start=np.zeros((part[0].shape[0], 2), int),
-            minimum=minimum,
-            path=None if path is None else path[start : start + 100],
-        )
-        decided.append(d)
-        at.append(a)
-    return np.concatenate(decided), np.concatenate(at)
-
-
 def run(
-    name: str,
-    gold: np.ndarray,
-    judge: np.ndarray,
+    item: Set,
     *,
     orders: int,
     rng,
     rows: list[dict],
     design: str = "stratified",
     distances: tuple[float, ...] = DISTANCES,
+    seed: int = 0,
 ) -> None:
+    name, gold, judge, signals, names = item
     N = gold.size
     theta = float(gold.mean())
     phi = float(np.corrcoef(gold, judge)[0, 1])
@@ -182,22 +149,43 @@ def run(
     # Each stratum's order is the uniform order restricted to it, as a plan's is.
     strata = audit_strata.strata_of(judge)[perm]
     strata_gold = tuple(ys[strata == h].reshape(orders, -1) for h in (0, 1))
+    if design == "jury":
+        # The predictor's phi is the jury's R: the correlation with gold of its least-squares fit on the whole set.
+        phi = audit_jury.fit_r(gold, signals)
+    elif design == "unsure":
+        score = audit_unsure.score_of(item) if len(names) > 1 else judge
+        phi = float(np.corrcoef(gold, score)[0, 1])
+        # The unsure design draws its own orders (not uniform ones): from a stream of their own, so that every
+        # other set's uniform orders stay those of the other designs.
+        stream = np.random.default_rng([seed, N, orders, 38])
+        drawn = simulate_orders(gold=gold, scores=score, floor=FLOOR, orders=orders, rng=stream)
     print(f"\n{name}: N = {N}, true pass rate {theta:.3f}, judge pass rate {judge.mean():.3f}, phi {phi:.2f}")
+    if design in ("jury", "unsure") and len(names) > 1:
+        each = ", ".join(f"{n} {float(np.corrcoef(gold, signals[:, k])[0, 1]):.2f}" for k, n in enumerate(names))
+        said = "jury R" if design == "jury" else f"score (the raters' mean) phi, floor {FLOOR:g}"
+        print(f"  signals' phi with gold: {each}; phi above is the {said}")
     print(
         f"  {'minimum':>8} {'distance':>9} {'right':>5} {'median %N':>10} {'p90 %N':>8} {'max %N':>7} {'wrong %':>8}"
         f" {'x fixed-n':>9}"
     )
     for distance, sign, minimum, right in thresholds(theta, distances):
-        if design != "uniform":
+        rule = {"minimum": minimum, "confidence": CONFIDENCE, "min_gold": MIN_GOLD}
+        if design in ("stratified", "adaptive"):
             path = strata if design == "stratified" else None
             decided, at = stratified_decisions(strata_gold, minimum, path)  # type: ignore[arg-type]
+        elif design == "jury":
+            d = jury_decide_each_label(gold=ys, f=signals[perm], **rule)
+            decided, at = d.decided, d.at
+        elif design == "unsure":
+            d = unsure_decide_each_label(gold=drawn[0], f=drawn[1], floor=FLOOR, **rule)
+            decided, at = d.decided, d.at
         else:
-            d = decide_each_label(gold=ys, f=fs, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
+            d = decide_each_label(gold=ys, f=fs, **rule)
             decided, at = d.decided, d.at
         labels = at.astype(float)
         median, p90 = float(np.median(labels)), float(np.quantile(labels, 0.9))
         wrong = float(((decided != "") & (decided != right)).mean())
-        fixed = labels_per_decision(phi=phi, pass_rate=theta, margin=distance, N=N).fixed_n
+        fixed = labels_per_decision(phi=min(phi, 0.999), pass_rate=theta, margin=distance, N=N).fixed_n
         worst = float(labels.max())
         rows.append(
             {"set": name, "phi": phi, "distance": distance, "median": median / N, "p90": p90 / N, "wrong": wrong}
@@ -209,46 +197,88 @@ def run(
         )
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    base = datasets_dir()
+    if not base.is_dir():
+        print(f"no datasets at {base}: set ICEWATER_DATASETS_DIR", file=sys.stderr)
+        return 1
+    # The jury's sets join every design's run when a jury-reading design is asked for, so that all designs are
+    # compared on the same sets and orders (and the one-bit designs' output without them stays as it was).
+    with_jury = bool({"jury", "unsure"} & set(args.design))
+    common = {"orders": args.orders, "seed": args.seed, "only": args.only, "distances": args.distances}
+    every: list[dict] = []
+    for design in args.design:
+        print(f"\n=== {design} design")
+        rows = measure(base, design=design, with_jury=with_jury, **common)
+        goals(rows, design=design, orders=args.orders)
+        every += rows
+    per_side(every)
+    if args.large:
+        large(args.design, seed=args.seed, orders=args.large_orders)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=500, help="random label orders per set and threshold")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--design",
         nargs="+",
-        choices=["stratified", "adaptive", "uniform"],
+        choices=DESIGNS,
         default=["stratified"],
         help="one or more designs, each on the same orders",
     )
     parser.add_argument("--only", nargs="*", default=[], help="only the sets whose name holds one of these words")
     parser.add_argument("--distances", nargs="*", type=float, default=list(DISTANCES))
-    args = parser.parse_args()
-    base = datasets_dir()
-    if not base.is_dir():
-        print(f"no datasets at {base}: set ICEWATER_DATASETS_DIR", file=sys.stderr)
-        return 1
-    every: list[dict] = []
-    for design in args.design:
-        print(f"\n=== {design} design")
-        rows = measure(
-            base, design=design, orders=args.orders, seed=args.seed, only=args.only, distances=args.distances
-        )
-        goals(rows, design=design, orders=args.orders)
-        every += rows
-    per_side(every)
-    return 0
+    parser.add_argument(
+        "--large", action="store_true", help="also a 20,000-output synthetic jury at distance 0.05, beside uniform"
+    )
+    parser.add_argument("--large-orders", type=int, default=100, help="orders of the 20,000-output candidate")
+    return parser
 
 
-def measure(base: Path, *, design: str, orders: int, seed: int, only: list[str], distances: list[float]) -> list[dict]:
-    """Every set's cells under one design; the same seed gives every design the same orders."""
+def jury_sets(base: Path, seed: int) -> list[Set]:
+    """bench/audit_jury.py's sets (issue 38's goals): the synthetic jury of three judges (phi 0.3, 0.5, 0.7), five
+    samples of one judge, and the public sets' raters as a jury (gold rater 2, the judges raters 0 and 1, on XSum
+    also the Entailment score; one bit rater 0). From a stream of their own, so the same for every design."""
+    rng = np.random.default_rng([seed, 38])
+    return [
+        audit_jury.synthetic_jury(rng),
+        audit_jury.synthetic_samples(rng),
+        *audit_jury.qags(base, 2),
+        *audit_jury.usr(base, 2),
+        *audit_jury.xsum(base, 2),
+    ]
+
+
+def measure(
+    base: Path,
+    *,
+    design: str,
+    orders: int,
+    seed: int,
+    only: list[str],
+    distances: list[float],
+    with_jury: bool = False,
+) -> list[dict]:
+    """Every set's cells under one design; the same seed gives every design the same orders (the unsure design
+    draws its own). with_jury: bench/audit_jury.py's sets after bench/audit.py's own."""
     rng = np.random.default_rng(seed)
     rows: list[dict] = []
     started = time.perf_counter()
-    for source in (qags(base), usr(base), xsum(base), synthetic()):
-        for name, gold, judge in source:
-            if only and not any(word in name for word in only):
-                continue
-            run(name, gold, judge, orders=orders, rng=rng, rows=rows, design=design, distances=tuple(distances))
+    sets: list[Set] = [
+        (name, gold, judge, judge[:, None], ("judge",))
+        for source in (qags(base), usr(base), xsum(base), synthetic())
+        for name, gold, judge in source
+    ]
+    if with_jury:
+        sets += jury_sets(base, seed)
+    for item in sets:
+        if only and not any(word in item[0] for word in only):
+            continue
+        run(item, orders=orders, rng=rng, rows=rows, design=design, distances=tuple(distances), seed=seed)
     for row in rows:
         row["seconds"] = time.perf_counter() - started
     return rows
@@ -288,6 +318,63 @@ def goals(rows: list[dict], *, design: str, orders: int) -> None:
         f" range {min(ratios):.2f}-{max(ratios):.2f} (no constant ratio: the price's model is measured by"
         " bench/audit_price.py)"
     )
+    print("  issue 38's goals:")
+    for goal, limit, figure in issue_38_goals(rows):
+        print(f"  {'met ' if figure <= limit else 'MISSED'}  {goal}: " + spare(figure, limit))
+
+
+def issue_38_goals(rows: list[dict]) -> list[tuple[str, float, float]]:
+    """(goal, limit, the worst figure) for issue 38's goals: wrong decisions <= 2.5% on each side in every cell;
+    at distance 0.10 a median <= 15% of N on every set; at 0.05, where the design's predictor has phi >= 0.6
+    (the jury's R, the unsure design's score's phi, else the judge's), a median <= 35% of N."""
+    goals = []
+    for side in (PASS, FAIL):
+        mine = [r for r in rows if r["side"] == side]
+        if mine:
+            worst = max(mine, key=lambda r: r["wrong"])
+            where = f" ({worst['set']})" if worst["wrong"] > 0 else ""
+            goals.append((f"wrong decisions <= 2.5% on the {side} side in every cell{where}", 0.025, worst["wrong"]))
+    for distance, limit, phi in ((0.10, 0.15, -1.0), (0.05, 0.35, 0.6)):
+        mine = [r for r in rows if r["distance"] == distance and r["phi"] >= phi]
+        if mine:
+            worst = max(mine, key=lambda r: r["median"])
+            sets = {r["set"] for r in mine}
+            over = {r["set"] for r in mine if r["median"] > limit}
+            where = "every set" if phi < 0 else f"phi >= {phi}"
+            where += f": median <= {100 * limit:.0f}% of N ({len(over)} of {len(sets)} sets over; worst"
+            where += f" {worst['set']}, {worst['side']})"
+            goals.append(
+                (
+                    f"distance {distance:.2f}, {where}",
+                    limit,
+                    worst["median"],
+                )
+            )
+    return goals
+
+
+def spare(figure: float, limit: float) -> str:
+    """The worst figure and how far it is from its limit, in points of N (or of decisions)."""
+    said = "to spare" if figure <= limit else "over"
+    return f"worst {100 * figure:.2f}%, {100 * abs(limit - figure):.2f} points {said}"
+
+
+def large(designs: list[str], *, seed: int, orders: int) -> None:
+    """Issue 38: the median labels to a decision for a 20,000-output candidate (the synthetic jury of three judges)
+    at distance 0.05, per side, for each design beside today's (uniform, the judge phi 0.7 as its one bit)."""
+    item = audit_jury.synthetic_jury(np.random.default_rng([seed, 20_000]), N=20_000)
+    medians: dict[str, dict[str, float]] = {}
+    for design in dict.fromkeys(["uniform", *designs]):
+        rows: list[dict] = []
+        print(f"\n=== {design} design, 20,000 outputs")
+        run(
+            item, orders=orders, rng=np.random.default_rng(seed), rows=rows, design=design, distances=(0.05,), seed=seed
+        )
+        medians[design] = {r["side"]: r["labels"] for r in rows}
+    print(f"\n20,000-output candidate ({item[0]}), distance 0.05, median labels to a decision ({orders} orders):")
+    for side in (PASS, FAIL):
+        said = ", ".join(f"{d} {medians[d][side]:.0f}" for d in medians if side in medians[d])
+        print(f"  {side} side: {said} (today's design: uniform)")
 
 
 def side_table(rows: list[dict]) -> dict[str, dict[tuple[str, float], dict[str, float]]]:

@@ -48,7 +48,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.audit import CONFIDENCE, DISTANCES, datasets_dir, thresholds, xsum_items  # noqa: E402
+from bench.audit_common import CONFIDENCE, DISTANCES, datasets_dir, thresholds, xsum_items  # noqa: E402
 from calibration.stats.audit_predictor import jury_decide_each_label  # noqa: E402
 from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS  # noqa: E402
 

@@ -37,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.audit import CONFIDENCE, DISTANCES, datasets_dir, stratified_decisions, thresholds  # noqa: E402
+from bench.audit_common import CONFIDENCE, DISTANCES, datasets_dir, stratified_decisions, thresholds  # noqa: E402
 from bench.audit_jury import Set, qags, synthetic_jury, synthetic_samples, usr, xsum  # noqa: E402
 from calibration.stats import audit_strata  # noqa: E402
 from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS, decide_each_label  # noqa: E402
