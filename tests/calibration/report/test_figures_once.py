@@ -25,7 +25,11 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def human_calls(monkeypatch, settings):
     """ceiling._human (the human ceiling), counting its calls, over a fresh in-memory cache."""
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "once"}}
+    # Only the default cache replaced: sessions keep their own (cached_db on Redis, config/settings.py).
+    settings.CACHES = {
+        **settings.CACHES,
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "once"},
+    }
     calls = []
     real = ceiling._human
 
