@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from api.models import GateToken, TokenScope, hash_token
 from calibration.audits.plans import start_plan
-from calibration.models import GateResult, GatingMark
+from calibration.models import AuditPlan, AuditPlanGroup, GateResult, GatingMark
 from calibration.stats.watch import WatchSettings, start_watch
 from evals.models import Role, User, Workspace
 from formats.models import ImportJob
@@ -118,6 +118,12 @@ def build(slug: str) -> World:
     probe = ProbeRun.objects.create(eval_set=candidate, rubric_version=rv, judge_config=judge, started_by=lead)
     job = ImportJob.objects.create(workspace=ws, kind="cases", file_name="cases.jsonl", size=1, created_by=lead)
     watch = watch_row(candidate, criterion, judge, lead)
+    # The plan as an audit group of its one criterion (issue 37 item 3), so that the groups' pages and API are asked.
+    group = AuditPlanGroup.objects.create(
+        eval_set=candidate, judge_config=judge, k=1, confidence=0.95, alpha_pass=0.025,
+        alpha_fail=0.025, created_by=lead,
+    )  # fmt: skip
+    AuditPlan.objects.filter(pk=plan.pk).update(group=group)
     world.ids = {
         "eval_set": candidate.pk,
         "rubric_version": rv.pk,
@@ -135,6 +141,7 @@ def build(slug: str) -> World:
         "annotation": Annotation.objects.filter(annotator=people[Role.ANNOTATOR]).first().pk,
         "import_job": job.pk,
         "watch": watch.pk,
+        "group": group.pk,
     }
     return world
 

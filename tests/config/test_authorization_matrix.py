@@ -50,6 +50,8 @@ PARAMETER_KINDS = {
     "output_id": "output",
     "criterion_id": "criterion",
     "watch_id": "watch",
+    "group": "group",
+    "group_id": "group",
 }
 BY_ROUTE = {
     "labeling:annotate": "annotation",
@@ -201,7 +203,7 @@ def api_operations() -> list[tuple[str, str]]:
     return [(method.upper(), path) for path, ops in schema["paths"].items() for method in ops]
 
 
-API_PATH_KINDS = {"run_id": "run", "plan_id": "plan", "watch_id": "watch"}
+API_PATH_KINDS = {"run_id": "run", "plan_id": "plan", "watch_id": "watch", "group_id": "group"}
 NAME_FIELDS = ("eval_set", "candidate", "calibration_eval_set")
 
 

@@ -104,7 +104,7 @@ def test_labels_given_are_counted_in_one_query_whatever_the_number_of_members(as
         annotate_directly(make_output(es, case_id=f"x{i}"), rv, who, all_answers(rv))
     queries()  # the first request of the session also saves the workspace in it
     few = queries()
-    assert few == 5  # the session, the user, their memberships (middleware); the members, their labels
+    assert few == 4  # the user, their memberships (middleware; the session is in Redis); the members, their labels
     for i in range(2, 12):
         who = make_user(f"a{i}")
         annotate_directly(make_output(es, case_id=f"x{i}"), rv, who, all_answers(rv))
