@@ -27,3 +27,14 @@ def design_and_predictor(design: str | None, predictor: str | None, extra: Seque
         return f"{design} audit, predictor: the judge's vote share"
     others = "1 other config" if len(extra) == 1 else f"{len(extra)} other configs"
     return f"{design} audit, predictor: the judge's vote share + {others} ({', '.join(extra)})"
+
+
+def predictor_short(design: str, predictor: str, extra: Sequence[str]) -> str:
+    """The predictor in a few words, for a column of plans beside their design (the full words in its title)."""
+    if design == STRATIFIED:
+        return "verdict, two strata"
+    if predictor != JURY:
+        return "verdict"
+    if not extra:
+        return "vote share"
+    return f"vote share + {len(extra)} config{'' if len(extra) == 1 else 's'}"
