@@ -92,6 +92,8 @@ def test_a_jury_audit_is_named_with_its_extra_config_in_the_json_the_text_and_th
     assert code == 0 and f"correct_amount: {JURY_WORDS}" in out.splitlines()
     body = result_page(client, c.lead)
     assert '<span class="audit-method" id="audit-method-correct_amount">' + escape(JURY_WORDS) + "</span>" in body
+    # The audit's gold is not "no gold": the candidate-gold section says the audit decides on it.
+    assert "its gold is the audit's" in body and "no gold on the candidate" not in body
 
 
 def test_a_stratified_audit_says_it_reads_the_verdict_and_no_vote_share(client):
@@ -117,7 +119,7 @@ def test_without_an_audit_the_gate_names_no_design_negative_control(client):
     code, out = gate("json")
     assert json.loads(out)["criteria"][0]["audit_in_words"] is None
     body = result_page(client, c.lead)
-    assert "audit-method" not in body and "predictor:" not in body
+    assert "audit-method" not in body and "predictor:" not in body and "its gold is the audit" not in body
 
 
 def test_a_result_stored_before_the_words_falls_back_to_its_design_and_predictor(client):
