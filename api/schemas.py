@@ -499,6 +499,11 @@ class GateCriterionOut(Schema):
     audit_predictor: str | None = Field(
         default=None, description='what the audit\'s tests read beside gold: "jury" (vote shares) or "verdict"'
     )
+    audit_in_words: str | None = Field(
+        default=None,
+        description="the audit's design and predictor in a lead's words, naming a jury's extra judge configs, e.g. "
+        '"uniform audit, predictor: the judge\'s vote share + 1 other config (instrument)"',
+    )
     audit_k: int | None = Field(
         description="how many of the candidate's gating criteria are decided by audits (null without an audit): "
         "each one's FAIL side runs at alpha / k"

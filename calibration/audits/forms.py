@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import cast
 
 from django import forms
+from django.db.models import Exists, OuterRef
 
 from calibration.fields import RateField, WorkspaceForm
 from calibration.models import AuditPlan, GatingMark
 from evals.models import EvalSet, Output
 from evals.workspaces import in_workspace
-from judging.models import JudgeConfig
+from judging.models import JudgeConfig, Verdict
 
 
 class _MarkChoice(forms.ModelChoiceField):
@@ -56,8 +57,9 @@ class AuditPlanForm(WorkspaceForm):
         required=False,
         label="Extra judge configs (the jury)",
         help_text=(
-            "Uniform only, optional: configs whose vote share joins the judge's as the audit's predictor. Each needs "
-            "verdicts of the criterion on the candidate; read once, now, and frozen."
+            "Uniform only, optional: configs whose vote share joins the judge's as the audit's predictor. Listed: "
+            "configs with verdicts of a gating criterion; each needs verdicts of the chosen criterion on the "
+            "candidate; read once, now, and frozen."
         ),
         error_messages={"invalid_choice": "Choose judge configs of this workspace."},
     )
@@ -90,6 +92,15 @@ class AuditPlanForm(WorkspaceForm):
         cast(forms.ChoiceField, self.fields["agent_version"]).choices = [("", "Every agent version")] + list(
             groups.items()
         )
+        # The jury's choices: only configs with verdicts of a criterion that gates here (the plan's criterion always
+        # does), one query. The eval set and criterion are picked on the same page, so the finer rule (verdicts of
+        # that criterion on that candidate) stays start_plan's, with its own words; validation still accepts any
+        # config of the workspace, so a config outside the list is refused there and not as "invalid".
+        extra = cast(forms.ModelMultipleChoiceField, self.fields["extra_judges"])
+        gating = in_workspace(GatingMark.objects.active(), self.workspace).values("criterion")
+        with_verdicts = Verdict.objects.filter(judge_config=OuterRef("pk"), criterion__in=gating)
+        listed = in_workspace(JudgeConfig.objects.order_by("name"), self.workspace).filter(Exists(with_verdicts))
+        extra.widget.choices = [(jc.pk, jc.name) for jc in listed]
 
 
 class AuditReleaseForm(forms.Form):

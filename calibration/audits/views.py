@@ -17,6 +17,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
+from calibration.audits import plan_signals
+from calibration.audits.design_words import design_and_predictor, predictor_short
 from calibration.audits.figures import AuditFigures
 from calibration.audits.forms import AuditPlanForm, AuditReleaseForm
 from calibration.audits.plans import (
@@ -53,16 +55,28 @@ def _plans(workspace: Workspace):
 @never_cache
 @role_required(*STAFF_ROLES)
 def audit_plans(request: AuthenticatedHttpRequest) -> HttpResponse:
-    plans = list(_plans(request.workspace))
+    # The jury plans' extra configs by name (one query for all plans, without their signals' values).
+    plans = list(_plans(request.workspace).prefetch_related(plan_signals.without_values()))
+    methods = {p.pk: _method(p) for p in plans}
     # Where each open plan stands, as on its page: the figures a worker stored, one query for all of them. Closed
     # plans keep their figures on their own page.
     stored = stored_figures([p for p in plans if p.closed_at is None])
     sections = [
-        ("Open", [(p, stored[p.pk].figures, stored[p.pk]) for p in plans if p.closed_at is None], "No open plan."),
-        ("Closed", [(p, None, None) for p in plans if p.closed_at is not None], "No closed plan."),
+        (
+            "Open",
+            [(p, stored[p.pk].figures, stored[p.pk], methods[p.pk]) for p in plans if p.closed_at is None],
+            "No open plan.",
+        ),
+        ("Closed", [(p, None, None, methods[p.pk]) for p in plans if p.closed_at is not None], "No closed plan."),
     ]
     context = {"sections": sections, "is_lead": has_role(request.user, request.workspace, Role.LEAD)}
     return render(request, "calibration/audit_plans.html", context)
+
+
+def _method(plan: AuditPlan) -> tuple[str, str]:
+    """A plan's predictor in a few words and its design and predictor in full (the list's compact column)."""
+    extra = plan_signals.also_judges(plan)  # prefetched by the list
+    return predictor_short(plan.design, plan.predictor, extra), design_and_predictor(plan.design, plan.predictor, extra)
 
 
 @never_cache

@@ -115,6 +115,8 @@ def render_text(outcome: GateOutcome) -> str:
         "decision, PASS or FAIL)"
     )
     for c in d.criteria:
+        if c.audit is not None:  # which audit decided it, and what its tests read beside gold (issue 38)
+            lines.append(f"{c.criterion}: {c.audit_in_words}")
         lines.extend(f"{c.criterion}: {said}" for said in evidence_lines(c))
     if d.failed_criteria and not d.undecided:
         lines.append("failed on: " + ", ".join(d.failed_criteria))

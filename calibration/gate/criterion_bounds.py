@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from calibration.audits.design_words import design_and_predictor
 from calibration.audits.figures import AuditFigures
 from calibration.gate.request import CannotDecide
 from calibration.stats.candidate_evidence import ASSUMES_CALIBRATION, GoldBound, TransportTest, calibration_cells
@@ -109,6 +110,17 @@ class GateCriterion:
             return (0, min(self.pass_margin, self.error_margin, refuted))
         return (1, self.pass_margin, self.error_margin)
 
+    @property
+    def audit_in_words(self) -> str:
+        """The audit's design and predictor in a lead's words (empty without an audit)."""
+        a = self.audit
+        if a is None:
+            return ""
+        kind = a.predictor["kind"] if a.predictor else None
+        # Figures stored before the predictor was (None) cannot name a jury's configs.
+        extra = [s["name"] for s in a.predictor.get("signals", [])[1:]] if a.predictor else None
+        return design_and_predictor(a.design, kind, extra)
+
     def as_dict(self) -> dict:
         c = self.corrected
         head = {k: getattr(self, k) for k in ("criterion", "n", "passes", "errors", "pass_rate", "wilson_lower")}
@@ -134,6 +146,7 @@ class GateCriterion:
             # What the audit's tests read beside gold (issue 38): "uniform" or "stratified"; "jury" or "verdict".
             "audit_design": a.design if a else None,
             "audit_predictor": a.predictor["kind"] if a and a.predictor else None,
+            "audit_in_words": self.audit_in_words or None,  # the two above and the jury's configs, for a lead
             **(self.audit_levels.as_dict() if self.audit_levels else dict.fromkeys(AuditLevels.KEYS)),
         }
         evidence = {

@@ -16,6 +16,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
+from calibration.audits.design_words import design_and_predictor
 from calibration.gate.approvals import (
     ApprovalRefused,
     approve_rubric_version,
@@ -115,10 +116,20 @@ def gate_result(request: AuthenticatedHttpRequest, result: int) -> HttpResponse:
         "assumes": ASSUMES_CALIBRATION,
         # The levels each audited criterion was read at (results from before issue 37 item 3 have no audit_k).
         "audited": [
-            (c, f"{c['audit_alpha_pass']:.4g}", f"{c['audit_alpha_fail']:.4g}") for c in criteria if c.get("audit_k")
+            (c, f"{c['audit_alpha_pass']:.4g}", f"{c['audit_alpha_fail']:.4g}", _audit_words(c))
+            for c in criteria
+            if c.get("audit_k")
         ],
     }
     return render(request, "calibration/gate_result.html", context)
+
+
+def _audit_words(criterion: dict) -> str:
+    """The audit's design and predictor in a lead's words: as the gate stored them, or, in a result stored before
+    it stored the words, from its design and predictor alone (empty in one stored before either)."""
+    if criterion.get("audit_in_words"):
+        return criterion["audit_in_words"]
+    return design_and_predictor(criterion.get("audit_design"), criterion.get("audit_predictor"))
 
 
 def _with_power(criterion: dict) -> tuple[dict, float | None, float | None]:

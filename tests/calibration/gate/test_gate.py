@@ -53,6 +53,7 @@ CRITERION_KEYS = [
     "audit_N",
     "audit_design",  # issue 38: the audit's design and what its tests read beside gold (jury or verdict)
     "audit_predictor",
+    "audit_in_words",  # the two above in a lead's words, naming a jury's extra configs
     "audit_k",  # issue 37 item 3: the levels the audit decided at in this gate (PASS at alpha, FAIL at alpha / k)
     "audit_alpha_pass",
     "audit_alpha_fail",
