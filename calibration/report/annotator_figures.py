@@ -9,23 +9,28 @@ computing them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db.models import F
+from django.conf import settings
+from django.db.models import Case, F, Subquery, When
 
-from calibration.data import frames
 from calibration.models import ReportFigures
 from calibration.report import stored_report
 from calibration.report.annotator_agreement import AnnotatorAgreement, annotator_agreement
-from evals.models import EvalSet, RubricVersion
+from evals.models import Criterion, EvalSet, RubricVersion
 from evals.workspaces import in_workspace
 from judging.models import JudgeConfig
 from labeling import label_frames
 
 
-def annotator_rows(eval_set: EvalSet, rubric_version: RubricVersion) -> tuple[AnnotatorAgreement, ...]:
-    """Every annotator's agreement on the eval set, computed from all its labels (three queries)."""
-    scope, criteria = label_frames.Scope(eval_set, rubric_version), frames.criteria_of(rubric_version)
+def annotator_rows(
+    eval_set: EvalSet, rubric_version: RubricVersion, criteria: Sequence[Criterion] | None = None
+) -> tuple[AnnotatorAgreement, ...]:
+    """Every annotator's agreement on the eval set, computed from all its labels (two queries, and the criteria's
+    when not given)."""
+    scope = label_frames.Scope(eval_set, rubric_version)
+    criteria = criteria if criteria is not None else list(rubric_version.criteria.order_by("order", "id"))
     return tuple(
         annotator_agreement(
             label_frames.load_labels(scope),
@@ -37,24 +42,33 @@ def annotator_rows(eval_set: EvalSet, rubric_version: RubricVersion) -> tuple[An
 
 @dataclass(frozen=True)
 class ShownAnnotators:
+    criteria: Sequence[Criterion]  # in rubric order
     rows: tuple[AnnotatorAgreement, ...] | None  # None: a worker is computing the first ones
     fresh: stored_report.Freshness | None  # None: computed for this request (a small eval set)
 
 
 def shown_annotators(eval_set: EvalSet, rubric_version: RubricVersion) -> ShownAnnotators:
-    row = _stored_row(eval_set, rubric_version)
-    if row is None:
-        return ShownAnnotators(annotator_rows(eval_set, rubric_version), None)
+    """The rubric's criteria and the page's rows. A small eval set's page costs no query more than computing them
+    did: the criteria's query also says whether a report is stored and, when none is, how large the set is."""
+    stored_rows = ReportFigures.objects.filter(eval_set=eval_set, rubric_version=rubric_version, agent_version="")
+    newest = stored_rows.order_by(F("computed_at").desc(nulls_last=True), "pk").values("pk")[:1]
+    criteria = list(
+        Criterion.objects.filter(rubric_version=rubric_version)
+        .order_by("order", "id")
+        .annotate(stored=Subquery(newest))
+        .annotate(items=Case(When(stored__isnull=True, then=stored_report.items_of(eval_set, rubric_version))))
+    )
+    first = criteria[0] if criteria else None
+    if first is None or (first.stored is None and first.items < settings.ICEWATER_REPORT_STORED_FROM_ITEMS):
+        return ShownAnnotators(criteria, annotator_rows(eval_set, rubric_version, criteria), None)
+    row = stored_rows.get(pk=first.stored) if first.stored is not None else _first_row(eval_set, rubric_version)
+    if row is None:  # a workspace without any judge config: no report to store them with
+        return ShownAnnotators(criteria, annotator_rows(eval_set, rubric_version, criteria), None)
     stored, fresh = stored_report.read_stored(row)
-    return ShownAnnotators(stored.annotators if stored else None, fresh)
+    return ShownAnnotators(criteria, stored.annotators if stored else None, fresh)
 
 
-def _stored_row(eval_set: EvalSet, rubric_version: RubricVersion) -> ReportFigures | None:
-    """The newest stored report of the eval set and rubric version (over all agent versions), one made for the first
-    judge config when a large set has none, None for a small eval set (or a workspace without a judge)."""
-    rows = ReportFigures.objects.filter(eval_set=eval_set, rubric_version=rubric_version, agent_version="")
-    newest = rows.order_by(F("computed_at").desc(nulls_last=True), "pk").first()
-    if newest is not None:
-        return newest
+def _first_row(eval_set: EvalSet, rubric_version: RubricVersion) -> ReportFigures | None:
+    """The stored report of the first judge config (made now, and asked of a worker), None without a judge config."""
     judge = in_workspace(JudgeConfig, eval_set.workspace_id).order_by("pk").first()
     return None if judge is None else stored_report.stored_row(eval_set, rubric_version, judge)

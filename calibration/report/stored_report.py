@@ -66,7 +66,7 @@ def agent_versions(eval_set: EvalSet) -> list[str]:
     return list(outputs.values_list("agent_version", flat=True).distinct())
 
 
-def _items(eval_set: EvalSet, rubric_version: RubricVersion) -> ExpressionWrapper:
+def items_of(eval_set: EvalSet, rubric_version: RubricVersion) -> ExpressionWrapper:
     """outputs x criteria, as one expression of two scalar subqueries."""
     outputs = Output.objects.filter(case__eval_set=eval_set).order_by().values("case__eval_set")
     criteria = Criterion.objects.filter(rubric_version=rubric_version).order_by().values("rubric_version")
@@ -181,7 +181,7 @@ def stored_row(
     found, items = Criterion.objects.filter(
         pk=Subquery(Criterion.objects.filter(rubric_version=rubric_version).values("pk")[:1])
     ).annotate(row=Subquery(rows.values("pk")[:1])).annotate(
-        items=Case(When(row__isnull=True, then=_items(eval_set, rubric_version)), default=None)
+        items=Case(When(row__isnull=True, then=items_of(eval_set, rubric_version)), default=None)
     ).values_list("row", "items").first() or (None, 0)
     if found is not None:
         return rows.get()

@@ -14,7 +14,6 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from calibration.data import frames
 from calibration.nav import safe_next
 from calibration.report import drilldown as dd
 from calibration.report.annotator_agreement import MIN_ITEMS_TO_FLAG
@@ -225,8 +224,8 @@ def annotator_agreement_page(request: AuthenticatedHttpRequest, eval_set: int, r
         in_workspace(RubricVersion.objects.select_related("rubric"), request.workspace), pk=rubric_version
     )
     # A large eval set's rows are the ones a worker stored with its report (annotator_figures.py), with their freshness.
-    shown, criteria = shown_annotators(es, rv), frames.criteria_of(rv)
-    rows = shown.rows or ()
+    shown = shown_annotators(es, rv)
+    rows, criteria = shown.rows or (), shown.criteria
     names = dict(User.objects.filter(pk__in={int(r.annotator) for r in rows}).values_list("pk", "username"))
     sections = [(c, [(names[int(r.annotator)], r) for r in rows if r.criterion == c.pk]) for c in criteria]
     flagged = [(c, name, r) for c, named in sections for name, r in named if r.flagged]
