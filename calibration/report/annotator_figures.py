@@ -17,27 +17,11 @@ from django.db.models import Case, F, Subquery, When
 
 from calibration.models import ReportFigures
 from calibration.report import stored_report
-from calibration.report.annotator_agreement import AnnotatorAgreement, annotator_agreement
+from calibration.report.annotator_agreement import AnnotatorAgreement
+from calibration.report.annotator_loading import annotator_rows
 from evals.models import Criterion, EvalSet, RubricVersion
 from evals.workspaces import in_workspace
 from judging.models import JudgeConfig
-from labeling import label_frames
-
-
-def annotator_rows(
-    eval_set: EvalSet, rubric_version: RubricVersion, criteria: Sequence[Criterion] | None = None
-) -> tuple[AnnotatorAgreement, ...]:
-    """Every annotator's agreement on the eval set, computed from all its labels (two queries, and the criteria's
-    when not given)."""
-    scope = label_frames.Scope(eval_set, rubric_version)
-    criteria = criteria if criteria is not None else list(rubric_version.criteria.order_by("order", "id"))
-    return tuple(
-        annotator_agreement(
-            label_frames.load_labels(scope),
-            label_frames.load_adjudicated(scope, with_decider=True),
-            {c.pk: c.gold_policy for c in criteria},
-        )
-    )
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from calibration.data import content_cache, worker_figures
 from calibration.models import ReportFigures
 from calibration.report import drilldown
 from calibration.report.annotator_agreement import AnnotatorAgreement
+from calibration.report.annotator_loading import annotator_rows
 from calibration.report.compose import CalibrationReport, ReportCore, assemble, calibration_report, report_core
 from calibration.report.waiting import Waiting, waiting_work
 from evals.models import Criterion, EvalSet, Output, RubricVersion
@@ -265,9 +266,6 @@ def _compute(row: ReportFigures) -> None:
         judge_config=row.judge_config,
         agent_version=row.agent_version or None,
     )
-    # Imported here: annotator_figures reads this module's rows.
-    from calibration.report.annotator_figures import annotator_rows
-
     annotators = None if row.agent_version else annotator_rows(row.eval_set, row.rubric_version)
     stored = Stored(core, waiting, tuple(sorted(agent_versions(row.eval_set))), cells, annotators)
     # One statement: the rows, the change they are of and their times together, or (killed before it) nothing.

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from calibration.report import drilldown, stored_report
-from calibration.report.annotator_figures import annotator_rows
+from calibration.report.annotator_loading import annotator_rows
 from evals.models import Role
 from labeling import label_frames
 from labeling.models import Label
