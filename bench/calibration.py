@@ -20,7 +20,8 @@ and prints both, their ratio (goal: within 2x) and the report's query count, als
 to show that it does not grow.
 
 Then the pages that show report figures, as a lead at the test client (the server's time, no network): the
-report, Compare, the calibration overview and Home (with a gating mark on the large set, so it checks its tier).
+report, Compare, the calibration overview, Home (with a gating mark on the large set, so it checks its tier), the
+drilldown behind a false-pass cell (its first page of items) and the annotators' agreement.
 On the large set they read the rows a worker stored (calibration/report/stored_report.py): the bench runs the
 worker's computation in its own process first (its time is printed as `worker`), then times each page warm, best
 of --repeat (goal: under 250 ms), and the first view before any worker has computed (it must not compute either).
@@ -318,6 +319,11 @@ def pages(scope: dict, repeat: int) -> None:
         "compare": f"{compare}&right_rubric={rv.pk}&right_judge={jc.pk}",
         "overview": reverse("calibration:index"),
         "home": reverse("home"),
+        # The items behind a confusion cell (its first page) and the annotators' agreement: they show report figures.
+        "drilldown": reverse(
+            "calibration:drilldown", args=[es.pk, rv.pk, jc.pk, rv.criteria.order_by("order").first().key, "false-pass"]
+        ),
+        "annotators": reverse("calibration:annotator_agreement", args=[es.pk, rv.pk]),
     }
     first = {}
     for name, url in urls.items():
@@ -342,7 +348,7 @@ def pages(scope: dict, repeat: int) -> None:
             assert "updating" not in body, name
         warm = min(times) * 1000
         print(
-            f"  {name:9s} warm {warm:6.0f} ms (best of {repeat}; {len(queries)} queries)"
+            f"  {name:10s} warm {warm:6.0f} ms (best of {repeat}; {len(queries)} queries)"
             f"  {'ok' if warm < 250 else 'OVER'}   first view, nothing stored yet: {first[name] * 1000:6.0f} ms"
         )
 

@@ -2,8 +2,9 @@
 needs to judge the judge: the transcript with the judge's and both annotators' quotes highlighted in
 place, the gold decision and its rationale, and the judge's raw output.
 
-Selecting the cell reuses the report's frames (the same gold and the same current verdicts); the
-details of one page of items take four more queries, whatever the page size.
+Selecting the cell reuses the report's frames (the same gold and the same current verdicts): computed for the request
+on a small eval set, stored by the report's worker on a large one (all_cells; cell_items.py reads them); the details
+of one page of items take four more queries, whatever the page size.
 """
 
 from __future__ import annotations
@@ -152,15 +153,10 @@ def load_items(output_ids: list[int], criterion: Criterion, judge_config: JudgeC
     return items
 
 
-def cell_output_ids(
-    *,
-    eval_set: EvalSet,
-    rubric_version: RubricVersion,
-    judge_config: JudgeConfig,
-    criterion: Criterion,
-    cell: str,
-    agent_version: str | None = None,
-) -> list[int]:
+def _cell_frames(
+    eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, agent_version: str | None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The labels, adjudicated gold and verdicts the report's cells count (three queries and the split's)."""
     scope = label_frames.Scope(eval_set, rubric_version, agent_version)
     labels, adjudicated = label_frames.load_labels(scope), label_frames.load_adjudicated(scope)
     verdicts = frames.load_verdicts(scope, judge_config)
@@ -170,4 +166,36 @@ def cell_output_ids(
         labels, adjudicated, verdicts = (
             df[df["output"].isin(restriction.output_ids)] for df in (labels, adjudicated, verdicts)
         )
+    return labels, adjudicated, verdicts
+
+
+def cell_output_ids(
+    *,
+    eval_set: EvalSet,
+    rubric_version: RubricVersion,
+    judge_config: JudgeConfig,
+    criterion: Criterion,
+    cell: str,
+    agent_version: str | None = None,
+) -> list[int]:
+    """The items of one cell, computed now from all the rows (a small eval set; a large one's are stored)."""
+    labels, adjudicated, verdicts = _cell_frames(eval_set, rubric_version, judge_config, agent_version)
     return items_in_cell(labels, adjudicated, verdicts, criterion.pk, cell, criterion.gold_policy)
+
+
+def cell_key(criterion_id: int, cell: str) -> str:
+    """The key of one cell's items among every cell's (all_cells)."""
+    return f"{criterion_id}:{cell}"
+
+
+def all_cells(
+    *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, agent_version: str | None = None
+) -> dict[str, tuple[int, ...]]:
+    """Every criterion's false-pass and false-fail items (cell_key -> output ids), as cell_output_ids finds each:
+    what a worker stores with a large eval set's report (stored_report.py), so its drilldown loads no rows."""
+    labels, adjudicated, verdicts = _cell_frames(eval_set, rubric_version, judge_config, agent_version)
+    return {
+        cell_key(c.pk, cell): tuple(items_in_cell(labels, adjudicated, verdicts, c.pk, cell, c.gold_policy))
+        for c in frames.criteria_of(rubric_version)
+        for cell in CELLS
+    }

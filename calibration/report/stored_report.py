@@ -3,7 +3,8 @@ them once per report at a time with the latest change winning, and reading them 
 
 On a large eval set (outputs x criteria at least ICEWATER_REPORT_STORED_FROM_ITEMS) loading the labels, gold and
 verdicts alone takes seconds, so the report's pages (the report, Compare, the calibration overview's grid, Home's
-check of the gating marks' tiers) never compute it there: they show the rows a worker stored (ReportFigures) with
+check of the gating marks' tiers, the drilldown behind a cell: cell_items.py, the annotators' agreement:
+annotator_figures.py) never compute it there: they show the rows a worker stored (ReportFigures) with
 how fresh they are ("as of change 12, 4 s ago; updating…") and poll while a worker computes newer ones. On a smaller
 eval set the page computes the report as before: it takes less than the page's 250 ms budget cold (docs/calibration
 .md, "Performance"), and the figures are then always of the data as it is now.
@@ -19,8 +20,8 @@ from __future__ import annotations
 
 import pickle
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 
@@ -32,6 +33,9 @@ from django.utils import timezone
 
 from calibration.data import content_cache, worker_figures
 from calibration.models import ReportFigures
+from calibration.report import drilldown
+from calibration.report.annotator_agreement import AnnotatorAgreement
+from calibration.report.annotator_loading import annotator_rows
 from calibration.report.compose import CalibrationReport, ReportCore, assemble, calibration_report, report_core
 from calibration.report.waiting import Waiting, waiting_work
 from evals.models import Criterion, EvalSet, Output, RubricVersion
@@ -63,7 +67,7 @@ def agent_versions(eval_set: EvalSet) -> list[str]:
     return list(outputs.values_list("agent_version", flat=True).distinct())
 
 
-def _items(eval_set: EvalSet, rubric_version: RubricVersion) -> ExpressionWrapper:
+def items_of(eval_set: EvalSet, rubric_version: RubricVersion) -> ExpressionWrapper:
     """outputs x criteria, as one expression of two scalar subqueries."""
     outputs = Output.objects.filter(case__eval_set=eval_set).order_by().values("case__eval_set")
     criteria = Criterion.objects.filter(rubric_version=rubric_version).order_by().values("rubric_version")
@@ -96,6 +100,10 @@ class Stored:
     core: ReportCore
     waiting: dict[str, Waiting]
     agent_versions: tuple[str, ...]  # of the eval set's outputs, for the page's filter (a DISTINCT over them all)
+    # Each confusion cell's items (drilldown.all_cells), so the drilldown behind a cell loads no rows either.
+    cells: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    # The annotators' agreement page's rows (annotator_figures.py), with the report over all agent versions only.
+    annotators: tuple[AnnotatorAgreement, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -130,17 +138,7 @@ def shown_report(
         )
         return Shown(report, None)
     now = timezone.now()
-    stored = _stored(row)
-    core = stored.core if stored else None
-    behind = row.done < row.wanted
-    lost = behind and row.requested_at < now - KICK_AFTER
-    old = row.computed_at is not None and row.computed_at < now - RECHECK_AFTER
-    if lost or (not behind and (core is None or old)):
-        _request(row)
-        row.refresh_from_db(fields=["wanted", "done"])
-    fresh = Freshness(
-        core is not None and row.done >= row.wanted, row.done, row.wanted, row.computed_at, row.duration_s
-    )
+    stored, fresh = read_stored(row, now)
     if stored is None:
         return Shown(None, fresh)
     report = assemble(
@@ -155,6 +153,23 @@ def shown_report(
     return Shown(report, fresh, stored.waiting, stored.agent_versions)
 
 
+def read_stored(row: ReportFigures, now: datetime | None = None) -> tuple[Stored | None, Freshness]:
+    """What a worker stored in `row` (None before its first computation) and how fresh it is, asking a worker for
+    newer figures when they are missing, behind and long asked for, or old: every page that reads stored figures."""
+    now = now or timezone.now()
+    stored = _stored(row)
+    behind = row.done < row.wanted
+    lost = behind and row.requested_at < now - KICK_AFTER
+    old = row.computed_at is not None and row.computed_at < now - RECHECK_AFTER
+    if lost or (not behind and (stored is None or old)):
+        _request(row)
+        row.refresh_from_db(fields=["wanted", "done"])
+    fresh = Freshness(
+        stored is not None and row.done >= row.wanted, row.done, row.wanted, row.computed_at, row.duration_s
+    )
+    return stored, fresh
+
+
 def stored_row(
     eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, agent_version: str | None = None
 ) -> ReportFigures | None:
@@ -167,7 +182,7 @@ def stored_row(
     found, items = Criterion.objects.filter(
         pk=Subquery(Criterion.objects.filter(rubric_version=rubric_version).values("pk")[:1])
     ).annotate(row=Subquery(rows.values("pk")[:1])).annotate(
-        items=Case(When(row__isnull=True, then=_items(eval_set, rubric_version)), default=None)
+        items=Case(When(row__isnull=True, then=items_of(eval_set, rubric_version)), default=None)
     ).values_list("row", "items").first() or (None, 0)
     if found is not None:
         return rows.get()
@@ -245,7 +260,14 @@ def _compute(row: ReportFigures) -> None:
         agent_version=row.agent_version or None,
     )
     waiting = waiting_work(row.eval_set, row.rubric_version).by_criterion
-    stored = Stored(core, waiting, tuple(sorted(agent_versions(row.eval_set))))
+    cells = drilldown.all_cells(
+        eval_set=row.eval_set,
+        rubric_version=row.rubric_version,
+        judge_config=row.judge_config,
+        agent_version=row.agent_version or None,
+    )
+    annotators = None if row.agent_version else annotator_rows(row.eval_set, row.rubric_version)
+    stored = Stored(core, waiting, tuple(sorted(agent_versions(row.eval_set))), cells, annotators)
     # One statement: the rows, the change they are of and their times together, or (killed before it) nothing.
     ReportFigures.objects.filter(pk=row.pk).update(
         core=pickle.dumps(stored, protocol=pickle.HIGHEST_PROTOCOL),

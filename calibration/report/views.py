@@ -14,10 +14,11 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from calibration.data import frames
 from calibration.nav import safe_next
 from calibration.report import drilldown as dd
-from calibration.report.annotator_agreement import MIN_ITEMS_TO_FLAG, annotator_agreement
+from calibration.report.annotator_agreement import MIN_ITEMS_TO_FLAG
+from calibration.report.annotator_figures import shown_annotators
+from calibration.report.cell_items import shown_cell
 from calibration.report.compose import calibration_report
 from calibration.report.files import to_csv, to_json
 from calibration.report.forms import CompareForm, DisputeForm
@@ -35,7 +36,6 @@ from evals.access import (
 from evals.downloads import attachment_header
 from evals.models import Criterion, EvalSet, Output, Role, RubricVersion, User, Workspace
 from evals.workspaces import in_workspace
-from labeling import label_frames
 from labeling.disputes import DisputeRefused, raise_dispute
 from labeling.models import GoldDispute
 
@@ -98,16 +98,12 @@ def cell_or_404(workspace: Workspace, eval_set: int, rubric_version: int, judge:
 @role_required(*STAFF_ROLES)
 def drilldown(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: int, judge: int, key: str, cell: str):
     es, rv, jc, criterion = cell_or_404(request.workspace, eval_set, rubric_version, judge, key, cell)
-    ids = dd.cell_output_ids(
-        eval_set=es,
-        rubric_version=rv,
-        judge_config=jc,
-        criterion=criterion,
-        cell=cell,
-        agent_version=asked_agent_version(request),
-    )
-    # The cell's items and count on the held-out split are held-out figures: one counted look per page shown.
-    count_report_look(eval_set=es, rubric_version=rv, judge_config=jc, by=request.user, via="drilldown")
+    shown = shown_cell((es, rv, jc), criterion, cell, asked_agent_version(request))
+    ids = shown.ids or []
+    # The cell's items and count on the held-out split are held-out figures: one counted look per page shown (none
+    # while a worker computes a large set's first figures: the page shows none).
+    if shown.ids is not None:
+        count_report_look(eval_set=es, rubric_version=rv, judge_config=jc, by=request.user, via="drilldown")
     page = Paginator(ids, DRILLDOWN_PAGE_SIZE).get_page(request.GET.get("page"))
     items = dd.load_items(list(page.object_list), criterion, jc)
     disputes = GoldDispute.objects.open().filter(criterion=criterion, output_id__in=page.object_list)
@@ -126,6 +122,8 @@ def drilldown(request: AuthenticatedHttpRequest, eval_set: int, rubric_version: 
         "total": len(ids),
         "agent_version": asked_agent_version(request),
         "disputed": GoldDispute.objects.open().filter(criterion=criterion, output_id__in=ids).count(),
+        "fresh": shown.fresh,
+        "pending": shown.ids is None,
     }
     return render(request, "calibration/drilldown.html", context)
 
@@ -225,14 +223,19 @@ def annotator_agreement_page(request: AuthenticatedHttpRequest, eval_set: int, r
     rv = get_object_or_404(
         in_workspace(RubricVersion.objects.select_related("rubric"), request.workspace), pk=rubric_version
     )
-    scope, criteria = label_frames.Scope(es, rv), frames.criteria_of(rv)
-    rows = annotator_agreement(
-        label_frames.load_labels(scope),
-        label_frames.load_adjudicated(scope, with_decider=True),
-        {c.pk: c.gold_policy for c in criteria},
-    )
+    # A large eval set's rows are the ones a worker stored with its report (annotator_figures.py), with their freshness.
+    shown = shown_annotators(es, rv)
+    rows, criteria = shown.rows or (), shown.criteria
     names = dict(User.objects.filter(pk__in={int(r.annotator) for r in rows}).values_list("pk", "username"))
     sections = [(c, [(names[int(r.annotator)], r) for r in rows if r.criterion == c.pk]) for c in criteria]
     flagged = [(c, name, r) for c, named in sections for name, r in named if r.flagged]
-    context = {"es": es, "rv": rv, "sections": sections, "flagged": flagged, "min_items": MIN_ITEMS_TO_FLAG}
+    context = {
+        "es": es,
+        "rv": rv,
+        "sections": sections,
+        "flagged": flagged,
+        "min_items": MIN_ITEMS_TO_FLAG,
+        "fresh": shown.fresh,
+        "pending": shown.rows is None,
+    }
     return render(request, "calibration/annotators.html", context)
