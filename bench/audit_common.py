@@ -1,6 +1,6 @@
-"""What bench/audit.py, bench/audit_jury.py and bench/audit_unsure.py share: where the public sets are, XSum's
-items, the thresholds each set is measured at, and the stratified design's replay. A module of its own so that
-bench/audit.py can run the other two benches' designs without a circular import."""
+"""What bench/audit.py, bench/audit_jury.py and bench/audit_unsure.py share (imported by them, not run): where the
+public sets are, XSum's items, the thresholds each set is measured at, and the stratified design's replay. A module
+of its own so that bench/audit.py can run the other two benches' designs without a circular import."""
 
 from __future__ import annotations
 
