@@ -181,14 +181,10 @@ class StoredGroup:
         )
 
     def freshness(self) -> dict:
-        return {
-            "current": self.current,
-            "as_of_change": self.as_of,
-            "changes_seen": self.seen,
-            "computed_at": self.computed_at.isoformat() if self.computed_at else None,
-            "duration_s": self.duration_s,
-            "words": self.words(),
-        }
+        return worker_figures.freshness_dict(
+            current=self.current, as_of=self.as_of, seen=self.seen, computed_at=self.computed_at,
+            duration_s=self.duration_s, words=self.words(),
+        )  # fmt: skip
 
 
 def stored_group(group: AuditPlanGroup) -> StoredGroup:

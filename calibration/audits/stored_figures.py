@@ -161,15 +161,10 @@ class Stored:
 
     def freshness(self) -> dict:
         """The freshness as the API and `audit_plan show --format json` answer it."""
-        return {
-            "current": self.current,
-            "as_of_change": self.as_of,
-            "changes_seen": self.seen,
-            "n_gold": self.n_gold,
-            "computed_at": self.computed_at.isoformat() if self.computed_at else None,
-            "duration_s": self.duration_s,
-            "words": self.words(),
-        }
+        return worker_figures.freshness_dict(
+            current=self.current, as_of=self.as_of, seen=self.seen, computed_at=self.computed_at,
+            duration_s=self.duration_s, words=self.words(), n_gold=self.n_gold,
+        )  # fmt: skip
 
     def as_dict(self) -> dict:
         """`audit_plan show --format json` and the API: the figures' JSON (AuditFigures.as_dict) with a

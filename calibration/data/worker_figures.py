@@ -52,6 +52,21 @@ def fresh_words(computed_at: datetime | None, of: str, *, current: bool, now: da
     return said if current else f"{said}; updating…"
 
 
+def freshness_dict(
+    *, current: bool, as_of: int, seen: int, computed_at: datetime | None, duration_s: float | None, words: str, **extra
+) -> dict:
+    """Stored figures' freshness as the API and the commands' JSON answer it, alike for every kind."""
+    return {
+        "current": current,
+        "as_of_change": as_of,
+        "changes_seen": seen,
+        **extra,
+        "computed_at": computed_at.isoformat() if computed_at else None,
+        "duration_s": duration_s,
+        "words": words,
+    }
+
+
 def ago(computed_at: datetime, now: datetime | None = None) -> str:
     """ "4 s ago", "3 min ago": how old stored figures are, said alike on every page."""
     age = max(0, int(((now or timezone.now()) - computed_at).total_seconds()))
