@@ -20,6 +20,9 @@ from calibration.stats.audit_stats import (
     NOT_APPLICABLE,
     PASS,
     PASS_SIDE,
+    Floats,
+    Ints,
+    Objects,
     checked_inputs,
     decide_each_label,
 )
@@ -66,7 +69,6 @@ def audit_forecast(
     if k < 0 or n_sims < 1:
         raise ValueError("k must be >= 0 and n_sims >= 1")
     g, raw, f = checked_inputs(gold=gold, verdicts=verdicts, confidence=confidence)
-    N = f.size
     n = g.size
     # The decision alone (not audit_decision, whose bounds the forecast does not need).
     current = decide_each_label(
@@ -76,18 +78,36 @@ def audit_forecast(
         return AuditForecast.settled(k=k, decided=current, n_sims=n_sims)
     rng = np.random.default_rng(seed)
     strata = np.where(np.isnan(raw), 2, raw).astype(int)  # 0 judge FAIL, 1 judge PASS, 2 no verdict
-    known = np.concatenate([~np.isnan(g), np.zeros(N - n, dtype=bool)])
-    full = np.concatenate([g, np.full(N - n, np.nan)])
+    drawn = posterior_gold(gold=g, strata=strata, n_strata=3, n_sims=n_sims, rng=rng)
+    # The labels before the first pending one are every simulation's, and decide nothing (the plan is undecided).
+    shared = int(np.argmax(np.r_[np.isnan(g), True]))
+    decisions, at_label = first_decisions_forward(
+        drawn=drawn, f=f, shared=shared, minimum=minimum, confidence=confidence, min_gold=min_gold
+    )
+    return forecast_of(decisions=decisions, at_label=at_label, n=n, k=k)
+
+
+def posterior_gold(*, gold: Floats, strata: Ints, n_strata: int, n_sims: int, rng: np.random.Generator) -> Ints:
+    """Every output's gold in each of n_sims simulations (n_sims, N): int8, 1, 0, -1 N/A; settled gold as it is.
+
+    strata (N,): each output's stratum, 0 ... n_strata - 1. Each stratum's pass rate gets a Beta(1, 1) prior updated
+    with the settled PASS/FAIL gold in it, drawn once per simulation, and each output without settled gold (pending
+    ones included) is drawn from its stratum's rate. Once N/A gold is among the labels, each stratum's share of N/A
+    gets a Beta(1, 1) prior too and a drawn gold may be N/A. The draws come in this order (the rates, then the N/A
+    shares, then the gold a block of simulations at a time), so the same seed draws the same gold."""
+    N, n = strata.size, gold.size
+    known = np.concatenate([~np.isnan(gold), np.zeros(N - n, dtype=bool)])
+    full = np.concatenate([gold, np.full(N - n, np.nan)])
     rates = []
-    for s in range(3):
+    for s in range(n_strata):
         in_s = strata == s
         ones = int(np.sum(full[in_s & known] == 1))
         zeros = int(np.sum(full[in_s & known] == 0))
         rates.append(rng.beta(1 + ones, 1 + zeros, size=n_sims))
-    with_na = bool(np.any(g == NOT_APPLICABLE))
+    with_na = bool(np.any(gold == NOT_APPLICABLE))
     na_rates = []
     if with_na:
-        for s in range(3):
+        for s in range(n_strata):
             in_s = strata == s
             na_count = int(np.sum(full[in_s & known] == NOT_APPLICABLE))
             rated = int(np.sum(np.isin(full[in_s & known], (0.0, 1.0))))
@@ -98,7 +118,7 @@ def audit_forecast(
     drawn = np.empty((n_sims, N), dtype=np.int8)
     for start in range(0, n_sims, chunk):
         sims = np.tile(full, (min(chunk, n_sims - start), 1))
-        for s in range(3):
+        for s in range(n_strata):
             todo = (strata == s) & ~known
             rate = rates[s][start : start + sims.shape[0], None]
             sims[:, todo] = (rng.random((sims.shape[0], int(todo.sum()))) < rate).astype(float)
@@ -107,11 +127,11 @@ def audit_forecast(
                 drawn_na = rng.random((sims.shape[0], int(todo.sum()))) < na_rate
                 sims[:, todo] = np.where(drawn_na, NOT_APPLICABLE, sims[:, todo])
         drawn[start : start + sims.shape[0]] = sims
-    # The labels before the first pending one are every simulation's, and decide nothing (the plan is undecided).
-    shared = int(np.argmax(np.r_[np.isnan(g), True]))
-    decisions, at_label = first_decisions_forward(
-        drawn=drawn, f=f, shared=shared, minimum=minimum, confidence=confidence, min_gold=min_gold
-    )
+    return drawn
+
+
+def forecast_of(*, decisions: Objects, at_label: Ints, n: int, k: int) -> AuditForecast:
+    """The forecast's figures from each simulation's first decision and its label (1-based), n labeled so far."""
     # With every gold known the exact rule decides, so each simulation decides by label N at the latest.
     more = np.maximum(at_label - n, 0)
     within = more <= k
@@ -122,7 +142,7 @@ def audit_forecast(
         p_fail=float((within & (decisions == FAIL)).mean()),
         expected_labels=float(more.mean()),
         p90_labels=int(np.ceil(np.quantile(more, 0.9))),
-        n_sims=n_sims,
+        n_sims=int(more.size),
     )
 
 

@@ -129,15 +129,24 @@ def slopes(*, cov_ff: Floats, cov_yf: Floats, shrink: float = 0.0) -> Floats:
         with np.errstate(divide="ignore", invalid="ignore"):
             b = np.where(varies, cov_yf / var, 0.0)
         return np.clip(b, 0.0, 1.0)
+    system = slope_system(cov_ff=cov_ff, shrink=shrink)
+    rhs = np.where(varies, cov_yf, 0.0)
+    b = np.linalg.solve(system, rhs[..., None])[..., 0]
+    return np.clip(b, 0.0, 1.0)
+
+
+def slope_system(*, cov_ff: Floats, shrink: ArrayLike) -> Floats:
+    """The left-hand side of `slopes`' K x K system (..., K, K), from the signals' covariance alone (so one order's
+    system serves every gold: jury_replay.py). `shrink`: a scalar or one per system (...)."""
+    K = cov_ff.shape[-1]
+    var = np.diagonal(cov_ff, axis1=-2, axis2=-1)
+    varies = var > CONSTANT
     both = varies[..., :, None] & varies[..., None, :]
     eye = np.eye(K)
     scale = np.maximum(np.where(varies, var, 0.0).mean(axis=-1), CONSTANT)[..., None, None]
     # A constant signal's row and column become the identity's, so its slope solves to its (zeroed) covariance.
-    ridge = RIDGE * scale + shrink * var[..., :, None]
-    system = np.where(both, cov_ff, 0.0) + np.where(varies[..., None, :], 0.0, eye) + ridge * eye
-    rhs = np.where(varies, cov_yf, 0.0)
-    b = np.linalg.solve(system, rhs[..., None])[..., 0]
-    return np.clip(b, 0.0, 1.0)
+    ridge = RIDGE * scale + np.asarray(shrink, dtype=float)[..., None, None] * var[..., :, None]
+    return np.where(both, cov_ff, 0.0) + np.where(varies[..., None, :], 0.0, eye) + ridge * eye  # type: ignore[no-any-return]
 
 
 def jury_log_capital(*, y: Floats, f: Floats, m: ArrayLike, bet_share: float = BET_SHARE) -> Floats:

@@ -15,7 +15,9 @@ decide_each_label).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol, Self
 
 import numpy as np
 
@@ -125,11 +127,21 @@ class Order:
         return cls(f, f.size, float(f.mean()), float(f.sum()), np.maximum.accumulate(f[::-1])[::-1])
 
 
+class Test(Protocol):
+    """A test's state carried forwards (Betting here, the jury's in jury_replay.py), read on an order of its kind."""
+
+    def rows(self, rows: Ints) -> Self: ...
+
+    def repeated(self, S: int) -> Self: ...
+
+    def advance(self, y: Floats, order: Any, m: float) -> Floats: ...
+
+
 @dataclass
 class Replay:
     """The uniform audit's two tests and the exact rule's tallies, for S simulated orders after t labels."""
 
-    tests: tuple[Betting, Betting]  # "theta <= minimum" (PASS) and, on the complements, "theta >= minimum" (FAIL)
+    tests: tuple[Test, Test]  # "theta <= minimum" (PASS) and, on the complements, "theta >= minimum" (FAIL)
     passes: Floats
     fails: Floats
     na: Floats
@@ -147,16 +159,32 @@ def first_decisions_forward(
     and its label (1-based): audit_stats.decide_each_label's, run forwards. The first `shared` labels are the same
     in every simulation and decide nothing (the plan's settled labels before its first pending one: the plan is
     undecided), so they run once. Every simulation decides by label N at the latest (the exact rule)."""
+    orders = (Order.of(f), Order.of(1.0 - f))
+    rule = (minimum, confidence, min_gold)
+    return decisions_forward(drawn, orders, Betting.fresh, shared=shared, rule=rule)
+
+
+def decisions_forward(
+    drawn: Ints,
+    orders: tuple[Any, Any],
+    fresh: Callable[[int], Test],
+    *,
+    shared: int,
+    rule: tuple[float, float, int],
+) -> tuple[np.ndarray, Ints]:
+    """first_decisions_forward with any pair of tests: `fresh(S)` starts one for S sequences, `orders` are what
+    the PASS test and the FAIL test (on the complements) read of the plan's order; `rule`: (minimum, confidence,
+    min_gold)."""
+    minimum, confidence, min_gold = rule
     S, N = drawn.shape
     threshold = math.log(2 / (1 - confidence))
-    orders = (Order.of(f), Order.of(1.0 - f))
     nulls = (minimum, 1.0 - minimum)
     decided = np.full(S, "", dtype=object)
     at = np.full(S, -1)
     head = _tested(drawn[:1, :shared], minimum)
     tests = []
     for side in (0, 1):
-        test = Betting.fresh(1)
+        test = fresh(1)
         if shared:
             test.advance(head[side], orders[side], nulls[side])
         tests.append(test.repeated(S))
