@@ -29,7 +29,14 @@ from calibration.audits.plan_outputs import (
 from calibration.data import content_cache, frames
 from calibration.data.frame_reading import current_verdicts
 from calibration.models import AuditPlan
-from calibration.stats import audit_forecast, audit_heading, audit_predictor, audit_stats, strata_plan
+from calibration.stats import (
+    audit_forecast,
+    audit_heading,
+    audit_predictor,
+    audit_stats,
+    jury_forecast,
+    strata_plan,
+)
 from calibration.stats.metrics import ABSTAIN
 from evals.models import Output
 from labeling import label_frames
@@ -253,12 +260,12 @@ def read_plan(
             # The signals frozen at the start (plan_signals.py): a judge re-run since never moves them.
             jury = plan_signals.frozen(plan, len(ids))
             f = jury.predictor.scores
-            verdict_values = jury.majority()
+            usable = jury.usable()
             kind = "audit-jury"
             parts = (gold_values, jury.digest, minimum, confidence, k, forecast_sims(len(ids)), FORECAST_SEED)
 
             def statistics() -> tuple[audit_stats.AuditDecision, audit_forecast.AuditForecast]:
-                return _jury_statistics(gold_values, f, verdict_values, minimum=minimum, confidence=confidence, k=k)
+                return _jury_statistics(gold_values, f, usable, minimum=minimum, confidence=confidence, k=k)
 
             def at_plans_thresholds() -> audit_stats.AuditDecision:
                 return audit_predictor.jury_decision(
@@ -398,16 +405,18 @@ def _stratified_statistics(
 
 
 def _jury_statistics(
-    gold: list[float], f: np.ndarray, verdicts: list[float], *, minimum: float, confidence: float, k: int
+    gold: list[float], f: np.ndarray, usable: np.ndarray, *, minimum: float, confidence: float, k: int
 ) -> tuple[audit_stats.AuditDecision, audit_forecast.AuditForecast]:
-    """The jury's decision; the forecast still simulates the one-bit test on the judge's frozen majority (it models
-    gold by the verdict's two strata), so it may promise a few more labels than the jury will need."""
+    """The jury's decision and its forecast, which replays the jury's own test on the signals, with gold modelled by
+    strata of the jury's score (jury_forecast.py). `usable`: the outputs with at least one signal."""
     decision = audit_predictor.jury_decision(gold=gold, f=f, minimum=minimum, confidence=confidence)
+    sims = forecast_sims(f.shape[0])
     if decision.decided:
-        return decision, audit_forecast.AuditForecast.settled(
-            k=k, decided=decision.decided, n_sims=forecast_sims(len(verdicts))
-        )
-    return decision, _forecast(gold, verdicts, minimum=minimum, confidence=confidence, k=k)
+        return decision, audit_forecast.AuditForecast.settled(k=k, decided=decision.decided, n_sims=sims)
+    forecast = jury_forecast.jury_forecast(
+        gold=gold, f=f, usable=usable, minimum=minimum, confidence=confidence, k=k, n_sims=sims, seed=FORECAST_SEED
+    )
+    return decision, forecast
 
 
 def _forecast(

@@ -143,11 +143,10 @@ class Jury:
     predictor: audit_predictor.Predictor  # the imputed signals, F (N, K)
     digest: str  # of every value: the figures' state and cache key
 
-    def majority(self) -> list[float]:
-        """The plan's own judge's majority on each output (1 PASS, 0 FAIL, NaN on a tie or none), frozen: what the
-        forecast, which simulates the one-bit test, reads."""
-        own = self.raw[self.names[0]]
-        return [np.nan if v is None or v == 0.5 else float(v > 0.5) for v in own]
+    def usable(self) -> np.ndarray:
+        """Which outputs have at least one signal (N,): the forecast models the rest as a stratum of their own."""
+        present = np.column_stack([[v is not None for v in values] for values in self.raw.values()])
+        return np.asarray(present.any(axis=1))
 
 
 def frozen(plan: AuditPlan, n_outputs: int) -> Jury:

@@ -11,10 +11,11 @@ import math
 
 import pytest
 
-from calibration.audits.figures import plan_figures, read_plan
+from calibration.audits.figures import FORECAST_SEED, forecast_sims, plan_figures, read_plan
 from calibration.audits.plans import AuditPlanError, start_plan
 from calibration.models import AuditPlan, AuditPlanSignal
-from calibration.stats import audit_forecast, audit_predictor, audit_stats
+from calibration.stats import audit_forecast, audit_predictor, audit_stats, jury_forecast
+from labeling.audit_order import DEFAULT_RELEASE
 from labeling.models import AuditOrder
 from tests.audit_helpers import KEY, candidate, gold, in_order, plan_on
 from tests.factories import add_verdict, bulk_verdicts, make_eval_set, make_judge, make_run, make_workspace
@@ -115,6 +116,16 @@ def test_a_new_uniform_plan_decides_exactly_as_audit_predictor_on_the_hand_writt
         confidence=plan.confidence,
     )
     assert (bit.lower, bit.upper) != (f.lower, f.upper)
+    # The forecast is the jury's (its strata, its test), with the plan's simulations and seed; the old one-bit
+    # forecast on the judge's majority is another.
+    usable = [any(signals[name][i] is not None for name in signals) for i in range(200)]
+    rule = {"minimum": plan.min_pass_rate, "confidence": plan.confidence, "k": DEFAULT_RELEASE}
+    simulations = {"n_sims": forecast_sims(200), "seed": FORECAST_SEED}
+    forecast = jury_forecast.jury_forecast(gold=y, f=p.scores, usable=usable, **rule, **simulations)
+    assert f.forecast == forecast and not f.decided
+    majority = [math.nan if v is None or v == 0.5 else float(v > 0.5) for v in signals["gpt-judge"]]
+    one_bit = audit_forecast.audit_forecast(gold=y, verdicts=majority, **rule, **simulations)
+    assert f.forecast != one_bit
 
 
 def test_the_signals_table_is_stored_with_the_figures_and_read_back():
