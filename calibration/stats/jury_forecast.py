@@ -35,9 +35,9 @@ from calibration.stats.jury_replay import jury_decisions_forward
 
 # Strata of the jury's score. Measured with each stratum's true rate on the known-truth jury of
 # tests/calibration/stats/test_jury_forecast.py (2,000 outputs, signals of r 0.45, 0.7, 0.3, minimum 0.64; the jury
-# takes 195 and 201 labels on two candidates): 2, 3, 5, 8 and 10 bins replay 261/308, 350/279, 222/232, 254/226 and
-# 227/227, so 5, beyond which more bins gain nothing and split the labels thinner (each bin's Beta(1, 1) prior pulls
-# a thin bin's rate towards 1/2).
+# takes 195 and 201 labels on two candidates): 2, 3, 5 and 8 bins and a stratum per value (10) replay 261/308,
+# 350/279, 222/232, 254/226 and 227/227 labels. So 5: more bins gain nothing and split the labels thinner (each
+# bin's Beta(1, 1) prior pulls a thin bin's rate towards 1/2).
 SCORE_BINS = 5
 
 

@@ -108,27 +108,28 @@ def test_known_truth_the_jury_model_replays_about_the_labels_the_jury_takes_and_
     assert abs(jury_model - realised) < 0.5 * abs(bit_model - realised)
 
 
-def test_known_truth_at_a_labeled_prefix_the_forecast_is_pessimistic_by_the_posteriors_width():
-    # The public forecast at 80 labels of orders of the same candidate: it cannot know the truth, and its posterior
-    # still holds pass rates near the minimum, which take most of the candidate to decide, so its mean is above
-    # the realised one (the one-bit forecast's too); what this checks is that it is a forecast of the jury's test
-    # (it decides within the next k where the jury does) and not wild.
+def test_known_truth_at_a_labeled_prefix_it_is_closer_than_the_one_bit_forecast_but_pessimistic():
+    # The public forecasts at 80 labels of 12 orders of a candidate, beside the jury's realised labels on 200 orders
+    # still undecided there. A forecast cannot know the truth: its posterior still holds pass rates near the
+    # minimum, which take much of the candidate to decide, so its mean is above the realised one. Measured (seeds
+    # as here): realised 66 more labels, and half decide within the next 60; the jury's forecast 329 more and 23%
+    # within 60; the one-bit forecast on the judge's majority 383 and 12%.
     N, minimum, n0 = 1000, 0.62, 80
     gold, f, majority = _known_truth(3, N)
     rng = np.random.default_rng(10)
     orders = np.array([rng.permutation(N) for _ in range(200)])
     at = jury_decide_each_label(gold=gold[orders], f=f[orders], minimum=minimum, confidence=0.95, min_gold=MIN_GOLD).at
-    alive = np.flatnonzero(at > n0)[:12]
-    k = int(np.median(at[at > n0])) - n0  # half the undecided orders decide within the next k
-    forecasts = [
-        jury_forecast(gold=gold[o][:n0], f=f[o], minimum=minimum, k=k, n_sims=200, seed=i)
-        for i, o in enumerate(orders[alive])
-    ]
-    realised_more = float(np.mean(at[at > n0] - n0))
-    expected_more = float(np.mean([fc.expected_labels for fc in forecasts]))
-    p_decided = float(np.mean([fc.p_decided for fc in forecasts]))
-    assert realised_more < expected_more < N - n0
-    assert 0.2 < p_decided < 0.8  # the realised share is 0.5
+    alive = at > n0
+    k = int(np.median(at[alive])) - n0  # half the undecided orders decide within the next k
+    jury, bit = [], []
+    for i, o in enumerate(orders[np.flatnonzero(alive)[:12]]):
+        jury.append(jury_forecast(gold=gold[o][:n0], f=f[o], minimum=minimum, k=k, n_sims=200, seed=i))
+        bit.append(audit_forecast(gold=gold[o][:n0], verdicts=majority[o], minimum=minimum, k=k, n_sims=200, seed=i))
+    realised = float(np.mean(at[alive] - n0))
+    expected = [float(np.mean([fc.expected_labels for fc in forecasts])) for forecasts in (jury, bit)]
+    p_decided = [float(np.mean([fc.p_decided for fc in forecasts])) for forecasts in (jury, bit)]
+    assert realised < expected[0] < expected[1] < N - n0
+    assert 0.5 > p_decided[0] > 1.5 * p_decided[1]
 
 
 def test_the_same_seed_gives_the_same_forecast_and_another_seed_another():
