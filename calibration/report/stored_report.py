@@ -5,9 +5,9 @@ On a large eval set (outputs x criteria at least ICEWATER_REPORT_STORED_FROM_ITE
 verdicts alone takes seconds, so the report's pages (the report, Compare, the calibration overview's grid, Home's
 check of the gating marks' tiers, the drilldown behind a cell: cell_items.py, the annotators' agreement:
 annotator_figures.py) never compute it there: they show the rows a worker stored (ReportFigures) with
-how fresh they are ("as of change 12 to the labels and verdicts, 4 s ago; updating…") and poll while a worker computes newer ones. On a smaller
-eval set the page computes the report as before: it takes less than the page's 250 ms budget cold (docs/calibration
-.md, "Performance"), and the figures are then always of the data as it is now.
+how fresh they are ("as of change 12 to the labels and verdicts, 4 s ago; updating…") and poll while a worker
+computes newer ones. On a smaller eval set the page computes the report as before: it takes less than the page's
+250 ms budget cold (docs/calibration.md, "Performance"), and the figures are then always of the data as it is now.
 
 What makes stored rows stale: a label, an annotation's submission, a gold label or a dispute on an output of the
 eval set (audits/figures_triggers.py sends them here too), a save of a judge run on the instrument, a gating mark on
