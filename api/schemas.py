@@ -362,6 +362,16 @@ class AuditPlanListOut(Schema):
     open: int = Field(description="how many of them are open")
 
 
+class JuryPriceOut(Schema):
+    """The price of gating with a jury: a uniform audit reading other judge configs' verdicts beside the judge's."""
+
+    configs: list[str] = Field(description="the other judge configs of the workspace in the jury, beside this judge")
+    R: float = Field(description="the jury's correlation with gold on this calibration, cross-validated (10 folds)")
+    n: int = Field(description="the calibration items R was measured on")
+    labels: dict[str, int] = Field(description="labels per decision by margin, on the worse side, with the jury")
+    labels_by_side: dict[str, dict[str, int]] = Field(description="the same on each side of the minimum")
+
+
 class GatingPriceOut(Schema):
     """An estimate of the labels an audit takes per release decision, for a candidate of N outputs."""
 
@@ -386,6 +396,9 @@ class GatingPriceOut(Schema):
         default=None, description='the same on each side: "PASS" (the candidate above the minimum), "FAIL" (below)'
     )
     in_words: str
+    jury: JuryPriceOut | None = Field(
+        default=None, description="where other judge configs graded this calibration: the price with them as a jury"
+    )
 
 
 class AuditPlanInReportOut(Schema):

@@ -55,6 +55,12 @@ The goals section prints, beside the older goals, issue 38's: wrong <= 2.5% on e
 distance 0.10 a median <= 15% of N on every set; at 0.05 where the design's predictor has phi >= 0.6 (the jury's
 R, the unsure score's phi, else the judge's) a median <= 35% of N; each met or missed and by how many points.
 --large adds a 20,000-output synthetic jury at distance 0.05, each design's median labels beside uniform's.
+
+What any test could reach, per cell: "oracle %N", the median of the best betting test for the set (told the whole
+set's least-squares predictor and the outputs left before each draw, it bets Kelly against them:
+audit_common.oracle_labels), and "floor %N", the fixed-n size where the most powerful test has a power of one half,
+below which no valid test's median lies (Neyman-Pearson). Under issue 38's goals, on how many sets each is over the
+goal: a goal over the floor cannot be met by a better test, only by a better predictor.
 """
 
 from __future__ import annotations
@@ -72,7 +78,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import audit_jury, audit_unsure  # noqa: E402
-from bench.audit_common import CONFIDENCE, DISTANCES, datasets_dir, stratified_decisions, thresholds, xsum_items  # noqa: E402
+from bench.audit_common import (  # noqa: E402
+    CONFIDENCE,
+    DISTANCES,
+    datasets_dir,
+    least_squares_score,
+    oracle_labels,
+    stratified_decisions,
+    thresholds,
+    xsum_items,
+)
 from calibration.stats import audit_strata  # noqa: E402
 from calibration.stats.audit_forecast import labels_per_decision  # noqa: E402
 from calibration.stats.audit_predictor import jury_decide_each_label  # noqa: E402
@@ -166,8 +181,10 @@ def run(
         print(f"  signals' phi with gold: {each}; phi above is the {said}")
     print(
         f"  {'minimum':>8} {'distance':>9} {'right':>5} {'median %N':>10} {'p90 %N':>8} {'max %N':>7} {'wrong %':>8}"
-        f" {'x fixed-n':>9}"
+        f" {'x fixed-n':>9} {'oracle %N':>9} {'floor %N':>8}"
     )
+    # The best-tuned test's predictor: the whole set's least-squares fit on what the design reads.
+    best = least_squares_score(gold, signals if design in ("jury", "unsure") else judge[:, None])[perm]
     for distance, sign, minimum, right in thresholds(theta, distances):
         rule = {"minimum": minimum, "confidence": CONFIDENCE, "min_gold": MIN_GOLD}
         if design in ("stratified", "adaptive"):
@@ -187,13 +204,16 @@ def run(
         wrong = float(((decided != "") & (decided != right)).mean())
         fixed = labels_per_decision(phi=min(phi, 0.999), pass_rate=theta, margin=distance, N=N).fixed_n
         worst = float(labels.max())
+        oracle = float(np.median(oracle_labels(ys, best, minimum=minimum, right=right)))
         rows.append(
             {"set": name, "phi": phi, "distance": distance, "median": median / N, "p90": p90 / N, "wrong": wrong}
             | {"ratio": median / fixed, "max": worst / N, "design": design, "side": right, "N": N, "labels": median}
+            | {"oracle": oracle / N, "floor": fixed / N}
         )
         print(
             f"  {minimum:8.3f} {sign * distance:+9.2f} {right:>5} {100 * median / N:10.1f} {100 * p90 / N:8.1f}"
-            f" {100 * worst / N:7.1f} {100 * wrong:8.2f} {median / fixed:9.2f}"
+            f" {100 * worst / N:7.1f} {100 * wrong:8.2f} {median / fixed:9.2f} {100 * oracle / N:9.1f}"
+            f" {100 * fixed / N:8.1f}"
         )
 
 
@@ -321,6 +341,31 @@ def goals(rows: list[dict], *, design: str, orders: int) -> None:
     print("  issue 38's goals:")
     for goal, limit, figure in issue_38_goals(rows):
         print(f"  {'met ' if figure <= limit else 'MISSED'}  {goal}: " + spare(figure, limit))
+    for line in reachable(rows):
+        print(f"        {line}")
+
+
+def reachable(rows: list[dict]) -> list[str]:
+    """What the median goals ask against what any test could give on these sets, per goal: the floor (no valid test,
+    sequential or not, has a median below the fixed-n size at which the most powerful test has a power of one half;
+    audit_common.oracle_labels says why) and the best-tuned betting test (told the true edge, predictor and variance).
+    A goal below a set's floor cannot be met there by a better test, only by a better predictor."""
+    lines = []
+    for distance, limit, phi in ((0.10, 0.15, -1.0), (0.05, 0.35, 0.6)):
+        mine = [r for r in rows if r["distance"] == distance and r["phi"] >= phi]
+        if not mine:
+            continue
+        floor = max(mine, key=lambda r: r["floor"])
+        oracle = max(mine, key=lambda r: r["oracle"])
+        below = {r["set"] for r in mine if r["floor"] > limit}
+        beyond = {r["set"] for r in mine if r["oracle"] > limit}
+        sets = len({r["set"] for r in mine})
+        lines.append(
+            f"distance {distance:.2f}: the best-tuned test's worst median {100 * oracle['oracle']:.1f}% of N"
+            f" ({oracle['set']}, {oracle['side']}), over {100 * limit:.0f}% on {len(beyond)} of {sets} sets;"
+            f" the floor of any valid test {100 * floor['floor']:.1f}% ({floor['set']}), over on {len(below)}"
+        )
+    return lines
 
 
 def issue_38_goals(rows: list[dict]) -> list[tuple[str, float, float]]:

@@ -5,6 +5,7 @@ and side, for the default design (the uniform plan), on sets the price was not f
     python bench/audit_price.py --orders 200    # fewer label orders per cell
     python bench/audit_price.py --fit           # refit the price's constants on the training grid (a few minutes)
     python bench/audit_price.py --large         # also 20,000-output candidates, past the grid's largest N
+    python bench/audit_price.py --only-jury     # only the juries (below)
 
 The price (calibration.stats.audit_forecast.labels_per_decision) has three constants, PRICE_SCALE, PRICE_START and
 PRICE_TRUTH_WEIGHT. --fit measures the median labels to a decision of the uniform design (audit_stats.
@@ -23,6 +24,13 @@ phi and pass rate read on the whole set (what a calibration would give), the min
 error, and the price before issue 38 (2.0 x the fixed-n sample size) beside it; then the worst and median error.
 A binary judge and binary gold on a uniformly random order are described by N and the four cells alone, so a
 synthetic candidate with a real set's cells is that set, for this test.
+
+Juries (issue 38): a uniform audit with extra judge configs reads their vote shares beside its judge's, and the
+report prices it at the jury's cross-validated R with gold (calibration/stats/jury_fit.py) where it prices one judge
+at phi. Checked on bench/audit_jury.py's sets (the synthetic jury of three judges at 0.3/0.5/0.7, one judge's vote
+share over five samples, and the public sets' raters as a jury), the measured median that of
+audit_predictor.jury_decide_each_label along the same kind of orders, R read on the whole set as phi is. None of
+them was used to fit the constants.
 """
 
 from __future__ import annotations
@@ -41,7 +49,9 @@ sys.path.insert(0, str(ROOT))
 from bench.audit import CONFIDENCE, datasets_dir, qags, synthetic, usr, xsum  # noqa: E402
 from calibration.stats import audit_forecast  # noqa: E402
 from calibration.stats.audit_forecast import labels_per_decision  # noqa: E402
+from calibration.stats.audit_predictor import jury_decide_each_label  # noqa: E402
 from calibration.stats.audit_stats import FAIL, MIN_GOLD, PASS, decide_each_label  # noqa: E402
+from calibration.stats.jury_fit import cross_validated_r  # noqa: E402
 
 MARGINS = (0.05, 0.10)
 # The goal (issue 38, item 5): the price within 25% of the measured median, on every held-out set and side.
@@ -70,24 +80,85 @@ def training_grid():
                     yield f"train N={N} theta={theta} phi={phi}", *made
 
 
-def medians(name: str, gold: np.ndarray, judge: np.ndarray, *, orders: int, rng) -> list[dict]:
-    """The uniform design's median labels to a decision at each margin and side, with what the price needs."""
+def replayed(
+    name: str, gold: np.ndarray, f: np.ndarray, phi: float, decide, *, orders: int, rng, **extra
+) -> list[dict]:
+    """The median labels to a decision of `decide` (the uniform design's rule, reading `f` beside gold) along random
+    orders, at each margin and side, with what the price needs (`phi`) and `extra`."""
     N = gold.size
     theta = float(gold.mean())
-    phi = float(np.corrcoef(gold, judge)[0, 1]) if judge.std() > 0 else 0.0
     perm = np.argsort(rng.random((orders, N)), axis=1)
-    ys, fs = gold[perm], judge[perm]
+    ys, fs = gold[perm], f[perm]
     rows = []
     for margin in MARGINS:
         for side, minimum in ((PASS, theta - margin), (FAIL, theta + margin)):
             if not 0 < minimum < 1:
                 continue
-            d = decide_each_label(gold=ys, f=fs, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
+            d = decide(gold=ys, f=fs, minimum=minimum, confidence=CONFIDENCE, min_gold=MIN_GOLD)
             rows.append(
                 {"set": name, "N": N, "theta": theta, "phi": phi, "margin": margin, "side": side}
                 | {"minimum": minimum, "measured": float(np.median(d.at))}
+                | extra
             )
     return rows
+
+
+def medians(name: str, gold: np.ndarray, judge: np.ndarray, *, orders: int, rng) -> list[dict]:
+    """The one-bit uniform design's median labels to a decision at each margin and side."""
+    phi = float(np.corrcoef(gold, judge)[0, 1]) if judge.std() > 0 else 0.0
+    return replayed(name, gold, judge, phi, decide_each_label, orders=orders, rng=rng)
+
+
+def jury_medians(
+    name: str, gold: np.ndarray, signals: np.ndarray, *, orders: int, rng, judge_phi: float = 0.0
+) -> list[dict]:
+    """As `medians`, for an audit reading the jury's signals (N, K): "phi" is the jury's cross-validated R, what the
+    report prices it at; "in_sample" the whole-set fit's R beside it; "judge_phi" the judge alone's phi (what the
+    report priced before the jury was)."""
+    design = np.column_stack([np.ones(gold.size), signals])
+    fitted = design @ np.linalg.lstsq(design, gold, rcond=None)[0]
+    in_sample = float(np.corrcoef(fitted, gold)[0, 1])
+    R = cross_validated_r(gold, signals) or 0.0
+    return replayed(
+        name, gold, signals, R, jury_decide_each_label, orders=orders, rng=rng, in_sample=in_sample, judge_phi=judge_phi
+    )
+
+
+def jury_sets(rng) -> list[tuple[str, np.ndarray, np.ndarray, float]]:
+    """bench/audit_jury.py's sets: name, gold, the jury's signals (gold rater 2 on the public sets), and the phi of
+    its one-bit judge (the best of the three on the synthetic jury, the majority of the five samples, rater 0)."""
+    from bench import audit_jury
+
+    made = [audit_jury.synthetic_jury(rng), audit_jury.synthetic_samples(rng)]
+    base = datasets_dir()
+    if base.is_dir():
+        made += [*audit_jury.qags(base, 2), *audit_jury.usr(base, 2), *audit_jury.xsum(base, 2)]
+    return [(name, gold, signals, float(np.corrcoef(gold, judge)[0, 1])) for name, gold, judge, signals, _ in made]
+
+
+def small_calibrations(rng, sizes=(30, 60, 100, 200), draws: int = 300) -> None:
+    """What a report on a small calibration reads for a jury: the cross-validated and the in-sample R of random
+    calibrations of each size drawn from a 20,000-output synthetic jury, beside the population's R."""
+    from bench import audit_jury
+
+    _, gold, _, signals, _ = audit_jury.synthetic_jury(rng, N=20_000)
+    print(f"\nthe synthetic jury's R on small calibrations (population R {cross_validated_r(gold, signals):.3f}):")
+    for n in sizes:
+        cross, fitted = [], []
+        for _ in range(draws):
+            idx = rng.choice(gold.size, n, replace=False)
+            r = cross_validated_r(gold[idx], signals[idx])
+            if r is None:
+                continue
+            design = np.column_stack([np.ones(n), signals[idx]])
+            fit_values = design @ np.linalg.lstsq(design, gold[idx], rcond=None)[0]
+            cross.append(r)
+            fitted.append(float(np.corrcoef(fit_values, gold[idx])[0, 1]))
+        low, high = np.quantile(cross, [0.25, 0.75])
+        print(
+            f"  n {n:3d}: cross-validated R median {np.median(cross):.3f} (quartiles {low:.3f} to {high:.3f}),"
+            f" in-sample R median {np.median(fitted):.3f}"
+        )
 
 
 def large(*, orders: int, rng, horizon: int = 4000) -> list[dict]:
@@ -182,6 +253,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fit", action="store_true", help="refit the constants on the training grid first")
     parser.add_argument("--large", action="store_true", help="also 20,000-output candidates (100 orders)")
+    parser.add_argument("--only-jury", action="store_true", help="only the juries (bench/audit_jury.py's sets)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
@@ -197,16 +269,40 @@ def main() -> int:
         audit_forecast.PRICE_SCALE, audit_forecast.PRICE_START, audit_forecast.PRICE_TRUTH_WEIGHT = scale, start, weight
         report(train, "training grid, with the fitted constants")
     base = datasets_dir()
-    held_out = []
-    sources = [synthetic()]
-    if base.is_dir():
-        sources = [qags(base), usr(base), xsum(base), *sources]
-    else:
+    if not base.is_dir():
         print(f"no datasets at {base} (set ICEWATER_DATASETS_DIR): synthetic sets only", file=sys.stderr)
-    for source in sources:
-        for name, gold, judge in source:
-            held_out += medians(name, gold, judge, orders=args.orders, rng=rng)
-    report(held_out, "held out (bench/audit.py's sets)")
+    if not args.only_jury:
+        held_out = []
+        sources = [synthetic()]
+        if base.is_dir():
+            sources = [qags(base), usr(base), xsum(base), *sources]
+        for source in sources:
+            for name, gold, judge in source:
+                held_out += medians(name, gold, judge, orders=args.orders, rng=rng)
+        report(held_out, "held out (bench/audit.py's sets)")
+    juries = [
+        row
+        for name, gold, signals, judge_phi in jury_sets(rng)
+        for row in jury_medians(name, gold, signals, orders=args.orders, rng=rng, judge_phi=judge_phi)
+    ]
+    report(juries, "juries (bench/audit_jury.py's sets; phi: the jury's cross-validated R)")
+    for name in dict.fromkeys(r["set"] for r in juries):
+        first = next(r for r in juries if r["set"] == name)
+        print(f"  {name}: cross-validated R {first['phi']:.3f}, in-sample R {first['in_sample']:.3f}")
+    alone = [
+        labels_per_decision(
+            phi=r["judge_phi"], pass_rate=r["theta"], margin=r["margin"], N=r["N"], minimum=r["minimum"]
+        ).labels
+        / r["measured"]
+        - 1
+        for r in juries
+    ]
+    print(
+        f"  the jury audits priced at the one-bit judge's phi instead (the report before): median |error|"
+        f" {100 * np.median(np.abs(alone)):.1f}%, range {100 * min(alone):+.1f}% to {100 * max(alone):+.1f}%;"
+        f" within {100 * GOAL:.0f}%: {sum(abs(e) <= GOAL for e in alone)} of {len(alone)}"
+    )
+    small_calibrations(rng)
     if args.large:
         report(large(orders=100, rng=rng), "held out, 20,000 outputs")
     print(f"\n{time.perf_counter() - started:.0f} s")

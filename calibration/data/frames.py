@@ -47,6 +47,26 @@ def load_verdicts(scope: Scope, judge_config: JudgeConfig) -> pd.DataFrame:
     return verdicts.assign(run_rank=-verdicts["run"].astype("int64")).drop(columns="run")
 
 
+def load_other_verdicts(scope: Scope, judge_config: JudgeConfig) -> pd.DataFrame:
+    """Every stored verdict sample of the OTHER judge configs of this eval set's workspace on this scope (one query,
+    whatever their number): load_verdicts' columns and `config`, the config's name. What the price of gating reads for
+    a jury (calibration/report/jury_pricing.py). Another workspace's configs never join, even with verdicts here."""
+    qs = (
+        Verdict.objects.counted()
+        .filter(
+            output__case__eval_set=scope.eval_set,
+            rubric_version=scope.rubric_version,
+            judge_config__workspace_id=scope.eval_set.workspace_id,
+        )
+        .exclude(judge_config=judge_config)
+    )
+    if scope.agent_version is not None:
+        qs = qs.filter(output__agent_version=scope.agent_version)
+    fields = ["output_id", "criterion_id", "run_id", "sample", "outcome", "evidence_found", "judge_config__name"]
+    verdicts = frame(qs, fields, [*VERDICT_COLUMNS, "config"])
+    return verdicts.assign(run_rank=-verdicts["run"].astype("int64")).drop(columns="run")
+
+
 def load_agent_versions(scope: Scope) -> pd.DataFrame:
     """output, agent_version for every output of the eval set (to split a report by agent version)."""
     qs = Output.objects.filter(case__eval_set=scope.eval_set)

@@ -26,6 +26,7 @@ from calibration.audits.stored_figures import stored_figures
 from calibration.data import content_cache, frames
 from calibration.data.holdout import report_restriction
 from calibration.report.ceiling import human_agreement_from_labels
+from calibration.report.jury_pricing import jury_fits
 from calibration.report.pricing import (
     PriceRow,
     marked_calibrations,
@@ -37,6 +38,7 @@ from calibration.report.pricing import (
 from calibration.report.robustness import probe_results, report_key
 from calibration.report.rows import CriterionReport, build_rows, build_tiers
 from calibration.stats.candidate_evidence import TransportTest
+from calibration.stats.jury_fit import JuryFit
 from calibration.stats.metrics import HumanAgreement
 from evals.models import Criterion, EvalSet, RubricVersion
 from judging.models import JudgeConfig
@@ -251,12 +253,22 @@ class ReportCore:
     # A judge that samples more than once: per criterion, its vote share's correlation with gold, which a uniform
     # audit reads (issue 38), so the price of gating prices that; None for a judge that samples once.
     vote_share_phis: Mapping[str, float] | None = None
+    # Where other judge configs of the workspace have verdicts here: per criterion, the jury a uniform audit could read
+    # and its cross-validated R (report/jury_pricing.py), priced beside the judge alone; None where there is none.
+    jury_fits: Mapping[str, JuryFit] | None = None
 
 
 def report_core(
-    *, eval_set: EvalSet, rubric_version: RubricVersion, judge_config: JudgeConfig, agent_version: str | None = None
+    *,
+    eval_set: EvalSet,
+    rubric_version: RubricVersion,
+    judge_config: JudgeConfig,
+    agent_version: str | None = None,
+    with_jury: bool = True,
 ) -> ReportCore:
-    """The rows of one eval set x rubric version x judge config (five queries, whatever the size)."""
+    """The rows of one eval set x rubric version x judge config (five queries, whatever the size, and one more
+    `with_jury`: the other judge configs' verdicts, for the price of gating with a jury, which only a report with its
+    audit plans shows)."""
     scope = label_frames.Scope(eval_set, rubric_version, agent_version)
     criteria, policies = _criteria(rubric_version)
     restriction = report_restriction(eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config)
@@ -277,12 +289,25 @@ def report_core(
         if judge_config.samples > 1
         else None
     )
+    juries = (
+        jury_fits(
+            labels=labels,
+            adjudicated=adjudicated,
+            verdicts=verdicts,
+            others=_only(frames.load_other_verdicts(scope, judge_config), only),
+            criteria=criteria,
+            policies=policies,
+        )
+        if with_jury
+        else {}
+    )
     return ReportCore(
         rows=tuple(rows),
         outputs_judged=int(verdicts["output"].nunique()) if len(verdicts) else 0,
         split=restriction.part if restriction else "",
         split_note=restriction.note if restriction else "",
         vote_share_phis=shares,
+        jury_fits=juries or None,
     )
 
 
@@ -295,7 +320,8 @@ def calibration_report(
     with_audit_plans: bool = False,
 ) -> CalibrationReport:
     """The report for one eval set x rubric version x judge config (five queries, whatever the size, one
-    for the newest complete probe run and three more when there is one).
+    for the newest complete probe run and three more when there is one; one more with the audit plans, for the
+    price of gating with a jury).
 
     `with_audit_plans`: also what the report says of the eval set as a release candidate: its audit plans (one
     query, and one for each plan's figures as a worker stored them, issue 37), the price of gating for the
@@ -303,7 +329,11 @@ def calibration_report(
     report's page, its JSON export, the command and the API show; the overview grid and the approvals, which read
     only the rows, leave them out."""
     core = report_core(
-        eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, agent_version=agent_version
+        eval_set=eval_set,
+        rubric_version=rubric_version,
+        judge_config=judge_config,
+        agent_version=agent_version,
+        with_jury=with_audit_plans,
     )
     return assemble(
         core,
@@ -337,7 +367,9 @@ def assemble(
             eval_set=eval_set, rubric_version=rubric_version, judge_config=judge_config, here=core.outputs_judged
         )
         marks = marked_calibrations(rubric_version, judge_config)
-        prices = price_rows(rows, size, {m.key: m.min_pass_rate for m in marks}, which, core.vote_share_phis)
+        prices = price_rows(
+            rows, size, {m.key: m.min_pass_rate for m in marks}, which, core.vote_share_phis, core.jury_fits
+        )
         transport = transport_rows(rows, marks, eval_set.pk)
         plans = plans_to_report(eval_set=eval_set, rubric_version_id=rubric_version.pk)
     return CalibrationReport(

@@ -15,6 +15,7 @@ from django.db.models import Count
 from calibration.report.rows import CriterionReport
 from calibration.stats.audit_forecast import GatingPrice, gating_price
 from calibration.stats.candidate_evidence import TransportTest, calibration_cells, transport_test
+from calibration.stats.jury_fit import JuryFit
 from calibration.stats.metrics import FAIL, PASS
 from calibration.stats.policy import DEFAULT_MIN_PASS_RATE
 from evals.models import EvalSet, RubricVersion
@@ -39,6 +40,14 @@ class PriceRow:
             return f"{self.criterion}: no estimate (no items where gold and the judge both say PASS or FAIL)"
         return self.price.in_words
 
+    @property
+    def label_cells(self) -> list[tuple[int, int | None]]:
+        """Per margin, the judge's labels and the jury's where a jury lowers them (None elsewhere): the page's cells."""
+        if self.price is None:
+            return []
+        jury = self.price.jury.costs if self.price.jury is not None and self.price.jury_lowers else None
+        return [(c.labels, jury[k].labels if jury else None) for k, c in enumerate(self.price.costs)]
+
     def as_dict(self) -> dict:
         if self.price is not None:
             return {**self.price.as_dict(), "candidate": self.candidate}
@@ -52,13 +61,17 @@ def price_rows(
     minimums: Mapping[str, float] | None = None,
     candidate: str = "",
     vote_share_phis: Mapping[str, float] | None = None,
+    jury_fits: Mapping[str, JuryFit] | None = None,
 ) -> tuple[PriceRow, ...]:
     """The price of gating each criterion on a candidate of N outputs, from the report's confusion cells, on the
     worse side of its minimum (`minimums`: a gating criterion's, DEFAULT_MIN_PASS_RATE for the others).
     `vote_share_phis`: by criterion key, the judge's vote share's correlation with gold where it is known (a judge
-    that samples more than once): the predictor a uniform audit reads (issue 38), so the price is that audit's."""
+    that samples more than once): the predictor a uniform audit reads (issue 38), so the price is that audit's.
+    `jury_fits`: by criterion key, the jury of other judge configs with verdicts here (jury_pricing.py), priced
+    beside the judge's own price."""
     minimums = minimums or {}
     vote_share_phis = vote_share_phis or {}
+    jury_fits = jury_fits or {}
     return tuple(
         PriceRow(
             r.criterion,
@@ -69,6 +82,7 @@ def price_rows(
                 N=N,
                 minimum=minimums.get(r.criterion, DEFAULT_MIN_PASS_RATE),
                 vote_share_phi=vote_share_phis.get(r.criterion),
+                jury=jury_fits.get(r.criterion),
             ),
             candidate,
         )
@@ -90,16 +104,7 @@ def vote_share_phis(
     then falls back on the verdict's phi."""
     if not len(verdicts):
         return {}
-    gold = derive_gold(labels, adjudicated, policies)
-    gold = gold[gold["gold"].isin([PASS, FAIL])]
-    current = verdicts.sort_values("run_rank", kind="stable").drop_duplicates(
-        ["criterion", "output", "sample"], keep="first"
-    )
-    votes = current[current["outcome"].isin([PASS, FAIL])]
-    shares = votes.assign(share=(votes["outcome"] == PASS).astype(float)).groupby(["criterion", "output"])["share"]
-    both = gold.assign(y=(gold["gold"] == PASS).astype(float)).merge(
-        shares.mean().reset_index(), on=["criterion", "output"]
-    )
+    both = binary_gold(labels, adjudicated, policies).merge(vote_share_frame(verdicts), on=["criterion", "output"])
     phis = {}
     for criterion_id, key in criteria:
         rows = both[both["criterion"] == criterion_id]
@@ -107,6 +112,23 @@ def vote_share_phis(
         if y.size >= 2 and np.var(y) > 0 and np.var(share) > 0:
             phis[key] = float(np.corrcoef(y, share)[0, 1])
     return phis
+
+
+def binary_gold(labels: pd.DataFrame, adjudicated: pd.DataFrame, policies: Mapping[Any, str]) -> pd.DataFrame:
+    """criterion, output, y: gold as 1.0 (PASS) or 0.0 (FAIL), on the items whose gold is either."""
+    gold = derive_gold(labels, adjudicated, policies)
+    gold = gold[gold["gold"].isin([PASS, FAIL])]
+    return gold.assign(y=(gold["gold"] == PASS).astype(float))[["criterion", "output", "y"]]
+
+
+def vote_share_frame(verdicts: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+    """[*by,] criterion, output, share: the share of PASS among the current samples (each from the most recent run
+    that has it; ERROR, ABSTAIN and N/A are not votes), on the items with a usable sample. `by`: further columns
+    the samples are told apart by (the config, for other judge configs' verdicts loaded together)."""
+    keys = [*by, "criterion", "output"]
+    current = verdicts.sort_values("run_rank", kind="stable").drop_duplicates([*keys, "sample"], keep="first")
+    votes = current[current["outcome"].isin([PASS, FAIL])]
+    return votes.assign(share=(votes["outcome"] == PASS).astype(float)).groupby(keys)["share"].mean().reset_index()
 
 
 def priced_candidate(

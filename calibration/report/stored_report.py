@@ -5,9 +5,9 @@ On a large eval set (outputs x criteria at least ICEWATER_REPORT_STORED_FROM_ITE
 verdicts alone takes seconds, so the report's pages (the report, Compare, the calibration overview's grid, Home's
 check of the gating marks' tiers, the drilldown behind a cell: cell_items.py, the annotators' agreement:
 annotator_figures.py) never compute it there: they show the rows a worker stored (ReportFigures) with
-how fresh they are ("as of change 12, 4 s ago; updating…") and poll while a worker computes newer ones. On a smaller
-eval set the page computes the report as before: it takes less than the page's 250 ms budget cold (docs/calibration
-.md, "Performance"), and the figures are then always of the data as it is now.
+how fresh they are ("as of change 12 to the labels and verdicts, 4 s ago; updating…") and poll while a worker
+computes newer ones. On a smaller eval set the page computes the report as before: it takes less than the page's
+250 ms budget cold (docs/calibration.md, "Performance"), and the figures are then always of the data as it is now.
 
 What makes stored rows stale: a label, an annotation's submission, a gold label or a dispute on an output of the
 eval set (audits/figures_triggers.py sends them here too), a save of a judge run on the instrument, a gating mark on
@@ -85,11 +85,10 @@ class Freshness:
     duration_s: float | None
 
     def words(self, now: datetime | None = None) -> str:
-        """ "as of change 12, 4 s ago; updating…", as the audit plans say theirs."""
-        if self.computed_at is None:
-            return "not computed yet; a worker is computing them…"
-        said = f"as of change {self.as_of}, {worker_figures.ago(self.computed_at, now)}"
-        return said if self.current else f"{said}; updating…"
+        """ "as of change 12 to the labels and verdicts, 4 s ago; updating…", as the audit plans say theirs (a
+        bare "change 12" told a reader nothing of what changed)."""
+        of = f"change {self.as_of} to the labels and verdicts"
+        return worker_figures.fresh_words(self.computed_at, of, current=self.current, now=now)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from calibration.stats.audit_stats import (
     checked_inputs,
     decide_each_label,
 )
+from calibration.stats.jury_fit import JuryFit
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,30 @@ LITTLE_HELP = 0.10
 
 
 @dataclass(frozen=True)
+class JuryPrice:
+    """The price of gating with a jury (issue 38): the judge's vote share and other judge configs' verdicts on the
+    same outputs, which a lead starting a uniform plan can add. Priced as one judge is, at the jury's correlation R
+    with gold, cross-validated on the calibration (calibration/stats/jury_fit.py)."""
+
+    configs: tuple[str, ...]  # the other judge configs, beside the judge itself
+    R: float
+    n: int  # the calibration items R was measured on
+    costs: tuple[LabelCost, ...]  # as GatingPrice.costs, at R
+    sides: dict[str, tuple[LabelCost, ...]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "configs": list(self.configs),
+            "R": self.R,
+            "n": self.n,
+            "labels": {f"{c.margin:.2f}": c.labels for c in self.costs},
+            "labels_by_side": {
+                side: {f"{c.margin:.2f}": c.labels for c in costs} for side, costs in self.sides.items()
+            },
+        }
+
+
+@dataclass(frozen=True)
 class GatingPrice:
     """An estimate of the labels an audit of a candidate takes per release decision, from a calibration's figures."""
 
@@ -243,9 +268,29 @@ class GatingPrice:
     # What phi is the correlation of (issue 38): "verdict", the judge's PASS/FAIL, or "vote share", the share of PASS
     # among its repeated samples, which a uniform audit's jury predictor reads.
     predictor: str = "verdict"
+    # Where other judge configs have verdicts on the calibration: the price with them as the audit's jury.
+    jury: JuryPrice | None = None
+
+    @property
+    def jury_lowers(self) -> bool:
+        return self.jury is not None and self.jury.costs[0].labels < self.costs[0].labels
+
+    def _jury_words(self) -> str:
+        if self.jury is None:
+            return ""
+        names = ", ".join(self.jury.configs)
+        measured = f"cross-validated R {self.jury.R:.2f} on {self.jury.n} items"
+        if self.jury_lowers:
+            first, *rest = self.jury.costs
+            more = "".join(f", {c.labels} at {c.margin:.2f}" for c in rest)
+            return f"; with the jury of {names} ({measured}): about {first.labels} labels at {first.margin:.2f}{more}"
+        return f"; a jury of {names} would not lower it ({measured})"
 
     @property
     def in_words(self) -> str:
+        return self._judge_words() + self._jury_words()
+
+    def _judge_words(self) -> str:
         what = "vote share takes" if self.predictor == "vote share" else "verdicts take"
         judge = (
             "the judge adds little"
@@ -280,6 +325,8 @@ class GatingPrice:
                 side: {f"{c.margin:.2f}": c.labels for c in costs} for side, costs in self.sides.items()
             },
             "in_words": self.in_words,
+            # Only where a jury exists: a report without other judge configs exports byte for byte as before.
+            **({"jury": self.jury.as_dict()} if self.jury is not None else {}),
         }
 
 
@@ -291,6 +338,7 @@ def gating_price(
     confidence: float = 0.95,
     minimum: float | None = None,
     vote_share_phi: float | None = None,
+    jury: JuryFit | None = None,
 ) -> GatingPrice | None:
     """The price of gating one criterion (labels_per_decision at PRICE_MARGINS), from the calibration's confusion
     cells (true_pass, false_pass, false_fail, true_fail) and a candidate of N outputs. None without gold PASS/FAIL
@@ -299,7 +347,8 @@ def gating_price(
     margin above and below it (issue 40: the side changes the variance, p (1 - p)), and the worse side is quoted;
     without, at the calibration's gold pass rate. `vote_share_phi`: the correlation with gold of the judge's vote
     share over its repeated samples on the same calibration, where known: what a uniform audit's predictor reads
-    (issue 38), so it prices that audit; the cells still give the pass rate."""
+    (issue 38), so it prices that audit; the cells still give the pass rate. `jury`: where other judge configs have
+    verdicts on the calibration, the jury's cross-validated R, priced the same way beside the judge's own price."""
     tp, fp, fn, tn = cells
     n = tp + fp + fn + tn
     if n == 0 or N < 1:
@@ -310,15 +359,24 @@ def gating_price(
         phi, predictor = vote_share_phi, "vote share"
     pass_rate = (tp + fn) / n
 
-    def cost(theta: float, margin: float, null: float | None = None) -> LabelCost:
-        return labels_per_decision(phi=phi, pass_rate=theta, margin=margin, N=N, confidence=confidence, minimum=null)
+    def priced(at: float) -> tuple[tuple[LabelCost, ...], dict[str, tuple[LabelCost, ...]]]:
+        """The costs quoted (the worse side where a minimum is given) and each side's, at correlation `at`."""
 
-    if minimum is None:
-        costs = tuple(cost(pass_rate, m) for m in PRICE_MARGINS)
-        return GatingPrice(criterion, phi, pass_rate, N, costs, predictor=predictor)
-    sides = {
-        PASS_SIDE: tuple(cost(min(minimum + m, 1.0), m, minimum) for m in PRICE_MARGINS),
-        FAIL_SIDE: tuple(cost(max(minimum - m, 0.0), m, minimum) for m in PRICE_MARGINS),
-    }
-    worse = tuple(max(a, b, key=lambda c: c.labels) for a, b in zip(sides[PASS_SIDE], sides[FAIL_SIDE], strict=True))
-    return GatingPrice(criterion, phi, pass_rate, N, worse, minimum, sides, predictor)
+        def cost(theta: float, margin: float, null: float | None = None) -> LabelCost:
+            return labels_per_decision(phi=at, pass_rate=theta, margin=margin, N=N, confidence=confidence, minimum=null)
+
+        if minimum is None:
+            return tuple(cost(pass_rate, m) for m in PRICE_MARGINS), {}
+        sides = {
+            PASS_SIDE: tuple(cost(min(minimum + m, 1.0), m, minimum) for m in PRICE_MARGINS),
+            FAIL_SIDE: tuple(cost(max(minimum - m, 0.0), m, minimum) for m in PRICE_MARGINS),
+        }
+        pairs = zip(sides[PASS_SIDE], sides[FAIL_SIDE], strict=True)
+        return tuple(max(a, b, key=lambda c: c.labels) for a, b in pairs), sides
+
+    costs, sides = priced(phi)
+    jury_price = None
+    if jury is not None:
+        jury_costs, jury_sides = priced(jury.R)
+        jury_price = JuryPrice(jury.configs, jury.R, jury.n, jury_costs, jury_sides)
+    return GatingPrice(criterion, phi, pass_rate, N, costs, minimum, sides, predictor, jury_price)

@@ -125,7 +125,7 @@ def test_the_report_page_says_how_fresh_its_figures_are_and_polls_until_they_are
     worker = workers(concurrency=1)
     row = wait_current(es, rv, judge)
     body = client.get(url).content.decode()
-    assert f"Figures as of change {row.done}," in body and "updating" not in body
+    assert f"Figures as of change {row.done} to the labels and verdicts," in body and "updating" not in body
     assert 'hx-trigger="every 2s"' not in body and 'id="criterion-correct_amount"' in body  # current: no poll
     computed = calibration_report(eval_set=es, rubric_version=rv, judge_config=judge)
     kappa = f"{computed.row('correct_amount').judge.kappa:.2f}"
@@ -133,7 +133,8 @@ def test_the_report_page_says_how_fresh_its_figures_are_and_polls_until_they_are
     worker.kill()
     flip(Label.objects.filter(annotation__output=outputs[0], annotation__slot=1).first())  # no worker computes it
     stale = client.get(url).content.decode()
-    assert f"Figures as of change {row.done}," in stale and "updating…" in stale and 'role="status"' in stale
+    assert f"Figures as of change {row.done} to the labels and verdicts," in stale
+    assert "updating…" in stale and 'role="status"' in stale
     assert 'hx-trigger="every 2s"' in stale and kappa in stale  # the last figures, shown while it polls
     grid = client.get(reverse("calibration:index")).content.decode()
     assert "updating…" in grid and kappa in grid
