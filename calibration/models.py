@@ -233,6 +233,15 @@ class AuditPlan(models.Model):
     strata = models.TextField(blank=True)
     path = models.TextField(blank=True)
 
+    @property
+    def released_of(self) -> tuple[int, int]:
+        """(released, of): how many outputs the queue may hand out, of how many. A stratified plan releases through
+        its path (the order's own count stays where it was), so the order's count alone said "0 of 150" on the plans
+        list beside 36 labeled."""
+        if self.design == self.Design.STRATIFIED:
+            return len(self.path), len(self.strata)
+        return self.order.released, self.order.size
+
     class Predictor(models.TextChoices):
         VERDICT = "verdict", "The judge's verdict (one bit per output)"
         JURY = "jury", "The jury: the vote share of the judge's samples, and any extra judge configs"

@@ -236,9 +236,8 @@ def _release_stratified(plan: AuditPlan, k: int) -> None:
 
 def left_to_release(plan: AuditPlan) -> int:
     """How many more outputs "Label these k next" could release for the plan."""
-    if plan.design == AuditPlan.Design.STRATIFIED:
-        return len(plan.strata) - len(plan.path)
-    return plan.order.size - plan.order.released
+    released, size = plan.released_of
+    return size - released
 
 
 def released_words(plan: AuditPlan) -> str:

@@ -213,3 +213,16 @@ def test_an_unknown_design_is_refused_by_the_service_and_the_command_and_nothing
             "--criterion", KEY, "--by", "lee", "--design", "random",
         )  # fmt: skip
     assert not AuditPlan.objects.exists()
+
+
+def test_the_plans_list_says_what_a_stratified_plan_released_not_the_orders_own_counter(client):
+    """The list read the order's counter, which a stratified plan leaves at 0: "0 of 40" beside labeled outputs."""
+    lead, rv, judge, eval_set, outputs = mixed()
+    plan = start(lead, rv, judge, eval_set)
+    release_plan_next(plan=plan, by=lead, k=10)
+    plan.refresh_from_db()
+    assert plan.order.released == 0 and plan.released_of == (10, 40)
+    client.force_login(lead)
+    body = client.get("/calibration/audits/").content.decode()
+    # Released 10 of 40; "0 of 40" once, the labeled column's (the order's counter made it twice).
+    assert '<td class="num">10 of 40</td>' in body and body.count('<td class="num">0 of 40</td>') == 1
