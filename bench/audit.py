@@ -56,7 +56,7 @@ distance 0.10 a median <= 15% of N on every set; at 0.05 where the design's pred
 R, the unsure score's phi, else the judge's) a median <= 35% of N; each met or missed and by how many points.
 --large adds a 20,000-output synthetic jury at distance 0.05, each design's median labels beside uniform's.
 
-What any test could reach, per cell: "oracle %N", the median of the best betting test for the set (told the whole
+What any test could reach, per cell: "oracle %N", the median of the growth-optimal betting test (told the whole
 set's least-squares predictor and the outputs left before each draw, it bets Kelly against them:
 audit_common.oracle_labels), and "floor %N", the fixed-n size where the most powerful test has a power of one half,
 below which no valid test's median lies (Neyman-Pearson). Under issue 38's goals, on how many sets each is over the
@@ -183,7 +183,7 @@ def run(
         f"  {'minimum':>8} {'distance':>9} {'right':>5} {'median %N':>10} {'p90 %N':>8} {'max %N':>7} {'wrong %':>8}"
         f" {'x fixed-n':>9} {'oracle %N':>9} {'floor %N':>8}"
     )
-    # The best-tuned test's predictor: the whole set's least-squares fit on what the design reads.
+    # The growth-optimal test's predictor: the whole set's least-squares fit on what the design reads.
     best = least_squares_score(gold, signals if design in ("jury", "unsure") else judge[:, None])[perm]
     for distance, sign, minimum, right in thresholds(theta, distances):
         rule = {"minimum": minimum, "confidence": CONFIDENCE, "min_gold": MIN_GOLD}
@@ -348,8 +348,9 @@ def goals(rows: list[dict], *, design: str, orders: int) -> None:
 def reachable(rows: list[dict]) -> list[str]:
     """What the median goals ask against what any test could give on these sets, per goal: the floor (no valid test,
     sequential or not, has a median below the fixed-n size at which the most powerful test has a power of one half;
-    audit_common.oracle_labels says why) and the best-tuned betting test (told the true edge, predictor and variance).
-    A goal below a set's floor cannot be met there by a better test, only by a better predictor."""
+    audit_common.oracle_labels says why) and the growth-optimal betting test (told the set: its predictor and the
+    outputs left before each draw). A goal below a set's floor cannot be met there by a better test, only by a better
+    predictor."""
     lines = []
     for distance, limit, phi in ((0.10, 0.15, -1.0), (0.05, 0.35, 0.6)):
         mine = [r for r in rows if r["distance"] == distance and r["phi"] >= phi]
@@ -361,7 +362,7 @@ def reachable(rows: list[dict]) -> list[str]:
         beyond = {r["set"] for r in mine if r["oracle"] > limit}
         sets = len({r["set"] for r in mine})
         lines.append(
-            f"distance {distance:.2f}: the best-tuned test's worst median {100 * oracle['oracle']:.1f}% of N"
+            f"distance {distance:.2f}: the growth-optimal test's worst median {100 * oracle['oracle']:.1f}% of N"
             f" ({oracle['set']}, {oracle['side']}), over {100 * limit:.0f}% on {len(beyond)} of {sets} sets;"
             f" the floor of any valid test {100 * floor['floor']:.1f}% ({floor['set']}), over on {len(below)}"
         )

@@ -80,8 +80,8 @@ def least_squares_score(gold: np.ndarray, signals: np.ndarray) -> np.ndarray:
 def oracle_labels(
     gold: np.ndarray, score: np.ndarray, *, minimum: float, right: str, confidence: float = CONFIDENCE
 ) -> np.ndarray:
-    """Labels to a decision of the best betting test for this very set, along each order: gold (S, N) and score
-    (S, N) in each order, `right` the decision the truth calls for.
+    """Labels to a decision of the growth-optimal betting test for this very set, along each order: gold (S, N) and
+    score (S, N) in each order, `right` the decision the truth calls for.
 
     What the audit's test learns from the labels, this one is told from the whole set (what only a simulation
     knows): the best linear predictor (`least_squares_score`, slope 1) and, before each draw, the multiset of the
@@ -92,7 +92,8 @@ def oracle_labels(
     no minimum of gold. It is still a valid test: "bet as if the set were this one" is a fixed rule of the past
     draws, so its capital is a test martingale under any set whose pass rate is m. What it shows is how far the
     audit's test is from the best bets there can be on these data (Kelly's growth is the most a betting test can
-    have per label in expectation).
+    have per label in expectation; its median is a reference, not a bound: another rule can stop sooner in some
+    orders).
 
     And the floor (labels_per_decision's fixed_n, under the normal approximation): by the Neyman-Pearson lemma no
     valid test, sequential or not, has a median below the fixed-n size at which the most powerful test has a power
