@@ -272,13 +272,15 @@ def test_plan_figures_runs_a_fixed_number_of_queries():
 
 def test_the_statistics_run_once_per_gold_and_a_new_label_runs_them_again(monkeypatch):
     # The page polls every few seconds; the decision and the forecast are cached under a digest of their inputs.
-    from calibration.stats import audit_forecast
+    # A new uniform plan reads the jury (its judge's vote share), so its forecast is the jury's own.
+    from calibration.stats import jury_forecast
 
     runs = []
-    forecast = audit_forecast.audit_forecast
-    monkeypatch.setattr(audit_forecast, "audit_forecast", lambda **kw: runs.append(1) or forecast(**kw))
+    forecast = jury_forecast.jury_forecast
+    monkeypatch.setattr(jury_forecast, "jury_forecast", lambda **kw: runs.append(1) or forecast(**kw))
     c = candidate(n=40)
     plan = plan_on(c, release=40)
+    assert plan.predictor == AuditPlan.Predictor.JURY
     order = in_order(plan)
     for output in order[:3]:
         gold(c, output, "PASS")
